@@ -1,0 +1,202 @@
+"""``core``: the host's built-in actions, announce legs and option sources.
+
+Registered through the same pipeline, hooks, validation and namespace checks as a
+third-party plugin; nothing in the engine names these ids.
+
+The bodies reach the host through ``ctx.services`` (the run log, the registry, the
+settings and an HTTP session), which the engine supplies on every dispatch.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pageant.hookspecs import (
+    Action,
+    ActionContext,
+    AnnounceLeg,
+    OptionSource,
+    Param,
+    SendContext,
+    hookimpl,
+)
+
+PLUGIN_INFO = {"owner": "core", "contract": "^1.0"}
+
+DEFAULT_LEG = "core.log"
+MAX_WAIT_SECONDS = 86_400
+
+
+# ── actions ───────────────────────────────────────────────────────────────────
+
+
+async def _send(ctx: ActionContext, leg_id: str, message: str) -> dict[str, Any]:
+    services = ctx.services
+    if services is None:
+        return {"ok": False, "retry": False, "error": "no host services in this context"}
+    leg = services.registry.legs.get(leg_id)
+    if leg is None:
+        return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
+    if ctx.verify:
+        return {"ok": True}
+    send_ctx = SendContext(
+        run=ctx.run,
+        step_id=getattr(services, "step_id", None),
+        idempotency_key=ctx.idempotency_key,
+        deadline=ctx.deadline,
+        services=services,
+    )
+    return await leg.send(message, send_ctx)
+
+
+async def announce(ctx: ActionContext) -> dict[str, Any]:
+    """Send ``message`` to the announce leg ``leg``."""
+    return await _send(ctx, ctx.params["leg"], ctx.params["message"])
+
+
+async def wait(ctx: ActionContext) -> dict[str, Any]:
+    """Finish at once and hold what follows for ``seconds``."""
+    seconds = ctx.params["seconds"]
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:
+        return {
+            "ok": False,
+            "retry": False,
+            "error": f"seconds must be between 0 and {MAX_WAIT_SECONDS}, not {seconds}",
+        }
+    return {"ok": True, "hold_for": seconds}
+
+
+async def cue(ctx: ActionContext) -> dict[str, Any]:
+    """Announce ``message`` (to ``leg``, the run log by default), then wait for a person."""
+    sent = await _send(ctx, ctx.params.get("leg") or DEFAULT_LEG, ctx.params["message"])
+    if not isinstance(sent, dict) or sent.get("ok") is not True:
+        return sent
+    return {"ok": True, "park": True}
+
+
+# ── legs ─────────────────────────────────────────────────────────────────────
+
+
+async def send_to_log(message: str, ctx: SendContext) -> dict[str, Any]:
+    """Write the message into the run log (kind ``announce``)."""
+    await ctx.services.write_log("announce", {"leg": "core.log", "message": message})
+    return {"ok": True}
+
+
+async def send_to_webhook(message: str, ctx: SendContext) -> dict[str, Any]:
+    """POST ``{"message", "run", "idempotency_key"}`` as JSON to every configured URL.
+
+    A post is not idempotent: once a request has left, a failure answers
+    ``retry: false`` so the message is never sent twice.
+    """
+    services = ctx.services
+    urls = list(services.settings.webhook_urls)
+    if not urls:
+        return {"ok": False, "retry": False, "error": "no webhook_urls are configured"}
+    body = json.dumps(
+        {
+            "message": message,
+            "idempotency_key": ctx.idempotency_key,
+            "run": None
+            if ctx.run is None
+            else {"id": ctx.run.id, "scope": ctx.run.scope, "slug": ctx.run.slug},
+        }
+    )
+    failures = []
+    for url in urls:
+        status, error = await services.post_json(url, body)
+        if error is not None or status >= 300:
+            failures.append(f"{url}: {error or f'HTTP {status}'}")
+    if failures:
+        return {"ok": False, "retry": False, "error": "; ".join(failures)}
+    return {"ok": True}
+
+
+# ── option sources ───────────────────────────────────────────────────────────
+
+
+class CorePlugin:
+    """The built-in plugin object (a class so each host gets its own context)."""
+
+    PLUGIN_INFO = PLUGIN_INFO
+
+    def __init__(self) -> None:
+        self.context: Any = None
+
+    async def resolve_legs(self) -> list[dict[str, Any]]:
+        if self.context is None:
+            return []
+        legs = self.context.registry.legs
+        return [{"value": leg_id, "label": legs[leg_id].label} for leg_id in sorted(legs)]
+
+    @hookimpl
+    def pageant_actions(self) -> list[Action]:
+        leg_param = dict(
+            name="leg",
+            type="string",
+            description="Where the message goes: an announce leg id.",
+            example=DEFAULT_LEG,
+            option_source="core.options.legs",
+        )
+        message = Param(
+            name="message",
+            type="string",
+            required=True,
+            description="What to announce.",
+            example="The champion stirs in Yew",
+        )
+        return [
+            Action(
+                id="core.announce",
+                label="Announce",
+                risk="notify",
+                budget_ms=10_000,
+                params=[Param(**leg_param, required=True), message],
+                perform=announce,
+                description="Send a message to an announce leg.",
+            ),
+            Action(
+                id="core.wait",
+                label="Wait",
+                risk="notify",
+                budget_ms=1_000,
+                params=[
+                    Param(
+                        name="seconds",
+                        type="integer",
+                        required=True,
+                        description="How long to hold what follows (0 to 86400).",
+                        example=300,
+                    )
+                ],
+                perform=wait,
+                description="Hold the run; across a phase boundary when it is a phase's last step.",
+            ),
+            Action(
+                id="core.cue",
+                label="Cue a person",
+                risk="notify",
+                budget_ms=10_000,
+                params=[message, Param(**leg_param, required=False)],
+                perform=cue,
+                description="Announce a cue, then wait until a person confirms the step.",
+            ),
+        ]
+
+    @hookimpl
+    def pageant_announce_legs(self) -> list[AnnounceLeg]:
+        return [
+            AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
+            AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
+        ]
+
+    @hookimpl
+    def pageant_option_sources(self) -> list[OptionSource]:
+        return [
+            OptionSource(id="core.options.legs", label="Announce legs", resolve=self.resolve_legs)
+        ]
+
+    @hookimpl
+    def pageant_startup(self, context: Any) -> None:
+        self.context = context

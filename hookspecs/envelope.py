@@ -1,0 +1,110 @@
+"""The envelope: what ``perform`` and ``revert`` answer, and the one function that reads it.
+
+A callable answers one of::
+
+    {"ok": True}                                   # done
+    {"ok": True, "resources": [{"kind": "npc", "ref": "0x1f"}]}   # done, created these
+    {"ok": True, "hold_for": 30}                   # done; delay what follows by 30 s
+    {"ok": True, "park": True}                     # done once a person confirms it
+    {"ok": False, "retry": True, "error": "shard busy"}           # failed, may retry
+    {"ok": False, "retry": False, "error": "no such region"}      # failed for good
+
+**A raised exception, a timeout past the action's ``budget_ms``, an answer that is not a
+mapping and an answer without ``ok`` all read as ``{"ok": False, "retry": True}``.** The
+expensive mistake is recording a world change that did not happen; a retry of something
+that did happen is made harmless by the step's idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import Resource
+
+MAX_HOLD_SECONDS = 86_400
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A classified answer."""
+
+    ok: bool
+    retry: bool = False
+    error: str | None = None
+    resources: tuple[Resource, ...] = ()
+    hold_for: float = 0.0
+    park: bool = False
+    #: Why the raw answer was reread (``exception``, ``timeout``, ``not a mapping``, ...).
+    malformed: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _retryable(reason: str, error: str) -> Envelope:
+    return Envelope(ok=False, retry=True, error=error, malformed=reason)
+
+
+def classify(answer: object) -> Envelope:
+    """Read a raw answer into an :class:`Envelope`, never raising.
+
+    Anything that does not clearly say ``ok`` reads as a retryable failure, naming why.
+    """
+    if not isinstance(answer, Mapping):
+        return _retryable("not a mapping", f"answer is not a mapping: {type(answer).__name__}")
+    if "ok" not in answer:
+        return _retryable("missing ok", 'answer has no "ok"')
+    ok = answer["ok"]
+    if not isinstance(ok, bool):
+        return _retryable("bad ok", f'"ok" must be true or false, not {ok!r}')
+    if not ok:
+        retry = answer.get("retry", True)
+        error = answer.get("error")
+        return Envelope(
+            ok=False,
+            retry=retry if isinstance(retry, bool) else True,
+            error=str(error) if error is not None else "failed without an error message",
+        )
+
+    resources: list[Resource] = []
+    raw_resources = answer.get("resources") or []
+    if not isinstance(raw_resources, list):
+        return _retryable("bad resources", '"resources" must be a list')
+    for i, item in enumerate(raw_resources):
+        if not isinstance(item, Mapping) or not item.get("kind") or not item.get("ref"):
+            return _retryable("bad resources", f"resources[{i}] needs a kind and a ref")
+        detail = {k: v for k, v in item.items() if k not in ("kind", "ref")}
+        resources.append(Resource(kind=str(item["kind"]), ref=str(item["ref"]), detail=detail))
+
+    hold = answer.get("hold_for", 0) or 0
+    if isinstance(hold, bool) or not isinstance(hold, (int, float)) or hold < 0:
+        return _retryable("bad hold_for", '"hold_for" must be a non-negative number of seconds')
+    park = answer.get("park", False)
+    if not isinstance(park, bool):
+        return _retryable("bad park", '"park" must be true or false')
+    return Envelope(
+        ok=True,
+        resources=tuple(resources),
+        hold_for=float(min(hold, MAX_HOLD_SECONDS)),
+        park=park,
+    )
+
+
+async def run_with_envelope(
+    fn: Callable[..., Awaitable[object]], *args: object, timeout: float
+) -> Envelope:
+    """Await ``fn(*args)`` within ``timeout`` seconds and classify what it answered.
+
+    An exception or a timeout is a retryable failure; cancellation of the caller itself
+    is passed on.
+    """
+    try:
+        answer = await asyncio.wait_for(fn(*args), timeout)
+    except TimeoutError:
+        return _retryable("timeout", f"no answer within {timeout:g} s")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # any plugin failure is an answer, never a crash of the host
+        return _retryable("exception", f"{type(exc).__name__}: {exc}")
+    return classify(answer)

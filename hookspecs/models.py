@@ -1,0 +1,340 @@
+"""Declaration models: the shapes a plugin's declaration hooks return.
+
+Declaration hooks may return these models or plain dicts of the same shape; the host
+validates either through these models, one plugin at a time, and refuses the plugin
+naming every problem it found.
+
+Every callable a declaration carries is ``async def`` except ``Action.cost``, which is a
+pure synchronous function of the params.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: One id segment: lowercase, starts with a letter.
+SEGMENT = r"[a-z][a-z0-9_]*"
+#: ``<owner>.<name>[.<name>...]``.
+ID_PATTERN = re.compile(rf"^{SEGMENT}(?:\.{SEGMENT})+$")
+OWNER_PATTERN = re.compile(rf"^{SEGMENT}$")
+
+ParamType = Literal["string", "integer", "number", "boolean"]
+Risk = Literal["notify", "inspect", "change", "irreversible"]
+Reversible = Literal["full", "partial", "none"]
+
+MAX_BUDGET_MS = 600_000
+
+
+def is_async_callable(fn: object) -> bool:
+    """True for an ``async def`` function, bound method, or object with ``async __call__``."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's own __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def check_literal(type_: str, value: Any) -> tuple[bool, Any, str]:
+    """Check ``value`` against a declared param or variable type.
+
+    Answers ``(ok, normalised value, error)``. An ``integer`` refuses ``True`` and ``5.0``;
+    a ``number`` refuses booleans; a ``string`` must be a str; a ``boolean`` a bool.
+    """
+    if type_ == "string":
+        if isinstance(value, str):
+            return True, value, ""
+        return False, None, "must be a string"
+    if type_ == "integer":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, value, ""
+        return False, None, "must be an integer"
+    if type_ == "number":
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, value, ""
+        return False, None, "must be a number"
+    if type_ == "boolean":
+        if isinstance(value, bool):
+            return True, value, ""
+        return False, None, "must be true or false"
+    return False, None, f"has an unknown type {type_!r}"
+
+
+def _check_id(value: str) -> str:
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise ValueError(
+            f"{value!r} is not an id; expected <owner>.<name>[.<name>...] "
+            "with lowercase segments matching [a-z][a-z0-9_]*"
+        )
+    return value
+
+
+class _Declaration(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class PluginInfo(_Declaration):
+    """``PLUGIN_INFO``: read before the plugin is registered.
+
+    ``owner`` is the first segment of every id the plugin declares; ``contract`` is the
+    range of contract versions it was written against (``^1.0``, ``~1.2``, ``>=1.2 <2``).
+    """
+
+    owner: str
+    contract: str
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, value: str) -> str:
+        if not OWNER_PATTERN.match(value):
+            raise ValueError(f"{value!r} is not an owner; expected one segment [a-z][a-z0-9_]*")
+        return value
+
+
+class Param(_Declaration):
+    """One parameter of an action.
+
+    ``example`` is required even on optional params and must type-check: it is what the
+    kit passes to ``perform(verify=True)`` and what the docs show an author.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)
+    type: ParamType
+    required: bool = False
+    description: str = Field(min_length=1)
+    example: Any
+    option_source: str | None = None
+
+    @model_validator(mode="after")
+    def _example_type_checks(self) -> Param:
+        ok, _, error = check_literal(self.type, self.example)
+        if not ok:
+            raise ValueError(f"example {self.example!r} {error} (type {self.type})")
+        if self.option_source is not None:
+            _check_id(self.option_source)
+        return self
+
+
+class Action(_Declaration):
+    """Something a step can do to the world.
+
+    ``perform(ctx)`` and ``revert(ctx)`` are ``async def`` and answer an envelope (see
+    :mod:`pageant.hookspecs.envelope`). ``cost(params)`` is synchronous and pure and
+    answers ``{dimension: amount}``. ``revert`` is present exactly when ``reversible`` is
+    not ``none``. ``version`` is bumped whenever a param changes meaning.
+    """
+
+    id: str
+    label: str = Field(min_length=1)
+    version: int = Field(default=1, ge=1)
+    risk: Risk
+    reversible: Reversible = "none"
+    budget_ms: int = Field(ge=1, le=MAX_BUDGET_MS)
+    params: list[Param] = Field(default_factory=list)
+    description: str = ""
+    cost: Callable[[dict[str, Any]], dict[str, float]] | None = None
+    perform: Callable[..., Any]
+    revert: Callable[..., Any] | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _callables(self) -> Action:
+        if not is_async_callable(self.perform):
+            raise ValueError("perform must be an async def function")
+        if self.revert is not None and not is_async_callable(self.revert):
+            raise ValueError("revert must be an async def function")
+        if self.cost is not None and (not callable(self.cost) or is_async_callable(self.cost)):
+            raise ValueError("cost must be a plain (synchronous) function of the params")
+        if self.reversible == "none" and self.revert is not None:
+            raise ValueError('revert is declared but reversible is "none"')
+        if self.reversible != "none" and self.revert is None:
+            raise ValueError(f'reversible is "{self.reversible}" but no revert is declared')
+        names = [p.name for p in self.params]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"param(s) declared twice: {', '.join(duplicates)}")
+        return self
+
+
+class Budget(_Declaration):
+    """A budget dimension actions can spend against (``cost``) and caps can bound."""
+
+    dimension: str
+    label: str = Field(min_length=1)
+    unit: str = Field(min_length=1)
+
+    @field_validator("dimension")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+
+class Lease(_Declaration):
+    """A borrowed value a plugin can set for a while and put back.
+
+    ``read(target)`` answers the current value; ``apply(target, value)`` sets it and answers
+    the baseline it replaced; ``restore(target, baseline)`` puts the baseline back.
+    """
+
+    id: str
+    label: str = Field(min_length=1)
+    read: Callable[..., Any]
+    apply: Callable[..., Any]
+    restore: Callable[..., Any]
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _callables(self) -> Lease:
+        for name in ("read", "apply", "restore"):
+            if not is_async_callable(getattr(self, name)):
+                raise ValueError(f"{name} must be an async def function")
+        return self
+
+
+class OptionItem(_Declaration):
+    """One value an option source offers."""
+
+    value: str | int | float | bool
+    label: str
+
+
+class OptionSource(_Declaration):
+    """Values a param may take, resolved live (``resolve()`` answers ``[{value, label}]``)."""
+
+    id: str
+    label: str = Field(min_length=1)
+    resolve: Callable[..., Any]
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _callables(self) -> OptionSource:
+        if not is_async_callable(self.resolve):
+            raise ValueError("resolve must be an async def function")
+        return self
+
+
+class TriggerVariable(_Declaration):
+    """A variable a trigger's payload carries and a gate's condition may test."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)
+    type: ParamType
+    description: str = Field(min_length=1)
+    example: Any
+
+    @model_validator(mode="after")
+    def _example_type_checks(self) -> TriggerVariable:
+        ok, _, error = check_literal(self.type, self.example)
+        if not ok:
+            raise ValueError(f"example {self.example!r} {error} (type {self.type})")
+        return self
+
+
+class Trigger(_Declaration):
+    """Something that happens in the game, fired through the emit path or ``/fire``."""
+
+    id: str
+    label: str = Field(min_length=1)
+    variables: list[TriggerVariable] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _unique_variables(self) -> Trigger:
+        names = [v.name for v in self.variables]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"variable(s) declared twice: {', '.join(duplicates)}")
+        return self
+
+
+class AnnounceLeg(_Declaration):
+    """A place an announcement can go: ``send(message, ctx)`` is ``async def``."""
+
+    id: str
+    label: str = Field(min_length=1)
+    send: Callable[..., Any]
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _callables(self) -> AnnounceLeg:
+        if not is_async_callable(self.send):
+            raise ValueError("send must be an async def function")
+        return self
+
+
+# ── what the host hands to the callables ───────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a step belongs to."""
+
+    id: int
+    scope: str
+    definition_id: int
+    slug: str
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Something a ``perform`` created in the world, reported in its envelope."""
+
+    kind: str
+    ref: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What ``perform`` and ``revert`` receive.
+
+    ``idempotency_key`` is fixed per step: the same on every retry and on every
+    re-dispatch after a crash, so a plugin can make a repeated call harmless.
+    ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
+    ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
+    whose answer was lost, so reverting something that does not exist must succeed).
+    """
+
+    params: dict[str, Any]
+    idempotency_key: str
+    run: RunInfo | None
+    verify: bool
+    deadline: datetime
+    resources: tuple[Resource, ...] = ()
+    #: Host services for the built-ins and for plugins that want them (``log``, ``announce``).
+    services: Any = None
+
+
+@dataclass(frozen=True)
+class SendContext:
+    """What an announce leg's ``send`` receives besides the message."""
+
+    run: RunInfo | None
+    step_id: int | None
+    idempotency_key: str
+    deadline: datetime
+    services: Any = None

@@ -1,0 +1,1 @@
+"""The HTTP API (aiohttp): the app factory, routing, errors and the routes per resource."""

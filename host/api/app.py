@@ -1,0 +1,67 @@
+"""The app factory: ``make_app(host)`` builds the aiohttp application over one host.
+
+Routes come from every module in :mod:`pageant.api.routes` (each exposes ``routes``, a
+:class:`~pageant.api.routing.RouteTable`); the OpenAPI document is built from the same list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from pageant.api import middleware
+from pageant.api.keys import HOST, ROUTES
+from pageant.api.routing import Route
+from pageant.hosting import Host
+
+
+def all_routes() -> list[Route]:
+    import pageant.api.routes as package
+
+    found: list[Route] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        table = getattr(module, "routes", None)
+        if table is not None:
+            found.extend(table.routes)
+    return found
+
+
+def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
+    """Build the app. Its cleanup context opens the database, starts the plugins and, with
+    ``run_engine``, the engine task - and stops them in reverse order."""
+    app = web.Application(middlewares=[middleware.errors, middleware.bearer])
+    app[HOST] = host
+    routes = all_routes()
+    app[ROUTES] = routes
+    for route in routes:
+        app.router.add_route(route.method, route.path, route.handler)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        if not host.started:
+            await host.start_plugins()
+        runner = None
+        if run_engine:
+            runner = await start_engine(host)
+        yield
+        if runner is not None:
+            await runner.stop()
+        await host.close()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app
+
+
+async def start_engine(host: Host):  # type: ignore[no-untyped-def]
+    """Start the host's engine task, if this build of pageant has one."""
+    try:
+        from pageant.engine import Engine
+    except ImportError:
+        return None
+    engine = Engine(host)
+    host.engine = engine
+    await engine.start()
+    return engine

@@ -1,0 +1,58 @@
+"""Middlewares: the bearer token, and every error in one envelope.
+
+``{"error": {"code": str, "message": str, "details": [str, ...]}}`` - for pageant's own
+errors, malformed JSON, unknown routes, wrong methods and anything unexpected alike.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from pageant.api.keys import HOST
+from pageant.api.routing import PRINCIPAL_KEY, Handler, respond
+from pageant.errors import PageantError, Unauthenticated
+from pageant.tokens import principal_for
+
+log = logging.getLogger("pageant.api")
+
+
+def error_response(status: int, code: str, message: str, details: list[str] | None = None) -> web.Response:
+    return respond({"error": {"code": code, "message": message, "details": details or []}}, status)
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except PageantError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.details)
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        return error_response(
+            405, "method_not_allowed", f"{request.method} is not allowed on {request.path}; allowed: {allowed}"
+        )
+    except web.HTTPNotFound:
+        return error_response(404, "not_found", f"no route for {request.method} {request.path}")
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error_response(500, "internal", "internal error; the server log has the details")
+
+
+@web.middleware
+async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
+    header = request.headers.get("Authorization")
+    if header:
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("malformed Authorization header; expected: Bearer <token>")
+        found = await principal_for(request.app[HOST].db, token.strip())
+        if found is None:
+            raise Unauthenticated("the bearer token is not valid")
+        request[PRINCIPAL_KEY] = found
+    return await handler(request)

@@ -1,0 +1,64 @@
+"""``?limit=&cursor=`` pagination over integer ids: lists answer
+``{"items": [...], "next_cursor": null | str}``."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from pageant.errors import Invalid
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class Page:
+    limit: int
+    after_id: int | None  # answer ids greater than this (ascending lists)
+
+    def next_cursor(self, ids: list[int]) -> str | None:
+        """The cursor for the page after one whose ids were ``ids`` (fetched limit + 1)."""
+        if len(ids) <= self.limit:
+            return None
+        return encode_cursor(ids[self.limit - 1])
+
+
+def encode_cursor(last_id: int) -> str:
+    return base64.urlsafe_b64encode(f"id:{last_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        text = base64.urlsafe_b64decode(padded.encode()).decode()
+        kind, _, value = text.partition(":")
+        if kind != "id" or not value.isdigit():
+            raise ValueError
+        return int(value)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise Invalid("bad cursor", details=[f"query.cursor: {cursor!r} is not a cursor this API issued"]) from exc
+
+
+def page_from(request: web.Request) -> Page:
+    """Read ``limit`` (1..200, default 50) and ``cursor`` from the query string."""
+    details = []
+    limit = DEFAULT_LIMIT
+    raw_limit = request.query.get("limit")
+    if raw_limit is not None:
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+            details.append(f"query.limit: expected a whole number from 1 to {MAX_LIMIT}, not {raw_limit!r}")
+        else:
+            limit = int(raw_limit)
+    after_id = None
+    raw_cursor = request.query.get("cursor")
+    if raw_cursor:
+        try:
+            after_id = decode_cursor(raw_cursor)
+        except Invalid as exc:
+            details.extend(exc.details)
+    if details:
+        raise Invalid("invalid query", details=details)
+    return Page(limit, after_id)

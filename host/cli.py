@@ -1,0 +1,231 @@
+"""The ``pageant`` command line.
+
+Every setting ``x_y`` is accepted by every command as ``--x-y`` (over ``PAGEANT_X_Y``, over
+the TOML key ``x_y`` in the ``--config`` file, over the default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from pageant.errors import Invalid, PageantError
+from pageant.settings import Settings, load_settings
+
+EXIT_USAGE = 2
+
+
+def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--config`` and one flag per setting; hand the command a merged ``settings``."""
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        flags = {name: kwargs.pop(name, None) for name in Settings.model_fields}
+        config = kwargs.pop("config", None)
+        try:
+            settings = load_settings(flags, config_path=config)
+        except Invalid as exc:
+            raise click.UsageError("; ".join(exc.details) or exc.message) from exc
+        return fn(settings=settings, **kwargs)
+
+    for name, field in reversed(list(Settings.model_fields.items())):
+        flag = "--" + name.replace("_", "-")
+        multiple = name == "webhook_urls"
+        wrapper = click.option(
+            flag,
+            name,
+            default=None,
+            multiple=multiple,
+            help=f"(setting {name}; default {field.default!r})",
+            show_default=False,
+        )(wrapper)
+        if multiple:
+            wrapper = _none_if_empty(wrapper, name)
+    return click.option(
+        "--config", type=click.Path(dir_okay=False), default=None, help="A TOML settings file."
+    )(wrapper)
+
+
+def _none_if_empty(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        if not kwargs.get(name):
+            kwargs[name] = None
+        return fn(**kwargs)
+
+    return wrapper
+
+
+def run(coro: Any) -> Any:
+    try:
+        return asyncio.run(coro)
+    except PageantError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        for detail in exc.details:
+            click.echo(f"  {detail}", err=True)
+        sys.exit(1)
+
+
+@click.group()
+@click.version_option(package_name="pageant")
+def main() -> None:
+    """pageant: scheduled, multi-phase world events for game servers."""
+
+
+# ── db ────────────────────────────────────────────────────────────────────────
+
+
+@main.group()
+def db() -> None:
+    """The database schema."""
+
+
+@db.command("upgrade")
+@settings_options
+def db_upgrade(settings: Settings) -> None:
+    """Create or migrate the database schema to the newest revision."""
+    from pageant.db.engine import create_engine
+    from pageant.db.migrate import upgrade
+
+    async def _go() -> None:
+        engine = create_engine(settings.database_url)
+        try:
+            before = await _current(engine)
+            state = await upgrade(engine)
+        finally:
+            await engine.dispose()
+        if before == state.current:
+            click.echo(f"schema already at {state.current}")
+        else:
+            click.echo(f"schema upgraded from {before or 'empty'} to {state.current}")
+
+    run(_go())
+
+
+async def _current(engine: Any) -> str | None:
+    from pageant.db.migrate import schema_state
+
+    return (await schema_state(engine)).current
+
+
+# ── plugins ───────────────────────────────────────────────────────────────────
+
+
+@main.command()
+@click.option("--all", "show_all", is_flag=True, help="Also list what each loaded plugin declared.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@settings_options
+def plugins(settings: Settings, show_all: bool, as_json: bool) -> None:
+    """List the plugins: loaded ones, and refused ones with their reason."""
+    from pageant.plugins import load_plugins, plugin_listing
+
+    manager = load_plugins()
+    items = plugin_listing(manager)
+    if show_all:
+        declared = _declared_by(manager)
+        for item in items:
+            item["declares"] = declared.get(f"{item['distribution']}[{item['name']}]", {})
+    if as_json:
+        click.echo(json.dumps({"items": items}, indent=2))
+        return
+    for item in items:
+        head = f"{item['distribution']}[{item['name']}] {item['version']}"
+        if item["status"] == "loaded":
+            click.echo(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
+            for kind, ids in item.get("declares", {}).items():
+                click.echo(f"           {kind}: {', '.join(ids)}")
+        else:
+            click.echo(f"refused  {head}")
+            click.echo(f"           {item['reason']}")
+
+
+def _declared_by(manager: Any) -> dict[str, dict[str, list[str]]]:
+    out: dict[str, dict[str, list[str]]] = {}
+    for (kind, ident), owner in sorted(manager.registry.owners.items()):
+        out.setdefault(owner, {}).setdefault(kind, []).append(ident)
+    return out
+
+
+# ── tokens ────────────────────────────────────────────────────────────────────
+
+
+@main.group()
+def token() -> None:
+    """API tokens."""
+
+
+@token.command("create")
+@click.option("--role", required=True, type=click.Choice(["admin", "editor", "moderator", "game"]))
+@click.option("--name", required=True, help="Who or what the token is for.")
+@settings_options
+def token_create(settings: Settings, role: str, name: str) -> None:
+    """Create a token and print it (only the token; it is shown once and stored hashed)."""
+    from pageant.clock import SystemClock
+    from pageant.db.engine import create_engine
+    from pageant.tokens import create_token
+
+    async def _go() -> str:
+        engine = create_engine(settings.database_url)
+        try:
+            await _require_schema(engine)
+            return await create_token(engine, role=role, name=name, now=SystemClock().now())
+        finally:
+            await engine.dispose()
+
+    click.echo(run(_go()))
+
+
+async def _require_schema(engine: Any) -> None:
+    from pageant.db.migrate import schema_state
+    from pageant.errors import SchemaOutOfDate
+
+    state = await schema_state(engine)
+    if not state.up_to_date:
+        raise SchemaOutOfDate(
+            f"the database schema is at {state.current or 'nothing (empty database)'}, "
+            f"this pageant needs {state.head}; run `pageant db upgrade` first"
+        )
+
+
+# ── serve ─────────────────────────────────────────────────────────────────────
+
+
+@main.command()
+@settings_options
+def serve(settings: Settings) -> None:
+    """Run the host: the engine and the HTTP API."""
+    import logging
+
+    from aiohttp import web
+
+    from pageant.api.app import make_app
+    from pageant.hosting import Host
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host = Host(settings)
+
+    async def _check() -> None:
+        try:
+            await _require_schema(host.db)
+        finally:
+            await host.close()  # this loop ends here; the app opens its own pool
+
+    try:
+        asyncio.run(_check())
+    except PageantError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        sys.exit(1)
+    for record in host.plugins.records:
+        if record.status == "refused":
+            click.echo(f"refused plugin: {record.reason}", err=True)
+    web.run_app(make_app(host), host=settings.host, port=settings.port, print=click.echo)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

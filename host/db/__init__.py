@@ -1,0 +1,1 @@
+"""Storage: tables, the async engine for SQLite and MariaDB, and Alembic migrations."""

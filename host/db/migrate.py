@@ -1,0 +1,61 @@
+"""Alembic, driven from code: upgrade to head, and report where a database stands."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    current: str | None
+    head: str | None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.head
+
+    def as_dict(self) -> dict[str, object]:
+        return {"current": self.current, "head": self.head, "up_to_date": self.up_to_date}
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> SchemaState:
+    """Apply every migration up to ``revision``; a no-op on a database already there."""
+
+    def _upgrade(connection: Connection) -> None:
+        command.upgrade(alembic_config(connection), revision)
+
+    async with engine.begin() as conn:
+        await conn.run_sync(_upgrade)
+    return await schema_state(engine)
+
+
+async def schema_state(engine: AsyncEngine) -> SchemaState:
+    def _current(connection: Connection) -> str | None:
+        return MigrationContext.configure(connection).get_current_revision()
+
+    async with engine.connect() as conn:
+        current = await conn.run_sync(_current)
+        await conn.rollback()
+    return SchemaState(current=current, head=head_revision())

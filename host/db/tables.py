@@ -1,0 +1,230 @@
+"""The tables. Created and changed only by the Alembic migrations in ``migrations/``; a test
+compares a migrated database with this metadata so the two never drift apart."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Computed,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from pageant.db.types import BigId, UTCDateTime
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+#: The run statuses that hold a concurrency key (a run that is live in the world).
+LIVE_RUN_STATUSES = ("starting", "running", "paused", "ending")
+RUN_STATUSES = (
+    "scheduled", "starting", "running", "paused", "ending",
+    "completed", "failed", "cancelled", "missed",
+)
+TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "missed")
+STEP_STATUSES = ("pending", "running", "done", "failed", "refused", "skipped", "cancelled")
+TERMINAL_STEP_STATUSES = ("done", "failed", "refused", "skipped", "cancelled")
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(100), nullable=False),
+    Column("role", String(20), nullable=False),
+    # sha256 of the token; the token itself is shown once and never stored.
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("revoked_at", UTCDateTime, nullable=True),
+)
+
+event_series = Table(
+    "event_series",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("title", String(200), nullable=False),
+    Column("slug", String(100), nullable=False, unique=True),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("visibility", String(10), nullable=False, server_default="staff"),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+event_definitions = Table(
+    "event_definitions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("title", String(200), nullable=False),
+    Column("slug", String(100), nullable=False, unique=True),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("timezone", String(64), nullable=False, server_default="UTC"),
+    Column("grace_seconds", Integer, nullable=False, server_default="300"),
+    Column("concurrency_key", String(100), nullable=True),
+    Column("series_id", Integer, ForeignKey("event_series.id"), nullable=True, index=True),
+    Column("visibility", String(10), nullable=False, server_default="staff"),
+    Column("state", String(10), nullable=False, server_default="draft"),
+    Column("spec", JSON, nullable=False),
+    # No foreign key: versions reference definitions, and a cycle of constraints buys nothing.
+    Column("current_version_id", Integer, nullable=True),
+    # How far the published schedule has been expanded into runs; the expansion leg reads
+    # only definitions whose horizon has moved past this, so an idle tick stays cheap.
+    Column("expanded_until", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("created_by", String(100), nullable=True),
+    Index(None, "state", "expanded_until"),
+)
+
+event_versions = Table(
+    "event_versions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("definition_id", Integer, ForeignKey("event_definitions.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("published_at", UTCDateTime, nullable=False),
+    Column("published_by", String(100), nullable=True),
+    Column("verified_at", UTCDateTime, nullable=True),
+    Column("verified_by", String(100), nullable=True),
+    UniqueConstraint("definition_id", "number"),
+)
+
+event_runs = Table(
+    "event_runs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("definition_id", Integer, ForeignKey("event_definitions.id"), nullable=False),
+    Column("version_id", Integer, ForeignKey("event_versions.id"), nullable=False),
+    # NOT NULL DEFAULT '': NULLs never collide in a unique index, so a NULL scope would let
+    # the same occurrence be inserted twice.
+    Column("scope", String(100), nullable=False, server_default=""),
+    Column("scheduled_for", UTCDateTime, nullable=False),
+    # The occurrence's wall-clock slot in the definition's zone ("2027-03-26T20:00"), so a
+    # re-expansion after a zone, tzdata or schedule change moves a row instead of adding one.
+    Column("occurrence_local", String(16), nullable=True),
+    Column("source", String(10), nullable=False),  # manual | schedule
+    Column("hold_until", UTCDateTime, nullable=True),
+    Column("status", String(12), nullable=False),
+    Column("health", String(10), nullable=False, server_default="ok"),
+    Column("cleanup_status", String(14), nullable=False, server_default="not_required"),
+    Column("current_phase", String(64), nullable=True),
+    Column("claimed_by", String(100), nullable=True),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("cancel_reason", String(200), nullable=True),
+    Column("concurrency_key", String(100), nullable=True),
+    # MariaDB has no partial index: the key is held only while the run is live, so the
+    # uniqueness lives on a generated column that is NULL once the run lets go.
+    Column(
+        "concurrency_lock",
+        String(100),
+        Computed(
+            "CASE WHEN status IN ('starting', 'running', 'paused', 'ending') "
+            "THEN concurrency_key END",
+            persisted=True,
+        ),
+        nullable=True,
+        unique=True,
+    ),
+    Column("dst_adjusted", JSON, nullable=True),
+    # The current answer to "why is this run not advancing", logged once per change.
+    Column("waiting_reason", String(20), nullable=True),
+    Column("waiting_since", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime, nullable=True),
+    Column("ended_at", UTCDateTime, nullable=True),
+    UniqueConstraint("definition_id", "scope", "scheduled_for"),
+    Index(None, "status", "scheduled_for"),
+    Index(None, "status", "lease_until"),
+    Index(None, "definition_id", "status"),
+)
+
+event_run_steps = Table(
+    "event_run_steps",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("phase", String(64), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("label", String(200), nullable=False),
+    Column("action", String(200), nullable=False),
+    Column("action_version", Integer, nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("on_failure", String(10), nullable=False),
+    Column("status", String(10), nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("due_at", UTCDateTime, nullable=True),
+    Column("claimed_by", String(100), nullable=True),
+    # running with a NULL lease = parked, waiting for a person.
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("idempotency_key", String(64), nullable=False, unique=True),
+    Column("last_error", Text, nullable=True),
+    Column("note", Text, nullable=True),
+    Column("started_at", UTCDateTime, nullable=True),
+    Column("finished_at", UTCDateTime, nullable=True),
+    UniqueConstraint("run_id", "phase", "seq"),
+    Index(None, "status", "lease_until"),
+    Index(None, "status", "due_at"),
+)
+
+event_run_log = Table(
+    "event_run_log",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("step_id", Integer, nullable=True),
+    Column("kind", String(40), nullable=False),
+    Column("phase", String(64), nullable=True),
+    Column("detail", JSON, nullable=True),
+    Column("actor", String(100), nullable=True),
+    Column("at", UTCDateTime, nullable=False),
+    Index(None, "run_id", "id"),
+)
+
+event_run_phase_gates = Table(
+    "event_run_phase_gates",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("phase", String(64), nullable=False),
+    Column("kind", String(10), nullable=False),  # after | on
+    Column("trigger_id", String(200), nullable=True),
+    Column("condition", JSON, nullable=True),
+    Column("needed", Integer, nullable=False, server_default="1"),
+    Column("tally", Integer, nullable=False, server_default="0"),
+    Column("entered_at", UTCDateTime, nullable=False),
+    Column("deadline", UTCDateTime, nullable=True),
+    Column("last_event_at", UTCDateTime, nullable=True),
+    Column("last_event_counted", Boolean, nullable=True),
+    Column("satisfied_at", UTCDateTime, nullable=True),
+    Column("satisfied_by", String(10), nullable=True),  # deadline | tally | forced
+    UniqueConstraint("run_id", "phase"),
+    Index(None, "trigger_id", "satisfied_at"),
+    Index(None, "satisfied_at", "deadline"),
+)
+
+#: Every table, in an order that respects foreign keys (for emptying between tests).
+ALL_TABLES = (
+    event_run_phase_gates,
+    event_run_log,
+    event_run_steps,
+    event_runs,
+    event_versions,
+    event_definitions,
+    event_series,
+    api_tokens,
+)

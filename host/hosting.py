@@ -1,0 +1,86 @@
+"""The host: one plugin manager, one database engine and one engine task per instance.
+
+Nothing happens at import; a ``Host`` does its work when it is built and started.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pageant.clock import Clock, SystemClock
+from pageant.plugin_context import PluginContext
+from pageant.plugins import Candidate, PluginManager, load_plugins
+from pageant.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+log = logging.getLogger("pageant")
+
+
+def make_identity() -> str:
+    """Who claims rows: host name, pid and a random part (a restarted pid is a new owner)."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class Host:
+    """A pageant host.
+
+    ``plugins`` are extra candidates (objects handed over directly, as tests and embedders
+    do); ``discover`` reads installed entry points of group ``pageant``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        plugins: Sequence[Candidate] = (),
+        discover: bool = True,
+        clock: Clock | None = None,
+        db: AsyncEngine | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.clock: Clock = clock or SystemClock()
+        self.identity = make_identity()
+        self.plugins: PluginManager = load_plugins(plugins, discover=discover)
+        self.registry = self.plugins.registry
+        self._own_db = db is None
+        self._db = db
+        self.engine: Any = None  # the runner, once started (pageant.engine)
+        self.started = False
+
+    @property
+    def db(self) -> AsyncEngine:
+        if self._db is None:
+            from pageant.db.engine import create_engine
+
+            self._db = create_engine(self.settings.database_url)
+        return self._db
+
+    async def start_plugins(self) -> None:
+        """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
+        for record in self.plugins.loaded():
+            impls = [
+                i for i in self.plugins.pm.hook.pageant_startup.get_hookimpls()
+                if i.plugin is record.plugin
+            ]
+            for impl in impls:
+                try:
+                    impl.function(context=PluginContext(self, record.label, record.owner or ""))
+                except Exception as exc:
+                    log.error("plugin %s failed at startup: %s", record.label, exc)
+                    self.plugins.refuse_after_load(
+                        record, f"pageant_startup raised {type(exc).__name__}: {exc}; "
+                        "expected it to return"
+                    )
+        self.started = True
+
+    async def close(self) -> None:
+        if self._db is not None and self._own_db:
+            await self._db.dispose()
+            self._db = None

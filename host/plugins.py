@@ -1,0 +1,314 @@
+"""Plugin loading: a pipeline with one record per plugin.
+
+find (entry points of group ``pageant``, sorted, nothing imported) -> load (every failure
+wrapped and attributed) -> read ``PLUGIN_INFO`` -> check the contract range (before
+registering) -> register -> ``check_pending()`` -> collect declarations, one plugin at a
+time, so every error names the plugin that caused it.
+
+A refusal never stops the host: the record says ``refused`` with a reason in the form
+``dist[entry]: what is wrong; what was expected``, and the others load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+from pydantic import ValidationError
+
+from pageant.contract import BadRange, parse_range
+from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
+from pageant.registry import KINDS, Registry
+
+ENTRY_POINT_GROUP = "pageant"
+#: The owner reserved for the host's own built-ins.
+CORE_OWNER = "core"
+#: The host's own plugins: loaded through the same pipeline as anyone's.
+DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (("core", "pageant.builtin_plugins.core:CorePlugin"),)
+
+
+@dataclass
+class Candidate:
+    """A plugin found but not yet imported."""
+
+    name: str
+    distribution: str
+    version: str
+    entry_point: str
+    builtin: bool = False
+    loaded: Any = None  # an object given directly (tests, embedding) instead of a path
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution}[{self.name}]"
+
+
+@dataclass
+class PluginRecord:
+    """What the host knows about one plugin; rendered by ``pageant plugins`` and the API."""
+
+    name: str
+    distribution: str
+    version: str
+    entry_point: str
+    owner: str | None = None
+    contract: str | None = None
+    status: str = "refused"  # loaded | refused
+    reason: str | None = None
+    plugin: Any = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.distribution}[{self.name}]"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "plugin"}
+
+
+class Refusal(Exception):
+    """Raised inside the pipeline; becomes the record's reason."""
+
+
+def find_candidates() -> list[Candidate]:
+    """The host's built-ins, then every installed entry point in group ``pageant``, sorted."""
+    from pageant import __version__
+
+    found = [
+        Candidate(name, "pageant", __version__, path, builtin=True)
+        for name, path in DEFAULT_PLUGINS
+    ]
+    eps = sorted(
+        entry_points(group=ENTRY_POINT_GROUP),
+        key=lambda ep: ((ep.dist.name if ep.dist else ""), ep.name),
+    )
+    for ep in eps:
+        dist = ep.dist
+        found.append(
+            Candidate(
+                name=ep.name,
+                distribution=dist.name if dist else "unknown",
+                version=dist.version if dist else "0",
+                entry_point=ep.value,
+            )
+        )
+    return found
+
+
+def candidate_for(obj: Any, name: str, distribution: str = "inline") -> Candidate:
+    """A candidate for a plugin object handed over directly (tests, embedding)."""
+    return Candidate(name, distribution, "0", f"<object {name}>", loaded=obj)
+
+
+def _load(candidate: Candidate) -> Any:
+    if candidate.loaded is not None:
+        obj = candidate.loaded
+    else:
+        module_name, _, attr = candidate.entry_point.partition(":")
+        try:
+            obj = importlib.import_module(module_name.strip())
+            for part in filter(None, attr.strip().split(".")):
+                obj = getattr(obj, part)
+        except Exception as exc:
+            raise Refusal(
+                f"cannot be imported ({type(exc).__name__}: {exc}); "
+                f"expected {candidate.entry_point!r} to name an importable module or class"
+            ) from exc
+    if inspect.isclass(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise Refusal(
+                f"cannot be instantiated ({type(exc).__name__}: {exc}); "
+                "expected a class that takes no arguments"
+            ) from exc
+    return obj
+
+
+def _read_info(obj: Any) -> PluginInfo:
+    raw = getattr(obj, "PLUGIN_INFO", None)
+    if raw is None:
+        raise Refusal('has no PLUGIN_INFO; expected PLUGIN_INFO = {"owner": ..., "contract": ...}')
+    try:
+        return raw if isinstance(raw, PluginInfo) else PluginInfo.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'PLUGIN_INFO'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise Refusal(f"PLUGIN_INFO is invalid ({problems}); expected owner and contract") from exc
+
+
+def _check_range(info: PluginInfo) -> None:
+    try:
+        contract_range = parse_range(info.contract)
+    except BadRange as exc:
+        raise Refusal(str(exc)) from exc
+    if not contract_range.admits(CONTRACT_VERSION):
+        raise Refusal(
+            f"needs contract {info.contract}; this host implements {CONTRACT_VERSION}"
+        )
+
+
+def _format_validation(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+class PluginManager:
+    """Builds one pluggy manager, loads every candidate into it, and fills a registry."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(PROJECT_NAME)
+        self.pm.add_hookspecs(PageantSpecs)
+        self.records: list[PluginRecord] = []
+        self.registry = Registry()
+
+    # ── the pipeline ─────────────────────────────────────────────────────────
+
+    def load(self, candidates: Iterable[Candidate]) -> list[PluginRecord]:
+        for candidate in candidates:
+            self.records.append(self._load_one(candidate))
+        return self.records
+
+    def _load_one(self, candidate: Candidate) -> PluginRecord:
+        record = PluginRecord(
+            candidate.name, candidate.distribution, candidate.version, candidate.entry_point
+        )
+        registered = False
+        try:
+            obj = _load(candidate)
+            info = _read_info(obj)
+            record.owner, record.contract = info.owner, info.contract
+            if info.owner == CORE_OWNER and not candidate.builtin:
+                raise Refusal('claims the owner "core"; expected an owner of its own')
+            _check_range(info)
+            try:
+                self.pm.register(obj, name=candidate.label)
+            except ValueError as exc:
+                raise Refusal(f"cannot be registered ({exc}); expected one plugin per entry") from exc
+            except pluggy.PluginValidationError as exc:
+                raise Refusal(f"has an invalid hook ({exc}); expected the signatures of pageant.hookspecs") from exc
+            registered = True
+            self._check_pending()
+            self._collect(obj, info.owner, candidate.label)
+        except Refusal as exc:
+            if registered:
+                self.pm.unregister(name=candidate.label)
+            record.status, record.reason = "refused", f"{candidate.label}: {exc}"
+            return record
+        record.status, record.plugin = "loaded", obj
+        return record
+
+    def _check_pending(self) -> None:
+        # A misspelt hook (``pageant_actionz``) registers silently; pluggy's check_pending
+        # is what turns it into a refusal. Refused plugins are unregistered at once, so
+        # anything pending belongs to the plugin being loaded.
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise Refusal(f"{exc}; expected only the hooks of pageant.hookspecs") from exc
+
+    def _collect(self, obj: Any, owner: str, label: str) -> None:
+        """Call each declaration hook of this one plugin; add all of it or none of it."""
+        problems: list[str] = []
+        staged: list[tuple[str, str, Any]] = []
+        seen: set[tuple[str, str]] = set()
+        for hook_name, model, id_attr, key in KINDS:
+            impls = [i for i in getattr(self.pm.hook, hook_name).get_hookimpls() if i.plugin is obj]
+            for impl in impls:
+                try:
+                    declared = impl.function()
+                except Exception as exc:
+                    problems.append(f"{hook_name}() raised {type(exc).__name__}: {exc}")
+                    continue
+                if declared is None:
+                    continue
+                if not isinstance(declared, Sequence) or isinstance(declared, (str, bytes)):
+                    problems.append(f"{hook_name}() returned {type(declared).__name__}; expected a list")
+                    continue
+                for i, raw in enumerate(declared):
+                    where = f"{hook_name}[{i}]"
+                    ident = raw.get(id_attr) if isinstance(raw, dict) else getattr(raw, id_attr, None)
+                    if ident:
+                        where += f" ({ident})"
+                    try:
+                        item = raw if isinstance(raw, model) else model.model_validate(raw)
+                    except ValidationError as exc:
+                        problems.append(f"{where} is invalid: {_format_validation(exc)}")
+                        continue
+                    ident = getattr(item, id_attr)
+                    if not ident.startswith(owner + "."):
+                        problems.append(
+                            f"{where}: id {ident!r} is outside the plugin's namespace; "
+                            f"expected it to start with {owner + '.'!r}"
+                        )
+                        continue
+                    other = self.registry.owner_of(key, ident)
+                    if other is not None or (key, ident) in seen:
+                        problems.append(
+                            f"{where}: {ident!r} is declared by both {other or label} and {label}; "
+                            "expected each id once"
+                        )
+                        continue
+                    seen.add((key, ident))
+                    staged.append((key, ident, item))
+        problems.extend(self._check_references(staged))
+        if problems:
+            raise Refusal(" | ".join(problems))
+        for key, ident, item in staged:
+            self.registry.add(key, ident, item, label)
+
+    def _check_references(self, staged: list[tuple[str, str, Any]]) -> list[str]:
+        """An action param naming an option source must name one that exists."""
+        sources = set(self.registry.option_sources) | {
+            ident for key, ident, _ in staged if key == "option_sources"
+        }
+        problems = []
+        for key, ident, item in staged:
+            if key != "actions":
+                continue
+            for param in item.params:
+                if param.option_source and param.option_source not in sources:
+                    problems.append(
+                        f"pageant_actions ({ident}): param {param.name!r} names option source "
+                        f"{param.option_source!r}, which nobody declares; expected a declared source"
+                    )
+        return problems
+
+    # ── after load ───────────────────────────────────────────────────────────
+
+    def refuse_after_load(self, record: PluginRecord, why: str) -> None:
+        """A loaded plugin failed later (its startup hook raised): withdraw it."""
+        self.registry.withdraw(record.label)
+        if self.pm.is_registered(record.plugin):
+            self.pm.unregister(record.plugin)
+        record.status, record.reason = "refused", f"{record.label}: {why}"
+
+    def loaded(self) -> list[PluginRecord]:
+        return [r for r in self.records if r.status == "loaded"]
+
+
+def load_plugins(extra: Sequence[Candidate] = (), *, discover: bool = True) -> PluginManager:
+    """Build a new manager and load the built-ins, installed plugins and ``extra`` into it."""
+    manager = PluginManager()
+    candidates = find_candidates() if discover else [
+        Candidate(n, "pageant", "0", p, builtin=True) for n, p in DEFAULT_PLUGINS
+    ]
+    manager.load([*candidates, *extra])
+    return manager
+
+
+def plugin_listing(manager: PluginManager, *, include_refused: bool = True) -> list[dict[str, Any]]:
+    """The one rendering of the plugin list: ``pageant plugins`` and the API both use it."""
+    return [
+        r.as_dict() for r in manager.records if include_refused or r.status == "loaded"
+    ]

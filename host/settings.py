@@ -1,0 +1,107 @@
+"""Settings: each setting ``x_y`` is the flag ``--x-y``, the variable ``PAGEANT_X_Y`` and the
+TOML key ``x_y`` (file from ``--config`` or ``PAGEANT_CONFIG``), in that precedence."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pageant.errors import Invalid
+
+ENV_PREFIX = "PAGEANT_"
+
+
+class Settings(BaseModel):
+    """Every operator-facing setting with its default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    database_url: str = "sqlite+aiosqlite:///./pageant.db"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+
+    # The engine (defaults as in the reference).
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    retry_seconds: float = Field(default=60, ge=0)
+    run_lease_seconds: float = Field(default=900, gt=0)
+    step_lease_margin_seconds: float = Field(default=60, ge=0)
+    runs_per_tick: int = Field(default=50, ge=1)
+    steps_per_run_per_tick: int = Field(default=25, ge=1)
+    poll_seconds: float = Field(default=15, gt=0)
+    log_retention_days: int = Field(default=90, ge=1)
+    stall_seconds: float = Field(default=3600, gt=0)
+    horizon_days: int = Field(default=14, ge=1, le=366)
+    dispatch_concurrency: int = Field(default=16, ge=1)
+
+    webhook_urls: tuple[str, ...] = ()
+    webhook_timeout_seconds: float = Field(default=5, gt=0)
+
+    @field_validator("webhook_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(u.strip() for u in value.split(",") if u.strip())
+        return value
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    out = {}
+    for name in Settings.model_fields:
+        key = ENV_PREFIX + name.upper()
+        if key in environ:
+            out[name] = environ[key]
+    return out
+
+
+def _from_file(path: str | Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError as exc:
+        raise Invalid(f"config file {str(path)!r} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise Invalid(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+    data.pop("config", None)
+    return data
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    config_path: str | Path | None = None,
+) -> Settings:
+    """Merge flags over the environment over the TOML file over the defaults.
+
+    Raises :class:`~pageant.errors.Invalid` naming every bad setting and where it came from.
+    """
+    environ = os.environ if environ is None else environ
+    config_path = config_path or environ.get(ENV_PREFIX + "CONFIG")
+    layers = [
+        ("config file", _from_file(config_path) if config_path else {}),
+        ("environment", _from_env(environ)),
+        ("flag", {k: v for k, v in (flags or {}).items() if v is not None}),
+    ]
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for where, layer in layers:
+        for key, value in layer.items():
+            merged[key] = value
+            origin[key] = where
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        details = []
+        for e in exc.errors():
+            key = str(e["loc"][0]) if e["loc"] else "settings"
+            source = origin.get(key, "default")
+            if source == "environment":
+                source = f"environment variable {ENV_PREFIX}{key.upper()}"
+            elif source == "flag":
+                source = f"flag --{key.replace('_', '-')}"
+            details.append(f"{key} (from {source}): {e['msg']}")
+        raise Invalid("invalid settings", details=details) from exc

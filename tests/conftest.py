@@ -1,0 +1,160 @@
+"""Shared fixtures: a real database on both dialects, a real host, the real app.
+
+The ``db`` fixture is parametrized over SQLite and MariaDB. MariaDB runs when
+``PAGEANT_TEST_MYSQL_URL`` is set (``mysql+aiomysql://root@127.0.0.1:3306/test``); the
+suite then works in a database of its own, created beside the named one and dropped at the
+end, so two runs against one server never meet. With ``CI`` set and no URL, the session
+fails at once: CI never silently skips MariaDB.
+
+Each dialect's database is migrated once per session and its tables are emptied before
+every test (a migration per test is too slow on MariaDB).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.clock import FakeClock
+from pageant.db.engine import create_engine
+from pageant.db.migrate import upgrade
+from pageant.db.tables import ALL_TABLES
+from pageant.settings import Settings
+
+MYSQL_ENV = "PAGEANT_TEST_MYSQL_URL"
+DIALECTS = ["sqlite", "mariadb"] if os.environ.get(MYSQL_ENV) else ["sqlite"]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("CI") and not os.environ.get(MYSQL_ENV):
+        raise pytest.UsageError(f"CI is set but {MYSQL_ENV} is not: the suite must run on MariaDB too")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if os.environ.get(MYSQL_ENV):
+        return "pageant: database tests run on sqlite and mariadb"
+    return f"pageant: {MYSQL_ENV} is not set - database tests run on sqlite ONLY"
+
+
+def _mysql_server_url() -> Any:
+    return make_url(os.environ[MYSQL_ENV])
+
+
+@pytest.fixture(scope="session")
+def database_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One migrated database per dialect for the whole session."""
+    urls = {"sqlite": f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'pageant.db'}"}
+    mysql_db = None
+    if "mariadb" in DIALECTS:
+        server = _mysql_server_url()
+        mysql_db = f"{server.database or 'pageant'}_t{os.getpid()}_{secrets.token_hex(3)}"
+        urls["mariadb"] = server.set(database=mysql_db).render_as_string(hide_password=False)
+
+    async def _prepare() -> None:
+        if mysql_db is not None:
+            admin = create_engine(_mysql_server_url().render_as_string(hide_password=False))
+            try:
+                async with admin.begin() as conn:
+                    await conn.execute(
+                        text(f"CREATE DATABASE `{mysql_db}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+                    )
+            finally:
+                await admin.dispose()
+        for url in urls.values():
+            engine = create_engine(url)
+            try:
+                await upgrade(engine)
+            finally:
+                await engine.dispose()
+
+    asyncio.run(_prepare())
+    yield urls
+
+    async def _drop() -> None:
+        admin = create_engine(_mysql_server_url().render_as_string(hide_password=False))
+        try:
+            async with admin.begin() as conn:
+                await conn.execute(text(f"DROP DATABASE IF EXISTS `{mysql_db}`"))
+        finally:
+            await admin.dispose()
+
+    if mysql_db is not None:
+        asyncio.run(_drop())
+
+
+@pytest.fixture(params=DIALECTS)
+def dialect(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def db_url(dialect: str, database_urls: dict[str, str]) -> str:
+    return database_urls[dialect]
+
+
+async def empty_tables(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        for table in ALL_TABLES:
+            await conn.execute(delete(table))
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[AsyncEngine]:
+    """A migrated, empty database on each dialect, and its engine (closed afterwards)."""
+    engine = create_engine(db_url)
+    await empty_tables(engine)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(datetime(2027, 3, 1, 12, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(database_url=db_url)
+
+
+@pytest.fixture
+async def host(settings: Settings, db: AsyncEngine, clock: FakeClock) -> AsyncIterator[Any]:
+    """A real host: built-ins and every installed plugin (wisps) through the real loader."""
+    from pageant.hosting import Host
+
+    h = Host(settings, clock=clock, db=db)
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+@pytest.fixture
+async def client(host: Any, aiohttp_client: Any) -> Any:
+    """The real aiohttp app over ``host`` (the engine task is not started)."""
+    from pageant.api.app import make_app
+
+    return await aiohttp_client(make_app(host, run_engine=False))
+
+
+@pytest.fixture
+async def tokens(db: AsyncEngine, clock: FakeClock) -> dict[str, str]:
+    """One bearer token per role."""
+    from pageant.tokens import ROLES, create_token
+
+    return {role: await create_token(db, role=role, name=f"test-{role}", now=clock.now()) for role in ROLES}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
