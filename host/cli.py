@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-
 from pageant.errors import Invalid, PageantError
 from pageant.settings import Settings, load_settings
 
@@ -203,11 +202,12 @@ def serve(settings: Settings) -> None:
     import logging
 
     from aiohttp import web
-
     from pageant.api.app import make_app
     from pageant.hosting import Host
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     host = Host(settings)
 
     async def _check() -> None:

@@ -53,7 +53,9 @@ def _version(major: str, minor: str | None, patch: str | None) -> Version:
 def parse_range(text: str) -> ContractRange:
     """Parse a contract range, raising :class:`BadRange` naming what is wrong."""
     if not isinstance(text, str) or not text.strip():
-        raise BadRange("bad contract range: empty; expected ^X.Y, ~X.Y or comparisons like >=1.2 <2")
+        raise BadRange(
+            "bad contract range: empty; expected ^X.Y, ~X.Y or comparisons like >=1.2 <2"
+        )
     text = text.strip()
     if m := _CARET.match(text):
         low = _version(*m.groups())

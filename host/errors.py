@@ -10,7 +10,9 @@ class PageantError(Exception):
     code = "error"
     status = 500
 
-    def __init__(self, message: str, *, details: list[str] | None = None, plugin: str | None = None):
+    def __init__(
+        self, message: str, *, details: list[str] | None = None, plugin: str | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.details = list(details or [])

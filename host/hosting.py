@@ -66,7 +66,8 @@ class Host:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
         for record in self.plugins.loaded():
             impls = [
-                i for i in self.plugins.pm.hook.pageant_startup.get_hookimpls()
+                i
+                for i in self.plugins.pm.hook.pageant_startup.get_hookimpls()
                 if i.plugin is record.plugin
             ]
             for impl in impls:
@@ -75,8 +76,9 @@ class Host:
                 except Exception as exc:
                     log.error("plugin %s failed at startup: %s", record.label, exc)
                     self.plugins.refuse_after_load(
-                        record, f"pageant_startup raised {type(exc).__name__}: {exc}; "
-                        "expected it to return"
+                        record,
+                        f"pageant_startup raised {type(exc).__name__}: {exc}; "
+                        "expected it to return",
                     )
         self.started = True
 

@@ -19,17 +19,18 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
-from pydantic import ValidationError
-
 from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
 from pageant.registry import KINDS, Registry
+from pydantic import ValidationError
 
 ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.
 CORE_OWNER = "core"
 #: The host's own plugins: loaded through the same pipeline as anyone's.
-DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (("core", "pageant.builtin_plugins.core:CorePlugin"),)
+DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("core", "pageant.builtin_plugins.core:CorePlugin"),
+)
 
 
 @dataclass
@@ -149,9 +150,7 @@ def _check_range(info: PluginInfo) -> None:
     except BadRange as exc:
         raise Refusal(str(exc)) from exc
     if not contract_range.admits(CONTRACT_VERSION):
-        raise Refusal(
-            f"needs contract {info.contract}; this host implements {CONTRACT_VERSION}"
-        )
+        raise Refusal(f"needs contract {info.contract}; this host implements {CONTRACT_VERSION}")
 
 
 def _format_validation(exc: ValidationError) -> str:
@@ -194,9 +193,13 @@ class PluginManager:
             try:
                 self.pm.register(obj, name=candidate.label)
             except ValueError as exc:
-                raise Refusal(f"cannot be registered ({exc}); expected one plugin per entry") from exc
+                raise Refusal(
+                    f"cannot be registered ({exc}); expected one plugin per entry"
+                ) from exc
             except pluggy.PluginValidationError as exc:
-                raise Refusal(f"has an invalid hook ({exc}); expected the signatures of pageant.hookspecs") from exc
+                raise Refusal(
+                    f"has an invalid hook ({exc}); expected the signatures of pageant.hookspecs"
+                ) from exc
             registered = True
             self._check_pending()
             self._collect(obj, info.owner, candidate.label)
@@ -233,11 +236,15 @@ class PluginManager:
                 if declared is None:
                     continue
                 if not isinstance(declared, Sequence) or isinstance(declared, (str, bytes)):
-                    problems.append(f"{hook_name}() returned {type(declared).__name__}; expected a list")
+                    problems.append(
+                        f"{hook_name}() returned {type(declared).__name__}; expected a list"
+                    )
                     continue
                 for i, raw in enumerate(declared):
                     where = f"{hook_name}[{i}]"
-                    ident = raw.get(id_attr) if isinstance(raw, dict) else getattr(raw, id_attr, None)
+                    ident = (
+                        raw.get(id_attr) if isinstance(raw, dict) else getattr(raw, id_attr, None)
+                    )
                     if ident:
                         where += f" ({ident})"
                     try:
@@ -280,7 +287,8 @@ class PluginManager:
                 if param.option_source and param.option_source not in sources:
                     problems.append(
                         f"pageant_actions ({ident}): param {param.name!r} names option source "
-                        f"{param.option_source!r}, which nobody declares; expected a declared source"
+                        f"{param.option_source!r}, which nobody declares; "
+                        "expected a declared source"
                     )
         return problems
 
@@ -300,15 +308,15 @@ class PluginManager:
 def load_plugins(extra: Sequence[Candidate] = (), *, discover: bool = True) -> PluginManager:
     """Build a new manager and load the built-ins, installed plugins and ``extra`` into it."""
     manager = PluginManager()
-    candidates = find_candidates() if discover else [
-        Candidate(n, "pageant", "0", p, builtin=True) for n, p in DEFAULT_PLUGINS
-    ]
+    candidates = (
+        find_candidates()
+        if discover
+        else [Candidate(n, "pageant", "0", p, builtin=True) for n, p in DEFAULT_PLUGINS]
+    )
     manager.load([*candidates, *extra])
     return manager
 
 
 def plugin_listing(manager: PluginManager, *, include_refused: bool = True) -> list[dict[str, Any]]:
     """The one rendering of the plugin list: ``pageant plugins`` and the API both use it."""
-    return [
-        r.as_dict() for r in manager.records if include_refused or r.status == "loaded"
-    ]
+    return [r.as_dict() for r in manager.records if include_refused or r.status == "loaded"]

@@ -17,9 +17,7 @@ KINDS: tuple[tuple[str, type, str, str], ...] = (
     ("pageant_announce_legs", AnnounceLeg, "id", "legs"),
 )
 
-_CALLABLES = frozenset(
-    {"perform", "revert", "cost", "read", "apply", "restore", "resolve", "send"}
-)
+_CALLABLES = frozenset({"perform", "revert", "cost", "read", "apply", "restore", "resolve", "send"})
 
 
 @dataclass
@@ -55,7 +53,7 @@ class Registry:
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """Every declaration as JSON-ready data, sorted by id, without its callables."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for _hook, _model, id_attr, key in KINDS:
+        for _hook, _model, _id_attr, key in KINDS:
             items = []
             for ident in sorted(self.table(key)):
                 declaration = self.table(key)[ident]

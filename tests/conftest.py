@@ -20,15 +20,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from pageant.clock import FakeClock
 from pageant.db.engine import create_engine
 from pageant.db.migrate import upgrade
 from pageant.db.tables import ALL_TABLES
 from pageant.settings import Settings
+from sqlalchemy import delete, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 MYSQL_ENV = "PAGEANT_TEST_MYSQL_URL"
 DIALECTS = ["sqlite", "mariadb"] if os.environ.get(MYSQL_ENV) else ["sqlite"]
@@ -36,7 +35,9 @@ DIALECTS = ["sqlite", "mariadb"] if os.environ.get(MYSQL_ENV) else ["sqlite"]
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get("CI") and not os.environ.get(MYSQL_ENV):
-        raise pytest.UsageError(f"CI is set but {MYSQL_ENV} is not: the suite must run on MariaDB too")
+        raise pytest.UsageError(
+            f"CI is set but {MYSQL_ENV} is not: the suite must run on MariaDB too"
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -65,7 +66,10 @@ def database_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
             try:
                 async with admin.begin() as conn:
                     await conn.execute(
-                        text(f"CREATE DATABASE `{mysql_db}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+                        text(
+                            f"CREATE DATABASE `{mysql_db}` "
+                            "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                        )
                     )
             finally:
                 await admin.dispose()
@@ -153,7 +157,10 @@ async def tokens(db: AsyncEngine, clock: FakeClock) -> dict[str, str]:
     """One bearer token per role."""
     from pageant.tokens import ROLES, create_token
 
-    return {role: await create_token(db, role=role, name=f"test-{role}", now=clock.now()) for role in ROLES}
+    return {
+        role: await create_token(db, role=role, name=f"test-{role}", now=clock.now())
+        for role in ROLES
+    }
 
 
 def bearer(token: str) -> dict[str, str]:

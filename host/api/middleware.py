@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
-
 from pageant.api.keys import HOST
 from pageant.api.routing import PRINCIPAL_KEY, Handler, respond
 from pageant.errors import PageantError, Unauthenticated
@@ -18,7 +17,9 @@ from pageant.tokens import principal_for
 log = logging.getLogger("pageant.api")
 
 
-def error_response(status: int, code: str, message: str, details: list[str] | None = None) -> web.Response:
+def error_response(
+    status: int, code: str, message: str, details: list[str] | None = None
+) -> web.Response:
     return respond({"error": {"code": code, "message": message, "details": details or []}}, status)
 
 
@@ -31,14 +32,18 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPMethodNotAllowed as exc:
         allowed = ", ".join(sorted(exc.allowed_methods))
         return error_response(
-            405, "method_not_allowed", f"{request.method} is not allowed on {request.path}; allowed: {allowed}"
+            405,
+            "method_not_allowed",
+            f"{request.method} is not allowed on {request.path}; allowed: {allowed}",
         )
     except web.HTTPNotFound:
         return error_response(404, "not_found", f"no route for {request.method} {request.path}")
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return error_response(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
+        return error_response(
+            exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason
+        )
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal", "internal error; the server log has the details")

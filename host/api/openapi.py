@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel
-
 from pageant.api.routing import Route, requires
+from pydantic import BaseModel
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -50,11 +49,15 @@ def document(routes: list[Route], version: str) -> dict[str, Any]:
             "responses": {
                 str(route.status): {
                     "description": "success",
-                    "content": {"application/json": {"schema": _hoist(_schema(route.response), components)}},
+                    "content": {
+                        "application/json": {"schema": _hoist(_schema(route.response), components)}
+                    },
                 },
                 "default": {
                     "description": "an error",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                    },
                 },
             },
         }
@@ -66,7 +69,13 @@ def document(routes: list[Route], version: str) -> dict[str, Any]:
             for name in re.findall(r"{(\w+)}", route.path)
         ]
         params += [
-            {"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
+            {
+                "name": name,
+                "in": "query",
+                "required": False,
+                "description": text,
+                "schema": {"type": "string"},
+            }
             for name, text in route.query.items()
         ]
         if params:
@@ -74,7 +83,9 @@ def document(routes: list[Route], version: str) -> dict[str, Any]:
         if route.body is not None:
             operation["requestBody"] = {
                 "required": True,
-                "content": {"application/json": {"schema": _hoist(_schema(route.body), components)}},
+                "content": {
+                    "application/json": {"schema": _hoist(_schema(route.body), components)}
+                },
             }
         paths.setdefault(route.path, {})[route.method.lower()] = operation
     return {

@@ -7,7 +7,6 @@ import base64
 from dataclasses import dataclass
 
 from aiohttp import web
-
 from pageant.errors import Invalid
 
 DEFAULT_LIMIT = 50
@@ -39,7 +38,9 @@ def decode_cursor(cursor: str) -> int:
             raise ValueError
         return int(value)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid("bad cursor", details=[f"query.cursor: {cursor!r} is not a cursor this API issued"]) from exc
+        raise Invalid(
+            "bad cursor", details=[f"query.cursor: {cursor!r} is not a cursor this API issued"]
+        ) from exc
 
 
 def page_from(request: web.Request) -> Page:
@@ -49,7 +50,9 @@ def page_from(request: web.Request) -> Page:
     raw_limit = request.query.get("limit")
     if raw_limit is not None:
         if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
-            details.append(f"query.limit: expected a whole number from 1 to {MAX_LIMIT}, not {raw_limit!r}")
+            details.append(
+                f"query.limit: expected a whole number from 1 to {MAX_LIMIT}, not {raw_limit!r}"
+            )
         else:
             limit = int(raw_limit)
     after_id = None

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
-
 from pageant.errors import Forbidden, Invalid, Unauthenticated
 from pageant.timefmt import iso
+from pydantic import BaseModel, ValidationError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PRINCIPAL_KEY = "pageant.principal"
@@ -107,7 +106,9 @@ async def read_json(request: web.Request) -> Any:
     """The body as JSON, or :class:`Invalid` naming what is wrong with it."""
     raw = await request.read()
     if not raw.strip():
-        raise Invalid("the request body is empty; expected a JSON object", details=["body: required"])
+        raise Invalid(
+            "the request body is empty; expected a JSON object", details=["body: required"]
+        )
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

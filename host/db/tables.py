@@ -3,6 +3,7 @@ compares a migrated database with this metadata so the two never drift apart."""
 
 from __future__ import annotations
 
+from pageant.db.types import BigId, UTCDateTime
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -18,8 +19,6 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from pageant.db.types import BigId, UTCDateTime
-
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -32,8 +31,15 @@ metadata = MetaData(
 #: The run statuses that hold a concurrency key (a run that is live in the world).
 LIVE_RUN_STATUSES = ("starting", "running", "paused", "ending")
 RUN_STATUSES = (
-    "scheduled", "starting", "running", "paused", "ending",
-    "completed", "failed", "cancelled", "missed",
+    "scheduled",
+    "starting",
+    "running",
+    "paused",
+    "ending",
+    "completed",
+    "failed",
+    "cancelled",
+    "missed",
 )
 TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "missed")
 STEP_STATUSES = ("pending", "running", "done", "failed", "refused", "skipped", "cancelled")

@@ -102,8 +102,18 @@ def pageant_triggers() -> list[dict[str, Any]]:
             "id": "wisps.caught",
             "label": "A wisp was caught",
             "variables": [
-                {"name": "colour", "type": "string", "description": "The wisp's colour.", "example": "north"},
-                {"name": "weight", "type": "number", "description": "How heavy it was.", "example": 1.5},
+                {
+                    "name": "colour",
+                    "type": "string",
+                    "description": "The wisp's colour.",
+                    "example": "north",
+                },
+                {
+                    "name": "weight",
+                    "type": "number",
+                    "description": "How heavy it was.",
+                    "example": 1.5,
+                },
             ],
         }
     ]

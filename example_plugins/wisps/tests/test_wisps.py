@@ -26,8 +26,12 @@ def test_wisps_loads_from_its_entry_point() -> None:
 
 async def test_summon_twice_under_one_key_summons_once() -> None:
     pageant_wisps.WORLD.clear()
-    first = await run_with_envelope(pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1)
-    again = await run_with_envelope(pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1)
+    first = await run_with_envelope(
+        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
+    )
+    again = await run_with_envelope(
+        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
+    )
     assert first.ok and again.ok
     assert first.resources == again.resources
     assert len(pageant_wisps.WORLD["k1"]) == 2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from aiohttp import web
-
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, respond
 from pageant.catalog import resolve_options
@@ -22,7 +21,16 @@ PLUGIN_LIST = {
                 "type": "object",
                 "properties": {
                     k: {"type": ["string", "null"]}
-                    for k in ("name", "distribution", "version", "entry_point", "owner", "contract", "status", "reason")
+                    for k in (
+                        "name",
+                        "distribution",
+                        "version",
+                        "entry_point",
+                        "owner",
+                        "contract",
+                        "status",
+                        "reason",
+                    )
                 },
             },
         }
@@ -45,12 +53,19 @@ OPTIONS = {
 }
 
 
-@routes.get("/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PLUGIN_LIST)
+@routes.get(
+    "/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PLUGIN_LIST
+)
 async def list_plugins(request: web.Request) -> web.Response:
     return respond({"items": plugin_listing(request.app[HOST].plugins)})
 
 
-@routes.get("/api/v1/admin/catalog", roles=STAFF, summary="Everything the plugins declared", response=CATALOG)
+@routes.get(
+    "/api/v1/admin/catalog",
+    roles=STAFF,
+    summary="Everything the plugins declared",
+    response=CATALOG,
+)
 async def catalog(request: web.Request) -> web.Response:
     return respond(request.app[HOST].registry.catalog())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from alembic import context
-
 from pageant.db.tables import metadata
 
 connection = context.config.attributes.get("connection")
