@@ -1,0 +1,584 @@
+"""The event spec: the one place that decides whether a spec is well formed.
+
+A spec is the authored tree a definition's working copy carries and a version freezes::
+
+    {"schedule": {...}, "phases": [{"key", "label", "steps": [...], "advance"?}]}
+
+:func:`validate` answers a new, normalised tree or raises :class:`~pageant.errors.Invalid`
+listing every problem it found, each prefixed by its path from ``spec``. Every check here
+is a boundary: the console may repeat some of them for a friendlier form, but a spec
+arriving by any route (an edit, a restore, a fixture) gets this answer.
+
+Three rules shape the whole module:
+
+- **Validate accepts its own output** (``validate(validate(x)) == validate(x)``). A saved
+  spec is validated again on every later save and at publish, so the output-only fields the
+  validator writes (``action_version``, ``dormant``) are accepted back and recomputed, never
+  trusted; and everything that has two spellings (weekday order, ``120m``) is stored in one,
+  so two versions never differ as JSON without differing in meaning.
+- **Unknown keys are refused, never preserved.** A spec that silently carries a key nothing
+  reads is a spec whose author believes it does something.
+- **What nobody registers is dormant, not lost.** A step already saved keeps an action whose
+  plugin was uninstalled, and a gate keeps a trigger nobody registers: both save, marked
+  ``dormant``, and neither publishes (:func:`dormant_items`). A *new* step may not name an
+  unregistered action. So uninstalling a plugin never destroys authored work.
+
+Bounds (all paste guards, so the wrong JSON is a refusal with a number in it rather than a
+run of fifty thousand steps): :data:`MAX_PHASES`, :data:`MAX_STEPS_PER_PHASE`,
+:data:`MAX_STEPS`, :data:`MAX_PHASE_KEY`, :data:`MAX_LABEL` (phase and step labels),
+:data:`MAX_STRING_PARAM` (each string param), :data:`MIN_AFTER_SECONDS` ..
+:data:`MAX_AFTER_SECONDS` and :data:`MAX_ADVANCE_COUNT` for gates.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from pageant.errors import Invalid
+from pageant.hookspecs.models import check_literal
+from pageant.recurrence import WEEKDAYS
+
+if TYPE_CHECKING:
+    from pageant.hookspecs import Action
+    from pageant.registry import Registry
+
+# ── the vocabulary ─────────────────────────────────────────────────────────────
+
+SPEC_KEYS = ("schedule", "phases")
+#: ``manual`` first: it is the default, and what an unscheduled draft carries.
+SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
+#: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
+SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
+    "manual": (),
+    "once": ("at",),
+    "weekly": ("days", "time"),
+    "monthly": ("nth", "weekday", "time"),
+}
+#: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
+#: every month has a first to fourth of each weekday, so no occurrence can be absent.
+MONTHLY_NTH = (1, 2, 3, 4, -1)
+PHASE_KEYS = ("key", "label", "steps", "advance")
+#: ``action_version`` and ``dormant`` are output-only: accepted back, then recomputed.
+STEP_KEYS = ("action", "label", "params", "on_failure", "action_version", "dormant")
+#: A gate is one of these two shapes. There is deliberately no timeout: a gate that never
+#: opens is held and made visible (the run's health goes ``stalled``), never auto-advanced.
+ADVANCE_KINDS = ("after", "on")
+AFTER_GATE_KEYS = ("after",)
+ON_GATE_KEYS = ("on", "where", "count", "dormant")
+#: What a step does once its attempts are exhausted.
+ON_FAILURE = ("skip", "pause", "abort_run")
+#: A ``change`` action falling back to ``skip`` would advance a run over a half-changed
+#: world, which is why every action must declare its risk.
+ON_FAILURE_BY_RISK = {
+    "notify": "skip",
+    "inspect": "skip",
+    "change": "pause",
+    "irreversible": "abort_run",
+}
+
+# ── the bounds ─────────────────────────────────────────────────────────────────
+
+MAX_PHASES = 40
+MAX_STEPS_PER_PHASE = 100
+MAX_STEPS = 500
+MAX_PHASE_KEY = 64
+MAX_LABEL = 200
+MAX_STRING_PARAM = 4000
+MIN_AFTER_SECONDS = 1
+#: Longer than any event this is for; a ten-year gate is a typo that would hold a run, and
+#: its concurrency key, for ever.
+MAX_AFTER_SECONDS = 30 * 86_400
+#: "count: 100000" is a phase that never advances written as one that eventually does.
+MAX_ADVANCE_COUNT = 1000
+
+# ── the grammars ───────────────────────────────────────────────────────────────
+
+#: A phase key is stored on every run step and is what an operator reads in the console.
+PHASE_KEY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
+# [0-9] rather than \d, which also admits other scripts' digits; fullmatch, never $, which
+# admits a trailing newline.
+TIME = re.compile(r"(?:[01][0-9]|2[0-3]):[0-5][0-9]")
+AT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]")
+#: One whole number and one unit, nothing else: an operator proofreads a duration, and a
+#: grammar with two spellings of ninety minutes (``1h30m``) is one they must parse.
+AFTER = re.compile(r"([0-9]{1,6})([smhd])")
+AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+_MANUAL = {"kind": "manual"}
+
+
+# ── small public helpers ───────────────────────────────────────────────────────
+
+
+def empty_spec() -> dict[str, Any]:
+    """The spec a new draft carries: manual, one empty phase ``main``."""
+    return {
+        "schedule": {"kind": "manual"},
+        "phases": [{"key": "main", "label": "Main", "steps": []}],
+    }
+
+
+def default_on_failure(risk: str) -> str:
+    """The disposition a step takes by default, from its action's risk class."""
+    return ON_FAILURE_BY_RISK.get(risk, "pause")
+
+
+def parse_after(text: Any) -> int | None:
+    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds.
+
+    The one reading of a gate's duration: the engine opens ``after`` gates with it and the
+    console renders them with :func:`format_after`, so neither grows an opinion of its own.
+    """
+    if not isinstance(text, str):
+        return None
+    match = AFTER.fullmatch(text)
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
+    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
+        return None
+    return seconds
+
+
+def format_after(seconds: int) -> str:
+    """Seconds in the largest unit that is exact: 7200 -> ``"2h"``, 90 -> ``"90s"``."""
+    for unit in ("d", "h", "m"):
+        size = AFTER_UNIT_SECONDS[unit]
+        if seconds > 0 and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def action_steps(spec: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every step of ``spec`` as ``(path, step)``, e.g. ``("spec.phases[0].steps[1]", {...})``.
+
+    Tolerant of a malformed tree (what is not a phase or a step is passed over), because it
+    also reads the stored spec, which predates the current validation.
+    """
+    found: list[tuple[str, dict[str, Any]]] = []
+    for i, phase in _phases_of(spec):
+        steps = phase.get("steps")
+        if not isinstance(steps, list):
+            continue
+        for j, step in enumerate(steps):
+            if isinstance(step, dict):
+                found.append((f"spec.phases[{i}].steps[{j}]", step))
+    return found
+
+
+def dormant_items(spec: Any) -> list[str]:
+    """Everything dormant in a validated spec, with its path: what stops it publishing.
+
+    ``["spec.phases[0].steps[1]: wisps.summon", "spec.phases[2].advance: wisps.caught"]``;
+    empty when the spec may be published. Read the output of :func:`validate`, which
+    recomputes dormancy against the registry of the moment.
+    """
+    items: list[str] = []
+    for i, phase in _phases_of(spec):
+        steps = phase.get("steps")
+        for j, step in enumerate(steps if isinstance(steps, list) else []):
+            if isinstance(step, dict) and step.get("dormant") is True:
+                items.append(f"spec.phases[{i}].steps[{j}]: {step.get('action')}")
+        advance = phase.get("advance")
+        if isinstance(advance, dict) and advance.get("dormant") is True:
+            items.append(f"spec.phases[{i}].advance: {advance.get('on')}")
+    return items
+
+
+def _phases_of(spec: Any) -> list[tuple[int, dict[str, Any]]]:
+    phases = spec.get("phases") if isinstance(spec, dict) else None
+    if not isinstance(phases, list):
+        return []
+    return [(i, phase) for i, phase in enumerate(phases) if isinstance(phase, dict)]
+
+
+# ── validation ─────────────────────────────────────────────────────────────────
+
+
+def validate(
+    raw: Any, registry: Registry, *, stored: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Check ``raw`` against the registry and answer the normalised spec.
+
+    ``stored`` is the spec saved before this edit (or ``None``): a step naming an action no
+    plugin registers is refused when it is new, and kept as ``dormant`` when that action is
+    among the stored spec's steps. Raises ``Invalid("invalid spec", details=[...])`` naming
+    every problem, each prefixed by its path (``spec.phases[1].steps[0].params: "count" is
+    required``), never only the first.
+    """
+    if not isinstance(raw, dict):
+        raise Invalid("invalid spec", details=["spec: expected an object with schedule, phases"])
+    errors: list[str] = []
+    _refuse_unknown(raw, SPEC_KEYS, "spec", errors)
+    schedule = _schedule(raw.get("schedule"), errors)
+    kept = frozenset(
+        step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
+    )
+    phases = _phases(raw.get("phases"), registry, kept, errors)
+    if errors:
+        raise Invalid("invalid spec", details=errors)
+    return {"schedule": schedule, "phases": phases}
+
+
+def _show(value: Any) -> str:
+    """A value as its author wrote it (JSON), shortened to fit in one message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _refuse_unknown(
+    raw: dict[Any, Any], allowed: tuple[str, ...], path: str, errors: list[str], what: str = ""
+) -> bool:
+    """One error per key outside ``allowed``; answers whether there was any."""
+    found = False
+    for key in raw:
+        if key not in allowed:
+            found = True
+            expected = ", ".join(allowed) if allowed else "no other keys"
+            errors.append(f"{path}: unknown key {_show(key)}{what}; expected {expected}")
+    return found
+
+
+def _label(raw: Any, path: str, errors: list[str], *, required: bool) -> str | None:
+    """A label, or ``None`` when blank (an error only where a label is ``required``)."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if required:
+            errors.append(f"{path}: a label is required")
+        return None
+    if not isinstance(raw, str):
+        errors.append(f"{path}: expected a string; got {_show(raw)}")
+        return None
+    if len(raw) > MAX_LABEL:
+        errors.append(f"{path}: at most {MAX_LABEL} characters; this one has {len(raw)}")
+        return None
+    return raw
+
+
+# ── schedule ──
+
+
+def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
+    """The normalised schedule; ``manual`` whenever the input is not a good one."""
+    path = "spec.schedule"
+    if raw is None:
+        return dict(_MANUAL)
+    if not isinstance(raw, dict):
+        errors.append(f"{path}: expected an object with a kind")
+        return dict(_MANUAL)
+    kind = raw.get("kind")
+    if kind not in SCHEDULE_KINDS:
+        errors.append(
+            f"{path}.kind: expected one of {', '.join(SCHEDULE_KINDS)}; got {_show(kind)}"
+        )
+        return dict(_MANUAL)
+    _refuse_unknown(raw, ("kind", *SCHEDULE_KEYS[kind]), path, errors, f' for a "{kind}" schedule')
+    if kind == "manual":
+        return dict(_MANUAL)
+    if kind == "once":
+        at = raw.get("at")
+        match = AT.fullmatch(at) if isinstance(at, str) else None
+        if match is None:
+            errors.append(
+                f'{path}.at: expected a local date and time as "YYYY-MM-DDTHH:MM"; got {_show(at)}'
+            )
+            return dict(_MANUAL)
+        year, month, day = (int(g) for g in match.groups())
+        try:
+            date(year, month, day)
+        except ValueError:
+            errors.append(f"{path}.at: {_show(at)} is not a real date")
+            return dict(_MANUAL)
+        # A wall clock in the definition's own zone, never an instant: the zone is a
+        # sibling column, and the instant is derived when the occurrence is materialised.
+        return {"kind": "once", "at": at}
+    time = _time(raw.get("time"), errors)
+    if kind == "weekly":
+        days = _days(raw.get("days"), errors)
+        if time is None or days is None:
+            return dict(_MANUAL)
+        return {"kind": "weekly", "days": days, "time": time}
+    weekday = _weekday(raw.get("weekday"), f"{path}.weekday", errors)
+    nth = raw.get("nth")
+    # bool is an int in Python, and True would otherwise pass as 1.
+    if isinstance(nth, bool) or not isinstance(nth, int) or nth not in MONTHLY_NTH:
+        errors.append(f"{path}.nth: expected 1, 2, 3, 4 or -1 (the last); got {_show(nth)}")
+        nth = None
+    if time is None or weekday is None or nth is None:
+        return dict(_MANUAL)
+    return {"kind": "monthly", "nth": nth, "weekday": weekday, "time": time}
+
+
+def _time(raw: Any, errors: list[str]) -> str | None:
+    if isinstance(raw, str) and TIME.fullmatch(raw):
+        return raw
+    errors.append(f'spec.schedule.time: expected a 24-hour time as "HH:MM"; got {_show(raw)}')
+    return None
+
+
+def _weekday(raw: Any, path: str, errors: list[str]) -> str | None:
+    name = raw.lower() if isinstance(raw, str) else None
+    if name in WEEKDAYS:
+        return name
+    errors.append(f"{path}: {_show(raw)} is not a weekday; expected one of {', '.join(WEEKDAYS)}")
+    return None
+
+
+def _days(raw: Any, errors: list[str]) -> list[str] | None:
+    """Weekday names in week order from Monday, duplicates collapsed.
+
+    Week order, not typed order: ``["friday", "monday"]`` and ``["monday", "friday"]`` are
+    one schedule, and storing both spellings is a version history of edits nobody made.
+    """
+    path = "spec.schedule.days"
+    if not isinstance(raw, list) or not raw:
+        errors.append(f"{path}: expected a non-empty list of weekday names")
+        return None
+    named = [_weekday(day, f"{path}[{i}]", errors) for i, day in enumerate(raw)]
+    if None in named:
+        return None
+    return [day for day in WEEKDAYS if day in named]
+
+
+# ── phases ──
+
+
+def _phases(
+    raw: Any, registry: Registry, kept: frozenset[str], errors: list[str]
+) -> list[dict[str, Any]]:
+    path = "spec.phases"
+    if not isinstance(raw, list) or not raw:
+        errors.append(f"{path}: expected a non-empty list of phases")
+        return []
+    if len(raw) > MAX_PHASES:
+        # Checked before anything inside: a pasted list of thousands is refused by its size,
+        # not answered with thousands of errors.
+        errors.append(f"{path}: at most {MAX_PHASES} phases; this spec has {len(raw)}")
+        return []
+    first_use: dict[str, int] = {}
+    total_steps = 0
+    phases = []
+    for i, raw_phase in enumerate(raw):
+        ppath = f"{path}[{i}]"
+        if not isinstance(raw_phase, dict):
+            errors.append(f"{ppath}: expected an object")
+            continue
+        _refuse_unknown(raw_phase, PHASE_KEYS, ppath, errors)
+        key = _phase_key(raw_phase.get("key"), ppath, i, first_use, errors)
+        label = _label(raw_phase.get("label"), f"{ppath}.label", errors, required=True)
+        raw_steps = raw_phase.get("steps")
+        steps: list[dict[str, Any]] = []
+        if not isinstance(raw_steps, list):
+            errors.append(f"{ppath}.steps: expected a list of steps")
+        elif len(raw_steps) > MAX_STEPS_PER_PHASE:
+            total_steps += len(raw_steps)
+            errors.append(
+                f"{ppath}.steps: at most {MAX_STEPS_PER_PHASE} steps in one phase; "
+                f"this one has {len(raw_steps)}"
+            )
+        else:
+            total_steps += len(raw_steps)
+            for j, raw_step in enumerate(raw_steps):
+                step = _step(raw_step, f"{ppath}.steps[{j}]", registry, kept, errors)
+                if step is not None:
+                    steps.append(step)
+        advance = _advance(raw_phase.get("advance"), f"{ppath}.advance", registry, errors)
+        phase: dict[str, Any] = {"key": key, "label": label, "steps": steps}
+        # Omitted rather than null: most phases have no gate, and a null on every phase would
+        # make the first gate anyone adds look like an edit to every phase.
+        if advance is not None:
+            phase["advance"] = advance
+        phases.append(phase)
+    if total_steps > MAX_STEPS:
+        errors.append(
+            f"{path}: at most {MAX_STEPS} steps across all phases; this spec has {total_steps}"
+        )
+    return phases
+
+
+def _phase_key(
+    raw: Any, path: str, index: int, first_use: dict[str, int], errors: list[str]
+) -> str | None:
+    path = f"{path}.key"
+    if raw is None or raw == "":
+        errors.append(f"{path}: a phase needs a key")
+        return None
+    if not isinstance(raw, str) or not PHASE_KEY.fullmatch(raw):
+        errors.append(
+            f"{path}: {_show(raw)} is not a phase key; expected a slug such as "
+            '"wind-down" (lowercase letters and digits, words joined by - or _)'
+        )
+        return None
+    if len(raw) > MAX_PHASE_KEY:
+        errors.append(f"{path}: at most {MAX_PHASE_KEY} characters; this one has {len(raw)}")
+        return None
+    if raw in first_use:
+        # Run steps are unique on (run, phase, seq): two phases sharing a key would collapse
+        # into one when a run is materialised and half the authored steps would vanish.
+        errors.append(f'{path}: "{raw}" is already the key of spec.phases[{first_use[raw]}]')
+        return None
+    first_use[raw] = index
+    return raw
+
+
+# ── steps ──
+
+
+def _step(
+    raw: Any, path: str, registry: Registry, kept: frozenset[str], errors: list[str]
+) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        errors.append(f"{path}: expected an object")
+        return None
+    _refuse_unknown(raw, STEP_KEYS, path, errors)
+    action_id = raw.get("action")
+    if not isinstance(action_id, str) or not action_id:
+        errors.append(f"{path}.action: a step needs an action id; got {_show(action_id)}")
+        return None
+    declaration = registry.actions.get(action_id)
+    if declaration is None:
+        if action_id in kept:
+            return _dormant_step(action_id, raw)
+        errors.append(f'{path}.action: no plugin registers "{action_id}"')
+        return None
+    params = _params(declaration, raw.get("params"), f"{path}.params", errors)
+    on_failure = raw.get("on_failure")
+    if on_failure is None:
+        on_failure = default_on_failure(declaration.risk)
+    elif on_failure not in ON_FAILURE:
+        errors.append(
+            f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {_show(on_failure)}"
+        )
+    label = _label(raw.get("label"), f"{path}.label", errors, required=False)
+    return {
+        "action": action_id,
+        "label": label or declaration.label,
+        "params": params,
+        "on_failure": on_failure,
+        # Taken from the declaration at save, so a later version bump can be shown to the
+        # author rather than dispatching a param whose meaning changed.
+        "action_version": declaration.version,
+        "dormant": False,
+    }
+
+
+def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """A stored step whose action nobody registers now: kept as it was, and marked.
+
+    Its params pass through unchecked, because the only thing that could check them left
+    with the plugin; refusing the save would make the uninstall destructive after the fact.
+    """
+    label = raw.get("label")
+    version = raw.get("action_version")
+    on_failure = raw.get("on_failure")
+    params = raw.get("params")
+    return {
+        "action": action_id,
+        "label": label if isinstance(label, str) and label.strip() else action_id,
+        "params": params if isinstance(params, dict) else {},
+        "on_failure": on_failure if on_failure in ON_FAILURE else "pause",
+        "action_version": (
+            version if isinstance(version, int) and not isinstance(version, bool) else 1
+        ),
+        "dormant": True,
+    }
+
+
+def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict[str, Any]:
+    """The declared params of one step, type-checked, in declaration order.
+
+    An unknown param is an error rather than a silent drop: ``creatures`` typed for
+    ``creature`` is a step that would dispatch without it while looking saved.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.append(f"{path}: expected an object; got {_show(raw)}")
+        return {}
+    declared = {param.name for param in declaration.params}
+    for name in raw:
+        if name not in declared:
+            errors.append(f"{path}: {_show(name)} is not a param of {declaration.id}")
+    params: dict[str, Any] = {}
+    for param in declaration.params:
+        value = raw.get(param.name)
+        if value is None or (isinstance(value, str) and value == ""):
+            if param.required:
+                errors.append(f'{path}: "{param.name}" is required')
+            continue
+        ok, value, why = check_literal(param.type, value)
+        if not ok:
+            errors.append(f'{path}: "{param.name}" {why}; got {_show(raw[param.name])}')
+            continue
+        if param.type == "string" and len(value) > MAX_STRING_PARAM:
+            errors.append(
+                f'{path}: "{param.name}" is at most {MAX_STRING_PARAM} characters; '
+                f"this one has {len(value)}"
+            )
+            continue
+        params[param.name] = value
+    return params
+
+
+# ── gates ──
+
+
+def _advance(raw: Any, path: str, registry: Registry, errors: list[str]) -> dict[str, Any] | None:
+    """A phase's gate, normalised; ``None`` for no gate (or a refused one)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        errors.append(f'{path}: expected an object with "after" or "on"; got {_show(raw)}')
+        return None
+    kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
+    if len(kinds) != 1:
+        errors.append(f'{path}: expected exactly one of "after" or "on"')
+        return None
+    if kinds[0] == "after":
+        extra = _refuse_unknown(raw, AFTER_GATE_KEYS, path, errors, ' for an "after" gate')
+        seconds = parse_after(raw["after"])
+        if seconds is None:
+            errors.append(
+                f'{path}.after: expected a duration such as "30m" (a whole number of s, m, h '
+                f"or d) from {format_after(MIN_AFTER_SECONDS)} to "
+                f"{format_after(MAX_AFTER_SECONDS)}; got {_show(raw['after'])}"
+            )
+            return None
+        # Only the canonical spelling is stored; the engine derives the seconds again
+        # through parse_after rather than reading a second field that could disagree.
+        return None if extra else {"after": format_after(seconds)}
+    _refuse_unknown(raw, ON_GATE_KEYS, path, errors, ' for an "on" gate')
+    trigger_id = raw["on"]
+    if not isinstance(trigger_id, str) or not trigger_id:
+        errors.append(f"{path}.on: expected a trigger id; got {_show(trigger_id)}")
+        return None
+    count = raw.get("count")
+    if count is None:
+        count = 1
+    elif (
+        isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_ADVANCE_COUNT
+    ):
+        errors.append(
+            f"{path}.count: expected a whole number from 1 to {MAX_ADVANCE_COUNT}; "
+            f"got {_show(count)}"
+        )
+        count = 1
+    where = raw.get("where")
+    trigger = registry.triggers.get(trigger_id)
+    if trigger is None:
+        # Dormant, like a step's unregistered action. ``where`` is kept as written: there is
+        # nothing to check it against, and dropping it would delete the author's predicate
+        # the moment a plugin was uninstalled.
+        return {"on": trigger_id, "where": where, "count": count, "dormant": True}
+    # Imported here: the grammar is its own module, needed only once a gate names a trigger.
+    from pageant.conditions import validate_condition
+
+    where, problems = validate_condition(trigger, where, f"{path}.where")
+    errors.extend(problems)
+    # ``where`` is always written, null for "every firing counts", so a gate has one shape.
+    return {"on": trigger_id, "where": where, "count": count, "dormant": False}
