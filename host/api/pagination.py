@@ -7,6 +7,7 @@ import base64
 from dataclasses import dataclass
 
 from aiohttp import web
+from pageant.api.routing import MAX_ID, whole_number
 from pageant.errors import Invalid
 
 DEFAULT_LIMIT = 50
@@ -34,9 +35,10 @@ def decode_cursor(cursor: str) -> int:
         padded = cursor + "=" * (-len(cursor) % 4)
         text = base64.urlsafe_b64decode(padded.encode()).decode()
         kind, _, value = text.partition(":")
-        if kind != "id" or not value.isdigit():
+        last_id = whole_number(value)
+        if kind != "id" or last_id is None or last_id > MAX_ID:
             raise ValueError
-        return int(value)
+        return last_id
     except (ValueError, UnicodeDecodeError) as exc:
         raise Invalid(
             "bad cursor", details=[f"query.cursor: {cursor!r} is not a cursor this API issued"]
@@ -49,12 +51,13 @@ def page_from(request: web.Request) -> Page:
     limit = DEFAULT_LIMIT
     raw_limit = request.query.get("limit")
     if raw_limit is not None:
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+        number = whole_number(raw_limit)
+        if number is None or not 1 <= number <= MAX_LIMIT:
             details.append(
                 f"query.limit: expected a whole number from 1 to {MAX_LIMIT}, not {raw_limit!r}"
             )
         else:
-            limit = int(raw_limit)
+            limit = number
     after_id = None
     raw_cursor = request.query.get("cursor")
     if raw_cursor:

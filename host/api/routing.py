@@ -15,7 +15,11 @@ from pageant.timefmt import iso
 from pydantic import BaseModel, ValidationError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PRINCIPAL_KEY = "pageant.principal"
+# aiohttp 3.14 warns on a plain string request key (an error under filterwarnings=error,
+# which made every authenticated request a 500); a typed key where the version has one.
+PRINCIPAL_KEY: Any = (
+    web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "pageant.principal"
+)
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -143,11 +147,22 @@ async def read_body(request: web.Request, model: type[M], *, optional: bool = Fa
         raise Invalid("invalid request body", details=validation_details(exc)) from exc
 
 
+#: The largest id a path or a cursor may name: past it SQLite cannot even compare (a 500).
+MAX_ID = 2**63 - 1
+
+
+def whole_number(text: str) -> int | None:
+    """``text`` as an int if it is ASCII digits only, else None. (``str.isdigit`` alone also
+    admits "²", which ``int`` then refuses with a ValueError - a 500.)"""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def int_param(request: web.Request, name: str) -> int:
     """A path parameter that must be an integer id; anything else is a 404."""
     from pageant.errors import NotFound
 
     raw = request.match_info[name]
-    if not raw.isdigit():
+    value = whole_number(raw)
+    if value is None or value > MAX_ID:
         raise NotFound(f"no such {name.removesuffix('_id')}: {raw!r}")
-    return int(raw)
+    return value

@@ -1,0 +1,381 @@
+"""Authoring: events (definitions), their working copy, publishing and versions.
+
+Checks run in one order on every write: the token and the route's role (401, 403, before
+the handler), the event (404), the body (400, every problem at once), the role floor (403),
+then the state and the slug (409). A refused request writes nothing: each handler does its
+work in one transaction, and every refusal is raised inside it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from aiohttp import web
+from pageant import definitions
+from pageant import spec as specs
+from pageant.api.bodies import (
+    SLUG_SCHEMA,
+    Checked,
+    Description,
+    Id,
+    Title,
+    Visibility,
+    check_body,
+    check_slug,
+    no_defaults,
+    prefetch,
+)
+from pageant.api.keys import HOST
+from pageant.api.pagination import page_from
+from pageant.api.routing import RouteTable, int_param, principal, respond
+from pageant.authorize import ADMIN, AUTHORS, check_role_floor
+from pageant.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
+from pageant.errors import Invalid, NotFound
+from pageant.recurrence import zone
+from pageant.series import get_series
+from pageant.slugs import slugify
+from pageant.tokens import STAFF
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+routes = RouteTable("events")
+
+MAX_TIMEZONE = 64
+MAX_CONCURRENCY_KEY = 100
+
+# ── Shapes ──────────────────────────────────────────────────────────────────────────────────
+
+Timezone = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TIMEZONE)]
+Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
+ConcurrencyKey = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY)
+]
+#: The spec is checked by :mod:`pageant.spec` (against the registry, with its own paths),
+#: not by the model; the model only documents its shape.
+SpecBody = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "type": "object",
+            "description": "The spec: {schedule, phases}; see the spec reference.",
+            "properties": {"schedule": {"type": "object"}, "phases": {"type": "array"}},
+        }
+    ),
+]
+
+
+class EventCreate(BaseModel):
+    """A new event: only ``title`` is required."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    title: Title
+    slug: str | None = Field(
+        None, description="Derived from the title when absent.", json_schema_extra=SLUG_SCHEMA
+    )
+    description: Description = ""
+    timezone: Timezone = definitions.DEFAULT_TIMEZONE
+    grace_seconds: Grace = definitions.DEFAULT_GRACE_SECONDS
+    concurrency_key: ConcurrencyKey | None = None
+    series_id: Id | None = None
+    visibility: Visibility = "staff"
+    spec: SpecBody = Field(None, description="The empty spec (one phase, main) when absent.")
+
+    _slug = field_validator("slug")(check_slug)
+
+
+class EventUpdate(BaseModel):
+    """A partial update: only the fields sent change. ``concurrency_key`` and ``series_id``
+    take null (none, detached); the others do not."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=no_defaults)
+
+    # Defaults are not validated, so an absent field stays None while a null that was
+    # actually sent for a non-nullable field is refused.
+    title: Title = None  # type: ignore[assignment]
+    slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]
+    description: Description = None  # type: ignore[assignment]
+    timezone: Timezone = None  # type: ignore[assignment]
+    grace_seconds: Grace = None  # type: ignore[assignment]
+    concurrency_key: ConcurrencyKey | None = None
+    series_id: Id | None = None
+    visibility: Visibility = None  # type: ignore[assignment]
+    spec: SpecBody = None
+
+    _slug = field_validator("slug")(check_slug)
+
+
+class VersionRef(BaseModel):
+    id: int
+    number: int
+    published_at: datetime
+    published_by: str | None
+
+
+class EventOut(BaseModel):
+    """The event object."""
+
+    id: int
+    title: str
+    slug: str
+    description: str
+    timezone: str
+    grace_seconds: int
+    concurrency_key: str | None
+    series_id: int | None
+    visibility: Visibility
+    state: Literal["draft", "ready", "archived"]
+    spec: dict[str, Any]
+    current_version: VersionRef | None
+    next_occurrence: datetime | None
+    runs_waiting: int
+
+
+class EventList(BaseModel):
+    items: list[EventOut]
+    next_cursor: str | None
+
+
+class VersionOut(BaseModel):
+    """A published version: immutable."""
+
+    id: int
+    number: int
+    published_at: datetime
+    published_by: str | None
+    spec: dict[str, Any]
+
+
+class VersionList(BaseModel):
+    items: list[VersionOut]
+    next_cursor: str | None
+
+
+# ── Checks shared by create and edit ────────────────────────────────────────────────────────
+
+
+async def check_fields(
+    conn: AsyncConnection,
+    checked: Checked[Any],
+    request: web.Request,
+    *,
+    stored: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """The checks a model cannot make: the zone, the series and the spec. Problems are
+    added to ``checked``; answers the normalised spec when one was sent and is valid."""
+    given = checked.given
+    tz = given.get("timezone")
+    if tz is not None:
+        try:
+            zone(tz)
+        except ValueError:
+            checked.fail(
+                f'body.timezone: "{tz}" is not a known IANA time zone, such as '
+                '"Europe/Berlin" or "UTC"'
+            )
+    series_id = given.get("series_id")
+    if series_id is not None and await get_series(conn, series_id) is None:
+        checked.fail(f"body.series_id: no series {series_id}")
+    if "spec" not in checked.sent:
+        return None
+    try:
+        return specs.validate(checked.raw["spec"], request.app[HOST].registry, stored=stored)
+    except Invalid as exc:
+        checked.details.extend(exc.details)
+        return None
+
+
+def _now(request: web.Request) -> datetime:
+    return request.app[HOST].clock.now()
+
+
+# ── Routes ──────────────────────────────────────────────────────────────────────────────────
+
+LIST_QUERY = {
+    "state": "only events in this state: draft, ready or archived",
+    "limit": "page size, 1 to 200 (default 50)",
+    "cursor": "the next_cursor of the previous page",
+}
+
+
+@routes.get(
+    "/api/v1/admin/events",
+    roles=STAFF,
+    summary="List events, in id order",
+    response=EventList,
+    query=LIST_QUERY,
+)
+async def list_events(request: web.Request) -> web.Response:
+    problems = []
+    state = request.query.get("state")
+    if state is not None and state not in STATES:
+        problems.append(f"query.state: expected one of {', '.join(STATES)}; got {state!r}")
+    try:
+        page = page_from(request)
+    except Invalid as exc:
+        problems = exc.details + problems
+    if problems:
+        raise Invalid("invalid query", details=problems)
+    async with request.app[HOST].db.begin() as conn:
+        rows = await definitions.list_definitions(
+            conn, state=state, after_id=page.after_id, limit=page.limit + 1
+        )
+        items = await definitions.render_events(conn, rows[: page.limit], now=_now(request))
+    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+
+
+@routes.post(
+    "/api/v1/admin/events",
+    roles=AUTHORS,
+    summary="Create a draft event",
+    body=EventCreate,
+    response=EventOut,
+    status=201,
+)
+async def create_event(request: web.Request) -> web.Response:
+    raw = await prefetch(request)
+    host = request.app[HOST]
+    who = principal(request)
+    checked = check_body(EventCreate, raw)
+    async with host.db.begin() as conn:
+        spec = await check_fields(conn, checked, request, stored=None)
+        checked.raise_if_invalid()
+        body = checked.body
+        assert body is not None
+        spec = spec if spec is not None else specs.empty_spec()
+        check_role_floor(who.role, None, spec, host.registry)
+        definition_id = await definitions.create_definition(
+            conn,
+            title=body.title,
+            slug=body.slug,
+            derived_slug=slugify(body.title),
+            spec=spec,
+            now=_now(request),
+            actor=who.actor,
+            description=body.description,
+            timezone=body.timezone,
+            grace_seconds=body.grace_seconds,
+            concurrency_key=body.concurrency_key,
+            series_id=body.series_id,
+            visibility=body.visibility,
+        )
+        event = await definitions.render_event(conn, definition_id, now=_now(request))
+    return respond(event, 201)
+
+
+@routes.get(
+    "/api/v1/admin/events/{id}",
+    roles=STAFF,
+    summary="One event, with its working-copy spec",
+    response=EventOut,
+)
+async def get_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    async with request.app[HOST].db.begin() as conn:
+        event = await definitions.render_event(conn, definition_id, now=_now(request))
+    return respond(event)
+
+
+@routes.put(
+    "/api/v1/admin/events/{id}",
+    roles=AUTHORS,
+    summary="Edit an event's fields and working copy (a partial update)",
+    body=EventUpdate,
+    response=EventOut,
+)
+async def update_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    raw = await prefetch(request)
+    host = request.app[HOST]
+    who = principal(request)
+    async with host.db.begin() as conn:
+        row = await definitions.require_definition(conn, definition_id, lock=True)
+        checked = check_body(EventUpdate, raw)
+        spec = await check_fields(conn, checked, request, stored=row.spec)
+        checked.raise_if_invalid()
+        changes = dict(checked.given)
+        if spec is not None:
+            check_role_floor(who.role, row.spec, spec, host.registry)
+            changes["spec"] = spec
+        definitions.refuse_unless_open(row, "edited")
+        await definitions.update_definition(conn, definition_id, changes, now=_now(request))
+        event = await definitions.render_event(conn, definition_id, now=_now(request))
+    return respond(event)
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/publish",
+    roles=ADMIN,
+    summary="Publish the working copy as the next numbered version",
+    response=EventOut,
+)
+async def publish_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    host = request.app[HOST]
+    async with host.db.begin() as conn:
+        await definitions.publish_definition(
+            conn, definition_id, host.registry, now=_now(request), actor=principal(request).actor
+        )
+        event = await definitions.render_event(conn, definition_id, now=_now(request))
+    return respond(event)
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/archive",
+    roles=ADMIN,
+    summary="Archive an event: its schedule stops",
+    response=EventOut,
+)
+async def archive_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    host = request.app[HOST]
+    async with host.db.begin() as conn:
+        await definitions.archive_definition(
+            conn, definition_id, now=_now(request), actor=principal(request).actor
+        )
+        event = await definitions.render_event(conn, definition_id, now=_now(request))
+    return respond(event)
+
+
+@routes.get(
+    "/api/v1/admin/events/{id}/versions",
+    roles=STAFF,
+    summary="An event's published versions, oldest first",
+    response=VersionList,
+    query={k: LIST_QUERY[k] for k in ("limit", "cursor")},
+)
+async def list_versions(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    async with request.app[HOST].db.begin() as conn:
+        await definitions.require_definition(conn, definition_id)
+        page = page_from(request)
+        rows = await definitions.list_versions(
+            conn, definition_id, after_id=page.after_id, limit=page.limit + 1
+        )
+    items = [definitions.version_object(r) for r in rows[: page.limit]]
+    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+
+
+@routes.get(
+    "/api/v1/admin/events/{id}/versions/{number}",
+    roles=STAFF,
+    summary="One published version of an event",
+    response=VersionOut,
+)
+async def get_version(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    number = int_param(request, "number")
+    async with request.app[HOST].db.begin() as conn:
+        await definitions.require_definition(conn, definition_id)
+        row = await definitions.get_version(conn, definition_id, number)
+    if row is None:
+        raise NotFound(f"event {definition_id} has no version {number}")
+    return respond(definitions.version_object(row))

@@ -1,0 +1,398 @@
+"""Event definitions and their published versions: the SQL, and the rules around it.
+
+A definition is what staff author: a title, a slug, a zone and a working-copy ``spec`` that
+changes freely. Publishing freezes the working copy into an immutable, numbered
+``event_versions`` row (1, 2, 3... per definition), which is what runs are pinned to; the
+working copy then moves on as the next draft. ``state`` is ``draft`` until the first
+publish, ``ready`` once a version exists (its schedule is live), ``archived`` when stopped.
+
+Every function takes an open connection: the caller owns the transaction, so a route can
+check, write and read back its answer in one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pageant import spec as specs
+from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
+from pageant.db.tables import event_versions as versions
+from pageant.errors import Conflict, Dormant, Invalid, NotFound
+from pageant.registry import Registry
+from pageant.slugs import insert_with_slug, update_with_slug
+from sqlalchemy import (
+    Row,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+defs = event_definitions
+
+STATES = ("draft", "ready", "archived")
+#: The states an edit, a publish or an archive may act from.
+OPEN_STATES = ("draft", "ready")
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_GRACE_SECONDS = 300
+#: The grace window's bounds: a start may be late by up to a day, never negative.
+MIN_GRACE_SECONDS, MAX_GRACE_SECONDS = 0, 86_400
+
+# ── Statements (built once) ─────────────────────────────────────────────────────────────────
+
+#: A definition with its current version's public half, as the event object renders it.
+_VIEW = select(
+    *defs.c,
+    versions.c.number.label("version_number"),
+    versions.c.published_at.label("version_published_at"),
+    versions.c.published_by.label("version_published_by"),
+).select_from(defs.outerjoin(versions, versions.c.id == defs.c.current_version_id))
+
+_VIEW_ONE = _VIEW.where(defs.c.id == bindparam("definition_id"))
+_GET = select(defs).where(defs.c.id == bindparam("definition_id"))
+# FOR UPDATE serialises writers of one definition on MariaDB (two publishes would otherwise
+# both read the same highest version number); SQLite renders no FOR UPDATE and needs none,
+# since every transaction there begins IMMEDIATE and so already holds the write lock.
+_GET_LOCKED = _GET.with_for_update()
+
+_parked_step = exists().where(
+    event_run_steps.c.run_id == event_runs.c.id,
+    event_run_steps.c.status == "running",
+    event_run_steps.c.lease_until.is_(None),
+)
+#: Runs waiting on a person, per definition: paused, or live with a parked step. Derived
+#: from the rows that are the fact, never from a summary column.
+_RUNS_WAITING = (
+    select(event_runs.c.definition_id, func.count().label("waiting"))
+    .where(
+        event_runs.c.definition_id.in_(bindparam("ids", expanding=True)),
+        or_(
+            event_runs.c.status == "paused",
+            and_(event_runs.c.status.in_(LIVE_RUN_STATUSES), _parked_step),
+        ),
+    )
+    .group_by(event_runs.c.definition_id)
+)
+
+_NEXT_NUMBER = select(func.coalesce(func.max(versions.c.number), 0) + 1).where(
+    versions.c.definition_id == bindparam("definition_id")
+)
+_VERSION_BY_NUMBER = select(versions).where(
+    versions.c.definition_id == bindparam("definition_id"),
+    versions.c.number == bindparam("number"),
+)
+_VERSION_BY_ID = select(versions).where(versions.c.id == bindparam("version_id"))
+
+# The CAS: the state it may act from is in the WHERE clause, so MariaDB's matched-rows count
+# and SQLite's changed-rows count agree on whether it happened.
+_ARCHIVE = (
+    update(defs)
+    .where(defs.c.id == bindparam("definition_id"), defs.c.state.in_(OPEN_STATES))
+    .values(state="archived", updated_at=bindparam("now"))
+)
+
+
+# ── Reading ─────────────────────────────────────────────────────────────────────────────────
+
+
+async def get_definition(
+    conn: AsyncConnection, definition_id: int, *, lock: bool = False
+) -> Row[Any] | None:
+    """The ``event_definitions`` row, or None. ``lock`` holds it until the transaction ends
+    (on MariaDB; SQLite's transactions already exclude each other)."""
+    statement = _GET_LOCKED if lock else _GET
+    return (await conn.execute(statement, {"definition_id": definition_id})).first()
+
+
+async def require_definition(
+    conn: AsyncConnection, definition_id: int, *, lock: bool = False
+) -> Row[Any]:
+    """:func:`get_definition`, or :class:`NotFound` naming the id."""
+    row = await get_definition(conn, definition_id, lock=lock)
+    if row is None:
+        raise NotFound(f"no event {definition_id}")
+    return row
+
+
+async def list_definitions(
+    conn: AsyncConnection, *, state: str | None = None, after_id: int | None = None, limit: int
+) -> list[Row[Any]]:
+    """Up to ``limit`` definitions (with their current version) in ascending id order,
+    after ``after_id``, optionally only those in ``state``."""
+    statement = _VIEW.order_by(defs.c.id).limit(limit)
+    if state is not None:
+        statement = statement.where(defs.c.state == state)
+    if after_id is not None:
+        statement = statement.where(defs.c.id > after_id)
+    return list(await conn.execute(statement))
+
+
+async def runs_waiting(conn: AsyncConnection, definition_ids: Sequence[int]) -> dict[int, int]:
+    """How many runs of each definition wait on a person (one query for all of them)."""
+    if not definition_ids:
+        return {}
+    rows = await conn.execute(_RUNS_WAITING, {"ids": list(definition_ids)})
+    found = {row.definition_id: row.waiting for row in rows}
+    return {i: found.get(i, 0) for i in definition_ids}
+
+
+async def next_occurrence_for(
+    conn: AsyncConnection, definition_ids: Sequence[int], *, now: datetime
+) -> dict[int, datetime | None]:
+    """The next occurrence of each definition at or after ``now``, or None.
+
+    Every definition answers None until the schedules feature answers this (one query for
+    the whole list, from the materialised rows and the recurrence beyond them).
+    """
+    return dict.fromkeys(definition_ids)
+
+
+async def published_version(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+    """The definition's current (latest published) ``event_versions`` row, or None."""
+    row = await get_definition(conn, definition_id)
+    if row is None or row.current_version_id is None:
+        return None
+    return await get_version_by_id(conn, row.current_version_id)
+
+
+async def get_version_by_id(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+    """An ``event_versions`` row by its id (what a run is pinned to), or None."""
+    return (await conn.execute(_VERSION_BY_ID, {"version_id": version_id})).first()
+
+
+async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> Row[Any] | None:
+    """Version ``number`` of a definition, or None."""
+    params = {"definition_id": definition_id, "number": number}
+    return (await conn.execute(_VERSION_BY_NUMBER, params)).first()
+
+
+async def list_versions(
+    conn: AsyncConnection, definition_id: int, *, after_id: int | None = None, limit: int
+) -> list[Row[Any]]:
+    """Up to ``limit`` versions of a definition in ascending id (and so number) order."""
+    statement = (
+        select(versions)
+        .where(versions.c.definition_id == definition_id)
+        .order_by(versions.c.id)
+        .limit(limit)
+    )
+    if after_id is not None:
+        statement = statement.where(versions.c.id > after_id)
+    return list(await conn.execute(statement))
+
+
+# ── Rendering ───────────────────────────────────────────────────────────────────────────────
+
+
+async def render_events(
+    conn: AsyncConnection, rows: Sequence[Row[Any]], *, now: datetime
+) -> list[dict[str, Any]]:
+    """Event objects for rows of the definition view (:func:`list_definitions`,
+    :func:`view_definition`): a fixed number of queries however many rows there are."""
+    ids = [row.id for row in rows]
+    waiting = await runs_waiting(conn, ids)
+    upcoming = await next_occurrence_for(conn, ids, now=now)
+    return [event_object(row, waiting[row.id], upcoming[row.id]) for row in rows]
+
+
+async def view_definition(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+    """One row of the definition view (the definition with its current version)."""
+    return (await conn.execute(_VIEW_ONE, {"definition_id": definition_id})).first()
+
+
+async def render_event(
+    conn: AsyncConnection, definition_id: int, *, now: datetime
+) -> dict[str, Any]:
+    """The event object for one definition, or :class:`NotFound`."""
+    row = await view_definition(conn, definition_id)
+    if row is None:
+        raise NotFound(f"no event {definition_id}")
+    return (await render_events(conn, [row], now=now))[0]
+
+
+def event_object(
+    row: Row[Any], runs_waiting: int, next_occurrence: datetime | None
+) -> dict[str, Any]:
+    """The one rendering of an event (the admin API's event object)."""
+    current = None
+    if row.current_version_id is not None:
+        current = {
+            "id": row.current_version_id,
+            "number": row.version_number,
+            "published_at": row.version_published_at,
+            "published_by": row.version_published_by,
+        }
+    return {
+        "id": row.id,
+        "title": row.title,
+        "slug": row.slug,
+        "description": row.description,
+        "timezone": row.timezone,
+        "grace_seconds": row.grace_seconds,
+        "concurrency_key": row.concurrency_key,
+        "series_id": row.series_id,
+        "visibility": row.visibility,
+        "state": row.state,
+        "spec": row.spec,
+        "current_version": current,
+        "next_occurrence": next_occurrence,
+        "runs_waiting": runs_waiting,
+    }
+
+
+def version_object(row: Row[Any]) -> dict[str, Any]:
+    """The one rendering of a published version."""
+    return {
+        "id": row.id,
+        "number": row.number,
+        "published_at": row.published_at,
+        "published_by": row.published_by,
+        "spec": row.spec,
+    }
+
+
+# ── Writing ─────────────────────────────────────────────────────────────────────────────────
+
+
+async def create_definition(
+    conn: AsyncConnection,
+    *,
+    title: str,
+    slug: str | None,
+    derived_slug: str,
+    spec: dict[str, Any],
+    now: datetime,
+    actor: str | None,
+    **fields: Any,
+) -> int:
+    """Insert a draft and answer its id.
+
+    An explicit ``slug`` that is taken is a :class:`Conflict`; without one,
+    ``derived_slug`` is suffixed ``-2``, ``-3``... until free
+    (:func:`pageant.slugs.insert_with_slug`). ``fields`` are the other columns
+    (description, timezone, grace_seconds, ...), already validated.
+    """
+    values = dict(
+        fields,
+        title=title,
+        spec=spec,
+        state="draft",
+        created_at=now,
+        updated_at=now,
+        created_by=actor,
+    )
+    return await insert_with_slug(
+        conn, defs, values, slug=slug, derived_slug=derived_slug, noun="event"
+    )
+
+
+async def update_definition(
+    conn: AsyncConnection, definition_id: int, changes: dict[str, Any], *, now: datetime
+) -> None:
+    """Write ``changes`` (already validated) to a definition.
+
+    The caller holds the row (:func:`require_definition` with ``lock``) and has checked its
+    state; a slug another definition holds is a :class:`Conflict`.
+    """
+    if changes:
+        await update_with_slug(
+            conn, defs, definition_id, {**changes, "updated_at": now}, noun="event"
+        )
+
+
+def refuse_unless_open(row: Row[Any], doing: str) -> None:
+    """:class:`Conflict` naming the state, unless the definition may still be ``doing``."""
+    if row.state not in OPEN_STATES:
+        raise Conflict(
+            f"event {row.id} is {row.state}; an {row.state} event cannot be {doing}",
+            details=[f"state: {row.state}"],
+        )
+
+
+async def publish_definition(
+    conn: AsyncConnection,
+    definition_id: int,
+    registry: Registry,
+    *,
+    now: datetime,
+    actor: str | None,
+) -> Row[Any]:
+    """Freeze the working copy into the next numbered version and answer its row.
+
+    The working copy is re-validated against the plugins installed now (``Invalid`` if it
+    no longer holds); anything dormant refuses the publish (:class:`Dormant`, each item
+    with its path). The version takes the definition's zone; the definition becomes
+    ``ready`` and points at it. Archived definitions are a :class:`Conflict`.
+    """
+    row = await require_definition(conn, definition_id, lock=True)
+    refuse_unless_open(row, "published")
+    try:
+        spec = specs.validate(row.spec, registry, stored=row.spec)
+    except Invalid as exc:
+        # A plugin changed its declarations since the last save (a param renamed, a
+        # condition's variable dropped): the author has to edit before this can run.
+        raise Invalid(
+            f"event {definition_id}'s working copy is no longer valid against the installed "
+            "plugins; edit it, then publish",
+            details=exc.details,
+        ) from None
+    dormant = specs.dormant_items(spec)
+    if dormant:
+        raise Dormant(
+            f"event {definition_id} names what no installed plugin registers; "
+            "install the plugin or edit those out, then publish",
+            details=dormant,
+        )
+    number = (await conn.execute(_NEXT_NUMBER, {"definition_id": definition_id})).scalar_one()
+    try:
+        async with conn.begin_nested():
+            result = await conn.execute(
+                insert(versions).values(
+                    definition_id=definition_id,
+                    number=number,
+                    spec=spec,
+                    timezone=row.timezone,
+                    published_at=now,
+                    published_by=actor,
+                )
+            )
+    except IntegrityError:
+        # Unreachable while the row lock holds; if it ever did not, two publishes would
+        # meet here on UNIQUE (definition_id, number), and the loser is told, not a 500.
+        raise Conflict(
+            f"event {definition_id} was published concurrently as version {number}; "
+            "read it and publish again if needed"
+        ) from None
+    version_id = int(result.inserted_primary_key[0])
+    await conn.execute(
+        update(defs)
+        .where(defs.c.id == definition_id)
+        .values(current_version_id=version_id, state="ready", updated_at=now)
+    )
+    found = await get_version_by_id(conn, version_id)
+    assert found is not None
+    return found
+
+
+async def archive_definition(
+    conn: AsyncConnection, definition_id: int, *, now: datetime, actor: str | None = None
+) -> None:
+    """Archive a draft or ready definition: its schedule stops.
+
+    A compare-and-set on the state; an archived (or missing) definition is a
+    :class:`Conflict` naming its state (or :class:`NotFound`). Whatever else archiving
+    must do — cancelling occurrences not yet started — belongs here, in this transaction.
+    """
+    result = await conn.execute(_ARCHIVE, {"definition_id": definition_id, "now": now})
+    if result.rowcount == 1:
+        return
+    row = await require_definition(conn, definition_id)
+    refuse_unless_open(row, "archived again")

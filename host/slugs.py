@@ -1,0 +1,141 @@
+"""Slugs: the URL names of events and series.
+
+One grammar for both: lowercase ASCII letters and digits in runs joined by single hyphens,
+at most :data:`MAX_SLUG` characters. A slug given explicitly must already be one (and a
+taken one is a conflict); a slug derived from a title is made unique by a ``-2``, ``-3``...
+suffix, because the author never chose it and should not have to.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+from pageant.errors import Conflict
+from sqlalchemy import Column, Select, Table, bindparam, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+MAX_SLUG = 100
+SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SLUG_RE = re.compile(SLUG_PATTERN)
+#: What a title with no letters or digits at all ("!!!") derives to.
+FALLBACK = "event"
+#: How many times a derived slug is re-derived after losing a race for it.
+_INSERT_ATTEMPTS = 5
+
+
+def slugify(title: str, *, fallback: str = FALLBACK, max_length: int = MAX_SLUG) -> str:
+    """The slug a title derives to: accents folded, everything else non-alphanumeric made a
+    hyphen, trimmed to ``max_length`` without a trailing hyphen."""
+    # NFKD splits "é" into "e" and a combining accent, which the ASCII filter then drops,
+    # so "Fête" reads as "fete" rather than "f-te".
+    folded = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", folded.lower()).strip("-")
+    slug = slug[:max_length].rstrip("-")
+    return slug or fallback
+
+
+def with_suffix(base: str, n: int) -> str:
+    """``base-n``, shortening ``base`` so the whole stays within :data:`MAX_SLUG`."""
+    tail = f"-{n}"
+    return base[: MAX_SLUG - len(tail)].rstrip("-") + tail
+
+
+async def free_slug(conn: AsyncConnection, column: Column[str], base: str) -> str:
+    """``base`` if no row of ``column``'s table holds it, else the lowest free ``base-n``
+    (n >= 2). One query: every slug that could collide is read at once."""
+    # Short enough to be a prefix of every suffixed form with_suffix can make.
+    stem = base[: MAX_SLUG - 12]
+    # The grammar admits neither "%" nor "_", so the stem needs no LIKE escaping.
+    rows = await conn.execute(select(column).where(or_(column == base, column.like(f"{stem}%"))))
+    taken = {r[0] for r in rows}
+    if base not in taken:
+        return base
+    n = 2
+    while with_suffix(base, n) in taken:
+        n += 1
+    return with_suffix(base, n)
+
+
+# ── Writing a row that carries a slug ───────────────────────────────────────────────────────
+
+_OWNER: dict[str, Select[Any]] = {}
+
+
+def _owner_statement(table: Table) -> Select[Any]:
+    if table.name not in _OWNER:
+        _OWNER[table.name] = select(table.c.id).where(table.c.slug == bindparam("slug"))
+    return _OWNER[table.name]
+
+
+async def slug_owner(conn: AsyncConnection, table: Table, slug: str) -> int | None:
+    """The id of the row of ``table`` holding ``slug``, or None."""
+    return (await conn.execute(_owner_statement(table), {"slug": slug})).scalar()
+
+
+def slug_conflict(noun: str, slug: str, owner: int | None) -> Conflict:
+    """The 409 for an explicit slug another row holds, naming that row."""
+    held = f"{noun} {owner}" if owner is not None else f"another {noun}"
+    return Conflict(f'the slug "{slug}" is taken by {held}', details=[f"body.slug: {slug!r}"])
+
+
+async def insert_with_slug(
+    conn: AsyncConnection,
+    table: Table,
+    values: dict[str, Any],
+    *,
+    slug: str | None,
+    derived_slug: str,
+    noun: str,
+) -> int:
+    """Insert ``values`` into ``table`` with a slug and answer the new id.
+
+    An explicit ``slug`` that is taken is a :class:`Conflict` naming its holder. Without
+    one, ``derived_slug`` is suffixed ``-2``, ``-3``... until free - including when a
+    concurrent insert takes it between the look and the insert: the unique index decides,
+    and the insert runs in a savepoint so that losing leaves the transaction usable for
+    the next try.
+    """
+    for _attempt in range(_INSERT_ATTEMPTS):
+        if slug is not None:
+            owner = await slug_owner(conn, table, slug)
+            if owner is not None:
+                raise slug_conflict(noun, slug, owner)
+            chosen = slug
+        else:
+            chosen = await free_slug(conn, table.c.slug, derived_slug)
+        try:
+            async with conn.begin_nested():
+                result = await conn.execute(insert(table).values({**values, "slug": chosen}))
+        except IntegrityError:
+            if await slug_owner(conn, table, chosen) is None:
+                raise  # not the slug: a real error, not a race to hide
+            if slug is not None:
+                raise slug_conflict(noun, slug, await slug_owner(conn, table, slug)) from None
+            continue
+        return int(result.inserted_primary_key[0])
+    raise Conflict(
+        f'could not find a free slug for "{derived_slug}"; give one explicitly',
+        details=[f"body.slug: required while other {noun} rows keep taking the derived one"],
+    )
+
+
+async def update_with_slug(
+    conn: AsyncConnection, table: Table, row_id: int, changes: dict[str, Any], *, noun: str
+) -> None:
+    """UPDATE one row of ``table`` with ``changes``; a ``slug`` among them that another row
+    holds (now, or by the time the index sees it) is a :class:`Conflict`."""
+    slug = changes.get("slug")
+    if slug is not None:
+        owner = await slug_owner(conn, table, slug)
+        if owner is not None and owner != row_id:
+            raise slug_conflict(noun, slug, owner)
+    try:
+        async with conn.begin_nested():
+            await conn.execute(update(table).where(table.c.id == row_id).values(changes))
+    except IntegrityError:
+        if slug is None:
+            raise
+        raise slug_conflict(noun, slug, await slug_owner(conn, table, slug)) from None
