@@ -18,6 +18,7 @@ that did happen is made harmless by the step's idempotency key.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,13 +73,22 @@ def classify(answer: object) -> Envelope:
     if not isinstance(raw_resources, list):
         return _retryable("bad resources", '"resources" must be a list')
     for i, item in enumerate(raw_resources):
-        if not isinstance(item, Mapping) or not item.get("kind") or not item.get("ref"):
+        if (
+            not isinstance(item, Mapping)
+            or item.get("kind") in (None, "")
+            or item.get("ref") in (None, "")
+        ):
             return _retryable("bad resources", f"resources[{i}] needs a kind and a ref")
         detail = {k: v for k, v in item.items() if k not in ("kind", "ref")}
         resources.append(Resource(kind=str(item["kind"]), ref=str(item["ref"]), detail=detail))
 
     hold = answer.get("hold_for", 0) or 0
-    if isinstance(hold, bool) or not isinstance(hold, (int, float)) or hold < 0:
+    if (
+        isinstance(hold, bool)
+        or not isinstance(hold, (int, float))
+        or math.isnan(hold)  # NaN passes "< 0" and would poison every later time sum
+        or hold < 0
+    ):
         return _retryable("bad hold_for", '"hold_for" must be a non-negative number of seconds')
     park = answer.get("park", False)
     if not isinstance(park, bool):

@@ -11,6 +11,7 @@ pure synchronous function of the params.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 #: One id segment: lowercase, starts with a letter.
 SEGMENT = r"[a-z][a-z0-9_]*"
-#: ``<owner>.<name>[.<name>...]``.
-ID_PATTERN = re.compile(rf"^{SEGMENT}(?:\.{SEGMENT})+$")
-OWNER_PATTERN = re.compile(rf"^{SEGMENT}$")
+#: ``<owner>.<name>[.<name>...]``. ``\Z``, not ``$``: ``$`` also matches before a trailing
+#: newline, which would let ``"wisps.summon\n"`` through as an id.
+ID_PATTERN = re.compile(rf"^{SEGMENT}(?:\.{SEGMENT})+\Z")
+OWNER_PATTERN = re.compile(rf"^{SEGMENT}\Z")
 
 ParamType = Literal["string", "integer", "number", "boolean"]
 Risk = Literal["notify", "inspect", "change", "irreversible"]
@@ -36,6 +38,9 @@ def is_async_callable(fn: object) -> bool:
     """True for an ``async def`` function, bound method, or object with ``async __call__``."""
     if inspect.iscoroutinefunction(fn):
         return True
+    if inspect.isclass(fn):
+        # Calling a class builds an instance synchronously, even when its __call__ is async.
+        return False
     call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's own __call__
     return call is not None and inspect.iscoroutinefunction(call)
 
@@ -56,6 +61,9 @@ def check_literal(type_: str, value: Any) -> tuple[bool, Any, str]:
         return False, None, "must be an integer"
     if type_ == "number":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # NaN and infinity are not JSON numbers: they would not survive a round trip.
+            if not math.isfinite(value):
+                return False, None, "must be a finite number"
             return True, value, ""
         return False, None, "must be a number"
     if type_ == "boolean":
@@ -131,10 +139,11 @@ class Action(_Declaration):
 
     id: str
     label: str = Field(min_length=1)
-    version: int = Field(default=1, ge=1)
+    # strict: a bool or a numeric string is a mistake in a declaration, not a version.
+    version: int = Field(default=1, ge=1, strict=True)
     risk: Risk
     reversible: Reversible = "none"
-    budget_ms: int = Field(ge=1, le=MAX_BUDGET_MS)
+    budget_ms: int = Field(ge=1, le=MAX_BUDGET_MS, strict=True)
     params: list[Param] = Field(default_factory=list)
     description: str = ""
     cost: Callable[[dict[str, Any]], dict[str, float]] | None = None

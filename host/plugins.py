@@ -11,6 +11,7 @@ A refusal never stops the host: the record says ``refused`` with a reason in the
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,8 @@ from pydantic import ValidationError
 ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.
 CORE_OWNER = "core"
+#: The hooks the host awaits; it calls every other hook as a plain function.
+ASYNC_HOOKS = frozenset({"pageant_reconcile"})
 #: The host's own plugins: loaded through the same pipeline as anyone's.
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("core", "pageant.builtin_plugins.core:CorePlugin"),
@@ -153,6 +156,57 @@ def _check_range(info: PluginInfo) -> None:
         raise Refusal(f"needs contract {info.contract}; this host implements {CONTRACT_VERSION}")
 
 
+def _hook_arguments() -> dict[str, tuple[str, ...]]:
+    """Each hook of the contract and the arguments the host passes it."""
+    return {
+        name: tuple(p for p in inspect.signature(fn).parameters if p != "self")
+        for name, fn in inspect.getmembers(PageantSpecs, inspect.isfunction)
+        if name.startswith("pageant_")
+    }
+
+
+def _check_hooks(pm: pluggy.PluginManager, obj: Any) -> None:
+    """Refuse the hook mistakes pluggy accepts silently or reports unreadably.
+
+    A misspelt hook, a hook without ``@hookimpl`` (pluggy never calls it), an argument the
+    host does not pass, and a hook that is async where the host calls it plainly (its
+    coroutine would never run) or plain where the host awaits it.
+    """
+    specs = _hook_arguments()
+    problems = []
+    for attr in sorted(dir(obj)):
+        opts = pm.parse_hookimpl_opts(obj, attr)
+        if opts is None:
+            if attr in specs and inspect.isroutine(getattr(obj, attr, None)):
+                problems.append(
+                    f"{attr} is not marked with @hookimpl; expected "
+                    "@pageant.hookimpl on every hook, or the host never calls it"
+                )
+            continue
+        hook = opts.get("specname") or attr
+        if hook not in specs:
+            close = difflib.get_close_matches(hook, list(specs), n=1)
+            problems.append(
+                f"{hook} is not a pageant hook; expected "
+                + (close[0] if close else "one of the hooks in pageant.hookspecs")
+            )
+            continue
+        fn = getattr(obj, attr)
+        wanted = specs[hook]
+        unknown = [a for a in inspect.signature(fn).parameters if a not in wanted]
+        if unknown:
+            problems.append(
+                f"{hook} takes {', '.join(unknown)}, which the host does not pass; "
+                f"expected {hook}({', '.join(wanted)})"
+            )
+        if hook in ASYNC_HOOKS and not inspect.iscoroutinefunction(fn):
+            problems.append(f"{hook} is a plain function; expected async def")
+        elif hook not in ASYNC_HOOKS and inspect.iscoroutinefunction(fn):
+            problems.append(f"{hook} is async def; expected a plain function")
+    if problems:
+        raise Refusal(" | ".join(problems))
+
+
 def _format_validation(exc: ValidationError) -> str:
     parts = []
     for e in exc.errors():
@@ -190,6 +244,12 @@ class PluginManager:
             if info.owner == CORE_OWNER and not candidate.builtin:
                 raise Refusal('claims the owner "core"; expected an owner of its own')
             _check_range(info)
+            _check_hooks(self.pm, obj)
+            if self.pm.is_registered(obj):
+                raise Refusal(
+                    f"is the same plugin object as {self.pm.get_name(obj)}, already loaded; "
+                    "expected each entry point to name a plugin of its own"
+                )
             try:
                 self.pm.register(obj, name=candidate.label)
             except ValueError as exc:
@@ -203,18 +263,25 @@ class PluginManager:
             registered = True
             self._check_pending()
             self._collect(obj, info.owner, candidate.label)
-        except Refusal as exc:
+        except Exception as exc:  # a plugin's failure must never stop the host
             if registered:
                 self.pm.unregister(name=candidate.label)
-            record.status, record.reason = "refused", f"{candidate.label}: {exc}"
+            why = (
+                str(exc)
+                if isinstance(exc, Refusal)
+                else f"raised {type(exc).__name__}: {exc} while loading; "
+                "expected it to load without raising"
+            )
+            record.status, record.reason = "refused", f"{candidate.label}: {why}"
             return record
         record.status, record.plugin = "loaded", obj
         return record
 
     def _check_pending(self) -> None:
-        # A misspelt hook (``pageant_actionz``) registers silently; pluggy's check_pending
-        # is what turns it into a refusal. Refused plugins are unregistered at once, so
-        # anything pending belongs to the plugin being loaded.
+        # A misspelt hook (``pageant_actionz``) registers silently. _check_hooks names it
+        # first, more readably; this is the net for anything pluggy itself finds pending.
+        # Refused plugins are unregistered at once, so anything pending belongs to the
+        # plugin being loaded.
         try:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -231,7 +298,10 @@ class PluginManager:
                 try:
                     declared = impl.function()
                 except Exception as exc:
-                    problems.append(f"{hook_name}() raised {type(exc).__name__}: {exc}")
+                    problems.append(
+                        f"{hook_name}() raised {type(exc).__name__}: {exc}; "
+                        "expected it to return a list"
+                    )
                     continue
                 if declared is None:
                     continue

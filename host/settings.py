@@ -81,7 +81,7 @@ def load_settings(
     environ = os.environ if environ is None else environ
     config_path = config_path or environ.get(ENV_PREFIX + "CONFIG")
     layers = [
-        ("config file", _from_file(config_path) if config_path else {}),
+        (f"config file {config_path}", _from_file(config_path) if config_path else {}),
         ("environment", _from_env(environ)),
         ("flag", {k: v for k, v in (flags or {}).items() if v is not None}),
     ]

@@ -165,3 +165,38 @@ async def tokens(db: AsyncEngine, clock: FakeClock) -> dict[str, str]:
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+# ── the runner (engine) ──────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def probe() -> Any:
+    """A scripted stand-in for a game plugin (see ``tests.factories.Probe``)."""
+    from tests.factories import Probe
+
+    return Probe()
+
+
+@pytest.fixture
+async def probe_host(settings: Settings, db: AsyncEngine, clock: FakeClock, probe: Any) -> Any:
+    """A real host with the built-ins and ``probe`` (no installed plugins)."""
+    from tests.factories import make_host
+
+    h = make_host(settings, db, clock, [probe])
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+@pytest.fixture
+async def engine(probe_host: Any) -> AsyncIterator[Any]:
+    """The engine of ``probe_host``, not started (tests call ``tick``); stopped afterwards."""
+    from pageant.engine import Engine
+
+    e = Engine(probe_host)
+    try:
+        yield e
+    finally:
+        await e.stop()

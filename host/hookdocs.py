@@ -1,0 +1,186 @@
+"""Render the hook reference (``docs/hooks.md``) from the hookspec docstrings.
+
+The contract is written once, in :mod:`pageant.hookspecs.specs`; this module turns it into
+Markdown so the reference can never say something the code does not. Regenerate with::
+
+    python -m pageant.hookdocs docs/hooks.md
+
+Every hookspec docstring must follow the template (a summary, then ``When:``,
+``Returns:``, ``On failure:`` and ``Added in contract X.Y.``); :func:`render` raises
+:class:`UndocumentedHook` naming the hook and the missing part otherwise.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from dataclasses import dataclass
+
+from pageant.hookspecs import specs
+from pageant.hookspecs.specs import PageantSpecs
+
+#: The parts every hookspec docstring must have, in the order they are written.
+REQUIRED = ("When:", "Returns:", "On failure:", "Added in contract")
+
+_BANNER = re.compile(r"^\s*#\s*──\s*(?P<title>[^─]+?)\s*─*\s*$")
+_ROLE = re.compile(r":\w+:`(?P<tilde>~?)(?P<target>[^`]+)`")
+_LITERAL = re.compile(r"``(?P<text>[^`]+)``")
+_LABEL = re.compile(r"^(?P<label>When|Returns|On failure|Parameters):\s*(?P<rest>.*)$", re.S)
+
+HEADER = """\
+# Hook reference
+
+<!-- Rendered from hookspecs/specs.py by `python -m pageant.hookdocs docs/hooks.md`.
+     Edit the docstrings there, not this file: a test fails when the two differ. -->
+
+Every hook a pageant plugin may implement. A plugin marks each one with
+`@pageant.hookimpl`; the host refuses a plugin with a hook it does not know, a hook without
+the marker, or a hook that takes an argument the host does not pass (a hook may take fewer).
+Declaration hooks and `pageant_startup` are plain functions; `pageant_reconcile` is
+`async def`. How to write a plugin around these hooks is in
+[plugin-authors.md](plugin-authors.md).
+"""
+
+
+class UndocumentedHook(ValueError):
+    """A hookspec whose docstring does not follow the template."""
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One hookspec, as the reference shows it."""
+
+    name: str
+    arguments: tuple[str, ...]
+    is_async: bool
+    group: str
+    doc: str
+
+    @property
+    def signature(self) -> str:
+        prefix = "async def " if self.is_async else "def "
+        return f"{prefix}{self.name}({', '.join(self.arguments)})"
+
+    @property
+    def summary(self) -> str:
+        return _markdown(self.doc.split("\n\n", 1)[0]).replace("\n", " ")
+
+
+def _groups() -> dict[str, str]:
+    """Hook name -> the banner comment above it in specs.py (the grouping lives there)."""
+    lines, _ = inspect.getsourcelines(specs)
+    found: dict[str, str] = {}
+    current = "Hooks"
+    for line in lines:
+        banner = _BANNER.match(line)
+        if banner:
+            title = banner.group("title")
+            current = title[0].upper() + title[1:]
+            continue
+        defined = re.match(r"^\s*def (pageant_\w+)\(", line)
+        if defined:
+            found[defined.group(1)] = current
+    return found
+
+
+def hooks() -> list[Hook]:
+    """Every hookspec, in the order specs.py declares them."""
+    from pageant.plugins import ASYNC_HOOKS
+
+    groups = _groups()
+    declared = {n for n, _ in inspect.getmembers(PageantSpecs) if n.startswith("pageant_")}
+    if declared != set(groups):
+        # A hook the source scan missed would vanish from the reference without a word.
+        raise UndocumentedHook(f"hooks not found in specs.py: {sorted(declared - set(groups))}")
+    out = []
+    for name in groups:
+        fn = getattr(PageantSpecs, name)
+        doc = inspect.getdoc(fn) or ""
+        check_docstring(name, doc)
+        arguments = tuple(p for p in inspect.signature(fn).parameters if p != "self")
+        out.append(Hook(name, arguments, name in ASYNC_HOOKS, groups[name], doc))
+    return out
+
+
+def check_docstring(name: str, doc: str) -> None:
+    """Raise :class:`UndocumentedHook` unless ``doc`` has a summary and every required part."""
+    missing = [part for part in REQUIRED if part not in doc]
+    if not doc.strip() or doc.lstrip().startswith(REQUIRED) or missing:
+        raise UndocumentedHook(
+            f"{name}: the docstring lacks {', '.join(missing) or 'a summary'}; "
+            f"expected a summary, then {', '.join(REQUIRED)}"
+        )
+
+
+def _markdown(text: str) -> str:
+    """Sphinx roles and double-backtick literals as Markdown code."""
+
+    def role(match: re.Match[str]) -> str:
+        target = match.group("target")
+        return f"`{target.rsplit('.', 1)[-1] if match.group('tilde') else target}`"
+
+    return _LITERAL.sub(lambda m: f"`{m.group('text')}`", _ROLE.sub(role, text))
+
+
+def _parameters(body: str) -> list[str]:
+    """``name: text`` entries (continuations indented further) as a Markdown list."""
+    items: list[str] = []
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("    ") and items:
+            items[-1] += " " + line.strip()
+            continue
+        name, _, text = line.strip().partition(":")
+        items.append(f"- `{name.strip()}`: {text.strip()}")
+    return items
+
+
+def _section(hook: Hook) -> list[str]:
+    paragraphs = hook.doc.split("\n\n")
+    out = [f"### `{hook.name}`", "", "```python", hook.signature, "```", ""]
+    out += [_markdown(paragraphs[0]), ""]
+    for paragraph in paragraphs[1:]:
+        labelled = _LABEL.match(paragraph)
+        if labelled and labelled.group("label") == "Parameters":
+            out += ["**Parameters:**", "", *_parameters(_markdown(labelled.group("rest"))), ""]
+        elif labelled:
+            out += [f"**{labelled.group('label')}:** {_markdown(labelled.group('rest'))}", ""]
+        elif paragraph.startswith("Added in contract"):
+            out += [f"*{paragraph.strip()}*", ""]
+        else:
+            out += [_markdown(paragraph), ""]
+    return out
+
+
+def render() -> str:
+    """The whole of ``docs/hooks.md``."""
+    all_hooks = hooks()
+    out = [HEADER, "| hook | called | summary |", "| --- | --- | --- |"]
+    for hook in all_hooks:
+        called = "awaited" if hook.is_async else "plainly"
+        out.append(f"| [`{hook.name}`](#{hook.name}) | {called} | {hook.summary} |")
+    out.append("")
+    group = None
+    for hook in all_hooks:
+        if hook.group != group:
+            group = hook.group
+            out += [f"## {group}", ""]
+        out += _section(hook)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m pageant.hookdocs [PATH]``: write the reference to PATH, or print it."""
+    args = sys.argv[1:] if argv is None else argv
+    text = render()
+    if args:
+        with open(args[0], "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The docs cannot drift from the code: included examples equal their files, the hook
+reference is the rendering of the docstrings, and every setting and hook is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pageant.hookdocs import REQUIRED, UndocumentedHook, check_docstring, hooks, render
+from pageant.hookspecs import CONTRACT_VERSION
+from pageant.settings import ENV_PREFIX, Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+INCLUDE = re.compile(r"<!-- include: (?P<path>\S+) -->\n```\w*\n(?P<body>.*?)```\n", re.S)
+
+
+def doc(name: str) -> str:
+    return (DOCS / name).read_text()
+
+
+def test_included_files_equal_their_source() -> None:
+    included = {}
+    for page in DOCS.glob("*.md"):
+        for match in INCLUDE.finditer(page.read_text()):
+            included[match.group("path")] = (page.name, match.group("body"))
+    assert "example_plugins/wisps/pageant_wisps/__init__.py" in included
+    for path, (page, body) in included.items():
+        assert body == (ROOT / path).read_text(), (
+            f"{page} includes an old copy of {path}: paste the file's current text"
+        )
+
+
+def test_the_plugin_guide_includes_the_whole_example_plugin() -> None:
+    text = doc("plugin-authors.md")
+    source = (ROOT / "example_plugins/wisps/pageant_wisps/__init__.py").read_text()
+    assert f"```python\n{source}```" in text
+
+
+def test_the_hook_reference_is_the_rendering_of_the_docstrings() -> None:
+    assert doc("hooks.md") == render(), (
+        "docs/hooks.md is stale: regenerate it with `python -m pageant.hookdocs docs/hooks.md`"
+    )
+
+
+def test_every_hook_is_in_the_reference_and_the_guide() -> None:
+    reference, guide = doc("hooks.md"), doc("plugin-authors.md")
+    for hook in hooks():
+        assert f"### `{hook.name}`" in reference
+        assert f"`{hook.name}(" in guide or f"`async {hook.name}(" in guide, hook.name
+
+
+def test_a_hook_docstring_without_the_template_is_refused() -> None:
+    complete = (
+        "Do a thing.\n\nWhen: now.\n\nReturns: x.\n\nOn failure: y.\n\nAdded in contract 1.0."
+    )
+    check_docstring("pageant_x", complete)
+    for part in REQUIRED:
+        broken = "\n\n".join(p for p in complete.split("\n\n") if not p.startswith(part))
+        with pytest.raises(UndocumentedHook, match=f"pageant_x: the docstring lacks {part}"):
+            check_docstring("pageant_x", broken)
+    with pytest.raises(UndocumentedHook, match="lacks a summary"):
+        check_docstring("pageant_x", complete.split("\n\n", 1)[1])
+    with pytest.raises(UndocumentedHook):
+        check_docstring("pageant_x", "")
+
+
+def test_the_rendering_turns_roles_into_code() -> None:
+    text = render()
+    assert ":class:" not in text and ":meth:" not in text
+    assert re.search(r"``\w", text.replace("```python", "")) is None
+    assert "a list of `Action` models" in text
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in doc("operators.md").splitlines()
+        if re.match(r"^\| `[a-z_]+` \| `--", line)
+    ]
+    assert [row[0].strip("`") for row in rows] == list(Settings.model_fields)
+    for name, flag, env, default, meaning in rows:
+        name = name.strip("`")
+        field = Settings.model_fields[name]
+        assert flag == f"`--{name.replace('_', '-')}`"
+        assert env == f"`{ENV_PREFIX}{name.upper()}`"
+        expected = "none" if field.default == () else f"`{field.default}`"
+        assert default == expected, name
+        assert meaning, name
+
+
+def test_the_changelog_covers_the_current_contract() -> None:
+    assert f"## {CONTRACT_VERSION}" in doc("contract-changelog.md")
+
+
+def test_links_between_docs_resolve() -> None:
+    for page in DOCS.glob("*.md"):
+        for target in re.findall(r"\]\(([^)#:]+\.md)\)", page.read_text()):
+            assert (DOCS / target).exists(), f"{page.name} links to missing {target}"
