@@ -87,8 +87,9 @@ async def send_to_log(message: str, ctx: SendContext) -> dict[str, Any]:
 async def send_to_webhook(message: str, ctx: SendContext) -> dict[str, Any]:
     """POST ``{"message", "run", "idempotency_key"}`` as JSON to every configured URL.
 
-    A post is not idempotent: once a request has left, a failure answers
-    ``retry: false`` so the message is never sent twice.
+    A post is not idempotent: once any request has left, a failure answers
+    ``retry: false`` so no receiver is sent the message twice. Only when no request left at
+    all (every connection refused, say) may the step be retried.
     """
     services = ctx.services
     urls = list(services.settings.webhook_urls)
@@ -104,12 +105,14 @@ async def send_to_webhook(message: str, ctx: SendContext) -> dict[str, Any]:
         }
     )
     failures = []
+    any_sent = False
     for url in urls:
-        status, error = await services.post_json(url, body)
-        if error is not None or status >= 300:
-            failures.append(f"{url}: {error or f'HTTP {status}'}")
+        posted = await services.post_json(url, body)
+        any_sent = any_sent or posted.sent
+        if posted.error is not None:
+            failures.append(f"{url}: {posted.error}")
     if failures:
-        return {"ok": False, "retry": False, "error": "; ".join(failures)}
+        return {"ok": False, "retry": not any_sent, "error": "; ".join(failures)}
     return {"ok": True}
 
 

@@ -1,0 +1,135 @@
+"""How many SQL statements (and transactions) the engine spends per dispatched step.
+
+Runs one event of N steps, then one of 2N, each in a single tick, counting every statement
+the driver executes (a ``before_cursor_execute`` listener) and every commit; the difference
+divided by N is the per-step cost, free of the per-run and per-tick overhead.
+
+    python benchmarks/step_statements.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from benchdb import scratch_database
+from pageant.clock import FakeClock
+from pageant.db.tables import event_definitions, event_versions
+from pageant.engine import Engine
+from pageant.hosting import Host
+from pageant.runs import start_now
+from pageant.settings import Settings
+from sqlalchemy import event, insert, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+STEPS = {
+    "core.wait 0 (no host write)": {"action": "core.wait", "params": {"seconds": 0}},
+    "core.announce to core.log": {
+        "action": "core.announce",
+        "params": {"leg": "core.log", "message": "hello"},
+    },
+}
+
+
+class Meter:
+    """Counts statements by their first word, and commits."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.statements: Counter[str] = Counter()
+        self.commits = 0
+        event.listen(engine.sync_engine, "before_cursor_execute", self._statement)
+        event.listen(engine.sync_engine, "commit", self._commit)
+
+    def _statement(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        self.statements[statement.split(None, 1)[0].upper()] += 1
+
+    def _commit(self, conn: Any) -> None:
+        self.commits += 1
+
+    def snapshot(self) -> tuple[Counter[str], int]:
+        return Counter(self.statements), self.commits
+
+
+async def _publish(db: AsyncEngine, now: datetime, steps: list[dict], n: int) -> int:
+    spec = {"schedule": {"kind": "manual"}, "phases": [{"key": "p", "label": "P", "steps": steps}]}
+    async with db.begin() as conn:
+        definition_id = (
+            await conn.execute(
+                insert(event_definitions).values(
+                    title=f"bench {n}",
+                    slug=f"bench-{n}",
+                    spec=spec,
+                    state="ready",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        ).inserted_primary_key[0]
+        version_id = (
+            await conn.execute(
+                insert(event_versions).values(
+                    definition_id=definition_id,
+                    number=1,
+                    spec=spec,
+                    timezone="UTC",
+                    published_at=now,
+                )
+            )
+        ).inserted_primary_key[0]
+        await conn.execute(
+            update(event_definitions)
+            .where(event_definitions.c.id == definition_id)
+            .values(current_version_id=version_id)
+        )
+    return definition_id
+
+
+async def measure(mysql_url: str | None, n: int) -> None:
+    dialect = "mariadb" if mysql_url else "sqlite"
+    async with scratch_database(mysql_url) as db:
+        clock = FakeClock(datetime(2027, 3, 1, 12, 0, tzinfo=UTC))
+        settings = Settings(steps_per_run_per_tick=10 * n)
+        host = Host(settings, discover=False, clock=clock, db=db)
+        meter = Meter(db)
+        async with Engine(host) as engine:
+            serial = 0
+            for label, step in STEPS.items():
+                per_size = {}
+                for size in (n, 2 * n):
+                    serial += 1
+                    definition_id = await _publish(db, clock.now(), [step] * size, serial)
+                    await start_now(host, definition_id, scope="", actor="bench")
+                    clock.advance(1)
+                    before, commits_before = meter.snapshot()
+                    await engine.tick()
+                    after, commits_after = meter.snapshot()
+                    per_size[size] = (after - before, commits_after - commits_before)
+                (small, small_tx), (large, large_tx) = per_size[n], per_size[2 * n]
+                per_step = {k: (large[k] - small[k]) / n for k in large if large[k] != small[k]}
+                total = sum(large.values()) - sum(small.values())
+                print(
+                    f"[{dialect}] {label}: {total / n:.2f} statements per step "
+                    f"({', '.join(f'{k} {v:g}' for k, v in sorted(per_step.items()))}); "
+                    f"{(large_tx - small_tx) / n:.2f} commits per step"
+                )
+                print(
+                    f"[{dialect}]   a whole {n}-step run in one tick: "
+                    f"{sum(small.values())} statements, {small_tx} commits"
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mysql", help="a MariaDB server URL (a scratch database is made)")
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    asyncio.run(measure(None, args.steps))
+    if args.mysql:
+        asyncio.run(measure(args.mysql, args.steps))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,316 @@
+"""Runs: start one now, list an event's runs, the run console, and the run controls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from pageant import controls
+from pageant.api.keys import HOST
+from pageant.api.pagination import page_from
+from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
+from pageant.console import console, run_view, run_views, step_json
+from pageant.db import runs as run_rows
+from pageant.db import steps as step_rows
+from pageant.db.tables import event_definitions
+from pageant.errors import NotFound
+from pageant.runs import start_now
+from pageant.tokens import STAFF
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import bindparam, select
+
+routes = RouteTable("runs")
+
+CONTROLLERS = ("admin", "moderator")
+
+_NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+WAITING = {
+    "type": ["object", "null"],
+    "properties": {
+        "reason": {"enum": ["not_due", "concurrency", "backoff", "parked", "paused", "gate"]},
+        "since": {"type": "string", "format": "date-time"},
+        "until": {"type": "string", "format": "date-time"},
+        "holder_run_id": {"type": "integer"},
+        "step_id": {"type": "integer"},
+        "attempt": {"type": "integer"},
+        "of": {"type": "integer"},
+        "sentence": {"type": "string"},
+    },
+}
+RUN = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "definition_id": {"type": "integer"},
+        "definition_slug": {"type": "string"},
+        "definition_title": {"type": "string"},
+        "version_id": {"type": "integer"},
+        "version_number": {"type": "integer"},
+        "scope": {"type": "string"},
+        "source": {"enum": ["manual", "schedule"]},
+        "status": {
+            "enum": [
+                "scheduled",
+                "starting",
+                "running",
+                "paused",
+                "ending",
+                "completed",
+                "failed",
+                "cancelled",
+                "missed",
+            ]
+        },
+        "health": {"enum": ["ok", "degraded", "stalled"]},
+        "cleanup_status": {"type": "string"},
+        "current_phase": {"type": ["string", "null"]},
+        "scheduled_for": {"type": "string", "format": "date-time"},
+        "hold_until": _NULLABLE_TIME,
+        "last_error": {"type": ["string", "null"]},
+        "cancel_reason": {"type": ["string", "null"]},
+        "concurrency_key": {"type": ["string", "null"]},
+        "dst_adjusted": {"type": ["object", "null"]},
+        "created_at": {"type": "string", "format": "date-time"},
+        "started_at": _NULLABLE_TIME,
+        "ended_at": _NULLABLE_TIME,
+        "waiting_on": WAITING,
+    },
+}
+STEP = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "phase": {"type": "string"},
+        "seq": {"type": "integer"},
+        "label": {"type": "string"},
+        "action": {"type": "string"},
+        "action_version": {"type": "integer"},
+        "params": {"type": "object"},
+        "on_failure": {"enum": ["skip", "pause", "abort_run"]},
+        "status": {
+            "enum": ["pending", "running", "done", "failed", "refused", "skipped", "cancelled"]
+        },
+        "attempts": {"type": "integer"},
+        "parked": {"type": "boolean"},
+        "due_at": _NULLABLE_TIME,
+        "last_error": {"type": ["string", "null"]},
+        "note": {"type": ["string", "null"]},
+        "started_at": _NULLABLE_TIME,
+        "finished_at": _NULLABLE_TIME,
+    },
+}
+LOG_LINE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "at": {"type": "string", "format": "date-time"},
+        "kind": {"type": "string"},
+        "phase": {"type": ["string", "null"]},
+        "step_id": {"type": ["integer", "null"]},
+        "detail": {"type": ["object", "null"]},
+        "actor": {"type": ["string", "null"]},
+    },
+}
+CONSOLE = {
+    "type": "object",
+    "required": ["run", "steps", "gate", "log"],
+    "properties": {
+        "run": RUN,
+        "steps": {"type": "array", "items": STEP},
+        "gate": {"type": ["object", "null"]},
+        "log": {"type": "array", "items": LOG_LINE},
+    },
+}
+RUN_LIST = {
+    "type": "object",
+    "properties": {
+        "items": {"type": "array", "items": RUN},
+        "next_cursor": {"type": ["string", "null"]},
+    },
+}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartBody(_Body):
+    """Start-now: the scope (default empty) tells apart runs of one event at one instant."""
+
+    scope: str = Field(default="", max_length=100)
+
+
+class ReasonBody(_Body):
+    """Optional: why, kept in the control's log line."""
+
+    reason: str | None = Field(default=None, max_length=200)
+
+
+class CancelBody(_Body):
+    reason: str = Field(min_length=1, max_length=200)
+
+
+class ConfirmBody(_Body):
+    note: str | None = Field(default=None, max_length=2000)
+
+
+_EVENT = select(event_definitions.c.id).where(event_definitions.c.id == bindparam("event_id"))
+
+
+async def _require_event(request: web.Request) -> int:
+    host = request.app[HOST]
+    raw = request.match_info["id"]
+    if not raw.isdigit():
+        raise NotFound(f"no such event: {raw!r}")
+    definition_id = int(raw)
+    async with host.db.connect() as conn:
+        found = (await conn.execute(_EVENT, {"event_id": definition_id})).first()
+    if found is None:
+        raise NotFound(f"no such event: {definition_id}")
+    return definition_id
+
+
+# ── an event's runs ───────────────────────────────────────────────────────────
+
+
+@routes.get(
+    "/api/v1/admin/events/{id}/runs",
+    roles=STAFF,
+    summary="An event's runs, oldest first (by id)",
+    response=RUN_LIST,
+    query={"limit": "1 to 200 (default 50)", "cursor": "next_cursor of the previous page"},
+)
+async def list_runs(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    definition_id = await _require_event(request)
+    page = page_from(request)
+    async with host.db.connect() as conn:
+        rows = await run_rows.runs_of_definition(
+            conn, definition_id, after_id=page.after_id or 0, limit=page.limit + 1
+        )
+        items = await run_views(conn, host, rows[: page.limit], now=host.clock.now())
+    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/runs",
+    roles=("admin",),
+    summary="Start a run of the published version now",
+    body=StartBody,
+    response=RUN,
+    status=201,
+)
+async def start_run(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    definition_id = await _require_event(request)
+    body = await read_body(request, StartBody, optional=True)
+    run_id, created = await start_now(
+        host, definition_id, scope=body.scope, actor=principal(request).actor
+    )
+    return respond(await run_view(host, run_id), status=201 if created else 200)
+
+
+# ── the console ───────────────────────────────────────────────────────────────
+
+
+@routes.get(
+    "/api/v1/admin/runs/{run_id}",
+    roles=STAFF,
+    summary="The run console: the run and why it waits, its steps, its gate, its log",
+    response=CONSOLE,
+)
+async def run_console(request: web.Request) -> web.Response:
+    return respond(await console(request.app[HOST], int_param(request, "run_id")))
+
+
+# ── run controls ──────────────────────────────────────────────────────────────
+
+
+async def _run_control(request: web.Request, model: type[_Body], act: Any) -> web.Response:
+    host = request.app[HOST]
+    run_id = int_param(request, "run_id")
+    await controls.require_run(host, run_id)
+    body = await read_body(request, model, optional=model is not CancelBody)
+    await act(host, run_id, actor=principal(request).actor, **body.model_dump())
+    return respond(await run_view(host, run_id))
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/pause",
+    roles=CONTROLLERS,
+    summary="Pause a starting or running run (takes effect between two steps)",
+    body=ReasonBody,
+    response=RUN,
+)
+async def pause_run(request: web.Request) -> web.Response:
+    return await _run_control(request, ReasonBody, controls.pause)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/resume",
+    roles=CONTROLLERS,
+    summary="Resume a paused run (a failed step it stopped at is stepped over)",
+    body=ReasonBody,
+    response=RUN,
+)
+async def resume_run(request: web.Request) -> web.Response:
+    return await _run_control(request, ReasonBody, controls.resume)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/cancel",
+    roles=CONTROLLERS,
+    summary="Cancel a run that has not ended; its pending and parked steps are cancelled",
+    body=CancelBody,
+    response=RUN,
+)
+async def cancel_run(request: web.Request) -> web.Response:
+    return await _run_control(request, CancelBody, controls.cancel)
+
+
+# ── step controls ─────────────────────────────────────────────────────────────
+
+
+async def _step_control(request: web.Request, model: type[_Body], act: Any) -> web.Response:
+    host = request.app[HOST]
+    run_id = int_param(request, "run_id")
+    step_id = int_param(request, "step_id")
+    await controls.require_step(host, run_id, step_id)
+    body = await read_body(request, model, optional=True)
+    await act(host, run_id, step_id, actor=principal(request).actor, **body.model_dump())
+    async with host.db.connect() as conn:
+        step = await step_rows.get_step(conn, step_id)
+    return respond(step_json(step._mapping))
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/steps/{step_id}/confirm",
+    roles=CONTROLLERS,
+    summary="Confirm a parked step (a person did what it asked)",
+    body=ConfirmBody,
+    response=STEP,
+)
+async def confirm_step(request: web.Request) -> web.Response:
+    return await _step_control(request, ConfirmBody, controls.confirm)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/steps/{step_id}/skip",
+    roles=CONTROLLERS,
+    summary="Skip a pending or parked step",
+    body=ReasonBody,
+    response=STEP,
+)
+async def skip_step(request: web.Request) -> web.Response:
+    return await _step_control(request, ReasonBody, controls.skip)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/steps/{step_id}/retry",
+    roles=CONTROLLERS,
+    summary="Retry the failed or refused step a paused run stopped at (resumes the run)",
+    body=ReasonBody,
+    response=STEP,
+)
+async def retry_step(request: web.Request) -> web.Response:
+    return await _step_control(request, ReasonBody, controls.retry)

@@ -1,0 +1,174 @@
+"""The run console: one function builds what a person sees of a run, and the run list and
+start-now answer with the same run shape."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pageant import gates, waiting
+from pageant.db import runlog, runs, steps
+from pageant.db.tables import event_run_steps
+from pageant.engine.versions import phases_of, read_pinned
+from pageant.errors import NotFound
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+_sc = event_run_steps.c
+_STEPS_OF_RUNS = select(*steps.STEP_COLUMNS).where(
+    _sc.run_id.in_(bindparam("run_ids", expanding=True))
+)
+
+
+def step_json(step: Any) -> dict[str, Any]:
+    """One step as the console shows it (``parked``: running with no lease)."""
+    return {
+        "id": step["id"],
+        "phase": step["phase"],
+        "seq": step["seq"],
+        "label": step["label"],
+        "action": step["action"],
+        "action_version": step["action_version"],
+        "params": step["params"],
+        "on_failure": step["on_failure"],
+        "status": step["status"],
+        "attempts": step["attempts"],
+        "parked": step["status"] == "running" and step["lease_until"] is None,
+        "due_at": step["due_at"],
+        "last_error": step["last_error"],
+        "note": step["note"],
+        "started_at": step["started_at"],
+        "finished_at": step["finished_at"],
+    }
+
+
+def log_json(line: Row) -> dict[str, Any]:
+    return {
+        "id": line.id,
+        "at": line.at,
+        "kind": line.kind,
+        "phase": line.phase,
+        "step_id": line.step_id,
+        "detail": line.detail,
+        "actor": line.actor,
+    }
+
+
+def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "definition_id": row.definition_id,
+        "definition_slug": row.slug,
+        "definition_title": row.title,
+        "version_id": row.version_id,
+        "version_number": row.version_number,
+        "scope": row.scope,
+        "source": row.source,
+        "status": row.status,
+        "health": row.health,
+        "cleanup_status": row.cleanup_status,
+        "current_phase": row.current_phase,
+        "scheduled_for": row.scheduled_for,
+        "hold_until": row.hold_until,
+        "last_error": row.last_error,
+        "cancel_reason": row.cancel_reason,
+        "concurrency_key": row.concurrency_key,
+        "dst_adjusted": row.dst_adjusted,
+        "created_at": row.created_at,
+        "started_at": row.started_at,
+        "ended_at": row.ended_at,
+        "waiting_on": waiting_on,
+    }
+
+
+async def _phase_of(
+    conn: AsyncConnection, row: Row, specs: dict[int, Any]
+) -> dict[str, Any] | None:
+    if row.version_id not in specs:
+        found = await read_pinned(conn, row.version_id)
+        specs[row.version_id] = phases_of(found[1]) if found else None
+    for phase in specs[row.version_id] or []:
+        if phase["key"] == row.current_phase:
+            return phase
+    return None
+
+
+async def run_views(
+    conn: AsyncConnection,
+    host: Host,
+    rows: Sequence[Row],
+    *,
+    now: datetime,
+    run_steps: Sequence[Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Each run row as JSON with its ``waiting_on`` derived from its rows at ``now``."""
+    if run_steps is None:
+        ids = [row.id for row in rows]
+        fetched = (await conn.execute(_STEPS_OF_RUNS, {"run_ids": ids})).all()
+        run_steps = [st._mapping for st in fetched]
+    by_run: dict[int, list[Any]] = defaultdict(list)
+    for st in run_steps:
+        by_run[st["run_id"]].append(st)
+    specs: dict[int, Any] = {}
+    views = []
+    for row in rows:
+        phase_steps = [st for st in by_run[row.id] if st["phase"] == row.current_phase]
+        holder = None
+        if row.status == "scheduled" and row.scheduled_for <= now and row.concurrency_key:
+            found = await runs.concurrency_holder(conn, row.concurrency_key, row.id)
+            holder = found._mapping if found is not None else None
+        gate = None
+        settled = all(st["status"] not in ("pending", "running") for st in phase_steps)
+        if row.status == "running" and settled:
+            phase = await _phase_of(conn, row, specs)
+            if phase is not None:
+                gate = await gates.waiting(conn, run_id=row.id, phase=phase, now=now)
+        waiting_on = waiting.describe(
+            row._mapping,
+            phase_steps,
+            now=now,
+            max_attempts=host.settings.max_attempts,
+            holder=holder,
+            gate=gate,
+        )
+        views.append(_run_json(row, waiting_on))
+    return views
+
+
+async def run_view(host: Host, run_id: int) -> dict[str, Any]:
+    """One run in the shape the run list and start-now answer with."""
+    async with host.db.connect() as conn:
+        row = await runs.get_run(conn, run_id)
+        if row is None:
+            raise NotFound(f"no such run: {run_id}")
+        return (await run_views(conn, host, [row], now=host.clock.now()))[0]
+
+
+async def console(host: Host, run_id: int) -> dict[str, Any]:
+    """The run console: ``{run, steps, gate, log}`` — the run with why it is waiting, every
+    step, the current phase's gate, and the whole log in order."""
+    now = host.clock.now()
+    async with host.db.connect() as conn:
+        row = await runs.get_run(conn, run_id)
+        if row is None:
+            raise NotFound(f"no such run: {run_id}")
+        all_steps = [st._mapping for st in await steps.steps_of_run(conn, run_id)]
+        lines = await runlog.lines_of(conn, run_id)
+        gate = None
+        if row.current_phase is not None:
+            phase = await _phase_of(conn, row, {})
+            if phase is not None:
+                gate = await gates.console_gate(conn, run_id=run_id, phase=phase)
+        view = (await run_views(conn, host, [row], now=now, run_steps=all_steps))[0]
+    return {
+        "run": view,
+        "steps": [step_json(st) for st in all_steps],
+        "gate": gate,
+        "log": [log_json(line) for line in lines],
+    }

@@ -1,0 +1,229 @@
+"""The run controls a person presses: pause, resume, cancel, confirm, skip, retry.
+
+Each is one compare-and-set on the status it may act from (DESIGN §7) together with its
+``control.*`` log line (actor and reason), in one transaction. When the CAS matches nothing
+the control changes nothing and answers Conflict naming the status the run or step is
+actually in — a console rendered a minute ago describes a run that has moved since.
+
+The HTTP layer checks existence first (:func:`require_run`, :func:`require_step`, 404), then
+the body (400), then calls the control (409).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pageant import waiting
+from pageant.db import runlog, runs, steps
+from pageant.errors import Conflict, NotFound
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+
+async def require_run(host: Host, run_id: int) -> Mapping[str, Any]:
+    """The run, or NotFound."""
+    async with host.db.connect() as conn:
+        row = await runs.get_run(conn, run_id)
+    if row is None:
+        raise NotFound(f"no such run: {run_id}")
+    return row._mapping
+
+
+async def require_step(host: Host, run_id: int, step_id: int) -> Mapping[str, Any]:
+    """The step of that run, or NotFound (also when the step belongs to another run)."""
+    await require_run(host, run_id)
+    async with host.db.connect() as conn:
+        row = await steps.get_step(conn, step_id)
+    if row is None or row.run_id != run_id:
+        raise NotFound(f"no such step: {step_id} in run {run_id}")
+    return row._mapping
+
+
+def _wake(host: Host) -> None:
+    if host.engine is not None:
+        host.engine.wake()
+
+
+async def _run_status(conn: AsyncConnection, run_id: int) -> str:
+    row = await runs.get_run(conn, run_id)
+    return row.status if row is not None else "gone"
+
+
+async def _step_of(conn: AsyncConnection, run_id: int, step_id: int) -> Any:
+    # Read again inside the control's transaction: a scheduled run's steps are remade when
+    # a new version is published, so the step seen a moment ago may be gone.
+    row = await steps.get_step(conn, step_id)
+    if row is None or row.run_id != run_id:
+        raise NotFound(f"no such step: {step_id} in run {run_id}")
+    return row
+
+
+def _step_state(step: Mapping[str, Any]) -> str:
+    if step["status"] == "running":
+        return "parked" if step["lease_until"] is None else "running (being dispatched)"
+    return str(step["status"])
+
+
+async def _step_conflict(conn: AsyncConnection, step_id: int, acts_on: str) -> Conflict:
+    row = await steps.get_step(conn, step_id)
+    state = _step_state(row._mapping) if row is not None else "gone"
+    return Conflict(f"step {step_id} is {state}; {acts_on}")
+
+
+# ── run controls ──────────────────────────────────────────────────────────────
+
+
+async def pause(host: Host, run_id: int, *, actor: str, reason: str | None = None) -> None:
+    """starting|running -> paused; the runner stops between two steps."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        if not await runs.pause_run(conn, run_id):
+            status = await _run_status(conn, run_id)
+            raise Conflict(f"run {run_id} is {status}; pause acts on a starting or running run")
+        await runlog.write(
+            conn, run_id, "control.pause", at=now, detail={"reason": reason}, actor=actor
+        )
+        paused = waiting.describe({"status": "paused"}, [], now=now, max_attempts=0)
+        await waiting.note(conn, run_id, paused, now=now, actor=actor)
+
+
+async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = None) -> None:
+    """paused -> running. A failed step the run stopped at is stepped over; ``retry`` is
+    the control that runs it again."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        if not await runs.resume_run(conn, run_id):
+            status = await _run_status(conn, run_id)
+            raise Conflict(f"run {run_id} is {status}; resume acts on a paused run")
+        await runlog.write(
+            conn, run_id, "control.resume", at=now, detail={"reason": reason}, actor=actor
+        )
+        await waiting.note(conn, run_id, None, now=now, actor=actor)
+    _wake(host)
+
+
+async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
+    """scheduled|starting|running|paused -> cancelled; pending and parked steps cancelled.
+    A step mid-dispatch keeps its claim and its answer is still recorded."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        before = await _run_status(conn, run_id)
+        if not await runs.cancel_run(conn, run_id, reason=reason, now=now):
+            status = await _run_status(conn, run_id)
+            raise Conflict(
+                f"run {run_id} is {status}; cancel acts on a scheduled, starting, running "
+                "or paused run"
+            )
+        cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+        await runlog.write(
+            conn,
+            run_id,
+            "control.cancel",
+            at=now,
+            detail={
+                "from": before,
+                "to": "cancelled",
+                "reason": reason,
+                "cancelled_steps": cancelled,
+            },
+            actor=actor,
+        )
+    _wake(host)  # its concurrency key is free: a run waiting on it may start
+
+
+# ── step controls ─────────────────────────────────────────────────────────────
+
+
+async def confirm(
+    host: Host, run_id: int, step_id: int, *, actor: str, note: str | None = None
+) -> None:
+    """A parked step (running with no lease) -> done, with the person's note."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        row = await _step_of(conn, run_id, step_id)
+        if not await steps.confirm_step(conn, step_id, note=note, now=now):
+            raise await _step_conflict(conn, step_id, "confirm acts on a parked step")
+        await runlog.write(
+            conn,
+            run_id,
+            "control.confirm",
+            at=now,
+            phase=row.phase,
+            step_id=step_id,
+            detail={"to": "done", "note": note},
+            actor=actor,
+        )
+    _wake(host)
+
+
+async def skip(
+    host: Host, run_id: int, step_id: int, *, actor: str, reason: str | None = None
+) -> None:
+    """A pending or parked step -> skipped (only ever a person's decision)."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        before = await _step_of(conn, run_id, step_id)
+        if not await steps.skip_step(conn, step_id, note=reason, now=now):
+            raise await _step_conflict(conn, step_id, "skip acts on a pending or parked step")
+        await runlog.write(
+            conn,
+            run_id,
+            "control.skip",
+            at=now,
+            phase=before.phase,
+            step_id=step_id,
+            detail={"from": _step_state(before._mapping), "to": "skipped", "reason": reason},
+            actor=actor,
+        )
+    _wake(host)
+
+
+async def retry(
+    host: Host, run_id: int, step_id: int, *, actor: str, reason: str | None = None
+) -> None:
+    """The furthest failed or refused step of a paused run -> pending with attempts 0, and
+    the run resumed: one control, because re-queueing a step of a run that stays paused
+    would change nothing."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        step = await _step_of(conn, run_id, step_id)
+        if step.status not in ("failed", "refused"):
+            raise Conflict(
+                f"step {step_id} is {_step_state(step._mapping)}; retry acts on a failed or "
+                "refused step"
+            )
+        run = await runs.get_run(conn, run_id)
+        if run.status != "paused":
+            raise Conflict(f"run {run_id} is {run.status}; retry acts on a step of a paused run")
+        if step.phase != run.current_phase:
+            raise Conflict(
+                f"step {step_id} is in phase {step.phase!r}, and run {run_id} is in phase "
+                f"{run.current_phase!r}; retry acts on the current phase"
+            )
+        furthest = await steps.furthest_reached_seq(conn, run_id, step.phase)
+        if furthest != step.seq:
+            raise Conflict(
+                f"step {step_id} is not the furthest step phase {step.phase!r} reached "
+                f"(seq {step.seq}, furthest {furthest}); retry acts on the step the run "
+                "stopped at"
+            )
+        if not await runs.resume_run(conn, run_id):
+            status = await _run_status(conn, run_id)
+            raise Conflict(f"run {run_id} is {status}; retry acts on a step of a paused run")
+        if not await steps.retry_step(conn, step_id):
+            raise await _step_conflict(conn, step_id, "retry acts on a failed or refused step")
+        await runlog.write(
+            conn,
+            run_id,
+            "control.retry",
+            at=now,
+            phase=step.phase,
+            step_id=step_id,
+            detail={"from": step.status, "to": "pending", "reason": reason},
+            actor=actor,
+        )
+        await waiting.note(conn, run_id, None, now=now, actor=actor)
+    _wake(host)

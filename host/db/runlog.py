@@ -1,0 +1,85 @@
+"""SQL over ``event_run_log``: one line per state change, written by whoever decided it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
+from pageant.timefmt import iso
+from sqlalchemy import bindparam, insert, select
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+g = event_run_log.c
+
+_WRITE = insert(event_run_log)
+
+_LINES = (
+    select(g.id, g.at, g.kind, g.phase, g.step_id, g.detail, g.actor)
+    .where(g.run_id == bindparam("run_id"))
+    .order_by(g.id)
+)
+
+# Only lines of runs that ended before the cutoff; a live run's story is never pruned.
+_PRUNABLE = (
+    select(g.id)
+    .select_from(event_run_log.join(event_runs, event_runs.c.id == g.run_id))
+    .where(
+        event_runs.c.status.in_(TERMINAL_RUN_STATUSES),
+        event_runs.c.ended_at < bindparam("cutoff"),
+    )
+    .order_by(g.id)
+    .limit(bindparam("limit"))
+)
+_DELETE = event_run_log.delete().where(g.id.in_(bindparam("ids", expanding=True)))
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    return value
+
+
+async def write(
+    conn: AsyncConnection,
+    run_id: int,
+    kind: str,
+    *,
+    at: datetime,
+    phase: str | None = None,
+    step_id: int | None = None,
+    detail: dict[str, Any] | None = None,
+    actor: str | None = None,
+) -> None:
+    """Append one line to a run's log (instants in ``detail`` become ISO strings)."""
+    await conn.execute(
+        _WRITE,
+        {
+            "run_id": run_id,
+            "step_id": step_id,
+            "kind": kind,
+            "phase": phase,
+            "detail": _json_ready(detail) if detail is not None else None,
+            "actor": actor,
+            "at": at,
+        },
+    )
+
+
+async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:
+    """A run's log, oldest first."""
+    return list((await conn.execute(_LINES, {"run_id": run_id})).all())
+
+
+async def prune(conn: AsyncConnection, cutoff: datetime, *, limit: int) -> int:
+    """Delete up to ``limit`` log lines of runs that ended before ``cutoff``."""
+    ids = list((await conn.execute(_PRUNABLE, {"cutoff": cutoff, "limit": limit})).scalars())
+    if not ids:
+        return 0
+    await conn.execute(_DELETE, {"ids": ids})
+    return len(ids)

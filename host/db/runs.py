@@ -1,0 +1,382 @@
+"""SQL over ``event_runs``: creating a run, claiming it, moving it between statuses.
+
+Every status change is a compare-and-set that names the statuses it may act from, so a
+terminal status is written once and a stale screen or an overlapping tick changes nothing.
+SQLAlchemy's MySQL dialects report *matched* rows, so each CAS carries its expected old
+state in the WHERE clause: a row that matched is a row that changed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.tables import (
+    LIVE_RUN_STATUSES,
+    event_definitions,
+    event_runs,
+    event_versions,
+)
+from sqlalchemy import bindparam, case, func, literal, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+r = event_runs.c
+d = event_definitions.c
+
+#: A run in one of these is claimed and advanced by the tick.
+ACTIVE = ("starting", "running", "ending")
+#: Statuses a cancel acts from (DESIGN §7).
+CANCELLABLE = ("scheduled", "starting", "running", "paused")
+HEALTH_RANK = ("ok", "degraded", "stalled")
+
+#: What the engine and the console read about a run.
+RUN_COLUMNS = (
+    r.id,
+    r.definition_id,
+    r.version_id,
+    r.scope,
+    r.scheduled_for,
+    r.source,
+    r.status,
+    r.health,
+    r.cleanup_status,
+    r.current_phase,
+    r.hold_until,
+    r.claimed_by,
+    r.lease_until,
+    r.last_error,
+    r.cancel_reason,
+    r.concurrency_key,
+    r.waiting_reason,
+    r.waiting_since,
+    r.dst_adjusted,
+    r.created_at,
+    r.started_at,
+    r.ended_at,
+    d.slug,
+    d.title,
+    d.grace_seconds,
+    event_versions.c.number.label("version_number"),
+)
+RUN_FROM = event_runs.join(event_definitions, d.id == r.definition_id).join(
+    event_versions, event_versions.c.id == r.version_id
+)
+
+_RUN = select(*RUN_COLUMNS).select_from(RUN_FROM).where(r.id == bindparam("run_id"))
+
+_ID_BY_OCCURRENCE = select(r.id).where(
+    r.definition_id == bindparam("definition_id"),
+    r.scope == bindparam("scope"),
+    r.scheduled_for == bindparam("scheduled_for"),
+)
+
+# ── claims ────────────────────────────────────────────────────────────────────
+
+# scheduled -> starting takes the concurrency key: the generated column concurrency_lock
+# becomes non-NULL here, and its unique index refuses a second live holder (IntegrityError).
+_CLAIM_START = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status == "scheduled",
+        r.scheduled_for <= bindparam("now"),
+    )
+    .values(
+        status="starting",
+        claimed_by=bindparam("owner"),
+        lease_until=bindparam("lease"),
+        started_at=bindparam("now"),
+    )
+)
+
+# No "OR claimed_by = :owner": a live lease is not re-enterable even by its holder, which is
+# exactly what stops a tick that overran from working a run beside its successor.
+_CLAIM_TICK = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status.in_(ACTIVE),
+        or_(r.lease_until.is_(None), r.lease_until <= bindparam("now")),
+    )
+    .values(claimed_by=bindparam("owner"), lease_until=bindparam("lease"))
+)
+
+_RELEASE = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.claimed_by == bindparam("owner"))
+    .values(claimed_by=None, lease_until=None)
+)
+
+_RECLAIM = (
+    update(event_runs)
+    .where(
+        r.status.in_(LIVE_RUN_STATUSES),
+        r.lease_until.is_not(None),
+        r.lease_until <= bindparam("now"),
+    )
+    .values(claimed_by=None, lease_until=None)
+)
+
+# ── transitions ───────────────────────────────────────────────────────────────
+
+# One statement for starting -> running (old phase NULL) and for moving to the next phase
+# (running -> running): it fails when the run stopped being what this tick saw, which is
+# what a cancel or pause from the API looks like underneath a tick.
+_ENTER_PHASE = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status == bindparam("from_status"),
+        r.current_phase.is_not_distinct_from(bindparam("old_phase")),
+    )
+    .values(status="running", current_phase=bindparam("phase"))
+)
+
+_END = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status.in_(bindparam("froms", expanding=True)))
+    .values(
+        status=bindparam("to"),
+        last_error=func.coalesce(bindparam("error"), r.last_error),
+        ended_at=bindparam("now"),
+        claimed_by=None,
+        lease_until=None,
+        hold_until=None,
+        waiting_reason=None,
+        waiting_since=None,
+    )
+)
+
+_TO_ENDING = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == "running")
+    .values(status="ending")
+)
+
+_PAUSE = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status.in_(("starting", "running")))
+    .values(status="paused", last_error=func.coalesce(bindparam("error"), r.last_error))
+)
+
+# A run paused before it entered its first phase resumes into ``starting`` so the tick
+# enters that phase; every other paused run resumes ``running``.
+_RESUME = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == "paused")
+    .values(status=case((r.current_phase.is_(None), literal("starting")), else_=literal("running")))
+)
+
+_CANCEL = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status.in_(CANCELLABLE))
+    .values(
+        status="cancelled",
+        cancel_reason=bindparam("why"),
+        ended_at=bindparam("now"),
+        claimed_by=None,
+        lease_until=None,
+        hold_until=None,
+        waiting_reason=None,
+        waiting_since=None,
+    )
+)
+
+_ESCALATE = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.health.in_(bindparam("below", expanding=True)))
+    .values(health=bindparam("to"))
+)
+
+_HOLD = update(event_runs).where(r.id == bindparam("run_id")).values(hold_until=bindparam("until"))
+
+# Written only when the reason changes: the WHERE is the change, so a run re-examined every
+# tick logs its reason once. ``IS DISTINCT FROM`` (``<=>`` on MariaDB) because NULL is a value.
+_SET_WAITING = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.waiting_reason.is_distinct_from(bindparam("reason")))
+    .values(waiting_reason=bindparam("reason"), waiting_since=bindparam("since"))
+)
+
+_REPIN = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status == "scheduled",
+        r.version_id != bindparam("new_version"),
+    )
+    .values(version_id=bindparam("new_version"))
+)
+
+_HOLDER = select(r.id, r.status).where(
+    r.concurrency_lock == bindparam("key"), r.id != bindparam("run_id")
+)
+
+_LIST_FOR_DEFINITION = (
+    select(*RUN_COLUMNS)
+    .select_from(RUN_FROM)
+    .where(r.definition_id == bindparam("definition_id"), r.id > bindparam("after_id"))
+    .order_by(r.id)
+    .limit(bindparam("limit"))
+)
+
+
+# ── functions ─────────────────────────────────────────────────────────────────
+
+
+async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
+    """One run with its definition's slug, title and grace and its version's number."""
+    return (await conn.execute(_RUN, {"run_id": run_id})).first()
+
+
+async def insert_run(conn: AsyncConnection, values: dict[str, Any]) -> tuple[int, bool]:
+    """Insert a run unless its occurrence (definition, scope, scheduled_for) exists.
+
+    Answers ``(run id, created)``. The unique key, not a read beforehand, is what makes a
+    second insert of the same occurrence a no-op, so two writers can never make two runs.
+    """
+    dialect = conn.dialect
+    stmt = insert_keeping_existing(
+        event_runs, (r.definition_id, r.scope, r.scheduled_for), dialect
+    ).values(**values)
+    new_id = inserted_id(await conn.execute(stmt), dialect)
+    if new_id is not None:
+        return new_id, True
+    existing = (
+        await conn.execute(
+            _ID_BY_OCCURRENCE,
+            {
+                "definition_id": values["definition_id"],
+                "scope": values["scope"],
+                "scheduled_for": values["scheduled_for"],
+            },
+        )
+    ).scalar_one()
+    return existing, False
+
+
+async def claim_start(
+    conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
+) -> bool:
+    """CAS scheduled -> starting with a lease. Raises IntegrityError when the run's
+    concurrency key is held by another live run."""
+    result = await conn.execute(
+        _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    )
+    return result.rowcount == 1
+
+
+async def claim_tick(
+    conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
+) -> bool:
+    """Claim an active run for this tick; refused while any lease on it is live."""
+    result = await conn.execute(
+        _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    )
+    return result.rowcount == 1
+
+
+async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> None:
+    """Hand back this owner's claim on a run still in flight, so the next tick may take it."""
+    await conn.execute(_RELEASE, {"run_id": run_id, "owner": owner})
+
+
+async def reclaim_stale_runs(conn: AsyncConnection, now: datetime) -> int:
+    """Clear every expired run lease (the holder died or overran); answers how many."""
+    return (await conn.execute(_RECLAIM, {"now": now})).rowcount
+
+
+async def enter_phase(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    from_status: str,
+    old_phase: str | None,
+    phase: str,
+) -> bool:
+    """Make ``phase`` current (starting -> running, or running -> running from ``old_phase``)."""
+    result = await conn.execute(
+        _ENTER_PHASE,
+        {"run_id": run_id, "from_status": from_status, "old_phase": old_phase, "phase": phase},
+    )
+    return result.rowcount == 1
+
+
+async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
+    """CAS running -> ending (every phase done; cleanup gets its turn here)."""
+    return (await conn.execute(_TO_ENDING, {"run_id": run_id})).rowcount == 1
+
+
+async def end_run(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    froms: tuple[str, ...],
+    to: str,
+    now: datetime,
+    error: str | None = None,
+) -> bool:
+    """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
+    hold and waiting reason. Write-once: ``froms`` never names a terminal status."""
+    result = await conn.execute(
+        _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
+    )
+    return result.rowcount == 1
+
+
+async def pause_run(conn: AsyncConnection, run_id: int, *, error: str | None = None) -> bool:
+    """CAS starting|running -> paused."""
+    return (await conn.execute(_PAUSE, {"run_id": run_id, "error": error})).rowcount == 1
+
+
+async def resume_run(conn: AsyncConnection, run_id: int) -> bool:
+    """CAS paused -> running (or starting, if it never entered a phase)."""
+    return (await conn.execute(_RESUME, {"run_id": run_id})).rowcount == 1
+
+
+async def cancel_run(conn: AsyncConnection, run_id: int, *, reason: str, now: datetime) -> bool:
+    """CAS scheduled|starting|running|paused -> cancelled."""
+    result = await conn.execute(_CANCEL, {"run_id": run_id, "why": reason, "now": now})
+    return result.rowcount == 1
+
+
+async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
+    """Raise health to ``to`` (ok < degraded < stalled); never lowers it. True if it changed."""
+    below = list(HEALTH_RANK[: HEALTH_RANK.index(to)])
+    return (
+        await conn.execute(_ESCALATE, {"run_id": run_id, "below": below, "to": to})
+    ).rowcount == 1
+
+
+async def set_hold(conn: AsyncConnection, run_id: int, until: datetime | None) -> None:
+    """Carry a wait on the run itself (it outlives the phase whose last step asked for it)."""
+    await conn.execute(_HOLD, {"run_id": run_id, "until": until})
+
+
+async def set_waiting(
+    conn: AsyncConnection, run_id: int, reason: str | None, since: datetime | None
+) -> bool:
+    """Record why the run is not advancing; True only when the reason changed."""
+    result = await conn.execute(_SET_WAITING, {"run_id": run_id, "reason": reason, "since": since})
+    return result.rowcount == 1
+
+
+async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:
+    """Point a run that has not started at another version; True if it changed."""
+    result = await conn.execute(_REPIN, {"run_id": run_id, "new_version": version_id})
+    return result.rowcount == 1
+
+
+async def concurrency_holder(conn: AsyncConnection, key: str, run_id: int) -> Row | None:
+    """The live run (id, status) holding concurrency ``key``, other than ``run_id``."""
+    return (await conn.execute(_HOLDER, {"key": key, "run_id": run_id})).first()
+
+
+async def runs_of_definition(
+    conn: AsyncConnection, definition_id: int, *, after_id: int, limit: int
+) -> list[Row]:
+    """A definition's runs in id order, after ``after_id``."""
+    params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
+    return list((await conn.execute(_LIST_FOR_DEFINITION, params)).all())

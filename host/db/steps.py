@@ -1,0 +1,370 @@
+"""SQL over ``event_run_steps``: materialising a phase, claiming a step, fencing its outcome.
+
+A step's claim is ``(claimed_by, attempts)``: the claim increments ``attempts``, and every
+write that records an outcome carries both in its WHERE clause. An answer from a claim that
+was reclaimed meanwhile therefore matches no row and is dropped, never written over its
+successor's. Terminal statuses are written once (the WHERE names the open status).
+
+A step that is ``running`` with a NULL ``lease_until`` is parked, waiting for a person; the
+reclaim only ever takes a lease that is non-NULL and expired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pageant.db.idempotent import insert_keeping_existing
+from pageant.db.tables import event_run_steps
+from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+s = event_run_steps.c
+
+STEP_COLUMNS = (
+    s.id,
+    s.run_id,
+    s.phase,
+    s.seq,
+    s.label,
+    s.action,
+    s.action_version,
+    s.params,
+    s.on_failure,
+    s.status,
+    s.attempts,
+    s.due_at,
+    s.claimed_by,
+    s.lease_until,
+    s.idempotency_key,
+    s.last_error,
+    s.note,
+    s.started_at,
+    s.finished_at,
+)
+
+_OPEN = ("pending", "running")
+_parked = and_(s.status == "running", s.lease_until.is_(None))
+
+_STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
+_STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
+
+_NEXT_OPEN = (
+    select(*STEP_COLUMNS)
+    .where(
+        s.run_id == bindparam("run_id"),
+        s.phase == bindparam("phase"),
+        s.status.in_(_OPEN),
+    )
+    .order_by(s.seq)
+    .limit(1)
+)
+
+_NEXT_PENDING_AFTER = (
+    select(s.id)
+    .where(
+        s.run_id == bindparam("run_id"),
+        s.phase == bindparam("phase"),
+        s.status == "pending",
+        s.seq > bindparam("after_seq"),
+    )
+    .order_by(s.seq)
+    .limit(1)
+)
+
+_SET_DUE = (
+    update(event_run_steps).where(s.id == bindparam("step_id")).values(due_at=bindparam("until"))
+)
+
+# pending -> running. ``attempts`` in the WHERE pins the claim to the row this tick read. No
+# assignment reads a column another one writes, so MariaDB's left-to-right SET evaluation and
+# SQLite's old-row evaluation agree.
+_CLAIM = (
+    update(event_run_steps)
+    .where(
+        s.id == bindparam("step_id"),
+        s.status == "pending",
+        s.attempts == bindparam("seen_attempts"),
+        or_(s.due_at.is_(None), s.due_at <= bindparam("now")),
+    )
+    .values(
+        status="running",
+        claimed_by=bindparam("owner"),
+        lease_until=bindparam("lease"),
+        attempts=s.attempts + 1,
+        started_at=func.coalesce(s.started_at, bindparam("now")),
+    )
+)
+
+_fenced = and_(
+    s.id == bindparam("step_id"),
+    s.status == "running",
+    s.claimed_by == bindparam("owner"),
+    s.attempts == bindparam("attempt"),
+)
+# The reclaim's fence adds "the lease it saw expired is still there": a dispatcher that
+# parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
+_fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
+
+_FINISH = (
+    update(event_run_steps)
+    .where(_fenced)
+    .values(
+        status=bindparam("to"),
+        last_error=bindparam("error"),
+        lease_until=None,
+        finished_at=bindparam("now"),
+    )
+)
+_FINISH_EXPIRED = (
+    update(event_run_steps)
+    .where(_fenced_expired)
+    .values(
+        status=bindparam("to"),
+        last_error=bindparam("error"),
+        lease_until=None,
+        finished_at=bindparam("now"),
+    )
+)
+_PARK = update(event_run_steps).where(_fenced).values(lease_until=None)
+_RESCHEDULE = (
+    update(event_run_steps)
+    .where(_fenced)
+    .values(
+        status="pending",
+        due_at=bindparam("until"),
+        last_error=bindparam("error"),
+        claimed_by=None,
+        lease_until=None,
+    )
+)
+# A reclaim hands the step back with ``attempts`` untouched: resetting it would make the
+# attempt ceiling unreachable and the step would cycle for ever, never terminal.
+_RELEASE_EXPIRED = (
+    update(event_run_steps)
+    .where(_fenced_expired)
+    .values(status="pending", claimed_by=None, lease_until=None)
+)
+
+_EXPIRED = (
+    select(*STEP_COLUMNS)
+    .where(
+        s.status == "running",
+        s.lease_until.is_not(None),
+        s.lease_until <= bindparam("now"),
+    )
+    .order_by(s.lease_until, s.id)
+    .limit(bindparam("limit"))
+)
+
+_CANCEL_OPEN = (
+    update(event_run_steps)
+    .where(s.run_id == bindparam("of_run"), or_(s.status == "pending", _parked))
+    .values(status="cancelled", lease_until=None, finished_at=bindparam("now"))
+)
+
+# Only for a run that is still ``scheduled`` (the caller's CAS says so in the same
+# transaction): nothing of it was ever dispatched, and ``attempts = 0`` keeps it that way.
+_DELETE_UNSTARTED = event_run_steps.delete().where(s.run_id == bindparam("of_run"), s.attempts == 0)
+
+# ── the person's controls ─────────────────────────────────────────────────────
+
+_CONFIRM = (
+    update(event_run_steps)
+    .where(s.id == bindparam("step_id"), _parked)
+    .values(status="done", note=bindparam("why"), finished_at=bindparam("now"))
+)
+_SKIP = (
+    update(event_run_steps)
+    .where(s.id == bindparam("step_id"), or_(s.status == "pending", _parked))
+    .values(status="skipped", note=bindparam("why"), lease_until=None, finished_at=bindparam("now"))
+)
+_RETRY = (
+    update(event_run_steps)
+    .where(s.id == bindparam("step_id"), s.status.in_(("failed", "refused")))
+    .values(
+        status="pending",
+        attempts=0,
+        due_at=None,
+        claimed_by=None,
+        lease_until=None,
+        last_error=None,
+        finished_at=None,
+    )
+)
+# The furthest the phase has reached. The runner steps *over* failed steps (its cursor
+# reads only pending and running), so "the lowest unsettled seq" would point behind it.
+_FURTHEST = select(func.max(s.seq)).where(
+    s.run_id == bindparam("run_id"), s.phase == bindparam("phase"), s.status != "pending"
+)
+
+
+# ── functions ─────────────────────────────────────────────────────────────────
+
+
+async def insert_steps(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert a phase's step rows, keeping any that exist under (run, phase, seq)."""
+    if not rows:
+        return
+    stmt = insert_keeping_existing(event_run_steps, (s.run_id, s.phase, s.seq), conn.dialect)
+    await conn.execute(stmt, list(rows))
+
+
+async def steps_of_run(conn: AsyncConnection, run_id: int) -> list[Row]:
+    """Every step of a run, in creation order (phase by phase, seq by seq)."""
+    return list((await conn.execute(_STEPS_OF_RUN, {"run_id": run_id})).all())
+
+
+async def get_step(conn: AsyncConnection, step_id: int) -> Row | None:
+    return (await conn.execute(_STEP, {"step_id": step_id})).first()
+
+
+async def next_open_step(conn: AsyncConnection, run_id: int, phase: str) -> Row | None:
+    """The lowest-seq step of the phase that is pending or running: the run's cursor."""
+    return (await conn.execute(_NEXT_OPEN, {"run_id": run_id, "phase": phase})).first()
+
+
+async def hold_next_step(
+    conn: AsyncConnection, run_id: int, phase: str, seq: int, until: datetime
+) -> bool:
+    """Delay the next pending step after ``seq`` in the phase until ``until``.
+
+    False when nothing follows in the phase (the hold must then travel on the run). Two
+    statements: MariaDB cannot UPDATE a table ordered by a subquery over itself.
+    """
+    found = (
+        await conn.execute(
+            _NEXT_PENDING_AFTER, {"run_id": run_id, "phase": phase, "after_seq": seq}
+        )
+    ).scalar()
+    if found is None:
+        return False
+    await conn.execute(_SET_DUE, {"step_id": found, "until": until})
+    return True
+
+
+async def claim_step(
+    conn: AsyncConnection,
+    step_id: int,
+    *,
+    seen_attempts: int,
+    owner: str,
+    lease: datetime,
+    now: datetime,
+) -> bool:
+    """CAS pending -> running with a lease; the claim increments ``attempts``."""
+    result = await conn.execute(
+        _CLAIM,
+        {
+            "step_id": step_id,
+            "seen_attempts": seen_attempts,
+            "owner": owner,
+            "lease": lease,
+            "now": now,
+        },
+    )
+    return result.rowcount == 1
+
+
+async def finish_step(
+    conn: AsyncConnection,
+    step_id: int,
+    *,
+    owner: str,
+    attempt: int,
+    to: str,
+    now: datetime,
+    error: str | None = None,
+    expired: bool = False,
+) -> bool:
+    """Record a terminal outcome (done, failed, refused) under the claim that dispatched it.
+
+    ``expired`` is the reclaim's variant: it also requires the lease it saw to be expired.
+    False means the claim is no longer current: the answer is stale and was not recorded.
+    """
+    params = {
+        "step_id": step_id,
+        "owner": owner,
+        "attempt": attempt,
+        "to": to,
+        "error": error,
+        "now": now,
+    }
+    result = await conn.execute(_FINISH_EXPIRED if expired else _FINISH, params)
+    return result.rowcount == 1
+
+
+async def park_step(conn: AsyncConnection, step_id: int, *, owner: str, attempt: int) -> bool:
+    """Leave the step running with no lease: it waits for a person, and no reclaim takes it."""
+    result = await conn.execute(_PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
+    return result.rowcount == 1
+
+
+async def reschedule_step(
+    conn: AsyncConnection,
+    step_id: int,
+    *,
+    owner: str,
+    attempt: int,
+    until: datetime,
+    error: str | None,
+) -> bool:
+    """Back to pending, due again at ``until`` (a retry's backoff)."""
+    result = await conn.execute(
+        _RESCHEDULE,
+        {"step_id": step_id, "owner": owner, "attempt": attempt, "until": until, "error": error},
+    )
+    return result.rowcount == 1
+
+
+async def expired_steps(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:
+    """Running steps whose (non-NULL) lease has expired, oldest first."""
+    return list((await conn.execute(_EXPIRED, {"now": now, "limit": limit})).all())
+
+
+async def release_expired_step(
+    conn: AsyncConnection, step_id: int, *, owner: str, attempt: int, now: datetime
+) -> bool:
+    """Return an expired step to pending, ``attempts`` untouched."""
+    result = await conn.execute(
+        _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
+    )
+    return result.rowcount == 1
+
+
+async def cancel_open_steps(conn: AsyncConnection, run_id: int, *, now: datetime) -> int:
+    """Cancel a run's pending and parked steps (a step mid-dispatch keeps its claim)."""
+    return (await conn.execute(_CANCEL_OPEN, {"of_run": run_id, "now": now})).rowcount
+
+
+async def delete_unstarted_steps(conn: AsyncConnection, run_id: int) -> int:
+    """Remove a not-yet-started run's untouched steps (before re-materialising them)."""
+    return (await conn.execute(_DELETE_UNSTARTED, {"of_run": run_id})).rowcount
+
+
+async def confirm_step(
+    conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
+) -> bool:
+    """CAS parked -> done, keeping the person's note."""
+    result = await conn.execute(_CONFIRM, {"step_id": step_id, "why": note, "now": now})
+    return result.rowcount == 1
+
+
+async def skip_step(
+    conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
+) -> bool:
+    """CAS pending|parked -> skipped."""
+    result = await conn.execute(_SKIP, {"step_id": step_id, "why": note, "now": now})
+    return result.rowcount == 1
+
+
+async def retry_step(conn: AsyncConnection, step_id: int) -> bool:
+    """CAS failed|refused -> pending with attempts 0."""
+    return (await conn.execute(_RETRY, {"step_id": step_id})).rowcount == 1
+
+
+async def furthest_reached_seq(conn: AsyncConnection, run_id: int, phase: str) -> int | None:
+    """The highest seq in the phase that has left pending."""
+    return (await conn.execute(_FURTHEST, {"run_id": run_id, "phase": phase})).scalar()

@@ -1,0 +1,12 @@
+"""The engine: the tick, its legs, and the dispatch of steps.
+
+``Engine(host)`` is started by ``pageant serve`` (through the app's cleanup context) and
+stopped with it. See :mod:`pageant.engine.loop` for the loop and :mod:`pageant.engine.legs`
+for the tick's legs, in order.
+"""
+
+from __future__ import annotations
+
+from pageant.engine.loop import Engine
+
+__all__ = ["Engine"]

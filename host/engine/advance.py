@@ -1,0 +1,392 @@
+"""The advance leg: claim each due run and move it as far as it will go.
+
+A run's loop is bounded by ``steps_per_run_per_tick`` and stops at the first thing it cannot
+get past — a parked step, a step not yet due, a step another tick holds, a phase whose gate
+is shut — recording *why* (``waiting_on``) once per change. The run's status is re-read
+before every step, so a pause pressed mid-tick lands between two steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pageant import gates, waiting
+from pageant.db import due, runlog, runs, steps
+from pageant.db.tables import event_run_steps, event_runs
+from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
+from pageant.engine.versions import phases_of
+from pageant.runs import materialise_phase
+from sqlalchemy import bindparam, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+_rc = event_runs.c
+_sc = event_run_steps.c
+
+# The run and its cursor — the first open step of its current phase — in one read.
+_open = event_run_steps.alias("open_step")
+_next_open_id = (
+    select(_open.c.id)
+    .where(
+        _open.c.run_id == _rc.id,
+        _open.c.phase == _rc.current_phase,
+        _open.c.status.in_(("pending", "running")),
+    )
+    .order_by(_open.c.seq)
+    .limit(1)
+    .correlate(event_runs)
+    .scalar_subquery()
+)
+_CURSOR = (
+    select(
+        _rc.status,
+        _rc.current_phase,
+        _rc.hold_until,
+        _rc.waiting_reason,
+        _rc.waiting_since,
+        *[c.label(f"step_{c.name}") for c in event_run_steps.c],
+    )
+    .select_from(event_runs.outerjoin(event_run_steps, _sc.id == _next_open_id))
+    .where(_rc.id == bindparam("run_id"))
+)
+
+#: Outcomes after which the run is done; its claim went with its last transition.
+FINISHED = ("completed", "failed")
+
+
+async def read_cursor(
+    conn: AsyncConnection, run_id: int
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """``(run state, next open step or None)``, or None when the run is gone."""
+    row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
+    if row is None:
+        return None
+    data = row._mapping
+    state = {k: data[k] for k in ("status", "current_phase", "hold_until")}
+    state["waiting_reason"] = data["waiting_reason"]
+    state["waiting_since"] = data["waiting_since"]
+    if data["step_id"] is None:
+        return state, None
+    return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+
+
+async def advance(host: Host, now: datetime) -> None:
+    """Find the runs with something to do and hand each to a task of the engine."""
+    engine = host.engine
+    limit = host.settings.runs_per_tick
+    async with host.db.connect() as conn:
+        found = await due.find_due(conn, now, limit=limit, busy=list(engine.inflight))
+    for row in found:
+        engine.spawn(row.id, process_run(host, dict(row._mapping)))
+
+
+async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
+    """Claim one run, advance it, and hand the claim back if it is still in flight.
+
+    Answers ``(outcome, progressed)``; ``progressed`` is whether anything changed, which
+    is what tells the engine to look again at once rather than at the next due instant.
+    """
+    now = host.clock.now()
+    owner = host.identity
+    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
+    if run["status"] == "scheduled":
+        not_started = await _start(host, run, now=now, owner=owner, lease=lease)
+        if not_started is not None:
+            return not_started, False
+        run["status"] = "starting"
+    else:
+        async with host.db.begin() as conn:
+            claimed = await runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now)
+        if not claimed:
+            return TAKEN, False
+    progress = _Progress()
+    outcome = "error"
+    try:
+        outcome = await advance_run(host, run, progress)
+    finally:
+        # A run left claimed could not be advanced until its lease expired, which would
+        # stretch every wait to the run lease. A terminal transition already dropped it.
+        if outcome not in FINISHED:
+            async with host.db.begin() as conn:
+                await runs.release_claim(conn, run["id"], owner=owner)
+    return outcome, progress.made or outcome == "bounded"
+
+
+async def _start(
+    host: Host, run: dict[str, Any], *, now: datetime, owner: str, lease: datetime
+) -> str | None:
+    """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
+    if now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]):
+        return "late"  # the missed sweep makes it terminal and visible
+    key = run["concurrency_key"]
+    if key:
+        async with host.db.connect() as conn:
+            holder = await runs.concurrency_holder(conn, key, run["id"])
+        if holder is not None:
+            await _blocked(host, run, holder._mapping, now)
+            return "blocked"
+    try:
+        async with host.db.begin() as conn:
+            if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
+                return TAKEN
+            await runlog.write(
+                conn,
+                run["id"],
+                "run.status",
+                at=now,
+                detail={"from": "scheduled", "to": "starting"},
+            )
+            if run["waiting_reason"] is not None:
+                await waiting.note(conn, run["id"], None, now=now)
+    except IntegrityError:
+        # Another run took the key between the look above and the claim: the unique index
+        # on concurrency_lock, not the look, is what keeps two live holders apart.
+        async with host.db.connect() as conn:
+            holder = await runs.concurrency_holder(conn, key or "", run["id"])
+        if holder is not None:
+            await _blocked(host, run, holder._mapping, now)
+        return "blocked"
+    return None
+
+
+async def _blocked(
+    host: Host, run: Mapping[str, Any], holder: Mapping[str, Any], now: datetime
+) -> None:
+    # A held key keeps the run scheduled; its grace window decides whether it ever starts.
+    if run["waiting_reason"] == "concurrency":
+        return
+    held = waiting.describe(run, [], now=now, max_attempts=0, holder=holder)
+    async with host.db.begin() as conn:
+        await waiting.note(conn, run["id"], held, now=now)
+
+
+class _Progress:
+    made = False
+
+
+class _Lost(Exception):
+    """The run changed underneath a transition (a control won): roll the transaction back."""
+
+
+async def _wait(
+    host: Host,
+    run: Mapping[str, Any],
+    state: Mapping[str, Any],
+    phase_steps: list[dict[str, Any]],
+    *,
+    now: datetime,
+    gate: dict[str, Any] | None = None,
+) -> str:
+    view = {**run, **state}
+    found = waiting.describe(
+        view, phase_steps, now=now, max_attempts=host.settings.max_attempts, gate=gate
+    )
+    if (found["reason"] if found else None) != state["waiting_reason"]:
+        async with host.db.begin() as conn:
+            await waiting.note(conn, run["id"], found, now=now, phase=state["current_phase"])
+    return "waiting"
+
+
+async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> str:
+    async with host.db.begin() as conn:
+        if await runs.end_run(
+            conn,
+            run_id,
+            froms=("starting", "running", "ending"),
+            to="failed",
+            now=now,
+            error=because,
+        ):
+            cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+            await runlog.write(
+                conn,
+                run_id,
+                "run.status",
+                at=now,
+                detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
+            )
+    return "failed"
+
+
+async def _complete(
+    host: Host,
+    run_id: int,
+    *,
+    now: datetime,
+    last_phase: str | None = None,
+    index: int | None = None,
+) -> str:
+    """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
+    ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
+    async with host.db.begin() as conn:
+        if last_phase is not None:
+            if not await runs.to_ending(conn, run_id):
+                return TAKEN
+            await runlog.write(
+                conn, run_id, "phase.completed", at=now, phase=last_phase, detail={"index": index}
+            )
+            await runlog.write(
+                conn, run_id, "run.status", at=now, detail={"from": "running", "to": "ending"}
+            )
+        # ``ending`` is where cleanup of the run's resources will run; until then the run
+        # passes straight through it, and a run found there after a crash completes.
+        if await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now):
+            await runlog.write(
+                conn, run_id, "run.status", at=now, detail={"from": "ending", "to": "completed"}
+            )
+    return "completed"
+
+
+async def _enter(
+    host: Host,
+    run_id: int,
+    phases: list[dict[str, Any]],
+    index: int,
+    *,
+    from_status: str,
+    old_phase: str | None,
+    now: datetime,
+) -> bool:
+    """Make ``phases[index]`` current. Its steps and gate are made in the transaction that
+    makes it current, so no crash can leave a current phase without them. False when the
+    run changed underneath (a control won the race); nothing is then written."""
+    phase = phases[index]
+    try:
+        async with host.db.begin() as conn:
+            count = await materialise_phase(
+                conn, run_id=run_id, phase=phase, registry=host.registry
+            )
+            await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
+            if not await runs.enter_phase(
+                conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
+            ):
+                raise _Lost
+            if old_phase is None:
+                await runlog.write(
+                    conn, run_id, "run.status", at=now, detail={"from": "starting", "to": "running"}
+                )
+            else:
+                await runlog.write(
+                    conn,
+                    run_id,
+                    "phase.completed",
+                    at=now,
+                    phase=old_phase,
+                    detail={"index": index - 1},
+                )
+            await runlog.write(
+                conn,
+                run_id,
+                "phase.entered",
+                at=now,
+                phase=phase["key"],
+                detail={"index": index, "steps": count},
+            )
+    except _Lost:
+        return False
+    return True
+
+
+async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> str:
+    """Advance one claimed run as far as it goes this tick; answers why it stopped."""
+    run_id = run["id"]
+    now = host.clock.now()
+    async with host.db.connect() as conn:
+        pinned = await host.engine.versions.get(conn, run["version_id"])
+    phases = phases_of(pinned[1]) if pinned else None
+    if phases is None:
+        progress.made = True
+        return await _fail_run(
+            host, run_id, f"the pinned version (id {run['version_id']}) cannot be read", now=now
+        )
+    keys = {phase["key"]: i for i, phase in enumerate(phases)}
+
+    if run["status"] == "starting":
+        if not await _enter(
+            host, run_id, phases, 0, from_status="starting", old_phase=None, now=now
+        ):
+            return TAKEN
+        progress.made = True
+    elif run["status"] == "ending":
+        progress.made = True
+        return await _complete(host, run_id, now=now)
+
+    for _ in range(host.settings.steps_per_run_per_tick):
+        now = host.clock.now()
+        async with host.db.connect() as conn:
+            found = await read_cursor(conn, run_id)
+        if found is None:
+            return "stopped"
+        state, step = found
+        if state["status"] != "running":
+            return "stopped"  # paused, cancelled or failed underneath this tick
+        index = keys.get(state["current_phase"])
+        if index is None:
+            progress.made = True
+            return await _fail_run(
+                host,
+                run_id,
+                f'phase "{state["current_phase"]}" is not in the pinned version',
+                now=now,
+            )
+        phase = phases[index]
+        hold = state["hold_until"]
+        if hold is not None and hold > now:
+            return await _wait(host, run, state, [], now=now)
+
+        if step is None:
+            async with host.db.connect() as conn:
+                shut = not await gates.is_open(conn, run_id=run_id, phase=phase, now=now)
+                gate = (
+                    await gates.waiting(conn, run_id=run_id, phase=phase, now=now) if shut else None
+                )
+            if shut:
+                return await _wait(host, run, state, [], now=now, gate=gate)
+            await _clear_waiting(host, run_id, state, now=now)
+            progress.made = True
+            if index + 1 == len(phases):
+                return await _complete(host, run_id, now=now, last_phase=phase["key"], index=index)
+            if not await _enter(
+                host,
+                run_id,
+                phases,
+                index + 1,
+                from_status="running",
+                old_phase=phase["key"],
+                now=now,
+            ):
+                return TAKEN
+            continue
+
+        if step["status"] == "running":
+            if step["lease_until"] is None:
+                return await _wait(host, run, state, [step], now=now)
+            return "in-flight"
+        if step["due_at"] is not None and step["due_at"] > now:
+            return await _wait(host, run, state, [step], now=now)
+
+        await _clear_waiting(host, run_id, state, now=now)
+        outcome = await dispatch_step(host, run, step)
+        if outcome == TAKEN:
+            return TAKEN
+        progress.made = True
+        if outcome != CONTINUE:
+            return "stopped"
+    return "bounded"
+
+
+async def _clear_waiting(
+    host: Host, run_id: int, state: Mapping[str, Any], *, now: datetime
+) -> None:
+    if state["waiting_reason"] is None:
+        return
+    async with host.db.begin() as conn:
+        await waiting.note(conn, run_id, None, now=now, phase=state["current_phase"])

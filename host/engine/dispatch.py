@@ -1,0 +1,316 @@
+"""One step's dispatch: claim, authorize, perform, record — and what a failure does to the run.
+
+Outcomes, for the run's loop: ``continue`` (look at the run again: the next step, or why it
+now waits), ``stop`` (the run stopped or this claim was lost) and ``taken`` (another tick
+claimed the step first).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pageant import waiting
+from pageant.authorize_dispatch import may_invoke
+from pageant.db import runlog, runs, steps
+from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
+from pageant.services import StepServices
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+CONTINUE = "continue"
+STOP = "stop"
+TAKEN = "taken"
+
+#: The lease budget of a step whose action nobody registers (it is refused at once anyway).
+UNKNOWN_ACTION_BUDGET_MS = 10_000
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who dispatched a step, and which attempt: the fence every outcome write carries."""
+
+    owner: str
+    attempt: int
+
+
+def _step_name(step: Mapping[str, Any]) -> str:
+    return f"step {step['id']} ({step['label']})"
+
+
+async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: datetime) -> None:
+    if await runs.escalate_health(conn, run_id, "degraded"):
+        await runlog.write(
+            conn, run_id, "run.health", at=now, detail={"to": "degraded", "because": because}
+        )
+
+
+async def _stale(
+    conn: AsyncConnection,
+    step: Mapping[str, Any],
+    claim: Claim,
+    *,
+    outcome: str,
+    error: str | None,
+    now: datetime,
+) -> str:
+    # The claim was reclaimed (and maybe re-dispatched) while this answer was on its way:
+    # recording it would overwrite the successor's outcome, so it is only told.
+    await runlog.write(
+        conn,
+        step["run_id"],
+        "step.stale",
+        at=now,
+        phase=step["phase"],
+        step_id=step["id"],
+        detail={
+            "action": step["action"],
+            "attempt": claim.attempt,
+            "claimed_by": claim.owner,
+            "outcome": outcome,
+            "error": error,
+        },
+    )
+    return STOP
+
+
+async def fail_step(
+    host: Host,
+    step: Mapping[str, Any],
+    claim: Claim,
+    error: str,
+    *,
+    now: datetime,
+    status: str = "failed",
+    kind: str = "step.status",
+    extra: dict[str, Any] | None = None,
+    expired: bool = False,
+) -> str:
+    """Write the step ``failed`` (or ``refused``) under its claim and apply ``on_failure``.
+
+    All three dispositions write the step's own status the same way; ``on_failure`` says
+    what happens to the run: ``skip`` carries on degraded, ``pause`` stops it for a person,
+    ``abort_run`` cancels what is pending and fails it. ``expired`` is the reclaim's call,
+    fenced on the expired lease as well.
+    """
+    run_id = step["run_id"]
+    async with host.db.begin() as conn:
+        if not await steps.finish_step(
+            conn,
+            step["id"],
+            owner=claim.owner,
+            attempt=claim.attempt,
+            to=status,
+            error=error,
+            now=now,
+            expired=expired,
+        ):
+            return await _stale(conn, step, claim, outcome=status, error=error, now=now)
+        await runlog.write(
+            conn,
+            run_id,
+            kind,
+            at=now,
+            phase=step["phase"],
+            step_id=step["id"],
+            detail={
+                "to": status,
+                "action": step["action"],
+                "attempt": claim.attempt,
+                "on_failure": step["on_failure"],
+                "error": error,
+                **(extra or {}),
+            },
+        )
+        await _degrade(conn, run_id, because=f"{_step_name(step)} {status}", now=now)
+        because = f"{_step_name(step)} {status}: {error}"
+        if step["on_failure"] == "abort_run":
+            cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+            if await runs.end_run(
+                conn,
+                run_id,
+                froms=("starting", "running", "paused", "ending"),
+                to="failed",
+                now=now,
+                error=because,
+            ):
+                await runlog.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    at=now,
+                    phase=step["phase"],
+                    detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
+                )
+            return STOP
+        if step["on_failure"] == "pause":
+            if await runs.pause_run(conn, run_id, error=because):
+                await runlog.write(
+                    conn,
+                    run_id,
+                    "run.status",
+                    at=now,
+                    phase=step["phase"],
+                    detail={"to": "paused", "because": because},
+                )
+                failed = {**step, "status": status, "last_error": error}
+                stopped = waiting.describe({"status": "paused"}, [failed], now=now, max_attempts=0)
+                await waiting.note(conn, run_id, stopped, now=now, phase=step["phase"])
+            return STOP
+    return CONTINUE
+
+
+async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, Any]) -> str:
+    """Claim ``step`` of ``run``, check it may run, perform it and record the answer."""
+    settings = host.settings
+    action = host.registry.actions.get(step["action"])
+    budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
+    now = host.clock.now()
+    # The lease outlives the action's own timeout by the margin, so a dispatch that is
+    # still inside its budget is never reclaimed underneath itself.
+    lease = now + timedelta(seconds=budget_ms / 1000 + settings.step_lease_margin_seconds)
+    async with host.db.begin() as conn:
+        claimed = await steps.claim_step(
+            conn,
+            step["id"],
+            seen_attempts=step["attempts"],
+            owner=host.identity,
+            lease=lease,
+            now=now,
+        )
+    if not claimed:
+        return TAKEN
+    claim = Claim(host.identity, step["attempts"] + 1)
+
+    allowed, code, reason = await may_invoke(host, step, action)
+    if not allowed or action is None:
+        return await fail_step(
+            host,
+            step,
+            claim,
+            reason or "refused",
+            now=host.clock.now(),
+            status="refused",
+            kind="step.refused",
+            extra={"code": code},
+        )
+
+    engine = host.engine
+    context = ActionContext(
+        params=dict(step["params"] or {}),
+        idempotency_key=step["idempotency_key"],
+        run=RunInfo(
+            id=run["id"], scope=run["scope"], definition_id=run["definition_id"], slug=run["slug"]
+        ),
+        verify=False,
+        deadline=now + timedelta(milliseconds=budget_ms),
+        services=StepServices(
+            host,
+            run_id=run["id"],
+            step_id=step["id"],
+            phase=step["phase"],
+            session=engine.http_session,
+        ),
+    )
+    envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    return await record(host, step, claim, envelope)
+
+
+async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: Envelope) -> str:
+    """Record a classified answer under the claim that dispatched it."""
+    settings = host.settings
+    now = host.clock.now()
+    run_id = step["run_id"]
+    if envelope.ok and envelope.park:
+        async with host.db.begin() as conn:
+            if not await steps.park_step(
+                conn, step["id"], owner=claim.owner, attempt=claim.attempt
+            ):
+                return await _stale(conn, step, claim, outcome="parked", error=None, now=now)
+            await runlog.write(
+                conn,
+                run_id,
+                "step.parked",
+                at=now,
+                phase=step["phase"],
+                step_id=step["id"],
+                detail={"action": step["action"], "attempt": claim.attempt},
+            )
+        return CONTINUE
+
+    if envelope.ok:
+        async with host.db.begin() as conn:
+            if not await steps.finish_step(
+                conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
+            ):
+                return await _stale(conn, step, claim, outcome="done", error=None, now=now)
+            detail: dict[str, Any] = {
+                "to": "done",
+                "action": step["action"],
+                "attempt": claim.attempt,
+            }
+            if envelope.hold_for > 0:
+                # The wait is the *next* step's due_at, set here by the runner: a perform
+                # that slept would hold its claim for the whole wait. With nothing after it
+                # in the phase, the wait travels on the run across the phase boundary.
+                until = now + timedelta(seconds=envelope.hold_for)
+                held_step = await steps.hold_next_step(
+                    conn, run_id, step["phase"], step["seq"], until
+                )
+                if not held_step:
+                    await runs.set_hold(conn, run_id, until)
+                detail["hold_seconds"] = envelope.hold_for
+                detail["hold_until"] = until
+            if envelope.resources:
+                detail["resources"] = [
+                    {"kind": res.kind, "ref": res.ref, **res.detail} for res in envelope.resources
+                ]
+            await runlog.write(
+                conn,
+                run_id,
+                "step.status",
+                at=now,
+                phase=step["phase"],
+                step_id=step["id"],
+                detail=detail,
+            )
+        return CONTINUE
+
+    error = envelope.error or "failed without an error message"
+    if envelope.retry and claim.attempt < settings.max_attempts:
+        # Flat backoff: due_at is also the event's own clock, and a doubling backoff would
+        # push a step arbitrarily far past the moment the event was about.
+        until = now + timedelta(seconds=settings.retry_seconds)
+        async with host.db.begin() as conn:
+            if not await steps.reschedule_step(
+                conn, step["id"], owner=claim.owner, attempt=claim.attempt, until=until, error=error
+            ):
+                return await _stale(conn, step, claim, outcome="retry", error=error, now=now)
+            await runlog.write(
+                conn,
+                run_id,
+                "step.retry",
+                at=now,
+                phase=step["phase"],
+                step_id=step["id"],
+                detail={
+                    "action": step["action"],
+                    "attempt": claim.attempt,
+                    "of": settings.max_attempts,
+                    "error": error,
+                    "next_at": until,
+                },
+            )
+            # Degraded from the first retry: an event whose steps land on the second try
+            # is in trouble now, and now is when an operator wants to know.
+            await _degrade(conn, run_id, because=f"{_step_name(step)} is retrying", now=now)
+        return CONTINUE
+
+    return await fail_step(host, step, claim, error, now=now)

@@ -1,0 +1,153 @@
+"""The tick's legs, in order. Each is ``async def leg(host, now)``; the engine runs each in
+its own error boundary, and each runs every row in one, so one bad row never stops a leg
+and one failing leg never stops the others."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pageant.db import due, runlog, runs, steps
+from pageant.engine.advance import advance
+from pageant.engine.dispatch import Claim, fail_step
+from pageant.engine.expand import expand
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+Leg = Callable[["Host", datetime], Awaitable[None]]
+
+#: How often the log is pruned: it shares the tick, on a clock of its own.
+PRUNE_EVERY = timedelta(hours=6)
+PRUNE_BATCH = 1_000
+PRUNE_BATCHES_PER_RUN = 20
+
+
+async def reclaim(host: Host, now: datetime) -> None:
+    """Take back expired leases — never resetting ``attempts``.
+
+    A run's expired lease is simply cleared. An expired step goes back to ``pending`` with
+    its attempts as they were, or, at the attempt ceiling, is failed with its disposition
+    applied. A parked step (NULL lease) is never touched.
+    """
+    settings = host.settings
+    async with host.db.begin() as conn:
+        cleared = await runs.reclaim_stale_runs(conn, now)
+    if cleared:
+        log.warning("reclaimed %d expired run lease(s)", cleared)
+    async with host.db.connect() as conn:
+        expired = await steps.expired_steps(conn, now, limit=settings.runs_per_tick)
+    for row in expired:
+        step = dict(row._mapping)
+        try:
+            await _reclaim_step(host, step, now)
+        except Exception:
+            log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
+
+
+async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
+    max_attempts = host.settings.max_attempts
+    claim = Claim(step["claimed_by"], step["attempts"])
+    if step["attempts"] >= max_attempts:
+        await fail_step(
+            host,
+            step,
+            claim,
+            f"no answer from attempt {step['attempts']} of {max_attempts} before its lease "
+            f"expired (claimed by {step['claimed_by']})",
+            now=now,
+            expired=True,
+        )
+        return
+    async with host.db.begin() as conn:
+        if not await steps.release_expired_step(
+            conn, step["id"], owner=claim.owner, attempt=claim.attempt, now=now
+        ):
+            return  # its answer arrived, or another reclaim got there first
+        await runlog.write(
+            conn,
+            step["run_id"],
+            "step.status",
+            at=now,
+            phase=step["phase"],
+            step_id=step["id"],
+            detail={
+                "to": "pending",
+                "because": "lease expired",
+                "action": step["action"],
+                "attempt": step["attempts"],
+                "of": max_attempts,
+                "claimed_by": step["claimed_by"],
+            },
+        )
+        if await runs.escalate_health(conn, step["run_id"], "degraded"):
+            await runlog.write(
+                conn,
+                step["run_id"],
+                "run.health",
+                at=now,
+                detail={"to": "degraded", "because": f"step {step['id']} lost its dispatcher"},
+            )
+
+
+async def sweep_missed(host: Host, now: datetime) -> None:
+    """Scheduled runs whose grace window passed become ``missed``: terminal and visible,
+    never started late and silently."""
+    async with host.db.connect() as conn:
+        candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
+    for row in candidates:
+        if now <= row.scheduled_for + timedelta(seconds=row.grace_seconds):
+            continue
+        try:
+            async with host.db.begin() as conn:
+                if await runs.end_run(
+                    conn,
+                    row.id,
+                    froms=("scheduled",),
+                    to="missed",
+                    now=now,
+                    error="the grace window passed before it could start",
+                ):
+                    cancelled = await steps.cancel_open_steps(conn, row.id, now=now)
+                    await runlog.write(
+                        conn,
+                        row.id,
+                        "run.status",
+                        at=now,
+                        detail={
+                            "from": "scheduled",
+                            "to": "missed",
+                            "scheduled_for": row.scheduled_for,
+                            "grace_seconds": row.grace_seconds,
+                            "cancelled_steps": cancelled,
+                        },
+                    )
+        except Exception:
+            log.exception("could not mark run %s missed", row.id)
+
+
+async def prune(host: Host, now: datetime) -> None:
+    """Delete the log of runs that ended more than ``log_retention_days`` ago, at most every
+    six hours and in bounded batches. Only terminal runs are ever eligible."""
+    engine = host.engine
+    if engine.last_prune_at is not None and now - engine.last_prune_at < PRUNE_EVERY:
+        return
+    engine.last_prune_at = now
+    cutoff = now - timedelta(days=host.settings.log_retention_days)
+    total = 0
+    for _ in range(PRUNE_BATCHES_PER_RUN):
+        async with host.db.begin() as conn:
+            deleted = await runlog.prune(conn, cutoff, limit=PRUNE_BATCH)
+        total += deleted
+        if deleted < PRUNE_BATCH:
+            break
+    if total:
+        log.info("pruned %d run log line(s) of runs that ended before %s", total, cutoff)
+
+
+#: The tick, in order (the ledger's cleanup leg will join between advance and prune).
+LEGS: tuple[Leg, ...] = (reclaim, expand, sweep_missed, advance, prune)

@@ -1,0 +1,224 @@
+"""Creating runs: start-now, and the functions the schedule expansion shares with it.
+
+A run pins a published version and has its first phase's steps materialised when it is
+created. Both inserts are idempotent through unique keys — the occurrence key (definition,
+scope, scheduled_for) for the run and (run, phase, seq) for each step — so two writers can
+never make two runs of one occurrence or two rows of one step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pageant import waiting
+from pageant.db import runlog, runs, steps
+from pageant.db.tables import event_definitions, event_versions
+from pageant.errors import Conflict, NotFound
+from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+    from pageant.registry import Registry
+
+#: A step's ``on_failure`` when its spec does not say (DESIGN §4): what to do with the run
+#: when the step fails for good depends on how much of the world the action can change.
+ON_FAILURE_BY_RISK = {
+    "notify": "skip",
+    "inspect": "skip",
+    "change": "pause",
+    "irreversible": "abort_run",
+}
+#: For an action nobody registers any more: stop and let a person look.
+ON_FAILURE_UNKNOWN = "pause"
+
+_dc = event_definitions.c
+_vc = event_versions.c
+
+_DEFINITION = select(_dc.id, _dc.state, _dc.current_version_id, _dc.concurrency_key).where(
+    _dc.id == bindparam("definition_id")
+)
+_VERSION = select(_vc.id, _vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))
+
+
+def new_idempotency_key() -> str:
+    """A step's idempotency key: fixed when the step row is made, the same on every retry."""
+    return uuid.uuid4().hex
+
+
+def step_rows(run_id: int, phase: Mapping[str, Any], registry: Registry | None) -> list[dict]:
+    """The rows a phase's authored steps become (defaults filled from the registry)."""
+    rows = []
+    for seq, step in enumerate(phase.get("steps") or []):
+        action_id = step["action"]
+        declared = registry.actions.get(action_id) if registry is not None else None
+        on_failure = step.get("on_failure") or (
+            ON_FAILURE_BY_RISK[declared.risk] if declared is not None else ON_FAILURE_UNKNOWN
+        )
+        rows.append(
+            {
+                "run_id": run_id,
+                "phase": phase["key"],
+                "seq": seq,
+                "label": str(step.get("label") or (declared.label if declared else action_id))[
+                    :200
+                ],
+                "action": action_id,
+                "action_version": step.get("action_version")
+                or (declared.version if declared is not None else 1),
+                "params": dict(step.get("params") or {}),
+                "on_failure": on_failure,
+                "status": "pending",
+                "attempts": 0,
+                "idempotency_key": new_idempotency_key(),
+            }
+        )
+    return rows
+
+
+async def materialise_phase(
+    conn: AsyncConnection,
+    *,
+    run_id: int,
+    phase: Mapping[str, Any],
+    registry: Registry | None = None,
+) -> int:
+    """Create the step rows of ``phase`` for a run; rows that exist are kept as they are
+    (with their idempotency keys). Answers how many steps the phase has."""
+    rows = step_rows(run_id, phase, registry)
+    await steps.insert_steps(conn, rows)
+    return len(rows)
+
+
+async def create_run(
+    conn: AsyncConnection,
+    *,
+    definition_id: int,
+    version_id: int,
+    spec: Mapping[str, Any],
+    scheduled_for: datetime,
+    now: datetime,
+    source: str,
+    scope: str = "",
+    concurrency_key: str | None = None,
+    occurrence_local: str | None = None,
+    dst_adjusted: dict[str, Any] | None = None,
+    actor: str | None = None,
+    registry: Registry | None = None,
+) -> tuple[int, bool]:
+    """Create the run of one occurrence, idempotently; answers ``(run id, created)``.
+
+    A new run is ``scheduled`` with the version pinned and its first phase's steps made; it
+    logs ``run.created`` (with any DST adjustment) and, when its instant is ahead,
+    ``run.waiting`` (not_due). An occurrence that already has a run is left untouched.
+    """
+    run_id, created = await runs.insert_run(
+        conn,
+        {
+            "definition_id": definition_id,
+            "version_id": version_id,
+            "scope": scope,
+            "scheduled_for": scheduled_for,
+            "occurrence_local": occurrence_local,
+            "source": source,
+            "status": "scheduled",
+            "concurrency_key": concurrency_key,
+            "dst_adjusted": dst_adjusted,
+            "created_at": now,
+        },
+    )
+    if not created:
+        return run_id, False
+    phases = spec.get("phases") or []
+    if phases:
+        await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+    detail: dict[str, Any] = {
+        "source": source,
+        "scope": scope,
+        "scheduled_for": scheduled_for,
+        "version_id": version_id,
+    }
+    if dst_adjusted:
+        detail["dst_adjusted"] = dst_adjusted
+    await runlog.write(conn, run_id, "run.created", at=now, detail=detail, actor=actor)
+    ahead = waiting.describe(
+        {"status": "scheduled", "scheduled_for": scheduled_for}, [], now=now, max_attempts=0
+    )
+    if ahead is not None:
+        await waiting.note(conn, run_id, ahead, now=now)
+    return run_id, True
+
+
+async def rematerialise_first_phase(
+    conn: AsyncConnection,
+    *,
+    run_id: int,
+    version_id: int,
+    spec: Mapping[str, Any],
+    now: datetime,
+    registry: Registry | None = None,
+    actor: str | None = None,
+) -> bool:
+    """Re-pin a run that has not started to ``version_id`` and remake its first phase's
+    steps from ``spec``. False (and nothing changed) when the run has started or is
+    already on that version. Logs ``run.repinned``."""
+    if not await runs.repin(conn, run_id, version_id):
+        return False
+    await steps.delete_unstarted_steps(conn, run_id)
+    phases = spec.get("phases") or []
+    if phases:
+        await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+    await runlog.write(
+        conn, run_id, "run.repinned", at=now, detail={"version_id": version_id}, actor=actor
+    )
+    return True
+
+
+async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -> tuple[int, bool]:
+    """A person's start: a run of the published version, due at once.
+
+    Raises NotFound for an unknown event and Conflict when it has no published version, is
+    archived, or its concurrency key is held by a live run (naming that run). Answers
+    ``(run id, created)``; an identical start at the same instant answers the same run.
+    """
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        definition = (await conn.execute(_DEFINITION, {"definition_id": definition_id})).first()
+        if definition is None:
+            raise NotFound(f"no such event: {definition_id}")
+        if definition.current_version_id is None:
+            raise Conflict(
+                f"event {definition_id} has no published version; publish it before starting"
+            )
+        if definition.state == "archived":
+            raise Conflict(f"event {definition_id} is archived; it cannot be started")
+        if definition.concurrency_key:
+            holder = await runs.concurrency_holder(conn, definition.concurrency_key, 0)
+            if holder is not None:
+                raise Conflict(
+                    f'the concurrency key "{definition.concurrency_key}" is held by run '
+                    f"{holder.id} ({holder.status})",
+                    details=[f"holder_run_id: {holder.id}"],
+                )
+        version = (
+            await conn.execute(_VERSION, {"version_id": definition.current_version_id})
+        ).one()
+        run_id, created = await create_run(
+            conn,
+            definition_id=definition_id,
+            version_id=version.id,
+            spec=version.spec if isinstance(version.spec, dict) else {},
+            scheduled_for=now,
+            now=now,
+            source="manual",
+            scope=scope,
+            concurrency_key=definition.concurrency_key,
+            actor=actor,
+            registry=host.registry,
+        )
+    if host.engine is not None:
+        host.engine.wake()
+    return run_id, created

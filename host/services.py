@@ -1,0 +1,96 @@
+"""What the host lends an action or announce leg during one dispatch (``ctx.services``).
+
+Bound to one run and one step: ``write_log`` writes into that run's log, ``post_json`` posts
+through the engine's one HTTP session, and ``registry``, ``settings``, ``run_id`` and
+``step_id`` say where the call is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import aiohttp
+from pageant.db import runlog
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+
+class Posted(NamedTuple):
+    """What became of one POST.
+
+    ``sent`` is False only when the request certainly never left this host (the connection
+    was refused, the name did not resolve, connecting timed out); a caller may retry only
+    then, because a post is not idempotent. ``status`` is the HTTP status when an answer
+    came back, and ``error`` says what went wrong, if anything did.
+    """
+
+    status: int | None
+    error: str | None
+    sent: bool
+
+
+class StepServices:
+    """Host services for one step's dispatch."""
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        run_id: int,
+        step_id: int,
+        phase: str,
+        session: Callable[[], Awaitable[aiohttp.ClientSession]],
+    ) -> None:
+        self._host = host
+        self._session = session
+        self.run_id = run_id
+        self.step_id = step_id
+        self.phase = phase
+
+    @property
+    def registry(self) -> Any:
+        return self._host.registry
+
+    @property
+    def settings(self) -> Any:
+        return self._host.settings
+
+    async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
+        """Append a line of ``kind`` to this run's log, attributed to this step."""
+        async with self._host.db.begin() as conn:
+            await runlog.write(
+                conn,
+                self.run_id,
+                kind,
+                at=self._host.clock.now(),
+                phase=self.phase,
+                step_id=self.step_id,
+                detail=detail,
+            )
+
+    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
+        """POST ``body`` (a JSON string, or data to encode) to ``url`` within the webhook
+        timeout. Never raises for a network failure: the answer says what happened."""
+        data = body if isinstance(body, str) else json.dumps(body)
+        session = await self._session()
+        timeout = aiohttp.ClientTimeout(total=self._host.settings.webhook_timeout_seconds)
+        try:
+            async with session.post(
+                url,
+                data=data.encode(),
+                headers={"Content-Type": "application/json"},
+                timeout=timeout,
+            ) as response:
+                await response.read()
+                error = None if response.status < 300 else f"HTTP {response.status}"
+                return Posted(response.status, error, True)
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            return Posted(None, f"not sent: {type(exc).__name__}: {exc}", False)
+        except aiohttp.InvalidURL as exc:
+            return Posted(None, f"not sent: invalid URL {exc}", False)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Anything after connecting may have reached the receiver: treat it as sent.
+            return Posted(None, f"{type(exc).__name__}: {exc or 'timed out'}", True)

@@ -1,0 +1,167 @@
+"""Why a live run is not advancing: one function derives it, every surface renders it.
+
+``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, step_id?, attempt?,
+of?, sentence}`` with a reason among ``not_due``, ``concurrency``, ``backoff``, ``parked``,
+``paused`` and ``gate``. The engine persists the reason (``event_runs.waiting_reason`` and
+``waiting_since``) and logs ``run.waiting`` once per change; the run console derives the
+whole answer again from the rows, so the two cannot disagree about what the rows say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pageant.db import runlog, runs
+from pageant.timefmt import iso
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+REASONS = ("not_due", "concurrency", "backoff", "parked", "paused", "gate")
+
+
+def _name(step: Mapping[str, Any]) -> str:
+    return f"step {step['id']} ({step['label']})"
+
+
+def furthest_failure(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The step a paused run stopped at: the furthest step of the phase that has left
+    pending, when that step failed or was refused (the one ``retry`` acts on)."""
+    reached = [st for st in phase_steps if st["status"] != "pending"]
+    if not reached:
+        return None
+    furthest = max(reached, key=lambda st: st["seq"])
+    return furthest if furthest["status"] in ("failed", "refused") else None
+
+
+def _next_open(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    open_steps = [st for st in phase_steps if st["status"] in ("pending", "running")]
+    return min(open_steps, key=lambda st: st["seq"]) if open_steps else None
+
+
+def describe(
+    run: Mapping[str, Any],
+    phase_steps: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime,
+    max_attempts: int,
+    holder: Mapping[str, Any] | None = None,
+    gate: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Why ``run`` is not advancing at ``now``, or None when it is (or has ended).
+
+    ``phase_steps`` are the current phase's steps (any order); ``holder`` is the live run
+    holding the concurrency key of a due scheduled run; ``gate`` is what
+    :func:`pageant.gates.waiting` answered for a phase whose steps are all done.
+    """
+    status = run["status"]
+    found: dict[str, Any] | None = None
+    if status == "scheduled":
+        if run["scheduled_for"] > now:
+            found = {
+                "reason": "not_due",
+                "until": run["scheduled_for"],
+                "sentence": f"scheduled to start at {iso(run['scheduled_for'])}",
+            }
+        elif holder is not None:
+            found = {
+                "reason": "concurrency",
+                "holder_run_id": holder["id"],
+                "sentence": (
+                    f"waiting for run {holder['id']} ({holder['status']}) to release the "
+                    f'concurrency key "{run["concurrency_key"]}"'
+                ),
+            }
+    elif status == "paused":
+        stopped_at = furthest_failure(phase_steps)
+        if stopped_at is not None:
+            found = {
+                "reason": "paused",
+                "step_id": stopped_at["id"],
+                "sentence": (
+                    f"paused after {_name(stopped_at)} {stopped_at['status']}: "
+                    f"{stopped_at['last_error'] or 'no error recorded'}; "
+                    "retry it, skip past it with resume, or cancel"
+                ),
+            }
+        else:
+            found = {"reason": "paused", "sentence": "paused by a person; resume to continue"}
+    elif status == "running":
+        found = _running(run, phase_steps, now=now, max_attempts=max_attempts, gate=gate)
+    if found is None:
+        return None
+    reason = found["reason"]
+    since = run.get("waiting_since") if run.get("waiting_reason") == reason else None
+    return {"reason": reason, "since": since or now, **found}
+
+
+def _running(
+    run: Mapping[str, Any],
+    phase_steps: Sequence[Mapping[str, Any]],
+    *,
+    now: datetime,
+    max_attempts: int,
+    gate: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    hold = run.get("hold_until")
+    if hold is not None and hold > now:
+        return {
+            "reason": "not_due",
+            "until": hold,
+            "sentence": f"holding until {iso(hold)} (a wait that ended the previous phase)",
+        }
+    step = _next_open(phase_steps)
+    if step is None:
+        return gate
+    if step["status"] == "running":
+        if step["lease_until"] is None:
+            return {
+                "reason": "parked",
+                "step_id": step["id"],
+                "sentence": f"waiting for a person to confirm {_name(step)}",
+            }
+        return None  # being dispatched right now
+    due = step["due_at"]
+    if due is None or due <= now:
+        return None
+    if step["attempts"] > 0:
+        return {
+            "reason": "backoff",
+            "step_id": step["id"],
+            "until": due,
+            "attempt": step["attempts"],
+            "of": max_attempts,
+            "sentence": (
+                f"{_name(step)} failed attempt {step['attempts']} of {max_attempts} "
+                f"({step['last_error'] or 'no error recorded'}); retrying at {iso(due)}"
+            ),
+        }
+    return {
+        "reason": "not_due",
+        "step_id": step["id"],
+        "until": due,
+        "sentence": f"holding {_name(step)} until {iso(due)}",
+    }
+
+
+async def note(
+    conn: AsyncConnection,
+    run_id: int,
+    waiting: dict[str, Any] | None,
+    *,
+    now: datetime,
+    phase: str | None = None,
+    actor: str | None = None,
+) -> bool:
+    """Persist the run's waiting reason and log ``run.waiting`` if (and only if) it changed.
+
+    The CAS on the stored reason is what makes the line appear once however many ticks (or
+    hosts) look at the same waiting run.
+    """
+    reason = waiting["reason"] if waiting else None
+    since = waiting.get("since", now) if waiting else None
+    if not await runs.set_waiting(conn, run_id, reason, since):
+        return False
+    detail = dict(waiting) if waiting else {"reason": None, "sentence": "no longer waiting"}
+    await runlog.write(conn, run_id, "run.waiting", at=now, phase=phase, detail=detail, actor=actor)
+    return True
