@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from pageant.db.engine import create_engine
-from pageant.db.migrate import upgrade
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.db.engine import create_engine
+from pageant.db.migrate import upgrade
 
 
 @asynccontextmanager

@@ -19,6 +19,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchdb import scratch_database
+from sqlalchemy import event, insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant.clock import FakeClock
 from pageant.db.tables import (
     event_definitions,
@@ -30,8 +33,6 @@ from pageant.db.tables import (
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.settings import Settings
-from sqlalchemy import event, insert
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 DEFINITIONS = 100

@@ -16,14 +16,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchdb import scratch_database
+from sqlalchemy import event, insert, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant.clock import FakeClock
 from pageant.db.tables import event_definitions, event_versions
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs import start_now
 from pageant.settings import Settings
-from sqlalchemy import event, insert, update
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 STEPS = {
     "core.wait 0 (no host write)": {"action": "core.wait", "params": {"seconds": 0}},

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pageant.hookspecs import OptionItem, OptionSource
 from pydantic import ValidationError
+
+from pageant.hookspecs import OptionItem, OptionSource
 
 RESOLVE_TIMEOUT_SECONDS = 10
 

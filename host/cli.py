@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
+
 from pageant.errors import Invalid, PageantError
 from pageant.settings import Settings, load_settings
 
@@ -202,6 +203,7 @@ def serve(settings: Settings) -> None:
     import logging
 
     from aiohttp import web
+
     from pageant.api.app import make_app
     from pageant.hosting import Host
 

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant import gates, waiting
 from pageant.db import runlog, runs, steps
 from pageant.db.tables import event_run_steps
 from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import NotFound
-from sqlalchemy import bindparam, select
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant import waiting
 from pageant.db import runlog, runs, steps
 from pageant.errors import Conflict, NotFound
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

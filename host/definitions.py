@@ -16,12 +16,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pageant import spec as specs
-from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
-from pageant.db.tables import event_versions as versions
-from pageant.errors import Conflict, Dormant, Invalid, NotFound
-from pageant.registry import Registry
-from pageant.slugs import insert_with_slug, update_with_slug
 from sqlalchemy import (
     Row,
     and_,
@@ -35,6 +29,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant import spec as specs
+from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
+from pageant.db.tables import event_versions as versions
+from pageant.errors import Conflict, Dormant, Invalid, NotFound
+from pageant.registry import Registry
+from pageant.slugs import insert_with_slug, update_with_slug
 
 defs = event_definitions
 

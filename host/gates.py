@@ -12,9 +12,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pageant.db.tables import event_run_phase_gates
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.tables import event_run_phase_gates
 
 gt = event_run_phase_gates.c
 

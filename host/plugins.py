@@ -20,10 +20,11 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import pluggy
+from pydantic import ValidationError
+
 from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
 from pageant.registry import KINDS, Registry
-from pydantic import ValidationError
 
 ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.

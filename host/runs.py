@@ -13,12 +13,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import bindparam, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant import waiting
 from pageant.db import runlog, runs, steps
 from pageant.db.tables import event_definitions, event_versions
 from pageant.errors import Conflict, NotFound
-from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import Row, bindparam, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db.tables import event_series
 from pageant.errors import NotFound
 from pageant.slugs import insert_with_slug, update_with_slug
-from sqlalchemy import Row, bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 #: What a title with no letters or digits derives to.
 FALLBACK_SLUG = "series"

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import aiohttp
+
 from pageant.db import runlog
 
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pageant.errors import Invalid
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pageant.errors import Invalid
 
 ENV_PREFIX = "PAGEANT_"
 

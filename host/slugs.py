@@ -12,10 +12,11 @@ import re
 import unicodedata
 from typing import Any
 
-from pageant.errors import Conflict
 from sqlalchemy import Column, Select, Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.errors import Conflict
 
 MAX_SLUG = 100
 SLUG_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"

@@ -7,10 +7,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from pageant.db.tables import api_tokens
-from pageant.errors import Invalid
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.db.tables import api_tokens
+from pageant.errors import Invalid
 
 #: Staff roles, and ``game`` for game servers that fire triggers and do nothing else.
 ROLES = ("admin", "editor", "moderator", "game")

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db import runlog, runs
 from pageant.timefmt import iso
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 REASONS = ("not_due", "concurrency", "backoff", "parked", "paused", "gate")
 

@@ -20,14 +20,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import delete, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant.clock import FakeClock
 from pageant.db.engine import create_engine
 from pageant.db.migrate import upgrade
 from pageant.db.tables import ALL_TABLES
 from pageant.settings import Settings
-from sqlalchemy import delete, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 MYSQL_ENV = "PAGEANT_TEST_MYSQL_URL"
 DIALECTS = ["sqlite", "mariadb"] if os.environ.get(MYSQL_ENV) else ["sqlite"]

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pageant.db.engine import create_engine
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from pageant.db.engine import create_engine
 from tests.conftest import MYSQL_ENV
 
 

@@ -10,6 +10,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant import hookimpl
 from pageant.db import runlog, steps
 from pageant.db.tables import event_definitions, event_runs, event_versions
@@ -17,8 +20,6 @@ from pageant.hookspecs import ActionContext
 from pageant.hosting import Host
 from pageant.plugins import candidate_for
 from pageant.settings import Settings
-from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 _slugs = itertools.count(1)
 

@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant import hookimpl
 from pageant.api.app import make_app
 from pageant.clock import FakeClock
@@ -20,9 +23,6 @@ from pageant.hosting import Host
 from pageant.plugins import candidate_for, plugin_listing
 from pageant.registry import KINDS
 from pageant.settings import Settings
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from tests.conftest import bearer
 from tests.databases import empty_database
 from tests.plugins import lantern

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from sqlalchemy import select, text
+
 from pageant.cli import main
 from pageant.db.engine import create_engine
 from pageant.db.migrate import head_revision
@@ -22,8 +24,6 @@ from pageant.errors import Invalid
 from pageant.plugins import load_plugins, plugin_listing
 from pageant.settings import ENV_PREFIX, Settings, load_settings
 from pageant.tokens import hash_token, principal_for
-from sqlalchemy import select, text
-
 from tests.databases import empty_database
 from tests.plugins import Site, fake_site, source
 

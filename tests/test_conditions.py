@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+
 from pageant.conditions import (
     MAX_DEPTH,
     MAX_IN,

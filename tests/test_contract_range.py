@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from pageant.api.app import make_app
 
+from pageant.api.app import make_app
 from tests.conftest import bearer
 from tests.factories import (
     Blocker,

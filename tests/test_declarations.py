@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+
 from pageant.hookspecs import (
     Action,
     AnnounceLeg,
@@ -17,7 +19,6 @@ from pageant.hookspecs import (
     TriggerVariable,
 )
 from pageant.hookspecs.models import MAX_BUDGET_MS, check_literal, is_async_callable
-from pydantic import ValidationError
 
 
 async def perform(ctx: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from pageant.hookdocs import REQUIRED, UndocumentedHook, check_docstring, hooks, render
 from pageant.hookspecs import CONTRACT_VERSION
 from pageant.settings import ENV_PREFIX, Settings

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import func, insert, select
+from sqlalchemy.exc import IntegrityError
+
 from pageant.db import due, runs
 from pageant.db.tables import event_run_steps, event_runs
 from pageant.errors import Conflict, NotFound
 from pageant.runs import create_run, materialise_phase, rematerialise_first_phase, start_now
-from sqlalchemy import func, insert, select
-from sqlalchemy.exc import IntegrityError
-
 from tests.factories import (
     add_version,
     announce,

@@ -8,14 +8,14 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import insert
+
 from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
 from pageant.db.tables import event_run_phase_gates
 from pageant.engine import Engine, advance, loop
 from pageant.engine.legs import LEGS
 from pageant.runs import start_now
-from sqlalchemy import insert
-
 from tests.factories import (
     Blocker,
     Probe,

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 import pytest
+
 from pageant.hookspecs import Envelope, Resource, classify, run_with_envelope
 from pageant.hookspecs.envelope import MAX_HOLD_SECONDS
 

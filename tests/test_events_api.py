@@ -8,6 +8,9 @@ import json
 from typing import Any
 
 import pytest
+from sqlalchemy import event as sa_event
+from sqlalchemy import insert, select
+
 from pageant import definitions
 from pageant.api.app import make_app
 from pageant.api.routes.events import EventOut, VersionOut
@@ -21,9 +24,6 @@ from pageant.db.tables import (
 from pageant.hosting import Host
 from pageant.slugs import MAX_SLUG, slugify
 from pageant.spec import empty_spec
-from sqlalchemy import event as sa_event
-from sqlalchemy import insert, select
-
 from tests.conftest import bearer
 
 EVENTS = "/api/v1/admin/events"

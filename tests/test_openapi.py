@@ -7,10 +7,10 @@ import re
 from typing import Any
 
 import pytest
+
 from pageant.api.app import all_routes
 from pageant.api.routes.events import EventCreate, EventUpdate
 from pageant.api.routes.series import SeriesCreate, SeriesUpdate
-
 from tests.test_events_api import EVENTS, call, create
 
 DOC = "/api/v1/openapi.json"

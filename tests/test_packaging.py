@@ -60,8 +60,9 @@ def test_the_contract_version_file_equals_the_constant() -> None:
 
 
 def test_the_contract_version_is_semver() -> None:
-    from pageant.hookspecs import CONTRACT_VERSION
     from semver import Version
+
+    from pageant.hookspecs import CONTRACT_VERSION
 
     assert str(Version.parse(CONTRACT_VERSION)) == CONTRACT_VERSION
 
@@ -172,6 +173,7 @@ def test_the_installed_package_finds_its_migrations() -> None:
 
 def test_the_console_script_names_the_cli() -> None:
     import click
+
     from pageant import cli
 
     assert PYPROJECT["project"]["scripts"] == {"pageant": "pageant.cli:main"}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+
 from pageant import hookimpl
 from pageant.hookspecs import CONTRACT_VERSION, PluginInfo
 from pageant.hosting import Host
@@ -28,7 +29,6 @@ from pageant.plugins import (
     plugin_listing,
 )
 from pageant.settings import Settings
-
 from tests.plugins import Site, fake_site, source
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from itertools import pairwise
 
 import pytest
+
 from pageant.recurrence import (
     WEEKDAYS,
     Occurrence,

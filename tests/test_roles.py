@@ -7,11 +7,11 @@ import copy
 from typing import Any
 
 import pytest
+
 from pageant.api.app import make_app
 from pageant.authorize import risky_changes
 from pageant.hosting import Host
 from pageant.spec import validate
-
 from tests.test_events_api import ANNOUNCE, EVENTS, SUMMON, call, create, snapshot, spec_of
 
 SERIES = "/api/v1/admin/series"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from pageant.api.app import make_app
 from pageant.engine import Engine
-
 from tests.conftest import bearer
 from tests.factories import (
     announce,

@@ -12,6 +12,7 @@ import json
 from typing import Any, ClassVar
 
 import pytest
+
 from pageant import hookimpl, spec
 from pageant.errors import Invalid
 from pageant.plugins import candidate_for, load_plugins

@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import func, insert, inspect, select, update
+from sqlalchemy.exc import IntegrityError, StatementError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from pageant.db.engine import create_engine
 from pageant.db.migrate import head_revision, schema_state, upgrade
 from pageant.db.tables import (
@@ -26,10 +30,6 @@ from pageant.db.tables import (
     metadata,
 )
 from pageant.db.types import UTCDateTime
-from sqlalchemy import func, insert, inspect, select, update
-from sqlalchemy.exc import IntegrityError, StatementError
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from tests.databases import empty_database
 
 NOW = datetime(2027, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)

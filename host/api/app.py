@@ -11,6 +11,7 @@ import pkgutil
 from collections.abc import AsyncIterator
 
 from aiohttp import web
+
 from pageant.api import middleware
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.routing import Route

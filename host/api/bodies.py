@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
+
 from pageant.api.routing import MAX_ID, validation_details
 from pageant.errors import Invalid
 from pageant.slugs import MAX_SLUG, SLUG_RE
-from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 

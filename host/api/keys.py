@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aiohttp import web
+
 from pageant.hosting import Host
 
 HOST = web.AppKey("host", Host)

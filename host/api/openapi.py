@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pageant.api.routing import Route, requires
 from pydantic import BaseModel
+
+from pageant.api.routing import Route, requires
 
 ERROR_SCHEMA = {
     "type": "object",

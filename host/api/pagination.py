@@ -7,6 +7,7 @@ import base64
 from dataclasses import dataclass
 
 from aiohttp import web
+
 from pageant.api.routing import MAX_ID, whole_number
 from pageant.errors import Invalid
 

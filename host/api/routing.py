@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
 from pageant.errors import Forbidden, Invalid, Unauthenticated
 from pageant.timefmt import iso
-from pydantic import BaseModel, ValidationError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # aiohttp 3.14 warns on a plain string request key (an error under filterwarnings=error,

@@ -9,6 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import and_, bindparam, func, literal, or_, select
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db.runs import RUN_COLUMNS, RUN_FROM, r
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
@@ -17,9 +21,6 @@ from pageant.db.tables import (
     event_run_steps,
     event_runs,
 )
-from sqlalchemy import and_, bindparam, func, literal, or_, select
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 d = event_definitions.c
 _st = event_run_steps.c

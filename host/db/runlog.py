@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
-from pageant.timefmt import iso
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
+from pageant.timefmt import iso
 
 g = event_run_log.c
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import bindparam, case, func, literal, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
@@ -18,9 +22,6 @@ from pageant.db.tables import (
     event_runs,
     event_versions,
 )
-from sqlalchemy import bindparam, case, func, literal, or_, select, update
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 r = event_runs.c
 d = event_definitions.c

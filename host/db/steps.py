@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pageant.db.idempotent import insert_keeping_existing
-from pageant.db.tables import event_run_steps
 from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.idempotent import insert_keeping_existing
+from pageant.db.tables import event_run_steps
 
 s = event_run_steps.c
 

@@ -3,7 +3,6 @@ compares a migrated database with this metadata so the two never drift apart."""
 
 from __future__ import annotations
 
-from pageant.db.types import BigId, UTCDateTime
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -18,6 +17,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+
+from pageant.db.types import BigId, UTCDateTime
 
 metadata = MetaData(
     naming_convention={

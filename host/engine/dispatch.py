@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant import waiting
 from pageant.authorize_dispatch import may_invoke
 from pageant.db import runlog, runs, steps
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
 from pageant.services import StepServices
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+
 from pageant.db import due
 from pageant.engine.legs import LEGS
 from pageant.engine.versions import PinnedSpecs

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from pageant.db.tables import event_versions
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.tables import event_versions
 
 _vc = event_versions.c
 _READ = select(_vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))

@@ -12,6 +12,16 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from aiohttp import web
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+)
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant import definitions
 from pageant import spec as specs
 from pageant.api.bodies import (
@@ -36,15 +46,6 @@ from pageant.recurrence import zone
 from pageant.series import get_series
 from pageant.slugs import slugify
 from pageant.tokens import STAFF
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    WithJsonSchema,
-    field_validator,
-)
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 routes = RouteTable("events")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aiohttp import web
+
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, respond
 from pageant.catalog import resolve_options

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import bindparam, select
+
 from pageant import controls
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
@@ -16,8 +19,6 @@ from pageant.db.tables import event_definitions
 from pageant.errors import NotFound
 from pageant.runs import start_now
 from pageant.tokens import STAFF
-from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import bindparam, select
 
 routes = RouteTable("runs")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from pageant.api.bodies import (
     SLUG_SCHEMA,
     Description,
@@ -33,7 +35,6 @@ from pageant.series import (
 )
 from pageant.slugs import slugify
 from pageant.tokens import STAFF
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 routes = RouteTable("series")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aiohttp import web
+
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.openapi import document
 from pageant.api.routing import RouteTable, respond

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
 from pageant.db.types import UTCDateTime
 
 revision = "0001"
