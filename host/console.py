@@ -165,7 +165,7 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
         if row.current_phase is not None:
             phase = await _phase_of(conn, row, {})
             if phase is not None:
-                gate = await gates.console_gate(conn, run_id=run_id, phase=phase)
+                gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
         view = (await run_views(conn, host, [row], now=now, run_steps=all_steps))[0]
     return {
         "run": view,

@@ -1,4 +1,4 @@
-"""The run controls a person presses: pause, resume, cancel, confirm, skip, retry.
+"""The run controls a person presses: pause, resume, cancel, advance, confirm, skip, retry.
 
 Each is one compare-and-set on the status it may act from (DESIGN §7) together with its
 ``control.*`` log line (actor and reason), in one transaction. When the CAS matches nothing
@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import waiting
+from pageant import gates, waiting
+from pageant.db import gates as gate_rows
 from pageant.db import runlog, runs, steps
+from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import Conflict, NotFound
+from pageant.timefmt import iso
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -133,6 +136,75 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             actor=actor,
         )
     _wake(host)  # its concurrency key is free: a run waiting on it may start
+
+
+#: The statuses a forced advance acts from: a run that is in a phase and may move again.
+ADVANCEABLE = ("running", "paused")
+
+
+async def _current_phase(conn: AsyncConnection, run: Any) -> dict[str, Any] | None:
+    pinned = await read_pinned(conn, run.version_id)
+    for phase in (phases_of(pinned[1]) if pinned else None) or []:
+        if phase["key"] == run.current_phase:
+            return phase
+    return None
+
+
+async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
+    """Force the current phase's open gate (``satisfied_by: forced``); the phase then
+    advances through the engine's one transition path, at once (the engine is woken).
+
+    A gate is an additional condition, never a replacement, so this refuses (409) a phase
+    held by a step (skip and confirm act on steps, one at a time), a phase already past
+    its gate or without one, and a run that is not running or paused. The decision is
+    logged once, as ``phase.advanced`` with ``because: forced``, the actor and the reason.
+    """
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        run = await runs.get_run(conn, run_id)
+        if run is None:
+            raise NotFound(f"no such run: {run_id}")
+        if run.status not in ADVANCEABLE or run.current_phase is None:
+            where = run.status if run.current_phase is not None else f"{run.status}, in no phase"
+            raise Conflict(f"run {run_id} is {where}; advance acts on a running or paused run")
+        key = run.current_phase
+        phase = await _current_phase(conn, run)
+        if phase is None or not phase.get("advance"):
+            raise Conflict(
+                f"phase {key!r} of run {run_id} has no gate; it advances when its steps are done"
+            )
+        step = await steps.next_open_step(conn, run_id, key)
+        if step is not None:
+            raise Conflict(
+                f"phase {key!r} is held by step {step.id} ({step.label}), which is "
+                f"{_step_state(step._mapping)}, not by its gate; advance forces a gate, never "
+                "a step: confirm or skip the step"
+            )
+        row = await gate_rows.gate_of(conn, run_id, key)
+        if row is None:
+            raise Conflict(
+                f"phase {key!r} of run {run_id} has no gate row; it advances when its steps "
+                "are done"
+            )
+        was_open = gates.satisfied(row._mapping, now)[0] is None
+        # The CAS, not the read above, decides: a firing may close the gate in between.
+        if not (was_open and await gate_rows.force(conn, row.id, now)):
+            at, by = gates.satisfied((await gate_rows.gate_by_id(conn, row.id))._mapping, now)
+            raise Conflict(
+                f"phase {key!r} of run {run_id} is already past its gate "
+                f"(satisfied by {by} at {iso(at)})"
+            )
+        forced = (await gate_rows.gate_by_id(conn, row.id))._mapping
+        await runlog.write(
+            conn,
+            run_id,
+            "phase.advanced",
+            at=now,
+            phase=key,
+            detail={**gates.advanced(forced, now), "reason": reason},
+            actor=actor,
+        )
+    _wake(host)
 
 
 # ── step controls ─────────────────────────────────────────────────────────────

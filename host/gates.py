@@ -1,58 +1,327 @@
 """Phase gates: what a phase waits on besides its steps (``advance`` in the spec).
 
-The engine calls these four functions and nothing else about gates. A phase without
-``advance`` has no gate and is open as soon as its steps are terminal; that is the case
-implemented here. The gate kinds themselves (``after`` and ``on``, their rows in
-``event_run_phase_gates``, the emit path that closes ``on`` gates) extend these functions
-without changing their signatures.
+A gate is an **additional** condition, never a replacement: a phase advances when every step
+is terminal *and* its gate is satisfied. Two kinds:
+
+- ``{"after": "30m"}`` — satisfied at a deadline thirty minutes after the phase was entered,
+  whatever its steps took. The tick closes it (``satisfied_by: deadline``).
+- ``{"on": trigger, "where": condition, "count": n}`` — satisfied by the n-th firing of the
+  trigger that matches the condition. The emit path (:mod:`pageant.emit`) closes it
+  (``satisfied_by: tally``); the tick only reads.
+
+Both clocks start at phase entry: the row is made in the transaction that makes the phase
+current, so no crash can leave a current phase without its gate, and a firing during the
+phase's first step already counts. A gate that never opens holds its phase; after
+``stall_seconds`` the run's health becomes ``stalled`` (visible, never an automatic
+advance), and a person may force it (``satisfied_by: forced``, see
+:func:`pageant.controls.advance`).
+
+The engine, the console, the emit path and the advance control ask the functions here
+about gates (and write through :mod:`pageant.db.gates`), so they cannot disagree about what a
+gate row means.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import event_run_phase_gates
+from pageant.conditions import render
+from pageant.db import gates as gate_rows
+from pageant.db import runlog, runs
+from pageant.spec_gates import format_after, parse_after
 
-gt = event_run_phase_gates.c
-
-_SATISFIED = select(gt.satisfied_at).where(
-    gt.run_id == bindparam("run_id"), gt.phase == bindparam("phase")
-)
+Gate = Mapping[str, Any]
 
 
-async def enter_phase(
-    conn: AsyncConnection, *, run_id: int, phase: dict[str, Any], now: datetime
-) -> None:
-    """Open the phase's gate, in the transaction that makes the phase current.
+def _advance(phase: Mapping[str, Any]) -> dict[str, Any] | None:
+    advance = phase.get("advance")
+    return advance if isinstance(advance, dict) and advance else None
 
-    No-op for a phase without ``advance``.
+
+# ── reading a gate ────────────────────────────────────────────────────────────
+
+
+def satisfied(gate: Gate, now: datetime) -> tuple[datetime | None, str | None]:
+    """``(satisfied_at, satisfied_by)`` of a gate at ``now``, or ``(None, None)`` if open.
+
+    An ``after`` gate whose deadline has come is satisfied by it even before a tick wrote
+    that down: the deadline is the fact, and the tick's write only records it.
     """
-    return None
+    if gate["satisfied_at"] is not None:
+        return gate["satisfied_at"], gate["satisfied_by"]
+    deadline = gate["deadline"]
+    if gate["kind"] == "after" and deadline is not None and deadline <= now:
+        return deadline, "deadline"
+    return None, None
+
+
+def after_text(gate: Gate) -> str:
+    """An ``after`` gate's authored duration, from its clock (``"30m"``)."""
+    seconds = round((gate["deadline"] - gate["entered_at"]).total_seconds())
+    return format_after(seconds)
+
+
+def condition_text(gate: Gate) -> str | None:
+    """The gate's condition as the console's sentence; None when every firing counts."""
+    if gate["kind"] != "on" or gate["condition"] is None:
+        return None
+    return render(gate["condition"])
+
+
+async def holding(
+    conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
+) -> Gate | None:
+    """The gate row holding ``phase`` at ``now``, or None when the gate lets it advance.
+
+    No ``advance`` in the phase, or no row for it, is no gate: open.
+    """
+    if _advance(phase) is None:
+        return None
+    row = await gate_rows.gate_of(conn, run_id, phase["key"])
+    if row is None or satisfied(row._mapping, now)[0] is not None:
+        return None
+    return row._mapping
 
 
 async def is_open(
-    conn: AsyncConnection, *, run_id: int, phase: dict[str, Any], now: datetime
+    conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
 ) -> bool:
-    """True when the phase may advance as far as its gate is concerned (no gate: open)."""
-    if not phase.get("advance"):
-        return True
-    row = (await conn.execute(_SATISFIED, {"run_id": run_id, "phase": phase["key"]})).first()
-    return row is None or row.satisfied_at is not None
+    """True when the phase may advance as far as its gate is concerned (no gate: open).
+
+    The due-run query (:mod:`pageant.db.due`) asks the same question in SQL, and the two
+    must agree: a gate holds while unsatisfied and, for ``after``, before its deadline.
+    """
+    return await holding(conn, run_id=run_id, phase=phase, now=now) is None
+
+
+# ── words ─────────────────────────────────────────────────────────────────────
+
+
+def clock_time(value: datetime) -> str:
+    """``20:01 UTC``: the time of day a person reads beside a duration."""
+    return value.astimezone(UTC).strftime("%H:%M UTC")
+
+
+def elapsed(seconds: float) -> str:
+    """A duration as a person says it: ``45 s``, ``6 min``, ``2 h 5 min``, ``3 d 4 h``."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def sentence(gate: Gate, now: datetime) -> str:
+    """What a held gate is waiting for, in words.
+
+    *waiting on wisps.caught where colour eq "north" — seen 1 of 2 since 20:01 UTC (6 min)*;
+    *waiting until 20:40 UTC (after 30m from 20:10 UTC)*.
+    """
+    if gate["kind"] == "after":
+        return (
+            f"waiting until {clock_time(gate['deadline'])} "
+            f"(after {after_text(gate)} from {clock_time(gate['entered_at'])})"
+        )
+    text = f"waiting on {gate['trigger_id']}"
+    condition = condition_text(gate)
+    if condition:
+        text += f" where {condition}"
+    waited = elapsed((now - gate["entered_at"]).total_seconds())
+    text += (
+        f" — seen {gate['tally']} of {gate['needed']} "
+        f"since {clock_time(gate['entered_at'])} ({waited})"
+    )
+    if gate["last_event_counted"] is False and gate["last_event_at"] is not None:
+        text += f"; the last firing, at {clock_time(gate['last_event_at'])}, did not match"
+    return text
+
+
+def waiting_for(gate: Gate, now: datetime) -> dict[str, Any]:
+    """The ``waiting_on`` answer (reason ``gate``) for a phase held by ``gate``."""
+    found: dict[str, Any] = {"reason": "gate"}
+    if gate["kind"] == "after":
+        found["until"] = gate["deadline"]
+    found["sentence"] = sentence(gate, now)
+    return found
 
 
 async def waiting(
-    conn: AsyncConnection, *, run_id: int, phase: dict[str, Any], now: datetime
+    conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
 ) -> dict[str, Any] | None:
     """The ``waiting_on`` payload (reason ``gate``) for a phase held by its gate, or None."""
-    return None
+    gate = await holding(conn, run_id=run_id, phase=phase, now=now)
+    return None if gate is None else waiting_for(gate, now)
+
+
+def view(gate: Gate, now: datetime) -> dict[str, Any]:
+    """The run console's ``gate``."""
+    at, by = satisfied(gate, now)
+    return {
+        "kind": gate["kind"],
+        "phase": gate["phase"],
+        "condition": condition_text(gate),
+        "trigger_id": gate["trigger_id"],
+        "tally": gate["tally"],
+        "needed": gate["needed"],
+        "entered_at": gate["entered_at"],
+        "deadline": gate["deadline"],
+        "last_event_at": gate["last_event_at"],
+        "last_event_counted": gate["last_event_counted"],
+        "satisfied_at": at,
+        "satisfied_by": by,
+    }
 
 
 async def console_gate(
-    conn: AsyncConnection, *, run_id: int, phase: dict[str, Any]
+    conn: AsyncConnection,
+    *,
+    run_id: int,
+    phase: Mapping[str, Any],
+    now: datetime,
 ) -> dict[str, Any] | None:
     """The run console's ``gate`` for the current phase, or None when it has none."""
-    return None
+    if _advance(phase) is None:
+        return None
+    row = await gate_rows.gate_of(conn, run_id, phase["key"])
+    return None if row is None else view(row._mapping, now)
+
+
+def summary(gate: Gate) -> dict[str, Any]:
+    """What a log line says about a gate: its kind and what it counts or waits for."""
+    if gate["kind"] == "after":
+        return {"kind": "after", "after": after_text(gate), "deadline": gate["deadline"]}
+    return {
+        "kind": "on",
+        "trigger_id": gate["trigger_id"],
+        "condition": condition_text(gate),
+        "tally": gate["tally"],
+        "needed": gate["needed"],
+    }
+
+
+def advanced(gate: Gate, now: datetime) -> dict[str, Any]:
+    """The detail of ``phase.advanced``: why the phase went past its gate, and how long it
+    waited (to ``satisfied_at``, so a satisfied gate's clock stops)."""
+    at, by = satisfied(gate, now)
+    waited = ((at or now) - gate["entered_at"]).total_seconds()
+    return {"because": by, **summary(gate), "waited_seconds": max(0, round(waited))}
+
+
+# ── the engine's writes ───────────────────────────────────────────────────────
+
+
+def _opening(run_id: int, phase: Mapping[str, Any], now: datetime) -> dict[str, Any] | None:
+    advance = _advance(phase)
+    if advance is None:
+        return None
+    base = {"run_id": run_id, "phase": phase["key"], "entered_at": now, "tally": 0}
+    if "after" in advance:
+        seconds = parse_after(advance["after"])
+        if seconds is None:
+            # A published version was validated; an unreadable duration is corruption, and
+            # guessing a deadline would advance a phase its author meant to hold.
+            raise ValueError(f'phase "{phase["key"]}": unreadable after {advance["after"]!r}')
+        return {**base, "kind": "after", "needed": 1, "deadline": now + timedelta(seconds=seconds)}
+    return {
+        **base,
+        "kind": "on",
+        "trigger_id": advance.get("on"),
+        "condition": advance.get("where"),
+        "needed": int(advance.get("count") or 1),
+    }
+
+
+async def enter_phase(
+    conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
+) -> dict[str, Any] | None:
+    """Open the phase's gate, in the transaction that makes the phase current.
+
+    Answers the gate's :func:`summary` for the ``phase.entered`` line, or None for a phase
+    without ``advance``. Idempotent: a row already there is kept with its clock and tally.
+    """
+    values = _opening(run_id, phase, now)
+    if values is None:
+        return None
+    await gate_rows.open_gate(conn, values)
+    return summary(values)
+
+
+def stalls(gate: Gate, now: datetime, stall_seconds: float) -> bool:
+    """Whether a held gate has held its phase for ``stall_seconds`` (since phase entry)."""
+    return (now - gate["entered_at"]).total_seconds() >= stall_seconds
+
+
+async def note_stall(conn: AsyncConnection, gate: Gate, *, now: datetime) -> bool:
+    """Raise the run's health to ``stalled`` for a gate that stalls; ``run.health`` is
+    logged only by the call that changed it (escalation is a compare-and-set)."""
+    if not await runs.escalate_health(conn, gate["run_id"], "stalled"):
+        return False
+    waited = (now - gate["entered_at"]).total_seconds()
+    await runlog.write(
+        conn,
+        gate["run_id"],
+        "run.health",
+        at=now,
+        phase=gate["phase"],
+        detail={
+            "to": "stalled",
+            "because": f"phase {gate['phase']} has waited {elapsed(waited)} on its gate",
+            "waited_seconds": round(waited),
+            "gate": summary(gate),
+        },
+    )
+    return True
+
+
+async def leave_phase(
+    conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
+) -> None:
+    """Record the phase going past its gate, in the transaction that leaves the phase.
+
+    An ``after`` gate whose deadline came is closed here (``phase.gate``). ``phase.advanced``
+    is written for a gate satisfied by its tally or deadline; a forced one already has its
+    line, written by the person's control with the actor and the reason.
+    """
+    if _advance(phase) is None:
+        return
+    row = await gate_rows.gate_of(conn, run_id, phase["key"])
+    if row is None:
+        return
+    gate = row._mapping
+    if gate["satisfied_at"] is None and gate["kind"] == "after":
+        if await gate_rows.close_at_deadline(conn, gate["id"], now):
+            gate = (await gate_rows.gate_by_id(conn, gate["id"]))._mapping
+            await log_closed(conn, gate, now=now)
+    if gate["satisfied_by"] in ("tally", "deadline"):
+        await runlog.write(
+            conn, run_id, "phase.advanced", at=now, phase=gate["phase"], detail=advanced(gate, now)
+        )
+
+
+async def log_closed(
+    conn: AsyncConnection, gate: Gate, *, now: datetime, actor: str | None = None
+) -> None:
+    """``phase.gate``: the gate was satisfied (by its tally or its deadline)."""
+    await runlog.write(
+        conn,
+        gate["run_id"],
+        "phase.gate",
+        at=now,
+        phase=gate["phase"],
+        detail={
+            "satisfied_by": gate["satisfied_by"],
+            "satisfied_at": gate["satisfied_at"],
+            **summary(gate),
+        },
+        actor=actor,
+    )

@@ -82,6 +82,22 @@ class Host:
                     )
         self.started = True
 
+    async def emit(
+        self, trigger_id: str, payload: Any, *, actor: str | None = None
+    ) -> dict[str, int]:
+        """Fire ``trigger_id`` with ``payload``: the emit path that feeds phase gates.
+
+        Every open ``on`` gate waiting on the trigger evaluates the firing; a match is
+        counted, and the gate closes when its tally reaches its count (the engine is woken).
+        Answers ``{gates_matched, gates_closed}``. Raises :class:`~pageant.errors.NotFound`
+        for a trigger no plugin registers and :class:`~pageant.errors.Invalid` naming the
+        variable for a payload that does not fit its declaration (nothing is written).
+        ``actor`` is who fired (kept on the log lines).
+        """
+        from pageant.emit import fire
+
+        return await fire(self, trigger_id, payload, actor=actor)
+
     async def close(self) -> None:
         if self._db is not None and self._own_db:
             await self._db.dispose()

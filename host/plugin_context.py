@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,12 +29,11 @@ class PluginContext:
         """Fire ``trigger_id`` with ``payload``; answers ``{gates_matched, gates_closed}``.
 
         Raises :class:`~pageant.errors.Invalid` naming the variable when the payload does
-        not match the trigger's declared variables.
+        not match the trigger's declared variables, and :class:`~pageant.errors.NotFound`
+        for a trigger no plugin registers. The log lines name the plugin by its owner as
+        the actor (``plugin:wisps``).
         """
-        emitter: Callable[..., Awaitable[dict[str, int]]] | None = getattr(self._host, "emit", None)
-        if emitter is None:
-            raise NotImplementedError("this host has no emit path")
-        return await emitter(trigger_id, payload, actor=self.plugin)
+        return await self._host.emit(trigger_id, payload, actor=f"plugin:{self.owner}")
 
     async def reconcile(self) -> None:
         """Ask the host to reconcile this plugin's recorded resources (ledger)."""

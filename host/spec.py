@@ -26,8 +26,8 @@ Three rules shape the whole module:
 Bounds (all paste guards, so the wrong JSON is a refusal with a number in it rather than a
 run of fifty thousand steps): :data:`MAX_PHASES`, :data:`MAX_STEPS_PER_PHASE`,
 :data:`MAX_STEPS`, :data:`MAX_PHASE_KEY`, :data:`MAX_LABEL` (phase and step labels),
-:data:`MAX_STRING_PARAM` (each string param), :data:`MIN_AFTER_SECONDS` ..
-:data:`MAX_AFTER_SECONDS` and :data:`MAX_ADVANCE_COUNT` for gates.
+:data:`MAX_STRING_PARAM` (each string param); gates have their own in
+:mod:`pageant.spec_gates` (re-exported here with the rest of that module's public names).
 """
 
 from __future__ import annotations
@@ -40,6 +40,21 @@ from typing import TYPE_CHECKING, Any
 from pageant.errors import Invalid
 from pageant.hookspecs.models import check_literal
 from pageant.recurrence import WEEKDAYS
+
+# The gate grammar lives in its own module; its names stay importable from here.
+from pageant.spec_gates import (  # noqa: F401
+    ADVANCE_KINDS,
+    AFTER,
+    AFTER_GATE_KEYS,
+    AFTER_UNIT_SECONDS,
+    MAX_ADVANCE_COUNT,
+    MAX_AFTER_SECONDS,
+    MIN_AFTER_SECONDS,
+    ON_GATE_KEYS,
+    format_after,
+    parse_after,
+    validate_advance,
+)
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
@@ -63,11 +78,6 @@ MONTHLY_NTH = (1, 2, 3, 4, -1)
 PHASE_KEYS = ("key", "label", "steps", "advance")
 #: ``action_version`` and ``dormant`` are output-only: accepted back, then recomputed.
 STEP_KEYS = ("action", "label", "params", "on_failure", "action_version", "dormant")
-#: A gate is one of these two shapes. There is deliberately no timeout: a gate that never
-#: opens is held and made visible (the run's health goes ``stalled``), never auto-advanced.
-ADVANCE_KINDS = ("after", "on")
-AFTER_GATE_KEYS = ("after",)
-ON_GATE_KEYS = ("on", "where", "count", "dormant")
 #: What a step does once its attempts are exhausted.
 ON_FAILURE = ("skip", "pause", "abort_run")
 #: A ``change`` action falling back to ``skip`` would advance a run over a half-changed
@@ -87,12 +97,6 @@ MAX_STEPS = 500
 MAX_PHASE_KEY = 64
 MAX_LABEL = 200
 MAX_STRING_PARAM = 4000
-MIN_AFTER_SECONDS = 1
-#: Longer than any event this is for; a ten-year gate is a typo that would hold a run, and
-#: its concurrency key, for ever.
-MAX_AFTER_SECONDS = 30 * 86_400
-#: "count: 100000" is a phase that never advances written as one that eventually does.
-MAX_ADVANCE_COUNT = 1000
 
 # ── the grammars ───────────────────────────────────────────────────────────────
 
@@ -102,11 +106,6 @@ PHASE_KEY = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 # admits a trailing newline.
 TIME = re.compile(r"(?:[01][0-9]|2[0-3]):[0-5][0-9]")
 AT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T(?:[01][0-9]|2[0-3]):[0-5][0-9]")
-#: One whole number and one unit, nothing else: an operator proofreads a duration, and a
-#: grammar with two spellings of ninety minutes (``1h30m``) is one they must parse.
-AFTER = re.compile(r"([0-9]{1,6})([smhd])")
-AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-
 _MANUAL = {"kind": "manual"}
 
 
@@ -124,32 +123,6 @@ def empty_spec() -> dict[str, Any]:
 def default_on_failure(risk: str) -> str:
     """The disposition a step takes by default, from its action's risk class."""
     return ON_FAILURE_BY_RISK.get(risk, "pause")
-
-
-def parse_after(text: Any) -> int | None:
-    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds.
-
-    The one reading of a gate's duration: the engine opens ``after`` gates with it and the
-    console renders them with :func:`format_after`, so neither grows an opinion of its own.
-    """
-    if not isinstance(text, str):
-        return None
-    match = AFTER.fullmatch(text)
-    if match is None:
-        return None
-    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
-    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
-        return None
-    return seconds
-
-
-def format_after(seconds: int) -> str:
-    """Seconds in the largest unit that is exact: 7200 -> ``"2h"``, 90 -> ``"90s"``."""
-    for unit in ("d", "h", "m"):
-        size = AFTER_UNIT_SECONDS[unit]
-        if seconds > 0 and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def action_steps(spec: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -387,7 +360,7 @@ def _phases(
                 step = _step(raw_step, f"{ppath}.steps[{j}]", registry, kept, errors)
                 if step is not None:
                     steps.append(step)
-        advance = _advance(raw_phase.get("advance"), f"{ppath}.advance", registry, errors)
+        advance = validate_advance(raw_phase.get("advance"), f"{ppath}.advance", registry, errors)
         phase: dict[str, Any] = {"key": key, "label": label, "steps": steps}
         # Omitted rather than null: most phases have no gate, and a null on every phase would
         # make the first gate anyone adds look like an edit to every phase.
@@ -523,62 +496,3 @@ def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict
             continue
         params[param.name] = value
     return params
-
-
-# ── gates ──
-
-
-def _advance(raw: Any, path: str, registry: Registry, errors: list[str]) -> dict[str, Any] | None:
-    """A phase's gate, normalised; ``None`` for no gate (or a refused one)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        errors.append(f'{path}: expected an object with "after" or "on"; got {_show(raw)}')
-        return None
-    kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
-    if len(kinds) != 1:
-        errors.append(f'{path}: expected exactly one of "after" or "on"')
-        return None
-    if kinds[0] == "after":
-        extra = _refuse_unknown(raw, AFTER_GATE_KEYS, path, errors, ' for an "after" gate')
-        seconds = parse_after(raw["after"])
-        if seconds is None:
-            errors.append(
-                f'{path}.after: expected a duration such as "30m" (a whole number of s, m, h '
-                f"or d) from {format_after(MIN_AFTER_SECONDS)} to "
-                f"{format_after(MAX_AFTER_SECONDS)}; got {_show(raw['after'])}"
-            )
-            return None
-        # Only the canonical spelling is stored; the engine derives the seconds again
-        # through parse_after rather than reading a second field that could disagree.
-        return None if extra else {"after": format_after(seconds)}
-    _refuse_unknown(raw, ON_GATE_KEYS, path, errors, ' for an "on" gate')
-    trigger_id = raw["on"]
-    if not isinstance(trigger_id, str) or not trigger_id:
-        errors.append(f"{path}.on: expected a trigger id; got {_show(trigger_id)}")
-        return None
-    count = raw.get("count")
-    if count is None:
-        count = 1
-    elif (
-        isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_ADVANCE_COUNT
-    ):
-        errors.append(
-            f"{path}.count: expected a whole number from 1 to {MAX_ADVANCE_COUNT}; "
-            f"got {_show(count)}"
-        )
-        count = 1
-    where = raw.get("where")
-    trigger = registry.triggers.get(trigger_id)
-    if trigger is None:
-        # Dormant, like a step's unregistered action. ``where`` is kept as written: there is
-        # nothing to check it against, and dropping it would delete the author's predicate
-        # the moment a plugin was uninstalled.
-        return {"on": trigger_id, "where": where, "count": count, "dormant": True}
-    # Imported here: the grammar is its own module, needed only once a gate names a trigger.
-    from pageant.conditions import validate_condition
-
-    where, problems = validate_condition(trigger, where, f"{path}.where")
-    errors.extend(problems)
-    # ``where`` is always written, null for "every firing counts", so a gate has one shape.
-    return {"on": trigger_id, "where": where, "count": count, "dormant": False}

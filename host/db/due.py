@@ -6,7 +6,7 @@ beside a hundred thousand finished runs as in an empty database: history is neve
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, literal, or_, select
@@ -67,11 +67,25 @@ _step_due = _exists(
 _phase_settled = ~_exists(
     _s.c.run_id == r.id, _s.c.phase == r.current_phase, _s.c.status.in_(OPEN_STEP)
 )
+# Agrees with pageant.gates.is_open: a gate holds its phase while it is unsatisfied and, for
+# an ``after`` gate, its deadline is still ahead (a deadline that has come is the tick's to
+# close, so the run is due).
 _gate_holds = _exists(
     _g.run_id == r.id,
     _g.phase == r.current_phase,
     _g.satisfied_at.is_(None),
     or_(_g.deadline.is_(None), _g.deadline > bindparam("now")),
+)
+# A held gate that has waited ``stall_seconds`` makes its run due once more, so the advance
+# leg can raise its health to ``stalled`` (and, that done, the run is not due again).
+_gate_stalls = and_(
+    r.health != "stalled",
+    _exists(
+        _g.run_id == r.id,
+        _g.phase == r.current_phase,
+        _g.satisfied_at.is_(None),
+        _g.entered_at <= bindparam("stall_cutoff"),
+    ),
 )
 
 _DUE_ACTIVE = (
@@ -85,7 +99,7 @@ _DUE_ACTIVE = (
             and_(
                 r.status == "running",
                 or_(r.hold_until.is_(None), r.hold_until <= bindparam("now")),
-                or_(_step_due, and_(_phase_settled, ~_gate_holds)),
+                or_(_step_due, and_(_phase_settled, or_(~_gate_holds, _gate_stalls))),
             ),
         ),
     )
@@ -102,8 +116,15 @@ _MISSED_CANDIDATES = (
 )
 
 
-def _min_after(column: Any, *where: Any) -> Any:
-    return select(func.min(column)).where(*where, column > bindparam("now")).scalar_subquery()
+def _min_after(column: Any, *where: Any, after: str = "now", joined: Any = None) -> Any:
+    query = select(func.min(column))
+    if joined is not None:
+        query = query.select_from(joined)
+    return query.where(*where, column > bindparam(after)).scalar_subquery()
+
+
+_gated_run = event_run_phase_gates.join(event_runs, r.id == _g.run_id)
+_held_gate = (_g.satisfied_at.is_(None), r.status == "running", r.current_phase == _g.phase)
 
 
 # The earliest instant after ``now`` at which anything could become due; each part is a
@@ -114,16 +135,38 @@ _NEXT_INSTANT = select(
     _min_after(r.scheduled_for, r.status == "scheduled"),
     _min_after(r.lease_until, r.status.in_(LIVE_RUN_STATUSES)),
     _min_after(r.hold_until, r.status == "running"),
-    _min_after(_g.deadline, _g.satisfied_at.is_(None)),
+    _min_after(_g.deadline, *_held_gate, joined=_gated_run),
+    # Last, and read differently: when the next held gate's stall clock started (add
+    # stall_seconds to it for the instant it stalls).
+    _min_after(
+        _g.entered_at, *_held_gate, r.health != "stalled", after="stall_cutoff", joined=_gated_run
+    ),
 )
 
 
+def _stall_cutoff(now: datetime, stall_seconds: float | None) -> datetime | None:
+    # NULL when there is no stall clock: ``entered_at <= NULL`` is never true.
+    return None if stall_seconds is None else now - timedelta(seconds=stall_seconds)
+
+
 async def find_due(
-    conn: AsyncConnection, now: datetime, *, limit: int, busy: list[int]
+    conn: AsyncConnection,
+    now: datetime,
+    *,
+    limit: int,
+    busy: list[int],
+    stall_seconds: float | None = None,
 ) -> list[Row]:
     """Runs with something to do now: scheduled ones whose instant came, then active ones
-    whose next step is due or whose phase may advance. ``busy`` runs are left out."""
-    params = {"now": now, "limit": limit, "busy": busy}
+    whose next step is due or whose phase may advance — or whose gate has held the phase
+    for ``stall_seconds`` and whose health is not ``stalled`` yet. ``busy`` runs are left
+    out."""
+    params = {
+        "now": now,
+        "limit": limit,
+        "busy": busy,
+        "stall_cutoff": _stall_cutoff(now, stall_seconds),
+    }
     scheduled = list((await conn.execute(_DUE_SCHEDULED, params)).all())
     active = list((await conn.execute(_DUE_ACTIVE, params)).all())
     return (active + scheduled)[:limit]
@@ -134,8 +177,15 @@ async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int)
     return list((await conn.execute(_MISSED_CANDIDATES, {"now": now, "limit": limit})).all())
 
 
-async def next_instant(conn: AsyncConnection, now: datetime) -> datetime | None:
-    """The earliest future instant at which a step, run, lease or gate becomes due."""
-    row = (await conn.execute(_NEXT_INSTANT, {"now": now})).one()
-    found = [value for value in row if value is not None]
+async def next_instant(
+    conn: AsyncConnection, now: datetime, *, stall_seconds: float | None = None
+) -> datetime | None:
+    """The earliest future instant at which a step, run, lease or gate becomes due — a
+    gate's deadline, and the instant a held gate stalls (with ``stall_seconds``)."""
+    cutoff = _stall_cutoff(now, stall_seconds)
+    row = (await conn.execute(_NEXT_INSTANT, {"now": now, "stall_cutoff": cutoff})).one()
+    *instants, stall_entry = row
+    found = [value for value in instants if value is not None]
+    if stall_entry is not None and stall_seconds is not None:
+        found.append(stall_entry + timedelta(seconds=stall_seconds))
     return min(found) if found else None

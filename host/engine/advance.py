@@ -84,7 +84,13 @@ async def advance(host: Host, now: datetime) -> None:
     engine = host.engine
     limit = host.settings.runs_per_tick
     async with host.db.connect() as conn:
-        found = await due.find_due(conn, now, limit=limit, busy=list(engine.inflight))
+        found = await due.find_due(
+            conn,
+            now,
+            limit=limit,
+            busy=list(engine.inflight),
+            stall_seconds=host.settings.stall_seconds,
+        )
     for row in found:
         engine.spawn(row.id, process_run(host, dict(row._mapping)))
 
@@ -222,7 +228,7 @@ async def _complete(
     run_id: int,
     *,
     now: datetime,
-    last_phase: str | None = None,
+    last_phase: dict[str, Any] | None = None,
     index: int | None = None,
 ) -> str:
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
@@ -231,8 +237,14 @@ async def _complete(
         if last_phase is not None:
             if not await runs.to_ending(conn, run_id):
                 return TAKEN
+            await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
             await runlog.write(
-                conn, run_id, "phase.completed", at=now, phase=last_phase, detail={"index": index}
+                conn,
+                run_id,
+                "phase.completed",
+                at=now,
+                phase=last_phase["key"],
+                detail={"index": index},
             )
             await runlog.write(
                 conn, run_id, "run.status", at=now, detail={"from": "running", "to": "ending"}
@@ -256,16 +268,19 @@ async def _enter(
     old_phase: str | None,
     now: datetime,
 ) -> bool:
-    """Make ``phases[index]`` current. Its steps and gate are made in the transaction that
-    makes it current, so no crash can leave a current phase without them. False when the
-    run changed underneath (a control won the race); nothing is then written."""
+    """Make ``phases[index]`` current — the one path by which a run changes phase. Its
+    steps and gate are made in the transaction that makes it current (before the
+    transition, so the gate's clock and tally start with the phase), and the phase left
+    behind records going past its gate in the same transaction. No crash can leave a
+    current phase without its steps and gate. False when the run changed underneath (a
+    control won the race); nothing is then written."""
     phase = phases[index]
     try:
         async with host.db.begin() as conn:
             count = await materialise_phase(
                 conn, run_id=run_id, phase=phase, registry=host.registry
             )
-            await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
+            gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
             if not await runs.enter_phase(
                 conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
             ):
@@ -275,6 +290,7 @@ async def _enter(
                     conn, run_id, "run.status", at=now, detail={"from": "starting", "to": "running"}
                 )
             else:
+                await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
                 await runlog.write(
                     conn,
                     run_id,
@@ -283,13 +299,11 @@ async def _enter(
                     phase=old_phase,
                     detail={"index": index - 1},
                 )
+            entered: dict[str, Any] = {"index": index, "steps": count}
+            if gate is not None:
+                entered["gate"] = gate
             await runlog.write(
-                conn,
-                run_id,
-                "phase.entered",
-                at=now,
-                phase=phase["key"],
-                detail={"index": index, "steps": count},
+                conn, run_id, "phase.entered", at=now, phase=phase["key"], detail=entered
             )
     except _Lost:
         return False
@@ -344,17 +358,19 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
             return await _wait(host, run, state, [], now=now)
 
         if step is None:
+            # Every step is terminal; the gate, if the phase has one, is the other half.
             async with host.db.connect() as conn:
-                shut = not await gates.is_open(conn, run_id=run_id, phase=phase, now=now)
-                gate = (
-                    await gates.waiting(conn, run_id=run_id, phase=phase, now=now) if shut else None
-                )
-            if shut:
-                return await _wait(host, run, state, [], now=now, gate=gate)
+                gate = await gates.holding(conn, run_id=run_id, phase=phase, now=now)
+            if gate is not None:
+                if gates.stalls(gate, now, host.settings.stall_seconds):
+                    async with host.db.begin() as conn:
+                        await gates.note_stall(conn, gate, now=now)
+                held = gates.waiting_for(gate, now)
+                return await _wait(host, run, state, [], now=now, gate=held)
             await _clear_waiting(host, run_id, state, now=now)
             progress.made = True
             if index + 1 == len(phases):
-                return await _complete(host, run_id, now=now, last_phase=phase["key"], index=index)
+                return await _complete(host, run_id, now=now, last_phase=phase, index=index)
             if not await _enter(
                 host,
                 run_id,

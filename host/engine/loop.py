@@ -2,8 +2,9 @@
 
 Instead of a fixed poll, the engine sleeps until the earliest instant at which anything
 becomes due — a pending step's ``due_at``, a run's ``hold_until`` or ``scheduled_for``, a
-lease expiry, a gate's deadline — capped by ``poll_seconds``, and ``wake()`` (a start, a
-control, an emit) ends the sleep at once. A ``core.wait`` of 5 s therefore holds ~5 s.
+lease expiry, a gate's deadline, the instant a held gate stalls — capped by ``poll_seconds``,
+and ``wake()`` (a start, a control, a firing that closed a gate) ends the sleep at once.
+A ``core.wait`` of 5 s therefore holds ~5 s.
 
 Runs are advanced by tasks of their own, at most ``dispatch_concurrency`` at a time, so a
 ``perform`` that takes its whole budget holds only its own run, and the loop goes on
@@ -144,7 +145,9 @@ class Engine:
         now = now or self.host.clock.now()
         try:
             async with self.host.db.connect() as conn:
-                at = await due.next_instant(conn, now)
+                at = await due.next_instant(
+                    conn, now, stall_seconds=self.host.settings.stall_seconds
+                )
         except Exception:
             log.exception("could not read the next due instant; polling")
             return poll

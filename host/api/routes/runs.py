@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import bindparam, select
 
 from pageant import controls
@@ -112,13 +112,30 @@ LOG_LINE = {
         "actor": {"type": ["string", "null"]},
     },
 }
+GATE = {
+    "type": ["object", "null"],
+    "properties": {
+        "kind": {"enum": ["after", "on"]},
+        "phase": {"type": "string"},
+        "condition": {"type": ["string", "null"]},
+        "trigger_id": {"type": ["string", "null"]},
+        "tally": {"type": "integer"},
+        "needed": {"type": "integer"},
+        "entered_at": {"type": "string", "format": "date-time"},
+        "deadline": _NULLABLE_TIME,
+        "last_event_at": _NULLABLE_TIME,
+        "last_event_counted": {"type": ["boolean", "null"]},
+        "satisfied_at": _NULLABLE_TIME,
+        "satisfied_by": {"enum": ["deadline", "tally", "forced", None]},
+    },
+}
 CONSOLE = {
     "type": "object",
     "required": ["run", "steps", "gate", "log"],
     "properties": {
         "run": RUN,
         "steps": {"type": "array", "items": STEP},
-        "gate": {"type": ["object", "null"]},
+        "gate": GATE,
         "log": {"type": "array", "items": LOG_LINE},
     },
 }
@@ -149,6 +166,19 @@ class ReasonBody(_Body):
 
 class CancelBody(_Body):
     reason: str = Field(min_length=1, max_length=200)
+
+
+class AdvanceBody(_Body):
+    """Why the gate is forced: required, kept on the ``phase.advanced`` line."""
+
+    reason: str = Field(min_length=1, max_length=200)
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a reason is required (it is what the log keeps of this decision)")
+        return value
 
 
 class ConfirmBody(_Body):
@@ -231,7 +261,7 @@ async def _run_control(request: web.Request, model: type[_Body], act: Any) -> we
     host = request.app[HOST]
     run_id = int_param(request, "run_id")
     await controls.require_run(host, run_id)
-    body = await read_body(request, model, optional=model is not CancelBody)
+    body = await read_body(request, model, optional=model not in (CancelBody, AdvanceBody))
     await act(host, run_id, actor=principal(request).actor, **body.model_dump())
     return respond(await run_view(host, run_id))
 
@@ -267,6 +297,17 @@ async def resume_run(request: web.Request) -> web.Response:
 )
 async def cancel_run(request: web.Request) -> web.Response:
     return await _run_control(request, CancelBody, controls.cancel)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/advance",
+    roles=CONTROLLERS,
+    summary="Force the current phase's open gate; the phase advances (its steps must be done)",
+    body=AdvanceBody,
+    response=RUN,
+)
+async def advance_run(request: web.Request) -> web.Response:
+    return await _run_control(request, AdvanceBody, controls.advance)
 
 
 # ── step controls ─────────────────────────────────────────────────────────────

@@ -1,0 +1,52 @@
+"""Triggers: a game server tells pageant that something happened in the game.
+
+The ``game`` role exists for this route and can do nothing else; an admin may fire too (to
+try a gate by hand). The body is the payload: the trigger's declared variables, checked
+before anything is written.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from pageant.api.keys import HOST
+from pageant.api.routing import RouteTable, principal, read_json, respond
+from pageant.errors import NotFound
+
+routes = RouteTable("triggers")
+
+FIRERS = ("admin", "game")
+
+FIRED = {
+    "type": "object",
+    "required": ["gates_matched", "gates_closed"],
+    "properties": {
+        "gates_matched": {
+            "type": "integer",
+            "description": "open gates this firing matched and counted for",
+        },
+        "gates_closed": {
+            "type": "integer",
+            "description": "of those, the gates this firing satisfied",
+        },
+    },
+}
+
+
+@routes.post(
+    "/api/v1/triggers/{trigger_id}/fire",
+    roles=FIRERS,
+    summary=(
+        "Fire a trigger; the JSON body is the payload, holding only the trigger's declared "
+        "variables (each of its declared type)"
+    ),
+    response=FIRED,
+)
+async def fire(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    trigger_id = request.match_info["trigger_id"]
+    # The trigger before the body: an unknown trigger is a 404 whatever was sent with it.
+    if trigger_id not in host.registry.triggers:
+        raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
+    payload = await read_json(request)
+    return respond(await host.emit(trigger_id, payload, actor=principal(request).actor))

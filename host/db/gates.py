@@ -1,0 +1,164 @@
+"""SQL over ``event_run_phase_gates``: one row per gated phase a run has entered.
+
+The row is the gate's whole state — its clock (``entered_at``, ``deadline``), its tally and
+when it was satisfied — so a firing between two ticks is a write that survives anything, and
+a restart never zeroes a tally. A gate is written satisfied exactly once: every statement
+that closes one carries ``satisfied_at IS NULL`` in its WHERE (SQLAlchemy's MySQL dialects
+report matched rows, so the expected old state has to be in the WHERE for rowcount to mean
+"this statement changed it").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, case, literal, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.tables import LIVE_RUN_STATUSES, event_run_phase_gates, event_runs
+from pageant.db.types import UTCDateTime
+
+g = event_run_phase_gates.c
+_r = event_runs.c
+
+GATE_COLUMNS = (
+    g.id,
+    g.run_id,
+    g.phase,
+    g.kind,
+    g.trigger_id,
+    g.condition,
+    g.needed,
+    g.tally,
+    g.entered_at,
+    g.deadline,
+    g.last_event_at,
+    g.last_event_counted,
+    g.satisfied_at,
+    g.satisfied_by,
+)
+
+_GATE = select(*GATE_COLUMNS).where(g.run_id == bindparam("run_id"), g.phase == bindparam("phase"))
+_GATE_BY_ID = select(*GATE_COLUMNS).where(g.id == bindparam("gate_id"))
+
+# The gates a firing of one trigger may count for: open, of a live run, and of the phase
+# that run is in. Ordered by id so that concurrent firings lock the rows in one order.
+_OPEN_ON = (
+    select(*GATE_COLUMNS)
+    .select_from(event_run_phase_gates.join(event_runs, _r.id == g.run_id))
+    .where(
+        g.trigger_id == bindparam("trigger_id"),
+        g.kind == "on",
+        g.satisfied_at.is_(None),
+        _r.status.in_(LIVE_RUN_STATUSES),
+        _r.current_phase == g.phase,
+    )
+    .order_by(g.id)
+)
+
+_NOW = bindparam("now", type_=UTCDateTime)
+_REACHED = g.tally + 1 >= g.needed
+
+
+def count_assignments() -> list[tuple[Any, Any]]:
+    """The SET list of a counted firing, in the order it must be written.
+
+    **The order is load-bearing.** MariaDB evaluates an UPDATE's assignments left to right,
+    each seeing the values already assigned; SQLite evaluates every one against the old
+    row. With ``tally = tally + 1`` first, MariaDB's CASEs would read the incremented tally
+    and a gate needing two firings would close on its first. With the increment last, both
+    servers read the old tally in every CASE and agree.
+    """
+    return [
+        (g.satisfied_at, case((_REACHED, _NOW), else_=g.satisfied_at)),
+        (g.satisfied_by, case((_REACHED, literal("tally")), else_=g.satisfied_by)),
+        (g.last_event_at, _NOW),
+        (g.last_event_counted, True),
+        (g.tally, g.tally + 1),
+    ]
+
+
+#: The conditional increment: counts only into an open gate that still needs firings.
+COUNT_WHERE = (
+    g.id == bindparam("gate_id"),
+    g.satisfied_at.is_(None),
+    g.tally < g.needed,
+)
+_COUNT = update(event_run_phase_gates).where(*COUNT_WHERE).ordered_values(*count_assignments())
+
+_NEAR_MISS = (
+    update(event_run_phase_gates)
+    .where(g.id == bindparam("gate_id"), g.satisfied_at.is_(None))
+    .values(last_event_at=_NOW, last_event_counted=False)
+)
+
+# Satisfied at the deadline itself, not when a tick got round to it: the phase's clock ran
+# out then, whatever the engine was doing.
+_CLOSE_AT_DEADLINE = (
+    update(event_run_phase_gates)
+    .where(
+        g.id == bindparam("gate_id"),
+        g.satisfied_at.is_(None),
+        g.deadline <= bindparam("now"),
+    )
+    .values(satisfied_at=g.deadline, satisfied_by="deadline")
+)
+
+# A gate whose deadline already passed is past its gate, not forceable.
+_FORCE = (
+    update(event_run_phase_gates)
+    .where(
+        g.id == bindparam("gate_id"),
+        g.satisfied_at.is_(None),
+        or_(g.deadline.is_(None), g.deadline > bindparam("now")),
+    )
+    .values(satisfied_at=bindparam("now"), satisfied_by="forced")
+)
+
+
+async def open_gate(conn: AsyncConnection, values: dict[str, Any]) -> bool:
+    """Insert a phase's gate row unless (run, phase) has one; True when it was made."""
+    stmt = insert_keeping_existing(event_run_phase_gates, (g.run_id, g.phase), conn.dialect).values(
+        **values
+    )
+    return inserted_id(await conn.execute(stmt), conn.dialect) is not None
+
+
+async def gate_of(conn: AsyncConnection, run_id: int, phase: str) -> Row | None:
+    """The gate row of one phase of a run, or None."""
+    return (await conn.execute(_GATE, {"run_id": run_id, "phase": phase})).first()
+
+
+async def gate_by_id(conn: AsyncConnection, gate_id: int) -> Row | None:
+    """One gate row by its id, or None."""
+    return (await conn.execute(_GATE_BY_ID, {"gate_id": gate_id})).first()
+
+
+async def open_on_gates(conn: AsyncConnection, trigger_id: str) -> list[Row]:
+    """Every open ``on`` gate waiting on ``trigger_id`` in the current phase of a live run."""
+    return list((await conn.execute(_OPEN_ON, {"trigger_id": trigger_id})).all())
+
+
+async def count_firing(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
+    """Count one matching firing; the gate is satisfied (``tally``) when it reaches
+    ``needed``. False when the gate was already satisfied (nothing written)."""
+    return (await conn.execute(_COUNT, {"gate_id": gate_id, "now": now})).rowcount == 1
+
+
+async def note_near_miss(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
+    """Record a firing that did not match (the tally is untouched); False if closed."""
+    return (await conn.execute(_NEAR_MISS, {"gate_id": gate_id, "now": now})).rowcount == 1
+
+
+async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
+    """Satisfy an ``after`` gate whose deadline has come; True only for the one call that
+    closed it."""
+    return (await conn.execute(_CLOSE_AT_DEADLINE, {"gate_id": gate_id, "now": now})).rowcount == 1
+
+
+async def force(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
+    """Satisfy an open gate by a person's decision; False when it was already past."""
+    return (await conn.execute(_FORCE, {"gate_id": gate_id, "now": now})).rowcount == 1

@@ -1,0 +1,100 @@
+"""The emit path: a trigger firing, counted against every open gate that waits on it.
+
+A game server fires through ``POST /api/v1/triggers/{trigger_id}/fire``; a plugin through
+its context's ``emit``. Both arrive at :func:`fire`.
+
+**The emit path writes, the tick reads.** A gate waiting on three firings counts things that
+happen *between* two ticks; by the next tick there is nothing left to see, and a tally kept in
+a process's memory is one a restart silently zeroes. So each firing is a database write: the
+matching gates' tallies are raised by a conditional increment in the firing's own
+transaction, and the engine is woken only to act on a gate that closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant import gates
+from pageant.conditions import check_payload, evaluate, named_values
+from pageant.db import gates as gate_rows
+from pageant.db import runlog
+from pageant.errors import Invalid, NotFound
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+
+async def fire(host: Host, trigger_id: str, payload: Any, *, actor: str | None) -> dict[str, int]:
+    """Count one firing of ``trigger_id`` against every open ``on`` gate waiting on it.
+
+    Raises :class:`NotFound` for a trigger no plugin registers, and :class:`Invalid` naming
+    each variable when the payload carries an undeclared key or a value of the wrong type;
+    nothing is written then. Answers ``{gates_matched, gates_closed}``: how many gates this
+    firing counted for, and how many of those it satisfied.
+    """
+    trigger = host.registry.triggers.get(trigger_id)
+    if trigger is None:
+        raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
+    checked, errors = check_payload(trigger, payload)
+    if errors:
+        raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=errors)
+    now = host.clock.now()
+    matched = closed = 0
+    # One transaction for the whole firing: every gate it concerns sees it, or none does.
+    async with host.db.begin() as conn:
+        for row in await gate_rows.open_on_gates(conn, trigger_id):
+            outcome = await _observe(conn, row._mapping, checked, now=now, actor=actor)
+            matched += outcome in ("counted", "closed")
+            closed += outcome == "closed"
+    if closed and host.engine is not None:
+        host.engine.wake()
+    return {"gates_matched": matched, "gates_closed": closed}
+
+
+async def _observe(
+    conn: AsyncConnection,
+    gate: Mapping[str, Any],
+    payload: dict[str, Any],
+    *,
+    now: datetime,
+    actor: str | None,
+) -> str:
+    """Judge one firing for one gate and record it: ``counted``, ``closed``, ``missed`` (a
+    near miss), or ``gone`` (the gate closed under this firing; nothing written)."""
+    condition = gate["condition"]
+    is_match = evaluate(condition, payload)
+    if is_match:
+        if not await gate_rows.count_firing(conn, gate["id"], now):
+            return "gone"
+        # Read back rather than assumed: a concurrent firing may have counted in between.
+        gate = (await gate_rows.gate_by_id(conn, gate["id"]))._mapping
+    elif not await gate_rows.note_near_miss(conn, gate["id"], now):
+        return "gone"
+    # Only the variables the condition names are kept: the log is read onto an admin screen,
+    # and a game's payload may carry far more than the gate tests.
+    await runlog.write(
+        conn,
+        gate["run_id"],
+        "condition.evaluated",
+        at=now,
+        phase=gate["phase"],
+        detail={
+            "trigger_id": gate["trigger_id"],
+            "matched": is_match,
+            "condition": gates.condition_text(gate),
+            "values": named_values(condition, payload),
+            "tally": gate["tally"],
+            "needed": gate["needed"],
+        },
+        actor=actor,
+    )
+    if not is_match:
+        return "missed"
+    if gate["satisfied_by"] == "tally":
+        await gates.log_closed(conn, gate, now=now, actor=actor)
+        return "closed"
+    return "counted"

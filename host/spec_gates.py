@@ -1,0 +1,148 @@
+"""The spec's gates: the ``advance`` a phase may carry, and what its duration means.
+
+Two shapes, exactly one per gate::
+
+    {"after": "30m"}
+    {"on": "wisps.caught", "where": {...}, "count": 2}
+
+:func:`validate_advance` is called by :func:`pageant.spec.validate` for every phase; the
+engine reads a duration through :func:`parse_after` and the console writes one through
+:func:`format_after`, so neither grows an opinion of its own. There is deliberately no
+timeout: a gate that never opens is held and made visible (the run's health goes
+``stalled``), never auto-advanced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pageant.registry import Registry
+
+ADVANCE_KINDS = ("after", "on")
+AFTER_GATE_KEYS = ("after",)
+#: ``dormant`` is output-only: accepted back, then recomputed against the registry.
+ON_GATE_KEYS = ("on", "where", "count", "dormant")
+
+MIN_AFTER_SECONDS = 1
+#: Longer than any event this is for; a ten-year gate is a typo that would hold a run, and
+#: its concurrency key, for ever.
+MAX_AFTER_SECONDS = 30 * 86_400
+#: "count: 100000" is a phase that never advances written as one that eventually does.
+MAX_ADVANCE_COUNT = 1000
+
+#: One whole number and one unit, nothing else: an operator proofreads a duration, and a
+#: grammar with two spellings of ninety minutes (``1h30m``) is one they must parse.
+AFTER = re.compile(r"([0-9]{1,6})([smhd])")
+AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def parse_after(text: Any) -> int | None:
+    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds."""
+    if not isinstance(text, str):
+        return None
+    match = AFTER.fullmatch(text)
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
+    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
+        return None
+    return seconds
+
+
+def format_after(seconds: int) -> str:
+    """Seconds in the largest unit that is exact: 7200 -> ``"2h"``, 90 -> ``"90s"``."""
+    for unit in ("d", "h", "m"):
+        size = AFTER_UNIT_SECONDS[unit]
+        if seconds > 0 and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unknown_keys(
+    raw: dict[Any, Any], allowed: tuple[str, ...], path: str, kind: str, errors: list[str]
+) -> bool:
+    found = False
+    for key in raw:
+        if key not in allowed:
+            found = True
+            errors.append(
+                f'{path}: unknown key {_show(key)} for an "{kind}" gate; '
+                f"expected {', '.join(allowed)}"
+            )
+    return found
+
+
+def validate_advance(
+    raw: Any, path: str, registry: Registry, errors: list[str]
+) -> dict[str, Any] | None:
+    """A phase's gate, normalised; ``None`` for no gate (or a refused one, with its errors
+    appended to ``errors``, each prefixed by ``path``).
+
+    ``after`` is stored in its canonical spelling (``"120m"`` -> ``"2h"``). An ``on`` gate
+    always has ``where`` (null: every firing counts), ``count`` (default 1) and
+    ``dormant``: true when no plugin registers its trigger, in which case ``where`` is kept
+    as written, unchecked, until the trigger is registered again.
+    """
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        errors.append(f'{path}: expected an object with "after" or "on"; got {_show(raw)}')
+        return None
+    kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
+    if len(kinds) != 1:
+        errors.append(f'{path}: expected exactly one of "after" or "on"')
+        return None
+    if kinds[0] == "after":
+        extra = _unknown_keys(raw, AFTER_GATE_KEYS, path, "after", errors)
+        seconds = parse_after(raw["after"])
+        if seconds is None:
+            errors.append(
+                f'{path}.after: expected a duration such as "30m" (a whole number of s, m, h '
+                f"or d) from {format_after(MIN_AFTER_SECONDS)} to "
+                f"{format_after(MAX_AFTER_SECONDS)}; got {_show(raw['after'])}"
+            )
+            return None
+        # Only the canonical spelling is stored; the engine derives the seconds again
+        # through parse_after rather than reading a second field that could disagree.
+        return None if extra else {"after": format_after(seconds)}
+    _unknown_keys(raw, ON_GATE_KEYS, path, "on", errors)
+    trigger_id = raw["on"]
+    if not isinstance(trigger_id, str) or not trigger_id:
+        errors.append(f"{path}.on: expected a trigger id; got {_show(trigger_id)}")
+        return None
+    count = raw.get("count")
+    if count is None:
+        count = 1
+    elif (
+        isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_ADVANCE_COUNT
+    ):
+        errors.append(
+            f"{path}.count: expected a whole number from 1 to {MAX_ADVANCE_COUNT}; "
+            f"got {_show(count)}"
+        )
+        count = 1
+    where = raw.get("where")
+    trigger = registry.triggers.get(trigger_id)
+    if trigger is None:
+        # Dormant, like a step's unregistered action. ``where`` is kept as written: there is
+        # nothing to check it against, and dropping it would delete the author's predicate
+        # the moment a plugin was uninstalled.
+        return {"on": trigger_id, "where": where, "count": count, "dormant": True}
+    # Imported here: the grammar is its own module, needed only once a gate names a trigger.
+    from pageant.conditions import validate_condition
+
+    where, problems = validate_condition(trigger, where, f"{path}.where")
+    errors.extend(problems)
+    # ``where`` is always written, null for "every firing counts", so a gate has one shape.
+    return {"on": trigger_id, "where": where, "count": count, "dormant": False}
