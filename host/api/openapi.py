@@ -83,7 +83,7 @@ def document(routes: list[Route], version: str) -> dict[str, Any]:
             operation["parameters"] = params
         if route.body is not None:
             operation["requestBody"] = {
-                "required": True,
+                "required": not route.body_optional,
                 "content": {
                     "application/json": {"schema": _hoist(_schema(route.body), components)}
                 },

@@ -31,7 +31,9 @@ class Route:
     handler: Handler
     summary: str
     roles: tuple[str, ...] | None  # None: anyone
-    body: type[BaseModel] | None = None
+    body: type[BaseModel] | dict[str, Any] | None = None
+    #: True where the handler accepts an empty body (every field of ``body`` is optional).
+    body_optional: bool = False
     response: type[BaseModel] | dict[str, Any] | None = None
     status: int = 200
     tag: str = "admin"

@@ -227,6 +227,7 @@ async def list_runs(request: web.Request) -> web.Response:
     "/api/v1/admin/events/{id}/runs",
     roles=("admin",),
     summary="Start a run of the published version now",
+    body_optional=True,
     body=StartBody,
     response=RUN,
     status=201,
@@ -270,6 +271,7 @@ async def _run_control(request: web.Request, model: type[_Body], act: Any) -> we
     "/api/v1/admin/runs/{run_id}/pause",
     roles=CONTROLLERS,
     summary="Pause a starting or running run (takes effect between two steps)",
+    body_optional=True,
     body=ReasonBody,
     response=RUN,
 )
@@ -281,6 +283,7 @@ async def pause_run(request: web.Request) -> web.Response:
     "/api/v1/admin/runs/{run_id}/resume",
     roles=CONTROLLERS,
     summary="Resume a paused run (a failed step it stopped at is stepped over)",
+    body_optional=True,
     body=ReasonBody,
     response=RUN,
 )
@@ -329,6 +332,7 @@ async def _step_control(request: web.Request, model: type[_Body], act: Any) -> w
     "/api/v1/admin/runs/{run_id}/steps/{step_id}/confirm",
     roles=CONTROLLERS,
     summary="Confirm a parked step (a person did what it asked)",
+    body_optional=True,
     body=ConfirmBody,
     response=STEP,
 )
@@ -340,6 +344,7 @@ async def confirm_step(request: web.Request) -> web.Response:
     "/api/v1/admin/runs/{run_id}/steps/{step_id}/skip",
     roles=CONTROLLERS,
     summary="Skip a pending or parked step",
+    body_optional=True,
     body=ReasonBody,
     response=STEP,
 )
@@ -351,6 +356,7 @@ async def skip_step(request: web.Request) -> web.Response:
     "/api/v1/admin/runs/{run_id}/steps/{step_id}/retry",
     roles=CONTROLLERS,
     summary="Retry the failed or refused step a paused run stopped at (resumes the run)",
+    body_optional=True,
     body=ReasonBody,
     response=STEP,
 )

@@ -33,6 +33,15 @@ FIRED = {
 }
 
 
+#: A payload's keys are the trigger's own variables (see the catalog), so the document can
+#: only say that it is an object; the route checks it against the trigger's declaration.
+PAYLOAD = {
+    "type": "object",
+    "description": "the trigger's variables, each of its declared type (GET /api/v1/admin/catalog)",
+    "additionalProperties": True,
+}
+
+
 @routes.post(
     "/api/v1/triggers/{trigger_id}/fire",
     roles=FIRERS,
@@ -40,6 +49,7 @@ FIRED = {
         "Fire a trigger; the JSON body is the payload, holding only the trigger's declared "
         "variables (each of its declared type)"
     ),
+    body=PAYLOAD,
     response=FIRED,
 )
 async def fire(request: web.Request) -> web.Response:
