@@ -11,6 +11,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -150,6 +151,45 @@ def _declared_by(manager: Any) -> dict[str, dict[str, list[str]]]:
     for (kind, ident), owner in sorted(manager.registry.owners.items()):
         out.setdefault(owner, {}).setdefault(kind, []).append(ident)
     return out
+
+
+@main.command("contract-check")
+@click.option(
+    "--plugin",
+    "names",
+    multiple=True,
+    metavar="NAME",
+    help="A plugin to check, by entry-point or distribution name (repeatable); "
+    "default: every installed plugin but the host's own.",
+)
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default="contract-manifest.json",
+    show_default=True,
+    help="The committed contract manifest to compare with.",
+)
+@click.option("--write", is_flag=True, help="Regenerate the manifest instead of comparing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@settings_options
+def contract_check(
+    settings: Settings, names: tuple[str, ...], manifest: Path, write: bool, as_json: bool
+) -> None:
+    """Check plugins against the contract: what a plugin's CI runs.
+
+    Loads them as serve does, dry-runs what they declare, and compares their catalog with
+    the committed manifest. Exit 0 pass, 1 violations, 2 usage.
+    """
+    from pageant import kit
+
+    try:
+        report = asyncio.run(
+            kit.contract_check(names, manifest=manifest, write=write, settings=settings)
+        )
+    except kit.UnknownPlugin as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(json.dumps(report.as_dict(), indent=2) if as_json else kit.render(report))
+    sys.exit(0 if report.ok else 1)
 
 
 # ── tokens ────────────────────────────────────────────────────────────────────

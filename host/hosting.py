@@ -64,22 +64,7 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
-        for record in self.plugins.loaded():
-            impls = [
-                i
-                for i in self.plugins.pm.hook.pageant_startup.get_hookimpls()
-                if i.plugin is record.plugin
-            ]
-            for impl in impls:
-                try:
-                    impl.function(context=PluginContext(self, record.label, record.owner or ""))
-                except Exception as exc:
-                    log.error("plugin %s failed at startup: %s", record.label, exc)
-                    self.plugins.refuse_after_load(
-                        record,
-                        f"pageant_startup raised {type(exc).__name__}: {exc}; "
-                        "expected it to return",
-                    )
+        self.plugins.start(lambda record: PluginContext(self, record.label, record.owner or ""))
         self.started = True
 
     async def emit(

@@ -14,7 +14,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from importlib.metadata import entry_points
 from typing import Any
@@ -25,6 +26,8 @@ from pydantic import ValidationError
 from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
 from pageant.registry import KINDS, Registry
+
+log = logging.getLogger("pageant.plugins")
 
 ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.
@@ -319,7 +322,10 @@ class PluginManager:
                     if ident:
                         where += f" ({ident})"
                     try:
-                        item = raw if isinstance(raw, model) else model.model_validate(raw)
+                        # An instance is validated again: one built with model_construct
+                        # skipped every check the contract makes.
+                        data = raw.model_dump() if isinstance(raw, model) else raw
+                        item = model.model_validate(data)
                     except ValidationError as exc:
                         problems.append(f"{where} is invalid: {_format_validation(exc)}")
                         continue
@@ -364,6 +370,30 @@ class PluginManager:
         return problems
 
     # ── after load ───────────────────────────────────────────────────────────
+
+    def start(self, context_for: Callable[[PluginRecord], Any]) -> set[str]:
+        """Call every loaded plugin's ``pageant_startup`` with ``context_for(record)``.
+
+        A plugin whose startup raises is refused and its declarations withdrawn; answers
+        the labels refused.
+        """
+        refused: set[str] = set()
+        for record in list(self.loaded()):
+            for impl in self.pm.hook.pageant_startup.get_hookimpls():
+                if impl.plugin is not record.plugin:
+                    continue
+                try:
+                    impl.function(context=context_for(record))
+                except Exception as exc:
+                    log.error("plugin %s failed at startup: %s", record.label, exc)
+                    self.refuse_after_load(
+                        record,
+                        f"pageant_startup raised {type(exc).__name__}: {exc}; "
+                        "expected it to return",
+                    )
+                    refused.add(record.label)
+                    break
+        return refused
 
     def refuse_after_load(self, record: PluginRecord, why: str) -> None:
         """A loaded plugin failed later (its startup hook raised): withdraw it."""
