@@ -8,11 +8,11 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 
 from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
-from pageant.db.tables import event_run_phase_gates
+from pageant.db.tables import event_run_log, event_run_phase_gates
 from pageant.engine import Engine, advance, loop
 from pageant.engine.legs import LEGS
 from pageant.runs import start_now
@@ -326,6 +326,13 @@ async def test_a_run_that_blows_up_does_not_stop_the_others(probe_host, engine, 
 # ── prune ─────────────────────────────────────────────────────────────────────
 
 
+async def _backdate_log(db, run_id: int, at: datetime) -> None:
+    async with db.begin() as conn:
+        await conn.execute(
+            update(event_run_log).where(event_run_log.c.run_id == run_id).values(at=at)
+        )
+
+
 async def test_prune_deletes_old_logs_of_ended_runs_only_every_six_hours(probe_host, clock, engine):
     old = await _start(probe_host, spec(phase("p", probe_step("a"))))
     recent = await _start(probe_host, spec(phase("p", probe_step("a"))), title="second")
@@ -335,6 +342,10 @@ async def test_prune_deletes_old_logs_of_ended_runs_only_every_six_hours(probe_h
     await set_run(probe_host.db, old, ended_at=now - timedelta(days=90, seconds=1))
     await set_run(probe_host.db, recent, ended_at=now - timedelta(days=89))
     await set_run(probe_host.db, live, created_at=now - timedelta(days=200))
+    # A run's lines are written before it ends; the live run's are as old as the others.
+    await _backdate_log(probe_host.db, old, now - timedelta(days=91))
+    await _backdate_log(probe_host.db, recent, now - timedelta(days=91))
+    await _backdate_log(probe_host.db, live, now - timedelta(days=199))
     clock.advance(hours=6)
     await engine.tick()
     assert await log_lines(probe_host.db, old) == []

@@ -22,15 +22,17 @@ _LINES = (
     .order_by(g.id)
 )
 
-# Only lines of runs that ended before the cutoff; a live run's story is never pruned.
+# Only lines of runs that ended before the cutoff; a live run's story is never pruned. The
+# lines are found through their own instant (indexed), so a prune reads what it deletes and
+# not every run that ever ended.
 _PRUNABLE = (
     select(g.id)
     .select_from(event_run_log.join(event_runs, event_runs.c.id == g.run_id))
     .where(
+        g.at < bindparam("cutoff"),
         event_runs.c.status.in_(TERMINAL_RUN_STATUSES),
         event_runs.c.ended_at < bindparam("cutoff"),
     )
-    .order_by(g.id)
     .limit(bindparam("limit"))
 )
 _DELETE = event_run_log.delete().where(g.id.in_(bindparam("ids", expanding=True)))

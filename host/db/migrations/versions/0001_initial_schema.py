@@ -191,6 +191,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_event_run_log")),
     )
     with op.batch_alter_table("event_run_log", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_event_run_log_at"), ["at"], unique=False)
         batch_op.create_index(
             batch_op.f("ix_event_run_log_run_id_id"), ["run_id", "id"], unique=False
         )
@@ -284,6 +285,7 @@ def downgrade() -> None:
     op.drop_table("event_run_phase_gates")
     with op.batch_alter_table("event_run_log", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_event_run_log_run_id_id"))
+        batch_op.drop_index(batch_op.f("ix_event_run_log_at"))
 
     op.drop_table("event_run_log")
     with op.batch_alter_table("event_runs", schema=None) as batch_op:
