@@ -250,6 +250,8 @@ def serve(settings: Settings) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # Alembic announces its dialect every time /healthz reads the schema revision.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     host = Host(settings)
 
     async def _check() -> None:
