@@ -13,7 +13,7 @@ check, write and read back its answer in one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant import calendar, schedule
 from pageant import spec as specs
 from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
 from pageant.db.tables import event_versions as versions
@@ -148,12 +149,10 @@ async def runs_waiting(conn: AsyncConnection, definition_ids: Sequence[int]) -> 
 async def next_occurrence_for(
     conn: AsyncConnection, definition_ids: Sequence[int], *, now: datetime
 ) -> dict[int, datetime | None]:
-    """The next occurrence of each definition at or after ``now``, or None.
-
-    Every definition answers None until the schedules feature answers this (one query for
-    the whole list, from the materialised rows and the recurrence beyond them).
-    """
-    return dict.fromkeys(definition_ids)
+    """The next occurrence of each definition at or after ``now``, or None (manual, draft,
+    archived, or a schedule with nothing ahead): the earliest scheduled run, else the
+    projection past what is materialised. A fixed number of queries for the whole list."""
+    return await calendar.next_occurrences(conn, list(definition_ids), now=now)
 
 
 async def published_version(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
@@ -325,6 +324,7 @@ async def publish_definition(
     *,
     now: datetime,
     actor: str | None,
+    horizon_days: int,
 ) -> Row[Any]:
     """Freeze the working copy into the next numbered version and answer its row.
 
@@ -332,6 +332,11 @@ async def publish_definition(
     no longer holds); anything dormant refuses the publish (:class:`Dormant`, each item
     with its path). The version takes the definition's zone; the definition becomes
     ``ready`` and points at it. Archived definitions are a :class:`Conflict`.
+
+    The schedule switches in the same transaction: the occurrences up to ``horizon_days``
+    ahead are reconciled with the new version (:func:`pageant.schedule.reconcile`: rows not
+    started are re-pinned, moved or superseded, missing ones made), so no run of the old
+    version starts after the publish has answered.
     """
     row = await require_definition(conn, definition_id, lock=True)
     refuse_unless_open(row, "published")
@@ -373,11 +378,28 @@ async def publish_definition(
             "read it and publish again if needed"
         ) from None
     version_id = int(result.inserted_primary_key[0])
+    plan = schedule.Plan(
+        definition_id=definition_id,
+        version_id=version_id,
+        spec=spec,
+        timezone=row.timezone,
+        grace_seconds=row.grace_seconds,
+        concurrency_key=row.concurrency_key,
+    )
+    end = now + timedelta(days=horizon_days)
+    try:
+        until = schedule.expanded_until(plan, end)
+    except ValueError as exc:
+        # Validated at save; only a zone that left the installed tzdata gets here.
+        raise Invalid(
+            f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
+        ) from None
     await conn.execute(
         update(defs)
         .where(defs.c.id == definition_id)
-        .values(current_version_id=version_id, state="ready", updated_at=now)
+        .values(current_version_id=version_id, state="ready", expanded_until=until, updated_at=now)
     )
+    await schedule.reconcile(conn, plan, now=now, end=end, registry=registry, actor=actor)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
     return found
@@ -389,11 +411,15 @@ async def archive_definition(
     """Archive a draft or ready definition: its schedule stops.
 
     A compare-and-set on the state; an archived (or missing) definition is a
-    :class:`Conflict` naming its state (or :class:`NotFound`). Whatever else archiving
-    must do — cancelling occurrences not yet started — belongs here, in this transaction.
+    :class:`Conflict` naming its state (or :class:`NotFound`). In the same transaction,
+    every run of its schedule that has not started is cancelled with the reason
+    ``archived``; runs already under way go on to their end.
     """
     result = await conn.execute(_ARCHIVE, {"definition_id": definition_id, "now": now})
     if result.rowcount == 1:
+        await schedule.cancel_unstarted_runs(
+            conn, definition_id, reason=schedule.ARCHIVED, now=now, actor=actor
+        )
         return
     row = await require_definition(conn, definition_id)
     refuse_unless_open(row, "archived again")

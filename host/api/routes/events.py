@@ -198,6 +198,12 @@ def _now(request: web.Request) -> datetime:
     return request.app[HOST].clock.now()
 
 
+def _wake(request: web.Request) -> None:
+    engine = request.app[HOST].engine
+    if engine is not None:
+        engine.wake()
+
+
 # ── Routes ──────────────────────────────────────────────────────────────────────────────────
 
 LIST_QUERY = {
@@ -323,9 +329,15 @@ async def publish_event(request: web.Request) -> web.Response:
     host = request.app[HOST]
     async with host.db.begin() as conn:
         await definitions.publish_definition(
-            conn, definition_id, host.registry, now=_now(request), actor=principal(request).actor
+            conn,
+            definition_id,
+            host.registry,
+            now=_now(request),
+            actor=principal(request).actor,
+            horizon_days=host.settings.horizon_days,
         )
         event = await definitions.render_event(conn, definition_id, now=_now(request))
+    _wake(request)  # an occurrence inside its grace window may be due now
     return respond(event)
 
 
@@ -343,6 +355,7 @@ async def archive_event(request: web.Request) -> web.Response:
             conn, definition_id, now=_now(request), actor=principal(request).actor
         )
         event = await definitions.render_event(conn, definition_id, now=_now(request))
+    _wake(request)
     return respond(event)
 
 

@@ -1,0 +1,118 @@
+"""The admin calendar: every occurrence in a window, materialised and projected."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from pageant import calendar
+from pageant.api.keys import HOST
+from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
+from pageant.db.schedules import definitions_of_series
+from pageant.definitions import get_definition
+from pageant.errors import Invalid, NotFound
+from pageant.series import get_series
+from pageant.timefmt import parse_instant
+from pageant.tokens import STAFF
+
+routes = RouteTable("calendar")
+
+
+class DstAdjusted(BaseModel):
+    kind: Literal["gap", "fold"]
+    shift_minutes: int
+
+
+class CalendarItem(BaseModel):
+    """One occurrence: a run (``materialised``) or a forecast (``projected``)."""
+
+    definition_id: int
+    title: str
+    scheduled_for: datetime
+    local_time: str
+    timezone: str
+    kind: Literal["materialised", "projected"]
+    run_id: int | None
+    status: str | None
+    dst_adjusted: DstAdjusted | None
+
+
+class CalendarList(BaseModel):
+    items: list[CalendarItem]
+
+
+def _instant(request: web.Request, name: str, problems: list[str]) -> datetime | None:
+    raw = request.query.get(name)
+    if raw is None or not raw.strip():
+        problems.append(
+            f"query.{name}: required, an instant with an offset such as 2027-03-26T19:00:00Z"
+        )
+        return None
+    try:
+        return parse_instant(raw)
+    except ValueError:
+        problems.append(
+            f"query.{name}: {raw!r} is not an instant with an offset; "
+            "expected e.g. 2027-03-26T19:00:00Z or 2027-03-26T20:00:00+01:00"
+        )
+        return None
+
+
+def _id(request: web.Request, name: str, problems: list[str]) -> int | None:
+    raw = request.query.get(name)
+    if raw is None:
+        return None
+    value = whole_number(raw)
+    if value is None or value < 1 or value > MAX_ID:
+        problems.append(f"query.{name}: expected an id (a positive whole number); got {raw!r}")
+        return None
+    return value
+
+
+@routes.get(
+    "/api/v1/admin/calendar",
+    roles=STAFF,
+    summary="Occurrences in a window: runs, and projections past the horizon",
+    response=CalendarList,
+    query={
+        "from": "the window's start, an instant with an offset (inclusive)",
+        "to": "the window's end (exclusive), with an offset; at most 400 days after from",
+        "series": "only events of this series (an id)",
+        "definition": "only this event (an id)",
+    },
+)
+async def get_calendar(request: web.Request) -> web.Response:
+    problems: list[str] = []
+    start = _instant(request, "from", problems)
+    end = _instant(request, "to", problems)
+    series_id = _id(request, "series", problems)
+    definition_id = _id(request, "definition", problems)
+    if start is not None and end is not None:
+        if end <= start:
+            problems.append("query.to: must be later than query.from")
+        elif end - start > calendar.MAX_WINDOW:
+            problems.append(
+                f"query.to: must be at most {calendar.MAX_WINDOW.days} days after query.from; "
+                f"this window is {end - start}"
+            )
+    if problems:
+        raise Invalid("invalid query", details=problems)
+    assert start is not None and end is not None
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        ids: list[int] | None = None
+        if series_id is not None:
+            if await get_series(conn, series_id) is None:
+                raise NotFound(f"no series {series_id}")
+            ids = await definitions_of_series(conn, series_id)
+        if definition_id is not None:
+            if await get_definition(conn, definition_id) is None:
+                raise NotFound(f"no event {definition_id}")
+            ids = [definition_id] if ids is None or definition_id in ids else []
+        items = await calendar.calendar_items(
+            conn, start=start, end=end, now=host.clock.now(), definition_ids=ids
+        )
+    return respond({"items": items})

@@ -1,0 +1,178 @@
+"""The calendar: occurrences in a window, materialised and projected, and each event's next one.
+
+Inside the horizon an occurrence is a row (``materialised``), whatever became of it; beyond
+what is materialised the calendar forecasts from the same arithmetic the expansion uses
+(``projected``), from now on, never into the past. One occurrence is never shown twice: a
+projection is dropped when a row of its definition already holds its instant or its authored
+slot — the same identity the expansion matches rows on, so a person's cancel inside the
+horizon shows as that cancelled row and not as a forecast beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from itertools import chain
+from typing import Any
+
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant import recurrence
+from pageant.db import occurrences, schedules
+from pageant.errors import Invalid
+from pageant.schedule import NEVER
+
+log = logging.getLogger("pageant.calendar")
+
+#: The widest window one request may ask for.
+MAX_WINDOW = timedelta(days=400)
+#: The most items one answer holds; a window holding more is refused, not cut short.
+MAX_ITEMS = 10_000
+# A row whose instant moved (a new zone, a tzdata update) still holds its slot; rows this far
+# either side of the projected span are read so such a slot is recognised at the window's edge.
+_SLOT_MARGIN = timedelta(days=2)
+
+
+def _local_time(instant: datetime, tz: str) -> str:
+    try:
+        return instant.astimezone(recurrence.zone(tz)).isoformat()
+    except ValueError:  # a zone the installed tzdata no longer knows: show the instant
+        return instant.isoformat()
+
+
+def _materialised(row: Row) -> dict[str, Any]:
+    return {
+        "definition_id": row.definition_id,
+        "title": row.title,
+        "scheduled_for": row.scheduled_for,
+        "local_time": _local_time(row.scheduled_for, row.timezone),
+        "timezone": row.timezone,
+        "kind": "materialised",
+        "run_id": row.id,
+        "status": row.status,
+        "dst_adjusted": row.dst_adjusted,
+    }
+
+
+def _projected(definition: Row, occ: recurrence.Occurrence) -> dict[str, Any]:
+    return {
+        "definition_id": definition.id,
+        "title": definition.title,
+        "scheduled_for": occ.at,
+        "local_time": occ.local.isoformat(),
+        "timezone": definition.timezone,
+        "kind": "projected",
+        "run_id": None,
+        "status": None,
+        "dst_adjusted": occ.dst_adjusted,
+    }
+
+
+def _too_many() -> Invalid:
+    return Invalid(
+        f"the window holds more than {MAX_ITEMS} occurrences",
+        details=[
+            f"query.to: the window holds more than {MAX_ITEMS} occurrences; "
+            "ask for a shorter window, or filter by series or definition"
+        ],
+    )
+
+
+async def calendar_items(
+    conn: AsyncConnection,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    definition_ids: list[int] | None = None,
+) -> list[dict[str, Any]]:
+    """Every occurrence with ``start <= scheduled_for < end``, sorted by instant: the runs
+    (any status, any scope) and the projections of ready definitions from ``now`` on.
+
+    ``definition_ids`` (a series' definitions, or one) narrows both halves; None is every
+    definition. Raises :class:`Invalid` (on ``query.to``) past :data:`MAX_ITEMS`.
+    """
+    if definition_ids is not None and not definition_ids:
+        return []
+    rows = await occurrences.calendar_rows(
+        conn, start, end, definition_ids=definition_ids, limit=MAX_ITEMS + 1
+    )
+    if len(rows) > MAX_ITEMS:
+        raise _too_many()
+    items = [_materialised(row) for row in rows]
+    projected_from = max(start, now)
+    if projected_from < end:
+        definitions = await schedules.published_schedules(conn, definition_ids=definition_ids)
+        held = await _held(conn, rows, projected_from, end, definition_ids)
+        for definition in definitions:
+            for occ in _projection(definition, projected_from, end):
+                if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
+                    continue
+                items.append(_projected(definition, occ))
+                if len(items) > MAX_ITEMS:
+                    raise _too_many()
+    items.sort(key=lambda item: (item["scheduled_for"], item["definition_id"], item["run_id"] or 0))
+    return items
+
+
+async def _held(
+    conn: AsyncConnection,
+    rows: Sequence[Row],
+    start: datetime,
+    end: datetime,
+    definition_ids: list[int] | None,
+) -> dict[int, set[tuple[Any, str]]]:
+    """Per definition, the instants and the slots its empty-scope rows hold around
+    ``[start, end)``: what a projection must not repeat."""
+    edges: list[Row] = []
+    for lo, hi in ((start - _SLOT_MARGIN, start), (end, end + _SLOT_MARGIN)):
+        edges += await occurrences.calendar_rows(
+            conn, lo, hi, definition_ids=definition_ids, limit=MAX_ITEMS
+        )
+    held: dict[int, set[tuple[Any, str]]] = defaultdict(set)
+    for row in chain(rows, edges):
+        if row.scope != "":
+            continue
+        held[row.definition_id].add((row.scheduled_for, ""))
+        if row.occurrence_local:
+            held[row.definition_id].add(("", row.occurrence_local))
+    return held
+
+
+def _projection(definition: Row, start: datetime, end: datetime) -> list[recurrence.Occurrence]:
+    try:
+        return recurrence.occurrences(
+            definition.spec.get("schedule"), definition.timezone, start, end
+        )
+    except (ValueError, AttributeError):
+        log.warning("event %s has a schedule that cannot be projected", definition.id)
+        return []
+
+
+async def next_occurrences(
+    conn: AsyncConnection, definition_ids: list[int], *, now: datetime
+) -> dict[int, datetime | None]:
+    """Each definition's next occurrence at or after ``now``: its earliest scheduled run from
+    the schedule, else the first occurrence past what is materialised (``expanded_until``).
+    None for a definition that is not ready, is manual, or has nothing ahead. Two queries."""
+    found: dict[int, datetime | None] = dict.fromkeys(definition_ids)
+    if not definition_ids:
+        return found
+    ready = await schedules.published_schedules(conn, definition_ids=definition_ids)
+    scheduled = await occurrences.next_scheduled(conn, [row.id for row in ready], now)
+    for row in ready:
+        if row.id in scheduled:
+            found[row.id] = scheduled[row.id]
+            continue
+        if row.expanded_until is not None and row.expanded_until >= NEVER:
+            continue
+        after = max(now, row.expanded_until) if row.expanded_until is not None else now
+        try:
+            occ = recurrence.next_occurrence(row.spec.get("schedule"), row.timezone, after)
+        except (ValueError, AttributeError):
+            continue
+        found[row.id] = occ.at if occ is not None else None
+    return found

@@ -1,0 +1,241 @@
+"""SQL over ``event_runs`` as the schedule sees them: occurrences.
+
+The expansion, a republish and an archive compare a definition's runs with what its schedule
+produces and move, re-pin, cancel or revive them; the calendar and the events list read them.
+Every change is a compare-and-set from the status it acts on, so a run that started in the
+meantime is never moved, re-pinned or cancelled by the schedule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, literal, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.runs import d, r
+from pageant.db.tables import (
+    RUN_STATUSES,
+    event_definitions,
+    event_run_log,
+    event_runs,
+    event_versions,
+)
+
+#: What the schedule reconciliation reads of a row.
+OCCURRENCE_COLUMNS = (
+    r.id,
+    r.scheduled_for,
+    r.occurrence_local,
+    r.dst_adjusted,
+    r.source,
+    r.status,
+    r.version_id,
+    r.cancel_reason,
+    r.started_at,
+)
+
+# Served by the occurrence key's unique index (definition_id, scope, scheduled_for).
+_OCCURRENCES_FROM = (
+    select(*OCCURRENCE_COLUMNS)
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        r.scope == "",
+        r.scheduled_for >= bindparam("since"),
+    )
+    .order_by(r.scheduled_for)
+)
+
+_MOVE = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status == "scheduled",
+        r.scheduled_for == bindparam("old_at"),
+    )
+    .values(
+        scheduled_for=bindparam("new_at"),
+        occurrence_local=bindparam("slot"),
+        dst_adjusted=bindparam("dst"),
+    )
+)
+
+_CANCEL_UNSTARTED = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == "scheduled")
+    .values(
+        status="cancelled",
+        cancel_reason=bindparam("why"),
+        ended_at=bindparam("now"),
+        waiting_reason=None,
+        waiting_since=None,
+    )
+)
+
+#: The reason a republish writes on an occurrence its schedule no longer produces.
+SUPERSEDED = "superseded"
+
+# Only a row the schedule itself cancelled, that never started, and that no person
+# cancelled (a person's reason is free text and could read "superseded" too, so the
+# control's log line is what tells them apart).
+_REVIVE = (
+    update(event_runs)
+    .where(
+        r.id == bindparam("run_id"),
+        r.status == "cancelled",
+        r.cancel_reason == SUPERSEDED,
+        r.started_at.is_(None),
+        ~select(literal(1))
+        .select_from(event_run_log)
+        .where(event_run_log.c.run_id == r.id, event_run_log.c.kind == "control.cancel")
+        .correlate(event_runs)
+        .exists(),
+    )
+    .values(
+        status="scheduled",
+        cancel_reason=None,
+        ended_at=None,
+        last_error=None,
+        version_id=bindparam("version_id"),
+        occurrence_local=bindparam("slot"),
+        dst_adjusted=bindparam("dst"),
+    )
+)
+
+_UNSTARTED_OF_DEFINITION = (
+    select(r.id, r.scheduled_for)
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        r.status == "scheduled",
+        r.source == "schedule",
+    )
+    .order_by(r.scheduled_for, r.id)
+)
+
+# Every empty-scope row from ``now`` on (a horizon's worth per definition), the status left
+# to the caller: with the status in the WHERE clause SQLite prefers the (status,
+# scheduled_for) index and walks every scheduled run ahead of ``now``, for every definition.
+_AHEAD = select(r.definition_id, r.scheduled_for, r.status, r.source).where(
+    r.definition_id.in_(bindparam("ids", expanding=True)),
+    r.scope == "",
+    r.scheduled_for >= bindparam("now"),
+)
+
+#: What the calendar shows of a materialised run, with the zone it was scheduled in.
+CALENDAR_COLUMNS = (
+    r.id,
+    r.definition_id,
+    r.scope,
+    r.scheduled_for,
+    r.occurrence_local,
+    r.status,
+    r.dst_adjusted,
+    d.title,
+    event_versions.c.timezone,
+)
+_CALENDAR_FROM = event_runs.join(event_definitions, d.id == r.definition_id).join(
+    event_versions, event_versions.c.id == r.version_id
+)
+
+
+async def occurrence_rows(conn: AsyncConnection, definition_id: int, since: datetime) -> list[Row]:
+    """The definition's runs at the empty scope from ``since`` on, in instant order."""
+    params = {"definition_id": definition_id, "since": since}
+    return list((await conn.execute(_OCCURRENCES_FROM, params)).all())
+
+
+async def move_occurrence(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    old_at: datetime,
+    new_at: datetime,
+    slot: str,
+    dst_adjusted: dict[str, Any] | None,
+) -> bool:
+    """CAS a scheduled run from ``old_at`` to ``new_at`` (and its slot); True if it moved.
+
+    The caller knows no row holds ``new_at``; the occurrence key would refuse a second."""
+    params = {
+        "run_id": run_id,
+        "old_at": old_at,
+        "new_at": new_at,
+        "slot": slot,
+        "dst": dst_adjusted,
+    }
+    return (await conn.execute(_MOVE, params)).rowcount == 1
+
+
+async def cancel_unstarted(
+    conn: AsyncConnection, run_id: int, *, reason: str, now: datetime
+) -> bool:
+    """CAS scheduled -> cancelled with ``reason`` (the schedule's own cancels: superseded,
+    archived). A run that started meanwhile is left alone."""
+    result = await conn.execute(_CANCEL_UNSTARTED, {"run_id": run_id, "why": reason, "now": now})
+    return result.rowcount == 1
+
+
+async def revive_superseded(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    version_id: int,
+    slot: str,
+    dst_adjusted: dict[str, Any] | None,
+) -> bool:
+    """CAS a superseded, never-started run back to ``scheduled`` on ``version_id``.
+
+    The one way back from ``cancelled``: when a later version produces the occurrence
+    again, the row that holds its key must carry it, or the occurrence would vanish."""
+    params = {"run_id": run_id, "version_id": version_id, "slot": slot, "dst": dst_adjusted}
+    return (await conn.execute(_REVIVE, params)).rowcount == 1
+
+
+async def unstarted_schedule_runs(conn: AsyncConnection, definition_id: int) -> list[Row]:
+    """A definition's scheduled runs that came from its schedule, earliest first."""
+    return list(
+        (await conn.execute(_UNSTARTED_OF_DEFINITION, {"definition_id": definition_id})).all()
+    )
+
+
+async def next_scheduled(
+    conn: AsyncConnection, definition_ids: list[int], now: datetime
+) -> dict[int, datetime]:
+    """The earliest scheduled run from the schedule at or after ``now``, per definition."""
+    found: dict[int, datetime] = {}
+    if not definition_ids:
+        return found
+    for row in await conn.execute(_AHEAD, {"ids": definition_ids, "now": now}):
+        if row.status == "scheduled" and row.source == "schedule":
+            earliest = found.get(row.definition_id)
+            if earliest is None or row.scheduled_for < earliest:
+                found[row.definition_id] = row.scheduled_for
+    return found
+
+
+async def calendar_rows(
+    conn: AsyncConnection,
+    start: datetime,
+    end: datetime,
+    *,
+    definition_ids: list[int] | None,
+    limit: int,
+) -> list[Row]:
+    """Runs with ``start <= scheduled_for < end`` (any status, any scope), in instant order,
+    optionally only of ``definition_ids``; at most ``limit``."""
+    statement = (
+        select(*CALENDAR_COLUMNS)
+        .select_from(_CALENDAR_FROM)
+        .where(r.scheduled_for >= start, r.scheduled_for < end)
+        .order_by(r.scheduled_for, r.id)
+        .limit(limit)
+    )
+    if definition_ids is None:
+        # Naming every status lets the (status, scheduled_for) index serve the range as
+        # one short range per status instead of a scan of the whole history.
+        statement = statement.where(r.status.in_(RUN_STATUSES))
+    else:
+        statement = statement.where(r.definition_id.in_(definition_ids))
+    return list((await conn.execute(statement)).all())

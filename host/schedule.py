@@ -1,0 +1,345 @@
+"""A published schedule turned into runs: the reconciliation the expansion, a publish and an
+archive share.
+
+The recurrence (:mod:`pageant.recurrence`) says which occurrences a schedule produces; this
+module makes the rows of ``event_runs`` agree with it, inside one transaction the caller
+owns. An occurrence is known by its UTC instant *and* by its authored local slot
+(``occurrence_local``), and the rows are matched on both, in this order:
+
+1. a row at an instant the schedule produces is that occurrence: a scheduled one is re-pinned
+   to the version (and its slot rewritten if a new zone gave the instant another slot); one
+   the schedule itself cancelled (``superseded``) and that never started comes back;
+2. a row whose slot the schedule still produces, at another instant (a new time zone, a
+   tzdata update), is that occurrence too: a scheduled one is moved there (``run.moved``);
+   any other (a person's cancel, a run that happened) keeps the slot, so nothing is added;
+3. a scheduled row the schedule no longer produces is cancelled, reason ``superseded``;
+4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one.
+
+A publish applies all four; the expansion all but the third (see :func:`reconcile`).
+
+So re-running it over any window gives the same rows back, and no change of schedule, zone
+or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
+ever created: an outage does not manufacture history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant import recurrence, waiting
+from pageant.db import occurrences, runlog, steps
+from pageant.db.occurrences import SUPERSEDED
+from pageant.runs import create_run, materialise_phase, rematerialise_first_phase
+
+if TYPE_CHECKING:
+    from pageant.registry import Registry
+
+#: ``expanded_until`` of a schedule that will produce nothing more (manual, a past once).
+NEVER = datetime(9999, 12, 31, tzinfo=UTC)
+#: The reason an archive writes on the occurrences it cancels.
+ARCHIVED = "archived"
+# Rows are read from this far before the window, so an occurrence whose instant moved across
+# the window's start is still recognised by its slot. A move is at most a day's offset
+# change (Samoa, 2011), so two days is ample.
+_SLOT_MARGIN = timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What expands: a definition's published version, its zone and the definition's own
+    grace window and concurrency key."""
+
+    definition_id: int
+    version_id: int
+    spec: Mapping[str, Any]
+    timezone: str
+    grace_seconds: int
+    concurrency_key: str | None = None
+
+    @property
+    def schedule(self) -> Any:
+        return self.spec.get("schedule") if isinstance(self.spec, Mapping) else None
+
+    @classmethod
+    def of(cls, row: Any) -> Plan:
+        """The plan of a :func:`pageant.db.schedules.published_schedules` row."""
+        return cls(
+            definition_id=row.id,
+            version_id=row.current_version_id,
+            spec=row.spec if isinstance(row.spec, Mapping) else {},
+            timezone=row.timezone,
+            grace_seconds=row.grace_seconds,
+            concurrency_key=row.concurrency_key,
+        )
+
+
+@dataclass
+class Outcome:
+    """What one reconciliation changed."""
+
+    created: int = 0
+    repinned: int = 0
+    moved: int = 0
+    superseded: int = 0
+    revived: int = 0
+
+
+def expanded_until(plan: Plan, end: datetime) -> datetime:
+    """The ``expanded_until`` after expanding to ``end``: the first occurrence at or past
+    ``end`` (it has no row yet), or :data:`NEVER`. Raises ValueError for a schedule or zone
+    the recurrence cannot read."""
+    found = recurrence.next_occurrence(plan.schedule, plan.timezone, end)
+    return found.at if found is not None else NEVER
+
+
+async def reconcile(
+    conn: AsyncConnection,
+    plan: Plan,
+    *,
+    now: datetime,
+    end: datetime,
+    registry: Registry | None,
+    actor: str | None = None,
+    supersede: bool = True,
+) -> Outcome:
+    """Make the definition's empty-scope rows agree with ``plan`` up to ``end`` (see the
+    module docstring); answers what changed. Raises ValueError when the schedule or zone
+    cannot be read, before anything is written.
+
+    ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
+    The expansion passes it: between two publishes the schedule does not change, so such a
+    row was not made by the schedule, and only the publish that changed it may take it away.
+    """
+    start = now - timedelta(seconds=plan.grace_seconds)
+    rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN)
+    upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
+    produced = recurrence.occurrences(plan.schedule, plan.timezone, start - _SLOT_MARGIN, upper)
+    by_instant = {occ.at: occ for occ in produced}
+    by_slot = {occ.slot: occ for occ in produced}
+    taken: set[str] = set()  # slots whose occurrence has its row
+    held = {row.scheduled_for for row in rows}
+    outcome = Outcome()
+    work = _Work(conn, plan, now=now, registry=registry, actor=actor, outcome=outcome)
+
+    rest = []
+    for row in rows:
+        occ = by_instant.get(row.scheduled_for)
+        if occ is None:
+            rest.append(row)
+            continue
+        taken.add(occ.slot)
+        if row.source == "schedule" and row.scheduled_for >= start:
+            await work.keep(row, occ)
+
+    unmatched = []
+    for row in rest:
+        occ = by_slot.get(row.occurrence_local or "")
+        if row.source != "schedule" or occ is None or occ.slot in taken:
+            unmatched.append(row)
+        elif row.status == "scheduled":
+            if occ.at >= start:
+                taken.add(occ.slot)
+                if await work.move(row, occ):
+                    held.discard(row.scheduled_for)
+                    held.add(occ.at)
+            elif row.scheduled_for >= start:
+                taken.add(occ.slot)
+                await work.supersede(row, "its new instant has already passed")
+        elif not _superseded(row):
+            # A person's cancel, or a run that happened: the slot had its occurrence.
+            taken.add(occ.slot)
+
+    for row in unmatched if supersede else ():
+        if row.source == "schedule" and row.status == "scheduled" and row.scheduled_for >= start:
+            await work.supersede(row, "the published schedule no longer produces it")
+
+    for occ in produced:
+        if start <= occ.at < end and occ.slot not in taken and occ.at not in held:
+            held.add(occ.at)
+            await work.create(occ)
+    return outcome
+
+
+def _superseded(row: Row) -> bool:
+    return row.status == "cancelled" and row.cancel_reason == SUPERSEDED and not row.started_at
+
+
+@dataclass
+class _Work:
+    """The writes of one reconciliation, each with its log line."""
+
+    conn: AsyncConnection
+    plan: Plan
+    now: datetime
+    registry: Registry | None
+    actor: str | None
+    outcome: Outcome
+
+    async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
+        if row.status == "scheduled":
+            if row.occurrence_local != occ.slot or row.dst_adjusted != occ.dst_adjusted:
+                await self.move(row, occ)  # a new zone gave the instant another slot
+            else:
+                await self._repin(row.id)
+        elif _superseded(row):
+            await self._revive(row, occ)
+
+    async def move(self, row: Row, occ: recurrence.Occurrence) -> bool:
+        if not await occurrences.move_occurrence(
+            self.conn,
+            row.id,
+            old_at=row.scheduled_for,
+            new_at=occ.at,
+            slot=occ.slot,
+            dst_adjusted=occ.dst_adjusted,
+        ):
+            return False
+        self.outcome.moved += 1
+        detail: dict[str, Any] = {
+            "from": row.scheduled_for,
+            "to": occ.at,
+            "from_slot": row.occurrence_local,
+            "slot": occ.slot,
+            "timezone": self.plan.timezone,
+            "version_id": self.plan.version_id,
+        }
+        if occ.dst_adjusted:
+            detail["dst_adjusted"] = occ.dst_adjusted
+        await runlog.write(
+            self.conn, row.id, "run.moved", at=self.now, detail=detail, actor=self.actor
+        )
+        await self._repin(row.id)
+        return True
+
+    async def _repin(self, run_id: int) -> None:
+        if await rematerialise_first_phase(
+            self.conn,
+            run_id=run_id,
+            version_id=self.plan.version_id,
+            spec=self.plan.spec,
+            now=self.now,
+            registry=self.registry,
+            actor=self.actor,
+        ):
+            self.outcome.repinned += 1
+
+    async def supersede(self, row: Row, why: str) -> None:
+        if not await occurrences.cancel_unstarted(
+            self.conn, row.id, reason=SUPERSEDED, now=self.now
+        ):
+            return
+        self.outcome.superseded += 1
+        cancelled = await steps.cancel_open_steps(self.conn, row.id, now=self.now)
+        await runlog.write(
+            self.conn,
+            row.id,
+            "run.status",
+            at=self.now,
+            detail={
+                "from": "scheduled",
+                "to": "cancelled",
+                "reason": SUPERSEDED,
+                "because": why,
+                "slot": row.occurrence_local,
+                "version_id": self.plan.version_id,
+                "cancelled_steps": cancelled,
+            },
+            actor=self.actor,
+        )
+
+    async def _revive(self, row: Row, occ: recurrence.Occurrence) -> None:
+        if not await occurrences.revive_superseded(
+            self.conn,
+            row.id,
+            version_id=self.plan.version_id,
+            slot=occ.slot,
+            dst_adjusted=occ.dst_adjusted,
+        ):
+            return
+        self.outcome.revived += 1
+        # Its steps were cancelled with it and never ran (attempts 0): make them again.
+        await steps.delete_unstarted_steps(self.conn, row.id)
+        phases = self.plan.spec.get("phases") or []
+        if phases:
+            await materialise_phase(
+                self.conn, run_id=row.id, phase=phases[0], registry=self.registry
+            )
+        await runlog.write(
+            self.conn,
+            row.id,
+            "run.status",
+            at=self.now,
+            detail={
+                "from": "cancelled",
+                "to": "scheduled",
+                "because": "the published schedule produces it again",
+                "slot": occ.slot,
+                "version_id": self.plan.version_id,
+            },
+            actor=self.actor,
+        )
+        await _note_not_due(self.conn, row.id, occ.at, self.now)
+
+    async def create(self, occ: recurrence.Occurrence) -> None:
+        _, created = await create_run(
+            self.conn,
+            definition_id=self.plan.definition_id,
+            version_id=self.plan.version_id,
+            spec=self.plan.spec,
+            scheduled_for=occ.at,
+            now=self.now,
+            source="schedule",
+            concurrency_key=self.plan.concurrency_key,
+            occurrence_local=occ.slot,
+            dst_adjusted=occ.dst_adjusted,
+            actor=self.actor,
+            registry=self.registry,
+        )
+        if created:
+            self.outcome.created += 1
+
+
+async def _note_not_due(conn: AsyncConnection, run_id: int, at: datetime, now: datetime) -> None:
+    ahead = waiting.describe(
+        {"status": "scheduled", "scheduled_for": at}, [], now=now, max_attempts=0
+    )
+    if ahead is not None:
+        await waiting.note(conn, run_id, ahead, now=now)
+
+
+async def cancel_unstarted_runs(
+    conn: AsyncConnection,
+    definition_id: int,
+    *,
+    reason: str,
+    now: datetime,
+    actor: str | None = None,
+) -> int:
+    """Cancel every run of the definition's schedule that has not started, with ``reason``
+    (an archive's ``archived``), each with its ``run.status`` line; answers how many."""
+    cancelled = 0
+    for row in await occurrences.unstarted_schedule_runs(conn, definition_id):
+        if not await occurrences.cancel_unstarted(conn, row.id, reason=reason, now=now):
+            continue
+        cancelled += 1
+        open_steps = await steps.cancel_open_steps(conn, row.id, now=now)
+        await runlog.write(
+            conn,
+            row.id,
+            "run.status",
+            at=now,
+            detail={
+                "from": "scheduled",
+                "to": "cancelled",
+                "reason": reason,
+                "cancelled_steps": open_steps,
+            },
+            actor=actor,
+        )
+    return cancelled
