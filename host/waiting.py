@@ -109,7 +109,10 @@ def _running(
         return {
             "reason": "not_due",
             "until": hold,
-            "sentence": f"holding until {iso(hold)} (a wait that ended the previous phase)",
+            "sentence": (
+                f"holding until {iso(hold)}: a wait ended phase {run.get('current_phase')}, "
+                "and what follows waits for it"
+            ),
         }
     step = _next_open(phase_steps)
     if step is None:

@@ -34,6 +34,7 @@ from tests.factories import (
     spec,
     step,
     step_rows,
+    wait,
 )
 
 NORTH = {"var": "colour", "op": "eq", "value": "north"}
@@ -614,6 +615,26 @@ async def test_waiting_on_names_the_gate_in_a_sentence_logged_once(host, engine,
     await engine.tick()
     waits = await log_lines(host.db, run_id, "run.waiting")
     assert [w.detail["reason"] for w in waits] == ["gate"]
+
+
+async def test_a_wait_that_ends_a_gated_phase_hands_over_to_the_gate_in_the_log(
+    host, engine, clock
+):
+    # The wait is the phase's last step, so it holds the run; when the hold runs out while
+    # the gate still holds, the log must say the run now waits on the gate.
+    run_id = await _start(host, phase("muster", announce("x"), wait(2), advance=TWO_NORTH))
+    await engine.tick()
+    assert (await run_row(host.db, run_id)).waiting_reason == "not_due"
+    clock.advance(2)
+    await engine.tick()
+    row = await run_row(host.db, run_id)
+    assert (row.waiting_reason, row.hold_until) == ("gate", None)
+    waits = await log_lines(host.db, run_id, "run.waiting")
+    assert [w.detail["reason"] for w in waits] == ["not_due", "gate"]
+    # Cleared once: the run is not due again until the gate or its stall clock says so.
+    async with host.db.connect() as conn:
+        found = await due.find_due(conn, clock.now(), limit=10, busy=[], stall_seconds=STALL)
+    assert [r.id for r in found] == []
 
 
 async def test_an_after_gate_says_until_when(host, engine, clock):

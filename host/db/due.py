@@ -99,7 +99,13 @@ _DUE_ACTIVE = (
             and_(
                 r.status == "running",
                 or_(r.hold_until.is_(None), r.hold_until <= bindparam("now")),
-                or_(_step_due, and_(_phase_settled, or_(~_gate_holds, _gate_stalls))),
+                or_(
+                    _step_due,
+                    and_(_phase_settled, or_(~_gate_holds, _gate_stalls)),
+                    # A hold that has run out is due once: the advance clears it and notes
+                    # what the run waits on next (a gate, say).
+                    r.hold_until.is_not(None),
+                ),
             ),
         ),
     )

@@ -192,6 +192,12 @@ _ESCALATE = (
 )
 
 _HOLD = update(event_runs).where(r.id == bindparam("run_id")).values(hold_until=bindparam("until"))
+# Compare-and-set on the hold it read: a hold set again meanwhile is not cleared.
+_RELEASE_HOLD = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.hold_until == bindparam("until"))
+    .values(hold_until=None)
+)
 
 # Written only when the reason changes: the WHERE is the change, so a run re-examined every
 # tick logs its reason once. ``IS DISTINCT FROM`` (``<=>`` on MariaDB) because NULL is a value.
@@ -349,6 +355,11 @@ async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
     return (
         await conn.execute(_ESCALATE, {"run_id": run_id, "below": below, "to": to})
     ).rowcount == 1
+
+
+async def release_hold(conn: AsyncConnection, run_id: int, until: datetime) -> bool:
+    """Clear a hold that has run out, once; True if this call cleared it."""
+    return (await conn.execute(_RELEASE_HOLD, {"run_id": run_id, "until": until})).rowcount == 1
 
 
 async def set_hold(conn: AsyncConnection, run_id: int, until: datetime | None) -> None:

@@ -354,8 +354,14 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
             )
         phase = phases[index]
         hold = state["hold_until"]
-        if hold is not None and hold > now:
-            return await _wait(host, run, state, [], now=now)
+        if hold is not None:
+            if hold > now:
+                return await _wait(host, run, state, [], now=now)
+            # The hold ran out: clear it, so a run whose gate still holds is not due again
+            # for it, and the reason it waits on from now is noted below.
+            async with host.db.begin() as conn:
+                await runs.release_hold(conn, run_id, hold)
+            state["hold_until"] = None
 
         if step is None:
             # Every step is terminal; the gate, if the phase has one, is the other half.
