@@ -233,6 +233,46 @@ async def _require_schema(engine: Any) -> None:
         )
 
 
+# ── demo ──────────────────────────────────────────────────────────────────────
+
+
+@main.command()
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the run console as JSON (as GET /api/v1/admin/runs/{run_id} answers it); "
+    "the progress lines go to standard error.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=60,
+    show_default=True,
+    help="Seconds to wait for the run to complete before giving up (exit 1).",
+)
+@settings_options
+def demo(settings: Settings, as_json: bool, timeout: float) -> None:
+    """Run a seeded three-phase event to completion and print its run console.
+
+    Uses a SQLite database in a temporary folder unless --database-url names an empty
+    one. Exit 0 when the run completed, 1 otherwise.
+    """
+    from pageant import demo as showcase
+    from pageant.console_text import render_console
+
+    say = functools.partial(click.echo, err=as_json)
+    result = run(showcase.run_demo(settings, say=say, timeout=timeout))
+    if as_json:
+        click.echo(showcase.console_json(result.console))
+    else:
+        click.echo()
+        click.echo(render_console(result.console))
+    if result.problem is not None:
+        click.echo(f"error: {result.problem}", err=True)
+        sys.exit(1)
+
+
 # ── serve ─────────────────────────────────────────────────────────────────────
 
 

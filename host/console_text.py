@@ -1,0 +1,230 @@
+"""The run console as text, for a terminal.
+
+:func:`render_console` renders what :func:`pageant.console.console` builds — the data
+``GET /api/v1/admin/runs/{run_id}`` answers — and reads nothing else, so the terminal and
+the API cannot tell two stories about one run. It accepts instants as datetimes (the
+console as built) or as ISO strings (the console as the API sent it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from pageant.gates import elapsed
+from pageant.timefmt import parse_instant
+
+Detail = Mapping[str, Any]
+
+
+def render_console(console: Mapping[str, Any]) -> str:
+    """The console ``{run, steps, gate, log}`` as lines of text: the run, its steps, the
+    current phase's gate, and the log in order."""
+    run = console["run"]
+    sections = [
+        _run(run),
+        _steps(console["steps"]),
+        _gate(console["gate"], run["current_phase"]),
+        _log(console["log"]),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections)
+
+
+# ── words ─────────────────────────────────────────────────────────────────────
+
+
+def _instant(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return parse_instant(str(value))
+    except ValueError:
+        return None
+
+
+def _when(value: Any) -> str:
+    """``2027-03-05 20:01:07 UTC``."""
+    at = _instant(value)
+    return "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _clock(value: Any) -> str:
+    """``20:01:07.250``: a log line's time of day, to the millisecond."""
+    at = _instant(value)
+    if at is None:
+        return str(value)
+    return at.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        # An instant reads as a time of day; anything else as its author would write it.
+        at = _instant(value) if len(value) >= 20 and value[4:5] == "-" else None
+        return _clock(at) if at is not None else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, datetime):
+        return _clock(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _pairs(values: Mapping[str, Any] | None, skip: tuple[str, ...] = ()) -> str:
+    """``colour="north" weight=1.5``: a mapping as its keys and values."""
+    return " ".join(f"{k}={_value(v)}" for k, v in (values or {}).items() if k not in skip)
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+# ── the run ───────────────────────────────────────────────────────────────────
+
+
+def _run(run: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"Run {run['id']}: {run['definition_title']} ({run['definition_slug']}), "
+        f"version {run['version_number']}"
+    ]
+    rows = [
+        ["status", f"{run['status']} (health {run['health']})"],
+        ["phase", run["current_phase"] or "-"],
+        ["waiting", (run["waiting_on"] or {}).get("sentence") or "on nothing"],
+        ["scheduled", f"{_when(run['scheduled_for'])} ({run['source']})"],
+        ["started", _when(run["started_at"])],
+    ]
+    started, ended = _instant(run["started_at"]), _instant(run["ended_at"])
+    if ended is not None:
+        took = f", {(ended - started).total_seconds():.1f} s after it started" if started else ""
+        rows.append(["ended", _when(ended) + took])
+    if run["last_error"]:
+        rows.append(["last error", run["last_error"]])
+    if run["cancel_reason"]:
+        rows.append(["cancelled", run["cancel_reason"]])
+    return lines + _table(rows)
+
+
+def _steps(steps: list[Mapping[str, Any]]) -> list[str]:
+    if not steps:
+        return ["Steps: none"]
+    rows = [["id", "phase", "action", "status", "tries", "params"]]
+    for step in steps:
+        status = "parked" if step["parked"] else step["status"]
+        what = _pairs(step["params"])
+        for key in ("last_error", "note"):
+            if step[key]:
+                what += f"  [{key.replace('_', ' ')}: {step[key]}]"
+        rows.append(
+            [str(step["id"]), step["phase"], step["action"], status, str(step["attempts"]), what]
+        )
+    return ["Steps", *_table(rows)]
+
+
+def _gate(gate: Mapping[str, Any] | None, phase: str | None) -> list[str]:
+    if gate is None:
+        return [f"Gate of the current phase ({phase or 'none'}): none"]
+    if gate["kind"] == "after":
+        what = f"after, until {_when(gate['deadline'])}"
+    else:
+        what = f"on {gate['trigger_id']}"
+        if gate["condition"]:
+            what += f" where {gate['condition']}"
+        what += f", {gate['tally']} of {gate['needed']}"
+    if gate["satisfied_at"] is not None:
+        state = f"satisfied by {gate['satisfied_by']} at {_when(gate['satisfied_at'])}"
+    else:
+        state = f"open since {_when(gate['entered_at'])}"
+    lines = [f"Gate of the current phase ({gate['phase']}): {what}; {state}"]
+    if gate["last_event_at"] is not None:
+        counted = "counted" if gate["last_event_counted"] else "did not count"
+        lines.append(f"  last firing at {_when(gate['last_event_at'])}: {counted}")
+    return lines
+
+
+# ── the log ───────────────────────────────────────────────────────────────────
+
+
+def _log(log: list[Mapping[str, Any]]) -> list[str]:
+    rows = [["at (UTC)", "kind", "phase", "what"]]
+    for line in log:
+        detail = line["detail"] or {}
+        say = _SAY.get(line["kind"], _pairs)
+        text = say(detail)
+        if line["step_id"] is not None:
+            text = f"step {line['step_id']}: {text}"
+        if line["actor"]:
+            text += f"  (by {line['actor']})"
+        rows.append([_clock(line["at"]), line["kind"], line["phase"] or "-", text])
+    return [f"Log ({len(log)} lines)", *_table(rows)]
+
+
+def _status(detail: Detail) -> str:
+    text = f"{detail.get('from', '?')} -> {detail.get('to')}"
+    rest = _pairs(detail, skip=("from", "to"))
+    return f"{text}  {rest}" if rest else text
+
+
+def _step_status(detail: Detail) -> str:
+    text = f"{detail.get('action', '?')} -> {detail.get('to')}"
+    rest = _pairs(detail, skip=("action", "to"))
+    return f"{text}  {rest}" if rest else text
+
+
+def _announce(detail: Detail) -> str:
+    return f"{_value(detail.get('message'))} via {detail.get('leg')}"
+
+
+def _waiting(detail: Detail) -> str:
+    return str(detail.get("sentence") or _pairs(detail))
+
+
+def _gate_words(gate: Detail) -> str:
+    if gate.get("kind") == "after":
+        return f"after {gate.get('after')}, until {_clock(gate.get('deadline'))}"
+    where = f" where {gate['condition']}" if gate.get("condition") else ""
+    return f"on {gate.get('trigger_id')}{where}, {gate.get('tally')} of {gate.get('needed')}"
+
+
+def _entered(detail: Detail) -> str:
+    count = detail.get("steps", 0)
+    gate = detail.get("gate")
+    steps = f"{count} step{'' if count == 1 else 's'}"
+    return f"{steps}; gate {_gate_words(gate)}" if gate else f"{steps}; no gate"
+
+
+def _evaluated(detail: Detail) -> str:
+    values = _pairs(detail.get("values")) or "(no values)"
+    tally = f"{detail.get('tally')} of {detail.get('needed')}"
+    if detail.get("matched"):
+        return f"counted: {values} satisfies {detail.get('condition')} ({tally})"
+    return f"near miss: {values} does not satisfy {detail.get('condition')} (still {tally})"
+
+
+def _gate_closed(detail: Detail) -> str:
+    return f"satisfied by {detail.get('satisfied_by')}: {_gate_words(detail)}"
+
+
+def _advanced(detail: Detail) -> str:
+    text = f"because {detail.get('because')}, after {elapsed(detail.get('waited_seconds', 0))}"
+    return f"{text}: {detail['reason']}" if detail.get("reason") else text
+
+
+def _completed(detail: Detail) -> str:
+    return ""
+
+
+#: How each kind of log line reads; any other kind shows its detail as ``key=value``.
+_SAY: dict[str, Callable[[Detail], str]] = {
+    "run.status": _status,
+    "step.status": _step_status,
+    "announce": _announce,
+    "run.waiting": _waiting,
+    "phase.entered": _entered,
+    "phase.completed": _completed,
+    "phase.gate": _gate_closed,
+    "phase.advanced": _advanced,
+    "condition.evaluated": _evaluated,
+}
