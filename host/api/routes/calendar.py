@@ -11,11 +11,11 @@ from pydantic import BaseModel
 from pageant import calendar
 from pageant.api.keys import HOST
 from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
+from pageant.api.window import read_window
 from pageant.db.schedules import definitions_of_series
 from pageant.definitions import get_definition
 from pageant.errors import Invalid, NotFound
 from pageant.series import get_series
-from pageant.timefmt import parse_instant
 from pageant.tokens import STAFF
 
 routes = RouteTable("calendar")
@@ -44,23 +44,6 @@ class CalendarList(BaseModel):
     items: list[CalendarItem]
 
 
-def _instant(request: web.Request, name: str, problems: list[str]) -> datetime | None:
-    raw = request.query.get(name)
-    if raw is None or not raw.strip():
-        problems.append(
-            f"query.{name}: required, an instant with an offset such as 2027-03-26T19:00:00Z"
-        )
-        return None
-    try:
-        return parse_instant(raw)
-    except ValueError:
-        problems.append(
-            f"query.{name}: {raw!r} is not an instant with an offset; "
-            "expected e.g. 2027-03-26T19:00:00Z or 2027-03-26T20:00:00+01:00"
-        )
-        return None
-
-
 def _id(request: web.Request, name: str, problems: list[str]) -> int | None:
     raw = request.query.get(name)
     if raw is None:
@@ -86,18 +69,9 @@ def _id(request: web.Request, name: str, problems: list[str]) -> int | None:
 )
 async def get_calendar(request: web.Request) -> web.Response:
     problems: list[str] = []
-    start = _instant(request, "from", problems)
-    end = _instant(request, "to", problems)
+    start, end = read_window(request, problems)
     series_id = _id(request, "series", problems)
     definition_id = _id(request, "definition", problems)
-    if start is not None and end is not None:
-        if end <= start:
-            problems.append("query.to: must be later than query.from")
-        elif end - start > calendar.MAX_WINDOW:
-            problems.append(
-                f"query.to: must be at most {calendar.MAX_WINDOW.days} days after query.from; "
-                f"this window is {end - start}"
-            )
     if problems:
         raise Invalid("invalid query", details=problems)
     assert start is not None and end is not None

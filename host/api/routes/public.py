@@ -1,0 +1,136 @@
+"""The public calendar and pages, for players: no token, nothing staff-only.
+
+Every answer may be cached for a minute by anyone (``Cache-Control: public, max-age=60``):
+the calendar changes on the scale of a publish or a cancel, and a page served to many players
+at once should not cost a calendar computation each. Errors are not marked cacheable, and a
+staff, draft or archived event answers exactly as an unknown slug does.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from pageant import public
+from pageant.api.keys import HOST
+from pageant.api.routing import RouteTable, respond
+from pageant.api.window import read_window
+from pageant.errors import Invalid
+
+routes = RouteTable("public")
+
+CACHE_CONTROL = "public, max-age=60"
+
+
+class PublicSeriesRef(BaseModel):
+    """The series an event belongs to, when that series is public."""
+
+    slug: str
+    title: str
+
+
+class PublicEvent(BaseModel):
+    """An event as players see it."""
+
+    slug: str
+    title: str
+    description: str
+    timezone: str
+    series: PublicSeriesRef | None
+
+
+class PublicOccurrence(BaseModel):
+    """One occurrence: a run (``materialised``) or a forecast past them (``projected``)."""
+
+    event: PublicEvent
+    scheduled_for: datetime
+    local_time: str
+    status: Literal["scheduled", "running", "completed", "cancelled", "missed"]
+    kind: Literal["materialised", "projected"]
+
+
+class PublicCalendar(BaseModel):
+    items: list[PublicOccurrence]
+
+
+class PublicEventPage(PublicEvent):
+    """A public event's page: the event, its next occurrence and the ones after it."""
+
+    next_occurrence: datetime | None
+    upcoming: list[PublicOccurrence]
+
+
+class PublicSeriesEvent(PublicEvent):
+    next_occurrence: datetime | None
+
+
+class PublicSeriesPage(BaseModel):
+    """A public series' page: its public events and their next occurrences."""
+
+    slug: str
+    title: str
+    description: str
+    events: list[PublicSeriesEvent]
+    upcoming: list[PublicOccurrence]
+
+
+def _cacheable(data: object) -> web.Response:
+    response = respond(data)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    return response
+
+
+@routes.get(
+    "/api/v1/public/events",
+    roles=None,
+    summary="The public calendar: occurrences of public events in a window",
+    response=PublicCalendar,
+    query={
+        "from": "the window's start, an instant with an offset (inclusive); default now",
+        "to": "the window's end (exclusive), with an offset; at most 400 days after from; "
+        "default 30 days after from",
+        "series": "only events of this public series (a slug)",
+    },
+)
+async def calendar(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    now = host.clock.now()
+    problems: list[str] = []
+    start, end = read_window(request, problems, default_start=now, default_span=public.DEFAULT_SPAN)
+    if problems:
+        raise Invalid("invalid query", details=problems)
+    assert start is not None and end is not None
+    async with host.db.connect() as conn:
+        items = await public.public_calendar(
+            conn, start=start, end=end, now=now, series=request.query.get("series")
+        )
+    return _cacheable({"items": items})
+
+
+@routes.get(
+    "/api/v1/public/events/{slug}",
+    roles=None,
+    summary="A public event's page: its next occurrences",
+    response=PublicEventPage,
+)
+async def event_page(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        page = await public.event_page(conn, request.match_info["slug"], now=host.clock.now())
+    return _cacheable(page)
+
+
+@routes.get(
+    "/api/v1/public/series/{slug}",
+    roles=None,
+    summary="A public series' page: its public events and their next occurrences",
+    response=PublicSeriesPage,
+)
+async def series_page(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        page = await public.series_page(conn, request.match_info["slug"], now=host.clock.now())
+    return _cacheable(page)

@@ -1,0 +1,168 @@
+"""The public calendar and pages: what players see of the schedule, without a token.
+
+Only events whose ``visibility`` is ``public`` and whose state is ``ready`` are shown, and a
+series only when it is public itself (:mod:`pageant.db.public` filters both in SQL). The
+occurrences are the staff calendar's (:func:`pageant.calendar.calendar_items`: materialised
+rows, projections past them), re-rendered field by field into a shape that holds nothing
+staff-only: no ids, no scope, no spec, no actor, no error, no concurrency key.
+
+A run's status is told in the words a player needs: ``scheduled``, ``running`` (starting,
+running, paused or ending: under way), ``completed``, ``cancelled`` (a person's cancel, or a
+run that failed in flight: either way it was called off) and ``missed``. An occurrence a
+republish withdrew (``superseded``) is not shown at all: the event was rescheduled, not called
+off, and its new occurrences are on the calendar already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant import calendar
+from pageant.db import public as public_db
+from pageant.errors import NotFound
+
+#: The public calendar's window when the query names no ``to``.
+DEFAULT_SPAN = timedelta(days=30)
+#: How many occurrences a page lists under ``upcoming``.
+UPCOMING = 10
+# A page looks a month ahead for its next occurrences, and only if that holds too few, as far
+# as a calendar window may reach.
+_PAGE_SPANS = (timedelta(days=31), calendar.MAX_WINDOW)
+
+#: A run's status as players are told it.
+PUBLIC_STATUS = {
+    "scheduled": "scheduled",
+    "starting": "running",
+    "running": "running",
+    "paused": "running",
+    "ending": "running",
+    "completed": "completed",
+    "failed": "cancelled",
+    "cancelled": "cancelled",
+    "missed": "missed",
+}
+
+
+def event_object(row: Row[Any]) -> dict[str, Any]:
+    """The one public rendering of an event (a row of :func:`pageant.db.public.public_events`)."""
+    series = None
+    if row.series_slug is not None:
+        series = {"slug": row.series_slug, "title": row.series_title}
+    return {
+        "slug": row.slug,
+        "title": row.title,
+        "description": row.description,
+        "timezone": row.timezone,
+        "series": series,
+    }
+
+
+def _occurrence(item: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+    status = "scheduled" if item["kind"] == "projected" else PUBLIC_STATUS[item["status"]]
+    return {
+        "event": event,
+        "scheduled_for": item["scheduled_for"],
+        "local_time": item["local_time"],
+        "status": status,
+        "kind": item["kind"],
+    }
+
+
+async def _occurrences(
+    conn: AsyncConnection,
+    events: Sequence[Row[Any]],
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    rendered = {row.id: event_object(row) for row in events}
+    items = await calendar.calendar_items(
+        conn, start=start, end=end, now=now, definition_ids=list(rendered)
+    )
+    cancelled = [i["run_id"] for i in items if i["status"] == "cancelled"]
+    withdrawn = await public_db.superseded_runs(conn, cancelled)
+    return [
+        _occurrence(item, rendered[item["definition_id"]])
+        for item in items
+        if item["run_id"] is None or item["run_id"] not in withdrawn
+    ]
+
+
+async def _upcoming(
+    conn: AsyncConnection, events: Sequence[Row[Any]], *, now: datetime
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for span in _PAGE_SPANS:
+        items = await _occurrences(conn, events, start=now, end=now + span, now=now)
+        if len(items) >= UPCOMING:
+            break
+    return items[:UPCOMING]
+
+
+async def public_calendar(
+    conn: AsyncConnection,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    series: str | None = None,
+) -> list[dict[str, Any]]:
+    """Occurrences of public ready events with ``start <= scheduled_for < end``, in instant
+    order, each ``{event, scheduled_for, local_time, status, kind}``; only the events of the
+    public series ``series`` (a slug) when given.
+
+    An unknown or staff series is the same :class:`NotFound`. The window's bounds are the
+    caller's to check; more than :data:`pageant.calendar.MAX_ITEMS` is :class:`Invalid`.
+    """
+    series_id = None
+    if series is not None:
+        found = await public_db.public_series(conn, series)
+        if found is None:
+            raise NotFound(f"no series {series!r}")
+        series_id = found.id
+    events = await public_db.public_events(conn, series_id=series_id)
+    return await _occurrences(conn, events, start=start, end=end, now=now)
+
+
+async def event_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict[str, Any]:
+    """A public event's page: the event, its ``next_occurrence`` (an instant, or None) and
+    its next :data:`UPCOMING` occurrences from ``now`` on (cancelled ones included, so
+    players are told). A staff, draft, archived or unknown event is the same
+    :class:`NotFound`."""
+    row = await public_db.public_event(conn, slug)
+    if row is None:
+        raise NotFound(f"no event {slug!r}")
+    following = await calendar.next_occurrences(conn, [row.id], now=now)
+    return {
+        **event_object(row),
+        "next_occurrence": following[row.id],
+        "upcoming": await _upcoming(conn, [row], now=now),
+    }
+
+
+async def series_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict[str, Any]:
+    """A public series' page: the series, its public ready events each with its
+    ``next_occurrence`` (soonest first; those with none last), and the next
+    :data:`UPCOMING` occurrences across them. A staff or unknown series is the same
+    :class:`NotFound`."""
+    series = await public_db.public_series(conn, slug)
+    if series is None:
+        raise NotFound(f"no series {slug!r}")
+    events = await public_db.public_events(conn, series_id=series.id)
+    following = await calendar.next_occurrences(conn, [row.id for row in events], now=now)
+    listed = sorted(
+        events, key=lambda row: (following[row.id] is None, following[row.id] or now, row.slug)
+    )
+    return {
+        "slug": series.slug,
+        "title": series.title,
+        "description": series.description,
+        "events": [{**event_object(row), "next_occurrence": following[row.id]} for row in listed],
+        "upcoming": await _upcoming(conn, events, now=now),
+    }
