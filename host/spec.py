@@ -32,7 +32,6 @@ run of fifty thousand steps): :data:`MAX_PHASES`, :data:`MAX_STEPS_PER_PHASE`,
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ from pageant.spec_gates import (  # noqa: F401
     parse_after,
     validate_advance,
 )
+from pageant.spec_words import refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
@@ -185,7 +185,7 @@ def validate(
     if not isinstance(raw, dict):
         raise Invalid("invalid spec", details=["spec: expected an object with schedule, phases"])
     errors: list[str] = []
-    _refuse_unknown(raw, SPEC_KEYS, "spec", errors)
+    refuse_unknown(raw, SPEC_KEYS, "spec", errors)
     schedule = _schedule(raw.get("schedule"), errors)
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
@@ -196,28 +196,6 @@ def validate(
     return {"schedule": schedule, "phases": phases}
 
 
-def _show(value: Any) -> str:
-    """A value as its author wrote it (JSON), shortened to fit in one message."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _refuse_unknown(
-    raw: dict[Any, Any], allowed: tuple[str, ...], path: str, errors: list[str], what: str = ""
-) -> bool:
-    """One error per key outside ``allowed``; answers whether there was any."""
-    found = False
-    for key in raw:
-        if key not in allowed:
-            found = True
-            expected = ", ".join(allowed) if allowed else "no other keys"
-            errors.append(f"{path}: unknown key {_show(key)}{what}; expected {expected}")
-    return found
-
-
 def _label(raw: Any, path: str, errors: list[str], *, required: bool) -> str | None:
     """A label, or ``None`` when blank (an error only where a label is ``required``)."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -225,7 +203,7 @@ def _label(raw: Any, path: str, errors: list[str], *, required: bool) -> str | N
             errors.append(f"{path}: a label is required")
         return None
     if not isinstance(raw, str):
-        errors.append(f"{path}: expected a string; got {_show(raw)}")
+        errors.append(f"{path}: expected a string; got {show(raw)}")
         return None
     if len(raw) > MAX_LABEL:
         errors.append(f"{path}: at most {MAX_LABEL} characters; this one has {len(raw)}")
@@ -246,11 +224,9 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
         return dict(_MANUAL)
     kind = raw.get("kind")
     if kind not in SCHEDULE_KINDS:
-        errors.append(
-            f"{path}.kind: expected one of {', '.join(SCHEDULE_KINDS)}; got {_show(kind)}"
-        )
+        errors.append(f"{path}.kind: expected one of {', '.join(SCHEDULE_KINDS)}; got {show(kind)}")
         return dict(_MANUAL)
-    _refuse_unknown(raw, ("kind", *SCHEDULE_KEYS[kind]), path, errors, f' for a "{kind}" schedule')
+    refuse_unknown(raw, ("kind", *SCHEDULE_KEYS[kind]), path, errors, f' for a "{kind}" schedule')
     if kind == "manual":
         return dict(_MANUAL)
     if kind == "once":
@@ -258,14 +234,14 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
         match = AT.fullmatch(at) if isinstance(at, str) else None
         if match is None:
             errors.append(
-                f'{path}.at: expected a local date and time as "YYYY-MM-DDTHH:MM"; got {_show(at)}'
+                f'{path}.at: expected a local date and time as "YYYY-MM-DDTHH:MM"; got {show(at)}'
             )
             return dict(_MANUAL)
         year, month, day = (int(g) for g in match.groups())
         try:
             date(year, month, day)
         except ValueError:
-            errors.append(f"{path}.at: {_show(at)} is not a real date")
+            errors.append(f"{path}.at: {show(at)} is not a real date")
             return dict(_MANUAL)
         # A wall clock in the definition's own zone, never an instant: the zone is a
         # sibling column, and the instant is derived when the occurrence is materialised.
@@ -280,7 +256,7 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
     nth = raw.get("nth")
     # bool is an int in Python, and True would otherwise pass as 1.
     if isinstance(nth, bool) or not isinstance(nth, int) or nth not in MONTHLY_NTH:
-        errors.append(f"{path}.nth: expected 1, 2, 3, 4 or -1 (the last); got {_show(nth)}")
+        errors.append(f"{path}.nth: expected 1, 2, 3, 4 or -1 (the last); got {show(nth)}")
         nth = None
     if time is None or weekday is None or nth is None:
         return dict(_MANUAL)
@@ -290,7 +266,7 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
 def _time(raw: Any, errors: list[str]) -> str | None:
     if isinstance(raw, str) and TIME.fullmatch(raw):
         return raw
-    errors.append(f'spec.schedule.time: expected a 24-hour time as "HH:MM"; got {_show(raw)}')
+    errors.append(f'spec.schedule.time: expected a 24-hour time as "HH:MM"; got {show(raw)}')
     return None
 
 
@@ -298,7 +274,7 @@ def _weekday(raw: Any, path: str, errors: list[str]) -> str | None:
     name = raw.lower() if isinstance(raw, str) else None
     if name in WEEKDAYS:
         return name
-    errors.append(f"{path}: {_show(raw)} is not a weekday; expected one of {', '.join(WEEKDAYS)}")
+    errors.append(f"{path}: {show(raw)} is not a weekday; expected one of {', '.join(WEEKDAYS)}")
     return None
 
 
@@ -341,7 +317,7 @@ def _phases(
         if not isinstance(raw_phase, dict):
             errors.append(f"{ppath}: expected an object")
             continue
-        _refuse_unknown(raw_phase, PHASE_KEYS, ppath, errors)
+        refuse_unknown(raw_phase, PHASE_KEYS, ppath, errors)
         key = _phase_key(raw_phase.get("key"), ppath, i, first_use, errors)
         label = _label(raw_phase.get("label"), f"{ppath}.label", errors, required=True)
         raw_steps = raw_phase.get("steps")
@@ -383,7 +359,7 @@ def _phase_key(
         return None
     if not isinstance(raw, str) or not PHASE_KEY.fullmatch(raw):
         errors.append(
-            f"{path}: {_show(raw)} is not a phase key; expected a slug such as "
+            f"{path}: {show(raw)} is not a phase key; expected a slug such as "
             '"wind-down" (lowercase letters and digits, words joined by - or _)'
         )
         return None
@@ -408,10 +384,10 @@ def _step(
     if not isinstance(raw, dict):
         errors.append(f"{path}: expected an object")
         return None
-    _refuse_unknown(raw, STEP_KEYS, path, errors)
+    refuse_unknown(raw, STEP_KEYS, path, errors)
     action_id = raw.get("action")
     if not isinstance(action_id, str) or not action_id:
-        errors.append(f"{path}.action: a step needs an action id; got {_show(action_id)}")
+        errors.append(f"{path}.action: a step needs an action id; got {show(action_id)}")
         return None
     declaration = registry.actions.get(action_id)
     if declaration is None:
@@ -425,7 +401,7 @@ def _step(
         on_failure = default_on_failure(declaration.risk)
     elif on_failure not in ON_FAILURE:
         errors.append(
-            f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {_show(on_failure)}"
+            f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {show(on_failure)}"
         )
     label = _label(raw.get("label"), f"{path}.label", errors, required=False)
     return {
@@ -471,12 +447,12 @@ def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object; got {_show(raw)}")
+        errors.append(f"{path}: expected an object; got {show(raw)}")
         return {}
     declared = {param.name for param in declaration.params}
     for name in raw:
         if name not in declared:
-            errors.append(f"{path}: {_show(name)} is not a param of {declaration.id}")
+            errors.append(f"{path}: {show(name)} is not a param of {declaration.id}")
     params: dict[str, Any] = {}
     for param in declaration.params:
         value = raw.get(param.name)
@@ -486,7 +462,7 @@ def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict
             continue
         ok, value, why = check_literal(param.type, value)
         if not ok:
-            errors.append(f'{path}: "{param.name}" {why}; got {_show(raw[param.name])}')
+            errors.append(f'{path}: "{param.name}" {why}; got {show(raw[param.name])}')
             continue
         if param.type == "string" and len(value) > MAX_STRING_PARAM:
             errors.append(

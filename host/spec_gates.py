@@ -14,9 +14,10 @@ timeout: a gate that never opens is held and made visible (the run's health goes
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
+
+from pageant.spec_words import refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.registry import Registry
@@ -61,28 +62,6 @@ def format_after(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def _show(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _unknown_keys(
-    raw: dict[Any, Any], allowed: tuple[str, ...], path: str, kind: str, errors: list[str]
-) -> bool:
-    found = False
-    for key in raw:
-        if key not in allowed:
-            found = True
-            errors.append(
-                f'{path}: unknown key {_show(key)} for an "{kind}" gate; '
-                f"expected {', '.join(allowed)}"
-            )
-    return found
-
-
 def validate_advance(
     raw: Any, path: str, registry: Registry, errors: list[str]
 ) -> dict[str, Any] | None:
@@ -97,29 +76,29 @@ def validate_advance(
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        errors.append(f'{path}: expected an object with "after" or "on"; got {_show(raw)}')
+        errors.append(f'{path}: expected an object with "after" or "on"; got {show(raw)}')
         return None
     kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
     if len(kinds) != 1:
         errors.append(f'{path}: expected exactly one of "after" or "on"')
         return None
     if kinds[0] == "after":
-        extra = _unknown_keys(raw, AFTER_GATE_KEYS, path, "after", errors)
+        extra = refuse_unknown(raw, AFTER_GATE_KEYS, path, errors, ' for an "after" gate')
         seconds = parse_after(raw["after"])
         if seconds is None:
             errors.append(
                 f'{path}.after: expected a duration such as "30m" (a whole number of s, m, h '
                 f"or d) from {format_after(MIN_AFTER_SECONDS)} to "
-                f"{format_after(MAX_AFTER_SECONDS)}; got {_show(raw['after'])}"
+                f"{format_after(MAX_AFTER_SECONDS)}; got {show(raw['after'])}"
             )
             return None
         # Only the canonical spelling is stored; the engine derives the seconds again
         # through parse_after rather than reading a second field that could disagree.
         return None if extra else {"after": format_after(seconds)}
-    _unknown_keys(raw, ON_GATE_KEYS, path, "on", errors)
+    refuse_unknown(raw, ON_GATE_KEYS, path, errors, ' for an "on" gate')
     trigger_id = raw["on"]
     if not isinstance(trigger_id, str) or not trigger_id:
-        errors.append(f"{path}.on: expected a trigger id; got {_show(trigger_id)}")
+        errors.append(f"{path}.on: expected a trigger id; got {show(trigger_id)}")
         return None
     count = raw.get("count")
     if count is None:
@@ -129,7 +108,7 @@ def validate_advance(
     ):
         errors.append(
             f"{path}.count: expected a whole number from 1 to {MAX_ADVANCE_COUNT}; "
-            f"got {_show(count)}"
+            f"got {show(count)}"
         )
         count = 1
     where = raw.get("where")

@@ -14,14 +14,13 @@ is still a 404: the documented order is token, role, resource, body, role floor.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from pageant.api.routing import MAX_ID, validation_details
+from pageant.api.routing import MAX_ID, parse_json, validation_details
 from pageant.errors import Invalid
 from pageant.slugs import MAX_SLUG, SLUG_RE
 
@@ -108,18 +107,6 @@ def _message_for(exc: ValidationError) -> list[str]:
             line = f"body.{loc[0]}: {READ_ONLY[str(loc[0])]}"
         details.append(line)
     return details
-
-
-def parse_json(raw: bytes) -> Any:
-    """The body as JSON, or :class:`Invalid` naming what is wrong with it."""
-    if not raw.strip():
-        raise Invalid(
-            "the request body is empty; expected a JSON object", details=["body: required"]
-        )
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid("malformed JSON", details=[f"body: {exc}"]) from exc
 
 
 def check_body(model: type[M], raw: bytes) -> Checked[M]:

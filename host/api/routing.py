@@ -111,7 +111,11 @@ def respond(data: Any, status: int = 200) -> web.Response:
 
 async def read_json(request: web.Request) -> Any:
     """The body as JSON, or :class:`Invalid` naming what is wrong with it."""
-    raw = await request.read()
+    return parse_json(await request.read())
+
+
+def parse_json(raw: bytes) -> Any:
+    """Raw body bytes as JSON, or :class:`Invalid` naming what is wrong with them."""
     if not raw.strip():
         raise Invalid(
             "the request body is empty; expected a JSON object", details=["body: required"]
