@@ -1,4 +1,4 @@
-"""Time pageant.recurrence on the windows the engine and the calendar ask for.
+"""Time pageant.schedules.recurrence on the windows the engine and the calendar ask for.
 
 Run as a script: ``python benchmarks/recurrence_bench.py``. Not a test — timings depend on the
 machine — but the figures say whether expansion stays cheap: the engine expands a 14-day
@@ -10,7 +10,7 @@ from __future__ import annotations
 import timeit
 from datetime import UTC, datetime, timedelta
 
-from pageant.recurrence import next_occurrence, occurrences
+from pageant.schedules.recurrence import next_occurrence, occurrences
 
 START = datetime(2027, 3, 1, tzinfo=UTC)
 

@@ -23,7 +23,7 @@ from pageant.clock import FakeClock
 from pageant.db.tables import event_definitions, event_versions
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.runs import start_now
+from pageant.runs.create import start_now
 from pageant.settings import Settings
 
 STEPS = {

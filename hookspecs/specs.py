@@ -113,7 +113,7 @@ class PageantSpecs:
         reachable, before the engine's first tick.
 
         Parameters:
-            context: the plugin's :class:`~pageant.plugin_context.PluginContext`; keep it.
+            context: the plugin's :class:`~pageant.plugins.context.PluginContext`; keep it.
                 ``await context.emit(trigger_id, payload)`` feeds phase gates.
 
         Returns: nothing.

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
-from pageant.plugin_context import PluginContext
-from pageant.plugins import Candidate, PluginManager, load_plugins
+from pageant.plugins.context import PluginContext
+from pageant.plugins.loader import Candidate, PluginManager, load_plugins
 from pageant.settings import Settings
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class Host:
         variable for a payload that does not fit its declaration (nothing is written).
         ``actor`` is who fired (kept on the log lines).
         """
-        from pageant.emit import fire
+        from pageant.gates.emit import fire
 
         return await fire(self, trigger_id, payload, actor=actor)
 

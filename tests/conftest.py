@@ -156,7 +156,7 @@ async def client(host: Any, aiohttp_client: Any) -> Any:
 @pytest.fixture
 async def tokens(db: AsyncEngine, clock: FakeClock) -> dict[str, str]:
     """One bearer token per role."""
-    from pageant.tokens import ROLES, create_token
+    from pageant.access.tokens import ROLES, create_token
 
     return {
         role: await create_token(db, role=role, name=f"test-{role}", now=clock.now())

@@ -20,8 +20,8 @@ from pageant.db.migrate import head_revision
 from pageant.db.tables import api_tokens
 from pageant.hookspecs import PluginInfo
 from pageant.hosting import Host
-from pageant.plugins import candidate_for, plugin_listing
-from pageant.registry import KINDS
+from pageant.plugins.loader import candidate_for, plugin_listing
+from pageant.plugins.registry import KINDS
 from pageant.settings import Settings
 from tests.conftest import bearer
 from tests.databases import empty_database
@@ -321,7 +321,7 @@ async def test_the_legs_source_lists_every_registered_leg(
 async def test_a_failing_option_source_answers_ok_false_never_500(
     rich: Any, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch, source: str, reason: str
 ) -> None:
-    monkeypatch.setattr("pageant.catalog.RESOLVE_TIMEOUT_SECONDS", 0.05)
+    monkeypatch.setattr("pageant.plugins.options.RESOLVE_TIMEOUT_SECONDS", 0.05)
     status, body = await options(rich, tokens["admin"], source)
     assert status == 200
     assert set(body) == {"ok", "reason"} and body["ok"] is False

@@ -11,9 +11,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from pageant import calendar
 from pageant.api.routes.calendar import CalendarItem
 from pageant.engine import Engine
+from pageant.schedules import calendar
 from pageant.timefmt import iso
 from tests.conftest import bearer
 from tests.schedules import monthly, ready_event, runs_of, spec_with, utc, weekly

@@ -16,14 +16,14 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import select, text
 
+from pageant.access.tokens import hash_token, principal_for
 from pageant.cli import main
 from pageant.db.engine import create_engine
 from pageant.db.migrate import head_revision
 from pageant.db.tables import api_tokens
 from pageant.errors import Invalid
-from pageant.plugins import load_plugins, plugin_listing
+from pageant.plugins.loader import load_plugins, plugin_listing
 from pageant.settings import ENV_PREFIX, Settings, load_settings
-from pageant.tokens import hash_token, principal_for
 from tests.databases import empty_database
 from tests.plugins import Site, fake_site, source
 

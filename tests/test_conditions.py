@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pageant.conditions import (
+from pageant.gates.conditions import (
     MAX_DEPTH,
     MAX_IN,
     MAX_LEAVES,
@@ -24,7 +24,7 @@ from pageant.conditions import (
     variables_named,
 )
 from pageant.hookspecs import Trigger, TriggerVariable
-from pageant.plugins import load_plugins
+from pageant.plugins.loader import load_plugins
 
 WHERE = "spec.phases[0].advance.where"
 

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from pageant import manifest
 from pageant.cli import main
 from pageant.errors import Invalid, NotFound
-from pageant.exercise import KitContext
-from pageant.kit import UnknownPlugin, select
-from pageant.plugins import PluginRecord, load_plugins
+from pageant.kit import manifest
+from pageant.kit.check import UnknownPlugin, select
+from pageant.kit.exercise import KitContext
+from pageant.plugins.loader import PluginRecord, load_plugins
 from pageant.settings import ENV_PREFIX, Settings
 from tests.plugins import Site, fake_site, source
 from tests.plugins.kitfaults import PLUGINS as FAULTS

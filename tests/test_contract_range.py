@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION
+from pageant.plugins.ranges import BadRange, parse_range
 
 
 def admits(text: str, version: str) -> bool:

@@ -18,14 +18,14 @@ import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import func, inspect, select, text
 
+from pageant.access.tokens import create_token
 from pageant.cli import main
+from pageant.cli.demo import NO_WISPS, TIMEOUT_SECONDS, console_json, run_demo, shown_url
 from pageant.clock import FakeClock
-from pageant.console_text import render_console
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_definitions
-from pageant.demo import NO_WISPS, TIMEOUT_SECONDS, console_json, run_demo, shown_url
+from pageant.runs.console_text import render_console
 from pageant.settings import ENV_PREFIX, Settings
-from pageant.tokens import create_token
 from tests.conftest import bearer
 from tests.databases import empty_database
 

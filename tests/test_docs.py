@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pageant.hookdocs import REQUIRED, UndocumentedHook, check_docstring, hooks, render
 from pageant.hookspecs import CONTRACT_VERSION
+from pageant.kit.hookdocs import REQUIRED, UndocumentedHook, check_docstring, hooks, render
 from pageant.settings import ENV_PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def test_the_plugin_guide_includes_the_whole_example_plugin() -> None:
 
 def test_the_hook_reference_is_the_rendering_of_the_docstrings() -> None:
     assert doc("hooks.md") == render(), (
-        "docs/hooks.md is stale: regenerate it with `python -m pageant.hookdocs docs/hooks.md`"
+        "docs/hooks.md is stale: regenerate it with `python -m pageant.kit.hookdocs docs/hooks.md`"
     )
 
 

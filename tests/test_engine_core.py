@@ -9,9 +9,9 @@ import socket
 import pytest
 from aiohttp import web
 
-from pageant import controls
 from pageant.engine import Engine
-from pageant.runs import start_now
+from pageant.runs import controls
+from pageant.runs.create import start_now
 from tests.factories import (
     announce,
     log_lines,

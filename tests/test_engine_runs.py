@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from pageant.db import due, runs
 from pageant.db.tables import event_run_steps, event_runs
 from pageant.errors import Conflict, NotFound
-from pageant.runs import create_run, materialise_phase, rematerialise_first_phase, start_now
+from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase, start_now
 from tests.factories import (
     add_version,
     announce,

@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from pageant import controls
 from pageant.db import steps
 from pageant.engine import Engine
 from pageant.engine.advance import read_cursor
 from pageant.engine.dispatch import Claim, dispatch_step
-from pageant.runs import start_now
+from pageant.runs import controls
+from pageant.runs.create import start_now
 from tests.factories import (
     Blocker,
     log_lines,

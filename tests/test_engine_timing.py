@@ -14,8 +14,8 @@ from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
 from pageant.db.tables import event_run_log, event_run_phase_gates
 from pageant.engine import Engine, advance, loop
-from pageant.engine.legs import LEGS
-from pageant.runs import start_now
+from pageant.engine.tick import LEGS
+from pageant.runs.create import start_now
 from tests.factories import (
     Blocker,
     Probe,

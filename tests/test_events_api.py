@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import event as sa_event
 from sqlalchemy import insert, select
 
-from pageant import definitions
 from pageant.api.app import make_app
 from pageant.api.routes.events import EventOut, VersionOut
 from pageant.db.tables import (
@@ -21,9 +20,10 @@ from pageant.db.tables import (
     event_series,
     event_versions,
 )
+from pageant.events import definitions
+from pageant.events.slugs import MAX_SLUG, slugify
+from pageant.events.spec.validator import empty_spec
 from pageant.hosting import Host
-from pageant.slugs import MAX_SLUG, slugify
-from pageant.spec import empty_spec
 from tests.conftest import bearer
 
 EVENTS = "/api/v1/admin/events"

@@ -16,7 +16,7 @@ from pageant.db import schedules
 from pageant.db.tables import event_definitions, event_runs, event_versions
 from pageant.engine import Engine
 from pageant.engine.expand import RETRY_AFTER, expand
-from pageant.schedule import NEVER
+from pageant.schedules.reconcile import NEVER
 from tests.factories import log_lines, make_host
 from tests.schedules import (
     expanded_until,

@@ -13,15 +13,18 @@ import pytest
 from sqlalchemy import insert, select, update
 from sqlalchemy.dialects import mysql, sqlite
 
-from pageant import conditions, controls, gates, hookimpl
-from pageant.console import console
+from pageant import hookimpl
 from pageant.db import due
-from pageant.db import gates as gate_rows
+from pageant.db import phase_gates as gate_rows
 from pageant.db.tables import event_run_phase_gates, event_runs
 from pageant.engine import Engine
 from pageant.errors import Invalid, NotFound
+from pageant.gates import conditions
+from pageant.gates import phase as gates
 from pageant.hosting import Host
-from pageant.runs import start_now
+from pageant.runs import controls
+from pageant.runs.console import console
+from pageant.runs.create import start_now
 from pageant.settings import Settings
 from tests.factories import (
     announce,

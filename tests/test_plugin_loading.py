@@ -20,7 +20,7 @@ import pytest
 from pageant import hookimpl
 from pageant.hookspecs import CONTRACT_VERSION, PluginInfo
 from pageant.hosting import Host
-from pageant.plugins import (
+from pageant.plugins.loader import (
     PluginManager,
     PluginRecord,
     candidate_for,
@@ -750,7 +750,8 @@ def test_nothing_happens_at_import() -> None:
         real = metadata.entry_points
         metadata.entry_points = lambda *a, **k: calls.append(k.get("group")) or real(*a, **k)
 
-        import pageant, pageant.plugins, pageant.hosting, pageant.registry, pageant.cli
+        import pageant, pageant.plugins.loader, pageant.hosting, pageant.plugins.registry
+        import pageant.cli
         import pageant.api.app
 
         print(json.dumps({

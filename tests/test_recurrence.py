@@ -14,7 +14,7 @@ from itertools import pairwise
 
 import pytest
 
-from pageant.recurrence import (
+from pageant.schedules.recurrence import (
     WEEKDAYS,
     Occurrence,
     is_zone,

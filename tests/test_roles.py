@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from pageant.access.floor import risky_changes
 from pageant.api.app import make_app
-from pageant.authorize import risky_changes
+from pageant.events.spec.validator import validate
 from pageant.hosting import Host
-from pageant.spec import validate
 from tests.test_events_api import ANNOUNCE, EVENTS, SUMMON, call, create, snapshot, spec_of
 
 SERIES = "/api/v1/admin/series"

@@ -13,11 +13,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pageant import hookimpl, spec
+from pageant import hookimpl
 from pageant.errors import Invalid
-from pageant.plugins import candidate_for, load_plugins
-from pageant.registry import Registry
-from pageant.spec import (
+from pageant.events.spec import validator as spec
+from pageant.events.spec.validator import (
     MAX_ADVANCE_COUNT,
     MAX_LABEL,
     MAX_PHASE_KEY,
@@ -33,6 +32,8 @@ from pageant.spec import (
     parse_after,
     validate,
 )
+from pageant.plugins.loader import candidate_for, load_plugins
+from pageant.plugins.registry import Registry
 
 
 async def _perform(ctx: Any) -> dict[str, Any]:

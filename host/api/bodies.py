@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from pageant.api.routing import MAX_ID, parse_json, validation_details
 from pageant.errors import Invalid
-from pageant.slugs import MAX_SLUG, SLUG_RE
+from pageant.events.slugs import MAX_SLUG, SLUG_RE
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -11,10 +11,10 @@ import logging
 from aiohttp import web
 from sqlalchemy.exc import OperationalError
 
+from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
 from pageant.api.routing import PRINCIPAL_KEY, Handler, respond
 from pageant.errors import PageantError, Unauthenticated
-from pageant.tokens import principal_for
 
 log = logging.getLogger("pageant.api")
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from aiohttp import web
 
-from pageant import calendar
+from pageant.schedules import calendar
 from pageant.timefmt import parse_instant
 
 
@@ -46,7 +46,7 @@ def read_window(
     default_span: timedelta | None = None,
 ) -> tuple[datetime | None, datetime | None]:
     """``(from, to)`` from the query, the window's own rules checked: ``to`` later than
-    ``from`` and at most :data:`pageant.calendar.MAX_WINDOW` after it.
+    ``from`` and at most :data:`pageant.schedules.calendar.MAX_WINDOW` after it.
 
     Without defaults both ends are required. With them, an absent ``from`` is
     ``default_start`` and an absent ``to`` is ``from + default_span``. Every problem is

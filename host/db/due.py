@@ -67,7 +67,7 @@ _step_due = _exists(
 _phase_settled = ~_exists(
     _s.c.run_id == r.id, _s.c.phase == r.current_phase, _s.c.status.in_(OPEN_STEP)
 )
-# Agrees with pageant.gates.is_open: a gate holds its phase while it is unsatisfied and, for
+# Agrees with pageant.gates.phase.is_open: a gate holds its phase while it is unsatisfied and, for
 # an ``after`` gate, its deadline is still ahead (a deadline that has come is the tick's to
 # close, so the run is due).
 _gate_holds = _exists(

@@ -1,7 +1,7 @@
 """The engine: the tick, its legs, and the dispatch of steps.
 
 ``Engine(host)`` is started by ``pageant serve`` (through the app's cleanup context) and
-stopped with it. See :mod:`pageant.engine.loop` for the loop and :mod:`pageant.engine.legs`
+stopped with it. See :mod:`pageant.engine.loop` for the loop and :mod:`pageant.engine.tick`
 for the tick's legs, in order.
 """
 

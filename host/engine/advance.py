@@ -17,12 +17,13 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import gates, waiting
 from pageant.db import due, runlog, runs, steps
 from pageant.db.tables import event_run_steps, event_runs
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
 from pageant.engine.versions import phases_of
-from pageant.runs import materialise_phase
+from pageant.gates import phase as gates
+from pageant.runs import waiting
+from pageant.runs.create import materialise_phase
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import waiting
-from pageant.authorize_dispatch import may_invoke
 from pageant.db import runlog, runs, steps
+from pageant.engine.policy import may_invoke
+from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
-from pageant.services import StepServices
+from pageant.runs import waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -20,8 +20,8 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pageant import schedule
 from pageant.db import schedules
+from pageant.schedules import reconcile as schedule
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from pageant.db import due
-from pageant.engine.legs import LEGS
+from pageant.engine.tick import LEGS
 from pageant.engine.versions import PinnedSpecs
 
 if TYPE_CHECKING:

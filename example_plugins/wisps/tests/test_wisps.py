@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pageant_wisps
 from pageant.hookspecs import ActionContext, run_with_envelope
-from pageant.plugins import load_plugins
+from pageant.plugins.loader import load_plugins
 
 
 def ctx(key: str, **params: object) -> ActionContext:

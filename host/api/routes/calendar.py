@@ -8,15 +8,15 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel
 
-from pageant import calendar
+from pageant.access.tokens import STAFF
 from pageant.api.keys import HOST
 from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
 from pageant.api.window import read_window
 from pageant.db.schedules import definitions_of_series
-from pageant.definitions import get_definition
 from pageant.errors import Invalid, NotFound
-from pageant.series import get_series
-from pageant.tokens import STAFF
+from pageant.events.definitions import get_definition
+from pageant.events.series import get_series
+from pageant.schedules import calendar
 
 routes = RouteTable("calendar")
 

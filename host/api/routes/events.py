@@ -22,8 +22,8 @@ from pydantic import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import definitions
-from pageant import spec as specs
+from pageant.access.floor import ADMIN, AUTHORS, check_role_floor
+from pageant.access.tokens import STAFF
 from pageant.api.bodies import (
     SLUG_SCHEMA,
     Checked,
@@ -39,13 +39,13 @@ from pageant.api.bodies import (
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, respond
-from pageant.authorize import ADMIN, AUTHORS, check_role_floor
-from pageant.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.errors import Invalid, NotFound
-from pageant.recurrence import zone
-from pageant.series import get_series
-from pageant.slugs import slugify
-from pageant.tokens import STAFF
+from pageant.events import definitions
+from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
+from pageant.events.series import get_series
+from pageant.events.slugs import slugify
+from pageant.events.spec import validator as specs
+from pageant.schedules.recurrence import zone
 
 routes = RouteTable("events")
 
@@ -59,8 +59,8 @@ Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
 ConcurrencyKey = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY)
 ]
-#: The spec is checked by :mod:`pageant.spec` (against the registry, with its own paths),
-#: not by the model; the model only documents its shape.
+#: The spec is checked by :mod:`pageant.events.spec.validator` (against the registry, with its
+#: own paths), not by the model; the model only documents its shape.
 SpecBody = Annotated[
     Any,
     WithJsonSchema(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from pageant.access.tokens import STAFF
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, respond
-from pageant.catalog import resolve_options
 from pageant.errors import NotFound
-from pageant.plugins import plugin_listing
-from pageant.tokens import STAFF
+from pageant.plugins.loader import plugin_listing
+from pageant.plugins.options import resolve_options
 
 routes = RouteTable("plugins")
 

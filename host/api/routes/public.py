@@ -14,11 +14,11 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel
 
-from pageant import public
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, respond
 from pageant.api.window import read_window
 from pageant.errors import Invalid
+from pageant.schedules import public_pages as public
 
 routes = RouteTable("public")
 

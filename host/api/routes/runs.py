@@ -8,17 +8,17 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy import bindparam, select
 
-from pageant import controls
+from pageant.access.tokens import STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
-from pageant.console import console, run_view, run_views, step_json
 from pageant.db import runs as run_rows
 from pageant.db import steps as step_rows
 from pageant.db.tables import event_definitions
 from pageant.errors import NotFound
-from pageant.runs import start_now
-from pageant.tokens import STAFF
+from pageant.runs import controls
+from pageant.runs.console import console, run_view, run_views, step_json
+from pageant.runs.create import start_now
 
 routes = RouteTable("runs")
 

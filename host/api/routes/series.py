@@ -11,6 +11,8 @@ from datetime import datetime
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pageant.access.floor import AUTHORS
+from pageant.access.tokens import STAFF
 from pageant.api.bodies import (
     SLUG_SCHEMA,
     Description,
@@ -24,8 +26,7 @@ from pageant.api.bodies import (
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, respond
-from pageant.authorize import AUTHORS
-from pageant.series import (
+from pageant.events.series import (
     FALLBACK_SLUG,
     create_series,
     list_series,
@@ -33,8 +34,7 @@ from pageant.series import (
     series_object,
     update_series,
 )
-from pageant.slugs import slugify
-from pageant.tokens import STAFF
+from pageant.events.slugs import slugify
 
 routes = RouteTable("series")
 

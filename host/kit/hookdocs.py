@@ -3,7 +3,7 @@
 The contract is written once, in :mod:`pageant.hookspecs.specs`; this module turns it into
 Markdown so the reference can never say something the code does not. Regenerate with::
 
-    python -m pageant.hookdocs docs/hooks.md
+    python -m pageant.kit.hookdocs docs/hooks.md
 
 Every hookspec docstring must follow the template (a summary, then ``When:``,
 ``Returns:``, ``On failure:`` and ``Added in contract X.Y.``); :func:`render` raises
@@ -31,7 +31,7 @@ _LABEL = re.compile(r"^(?P<label>When|Returns|On failure|Parameters):\s*(?P<rest
 HEADER = """\
 # Hook reference
 
-<!-- Rendered from hookspecs/specs.py by `python -m pageant.hookdocs docs/hooks.md`.
+<!-- Rendered from hookspecs/specs.py by `python -m pageant.kit.hookdocs docs/hooks.md`.
      Edit the docstrings there, not this file: a test fails when the two differ. -->
 
 Every hook a pageant plugin may implement. A plugin marks each one with
@@ -86,7 +86,7 @@ def _groups() -> dict[str, str]:
 
 def hooks() -> list[Hook]:
     """Every hookspec, in the order specs.py declares them."""
-    from pageant.plugins import ASYNC_HOOKS
+    from pageant.plugins.loader import ASYNC_HOOKS
 
     groups = _groups()
     declared = {n for n, _ in inspect.getmembers(PageantSpecs) if n.startswith("pageant_")}
@@ -172,7 +172,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m pageant.hookdocs [PATH]``: write the reference to PATH, or print it."""
+    """``python -m pageant.kit.hookdocs [PATH]``: write the reference to PATH, or print it."""
     args = sys.argv[1:] if argv is None else argv
     text = render()
     if args:

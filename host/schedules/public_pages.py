@@ -1,10 +1,10 @@
 """The public calendar and pages: what players see of the schedule, without a token.
 
 Only events whose ``visibility`` is ``public`` and whose state is ``ready`` are shown, and a
-series only when it is public itself (:mod:`pageant.db.public` filters both in SQL). The
-occurrences are the staff calendar's (:func:`pageant.calendar.calendar_items`: materialised
-rows, projections past them), re-rendered field by field into a shape that holds nothing
-staff-only: no ids, no scope, no spec, no actor, no error, no concurrency key.
+series only when it is public itself (:mod:`pageant.db.public_calendar` filters both in SQL).
+The occurrences are the staff calendar's (:func:`pageant.schedules.calendar.calendar_items`:
+materialised rows, projections past them), re-rendered field by field into a shape that holds
+nothing staff-only: no ids, no scope, no spec, no actor, no error, no concurrency key.
 
 A run's status is told in the words a player needs: ``scheduled``, ``running`` (starting,
 running, paused or ending: under way), ``completed``, ``cancelled`` (a person's cancel, or a
@@ -22,9 +22,9 @@ from typing import Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import calendar
-from pageant.db import public as public_db
+from pageant.db import public_calendar as public_db
 from pageant.errors import NotFound
+from pageant.schedules import calendar
 
 #: The public calendar's window when the query names no ``to``.
 DEFAULT_SPAN = timedelta(days=30)
@@ -49,7 +49,10 @@ PUBLIC_STATUS = {
 
 
 def event_object(row: Row[Any]) -> dict[str, Any]:
-    """The one public rendering of an event (a row of :func:`pageant.db.public.public_events`)."""
+    """The one public rendering of an event.
+
+    Renders a row of :func:`pageant.db.public_calendar.public_events`.
+    """
     series = None
     if row.series_slug is not None:
         series = {"slug": row.series_slug, "title": row.series_title}
@@ -118,7 +121,7 @@ async def public_calendar(
     public series ``series`` (a slug) when given.
 
     An unknown or staff series is the same :class:`NotFound`. The window's bounds are the
-    caller's to check; more than :data:`pageant.calendar.MAX_ITEMS` is :class:`Invalid`.
+    caller's to check; more than :data:`pageant.schedules.calendar.MAX_ITEMS` is :class:`Invalid`.
     """
     series_id = None
     if series is not None:

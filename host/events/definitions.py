@@ -30,13 +30,14 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import calendar, schedule
-from pageant import spec as specs
 from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
 from pageant.db.tables import event_versions as versions
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
-from pageant.registry import Registry
-from pageant.slugs import insert_with_slug, update_with_slug
+from pageant.events.slugs import insert_with_slug, update_with_slug
+from pageant.events.spec import validator as specs
+from pageant.plugins.registry import Registry
+from pageant.schedules import calendar
+from pageant.schedules import reconcile as schedule
 
 defs = event_definitions
 
@@ -277,7 +278,7 @@ async def create_definition(
 
     An explicit ``slug`` that is taken is a :class:`Conflict`; without one,
     ``derived_slug`` is suffixed ``-2``, ``-3``... until free
-    (:func:`pageant.slugs.insert_with_slug`). ``fields`` are the other columns
+    (:func:`pageant.events.slugs.insert_with_slug`). ``fields`` are the other columns
     (description, timezone, grace_seconds, ...), already validated.
     """
     values = dict(
@@ -334,8 +335,8 @@ async def publish_definition(
     ``ready`` and points at it. Archived definitions are a :class:`Conflict`.
 
     The schedule switches in the same transaction: the occurrences up to ``horizon_days``
-    ahead are reconciled with the new version (:func:`pageant.schedule.reconcile`: rows not
-    started are re-pinned, moved or superseded, missing ones made), so no run of the old
+    ahead are reconciled with the new version (:func:`pageant.schedules.reconcile.reconcile`:
+    rows not started are re-pinned, moved or superseded, missing ones made), so no run of the old
     version starts after the publish has answered.
     """
     row = await require_definition(conn, definition_id, lock=True)

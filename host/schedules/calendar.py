@@ -20,12 +20,12 @@ from typing import Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import recurrence
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
-from pageant.schedule import NEVER
+from pageant.schedules import recurrence
+from pageant.schedules.reconcile import NEVER
 
-log = logging.getLogger("pageant.calendar")
+log = logging.getLogger("pageant.schedules.calendar")
 
 #: The widest window one request may ask for.
 MAX_WINDOW = timedelta(days=400)

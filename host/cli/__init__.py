@@ -124,7 +124,7 @@ async def _current(engine: Any) -> str | None:
 @settings_options
 def plugins(settings: Settings, show_all: bool, as_json: bool) -> None:
     """List the plugins: loaded ones, and refused ones with their reason."""
-    from pageant.plugins import load_plugins, plugin_listing
+    from pageant.plugins.loader import load_plugins, plugin_listing
 
     manager = load_plugins()
     items = plugin_listing(manager)
@@ -180,7 +180,7 @@ def contract_check(
     Loads them as serve does, dry-runs what they declare, and compares their catalog with
     the committed manifest. Exit 0 pass, 1 violations, 2 usage.
     """
-    from pageant import kit
+    from pageant.kit import check as kit
 
     try:
         report = asyncio.run(
@@ -206,9 +206,9 @@ def token() -> None:
 @settings_options
 def token_create(settings: Settings, role: str, name: str) -> None:
     """Create a token and print it (only the token; it is shown once and stored hashed)."""
+    from pageant.access.tokens import create_token
     from pageant.clock import SystemClock
     from pageant.db.engine import create_engine
-    from pageant.tokens import create_token
 
     async def _go() -> str:
         engine = create_engine(settings.database_url)
@@ -258,8 +258,8 @@ def demo(settings: Settings, as_json: bool, timeout: float) -> None:
     Uses a SQLite database in a temporary folder unless --database-url names an empty
     one. Exit 0 when the run completed, 1 otherwise.
     """
-    from pageant import demo as showcase
-    from pageant.console_text import render_console
+    from pageant.cli import demo as showcase
+    from pageant.runs.console_text import render_console
 
     say = functools.partial(click.echo, err=as_json)
     result = run(showcase.run_demo(settings, say=say, timeout=timeout))

@@ -1,6 +1,6 @@
 """The run console as text, for a terminal.
 
-:func:`render_console` renders what :func:`pageant.console.console` builds — the data
+:func:`render_console` renders what :func:`pageant.runs.console.console` builds — the data
 ``GET /api/v1/admin/runs/{run_id}`` answers — and reads nothing else, so the terminal and
 the API cannot tell two stories about one run. It accepts instants as datetimes (the
 console as built) or as ISO strings (the console as the API sent it).
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pageant.gates import elapsed
+from pageant.gates.phase import elapsed
 from pageant.timefmt import parse_instant
 
 Detail = Mapping[str, Any]

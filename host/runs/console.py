@@ -12,11 +12,12 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import gates, waiting
 from pageant.db import runlog, runs, steps
 from pageant.db.tables import event_run_steps
 from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import NotFound
+from pageant.gates import phase as gates
+from pageant.runs import waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pageant.errors import Forbidden
-from pageant.registry import Registry
+from pageant.plugins.registry import Registry
 
 #: Who may author (create, edit, series writes) and who alone may publish and archive.
 AUTHORS = ("admin", "editor")

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import gates
-from pageant.conditions import check_payload, evaluate, named_values
-from pageant.db import gates as gate_rows
+from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog
 from pageant.errors import Invalid, NotFound
+from pageant.gates import phase as gates
+from pageant.gates.conditions import check_payload, evaluate, named_values
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -5,8 +5,8 @@ Two shapes, exactly one per gate::
     {"after": "30m"}
     {"on": "wisps.caught", "where": {...}, "count": 2}
 
-:func:`validate_advance` is called by :func:`pageant.spec.validate` for every phase; the
-engine reads a duration through :func:`parse_after` and the console writes one through
+:func:`validate_advance` is called by :func:`pageant.events.spec.validator.validate` for every
+phase; the engine reads a duration through :func:`parse_after` and the console writes one through
 :func:`format_after`, so neither grows an opinion of its own. There is deliberately no
 timeout: a gate that never opens is held and made visible (the run's health goes
 ``stalled``), never auto-advanced.
@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pageant.spec_words import refuse_unknown, show
+from pageant.events.spec.messages import refuse_unknown, show
 
 if TYPE_CHECKING:
-    from pageant.registry import Registry
+    from pageant.plugins.registry import Registry
 
 ADVANCE_KINDS = ("after", "on")
 AFTER_GATE_KEYS = ("after",)
@@ -119,7 +119,7 @@ def validate_advance(
         # the moment a plugin was uninstalled.
         return {"on": trigger_id, "where": where, "count": count, "dormant": True}
     # Imported here: the grammar is its own module, needed only once a gate names a trigger.
-    from pageant.conditions import validate_condition
+    from pageant.gates.conditions import validate_condition
 
     where, problems = validate_condition(trigger, where, f"{path}.where")
     errors.extend(problems)

@@ -23,11 +23,11 @@ from typing import Any
 import pluggy
 from pydantic import ValidationError
 
-from pageant.contract import BadRange, parse_range
 from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
-from pageant.registry import KINDS, Registry
+from pageant.plugins.ranges import BadRange, parse_range
+from pageant.plugins.registry import KINDS, Registry
 
-log = logging.getLogger("pageant.plugins")
+log = logging.getLogger("pageant.plugins.loader")
 
 ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.

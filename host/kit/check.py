@@ -2,7 +2,7 @@
 
 It loads plugins through the same pipeline as ``serve`` (a refusal is reported with the
 loader's own reason), starts them, then exercises what each checked plugin declared
-(:mod:`pageant.exercise`):
+(:mod:`pageant.kit.exercise`):
 
 * each action's example params through ``perform`` with ``verify=True`` (every example, and
   the required ones alone when some are optional), classified as the host classifies;
@@ -13,7 +13,7 @@ loader's own reason), starts them, then exercises what each checked plugin decla
   values of the source it names (a warning: the values are live data);
 * each trigger's variable examples pass the emit path's payload check;
 
-and compares the plugin's catalog with the committed manifest (:mod:`pageant.manifest`).
+and compares the plugin's catalog with the committed manifest (:mod:`pageant.kit.manifest`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pageant import manifest as manifests
-from pageant.exercise import Check, KitServices, exercise, start
 from pageant.hookspecs import CONTRACT_VERSION
-from pageant.plugins import DEFAULT_PLUGINS, PluginManager, PluginRecord, load_plugins
-from pageant.registry import Registry
+from pageant.kit import manifest as manifests
+from pageant.kit.exercise import Check, KitServices, exercise, start
+from pageant.plugins.loader import DEFAULT_PLUGINS, PluginManager, PluginRecord, load_plugins
+from pageant.plugins.registry import Registry
 from pageant.settings import Settings
 
 __all__ = ["Check", "Report", "UnknownPlugin", "contract_check", "render", "select"]

@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pageant.catalog import resolve_options
-from pageant.conditions import check_payload
+from pageant.engine.step_services import Posted
 from pageant.errors import Invalid, NotFound
+from pageant.gates.conditions import check_payload
 from pageant.hookspecs import Action, ActionContext, Envelope, run_with_envelope
 from pageant.hookspecs.models import check_literal
-from pageant.plugins import PluginManager, PluginRecord
-from pageant.registry import Registry
-from pageant.services import Posted
+from pageant.plugins.loader import PluginManager, PluginRecord
+from pageant.plugins.options import resolve_options
+from pageant.plugins.registry import Registry
 from pageant.settings import Settings
 
 Outcome = Literal["pass", "warning", "violation"]

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.tables import event_series
 from pageant.errors import NotFound
-from pageant.slugs import insert_with_slug, update_with_slug
+from pageant.events.slugs import insert_with_slug, update_with_slug
 
 #: What a title with no letters or digits derives to.
 FALLBACK_SLUG = "series"

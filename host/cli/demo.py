@@ -29,23 +29,23 @@ from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
-from pageant import definitions
-from pageant import spec as specs
-from pageant.console import console
 from pageant.db import runs
 from pageant.db.migrate import upgrade
 from pageant.db.tables import ALL_TABLES, TERMINAL_RUN_STATUSES
 from pageant.errors import PageantError
+from pageant.events import definitions
+from pageant.events.slugs import slugify
+from pageant.events.spec import validator as specs
 from pageant.hosting import Host
-from pageant.runs import start_now
+from pageant.runs.console import console
+from pageant.runs.create import start_now
 from pageant.settings import Settings
-from pageant.slugs import slugify
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from pageant.clock import Clock
-    from pageant.plugins import Candidate
+    from pageant.plugins.loader import Candidate
 
 TITLE = "Wisp hunt"
 TRIGGER = "wisps.caught"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pageant.plugins import PluginRecord
-from pageant.registry import KINDS, Registry
+from pageant.plugins.loader import PluginRecord
+from pageant.plugins.registry import KINDS, Registry
 
 #: Bumped when the file's shape changes, so an old file is named rather than misread.
 FORMAT = 1

@@ -53,7 +53,7 @@ def describe(
 
     ``phase_steps`` are the current phase's steps (any order); ``holder`` is the live run
     holding the concurrency key of a due scheduled run; ``gate`` is what
-    :func:`pageant.gates.waiting` answered for a phase whose steps are all done.
+    :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done.
     """
     status = run["status"]
     found: dict[str, Any] | None = None

@@ -6,7 +6,7 @@ is terminal *and* its gate is satisfied. Two kinds:
 - ``{"after": "30m"}`` — satisfied at a deadline thirty minutes after the phase was entered,
   whatever its steps took. The tick closes it (``satisfied_by: deadline``).
 - ``{"on": trigger, "where": condition, "count": n}`` — satisfied by the n-th firing of the
-  trigger that matches the condition. The emit path (:mod:`pageant.emit`) closes it
+  trigger that matches the condition. The emit path (:mod:`pageant.gates.emit`) closes it
   (``satisfied_by: tally``); the tick only reads.
 
 Both clocks start at phase entry: the row is made in the transaction that makes the phase
@@ -14,10 +14,10 @@ current, so no crash can leave a current phase without its gate, and a firing du
 phase's first step already counts. A gate that never opens holds its phase; after
 ``stall_seconds`` the run's health becomes ``stalled`` (visible, never an automatic
 advance), and a person may force it (``satisfied_by: forced``, see
-:func:`pageant.controls.advance`).
+:func:`pageant.runs.controls.advance`).
 
 The engine, the console, the emit path and the advance control ask the functions here
-about gates (and write through :mod:`pageant.db.gates`), so they cannot disagree about what a
+about gates (and write through :mod:`pageant.db.phase_gates`), so they cannot disagree about what a
 gate row means.
 """
 
@@ -29,10 +29,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.conditions import render
-from pageant.db import gates as gate_rows
+from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
-from pageant.spec_gates import format_after, parse_after
+from pageant.events.spec.advance import format_after, parse_after
+from pageant.gates.conditions import render
 
 Gate = Mapping[str, Any]
 

@@ -1,8 +1,8 @@
 """A published schedule turned into runs: the reconciliation the expansion, a publish and an
 archive share.
 
-The recurrence (:mod:`pageant.recurrence`) says which occurrences a schedule produces; this
-module makes the rows of ``event_runs`` agree with it, inside one transaction the caller
+The recurrence (:mod:`pageant.schedules.recurrence`) says which occurrences a schedule produces;
+this module makes the rows of ``event_runs`` agree with it, inside one transaction the caller
 owns. An occurrence is known by its UTC instant *and* by its authored local slot
 (``occurrence_local``), and the rows are matched on both, in this order:
 
@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import recurrence, waiting
 from pageant.db import occurrences, runlog, steps
 from pageant.db.occurrences import SUPERSEDED
-from pageant.runs import create_run, materialise_phase, rematerialise_first_phase
+from pageant.runs import waiting
+from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
+from pageant.schedules import recurrence
 
 if TYPE_CHECKING:
-    from pageant.registry import Registry
+    from pageant.plugins.registry import Registry
 
 #: ``expanded_until`` of a schedule that will produce nothing more (manual, a past once).
 NEVER = datetime(9999, 12, 31, tzinfo=UTC)

@@ -27,7 +27,7 @@ Bounds (all paste guards, so the wrong JSON is a refusal with a number in it rat
 run of fifty thousand steps): :data:`MAX_PHASES`, :data:`MAX_STEPS_PER_PHASE`,
 :data:`MAX_STEPS`, :data:`MAX_PHASE_KEY`, :data:`MAX_LABEL` (phase and step labels),
 :data:`MAX_STRING_PARAM` (each string param); gates have their own in
-:mod:`pageant.spec_gates` (re-exported here with the rest of that module's public names).
+:mod:`pageant.events.spec.advance` (re-exported here with the rest of that module's public names).
 """
 
 from __future__ import annotations
@@ -37,11 +37,9 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
-from pageant.hookspecs.models import check_literal
-from pageant.recurrence import WEEKDAYS
 
 # The gate grammar lives in its own module; its names stay importable from here.
-from pageant.spec_gates import (  # noqa: F401
+from pageant.events.spec.advance import (  # noqa: F401
     ADVANCE_KINDS,
     AFTER,
     AFTER_GATE_KEYS,
@@ -54,11 +52,13 @@ from pageant.spec_gates import (  # noqa: F401
     parse_after,
     validate_advance,
 )
-from pageant.spec_words import refuse_unknown, show
+from pageant.events.spec.messages import refuse_unknown, show
+from pageant.hookspecs.models import check_literal
+from pageant.schedules.recurrence import WEEKDAYS
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
-    from pageant.registry import Registry
+    from pageant.plugins.registry import Registry
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 

@@ -1,8 +1,9 @@
 """Recurrence: when a schedule's occurrences fall, in the event's own IANA zone.
 
-Pure arithmetic, no database. A schedule (already shape-checked by :mod:`pageant.spec`) names
-local wall slots — "every Friday at 20:00", "the last Sunday of the month at 02:30" — and this
-module turns each slot into exactly one UTC instant:
+Pure arithmetic, no database. A schedule (already shape-checked by
+:mod:`pageant.events.spec.validator`) names local wall slots — "every Friday at 20:00", "the
+last Sunday of the month at 02:30" — and this module turns each slot into exactly one UTC
+instant:
 
 - a slot that exists once is that instant;
 - a slot swallowed by a spring-forward gap moves forward to the first wall time that exists

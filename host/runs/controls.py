@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import gates, waiting
-from pageant.db import gates as gate_rows
+from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs, steps
 from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import Conflict, NotFound
+from pageant.gates import phase as gates
+from pageant.runs import waiting
 from pageant.timefmt import iso
 
 if TYPE_CHECKING:

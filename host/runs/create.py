@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant import waiting
 from pageant.db import runlog, runs, steps
 from pageant.db.tables import event_definitions, event_versions
 from pageant.errors import Conflict, NotFound
+from pageant.runs import waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
-    from pageant.registry import Registry
+    from pageant.plugins.registry import Registry
 
 #: A step's ``on_failure`` when its spec does not say (DESIGN §4): what to do with the run
 #: when the step fails for good depends on how much of the world the action can change.
