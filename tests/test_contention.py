@@ -5,7 +5,7 @@ from __future__ import annotations
 import pymysql
 from sqlalchemy.exc import OperationalError
 
-from pageant.api.middleware import is_contention
+from pageant.db.errors import is_retryable_conflict as is_contention
 
 
 def _wrapped(code: int, text: str) -> OperationalError:

@@ -13,6 +13,7 @@ from sqlalchemy import insert, select
 
 from pageant.api.app import make_app
 from pageant.api.routes.events import EventOut, VersionOut
+from pageant.db import definitions
 from pageant.db.tables import (
     event_definitions,
     event_run_steps,
@@ -20,7 +21,6 @@ from pageant.db.tables import (
     event_series,
     event_versions,
 )
-from pageant.events import definitions
 from pageant.events.slugs import MAX_SLUG, slugify
 from pageant.events.spec.validator import empty_spec
 from pageant.hosting import Host

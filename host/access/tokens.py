@@ -7,10 +7,9 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.db.tables import api_tokens
+from pageant.db import tokens as rows
 from pageant.errors import Invalid
 
 #: Staff roles, and ``game`` for game servers that fire triggers and do nothing else.
@@ -46,24 +45,13 @@ async def create_token(engine: AsyncEngine, *, role: str, name: str, now: dateti
     if problems:
         raise Invalid("invalid token request", details=problems)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    async with engine.begin() as conn:
-        await conn.execute(
-            insert(api_tokens).values(
-                name=name.strip(), role=role, token_hash=hash_token(token), created_at=now
-            )
-        )
+    await rows.insert_token(
+        engine, name=name.strip(), role=role, token_hash=hash_token(token), now=now
+    )
     return token
-
-
-_LOOKUP = select(api_tokens.c.id, api_tokens.c.role, api_tokens.c.name).where(
-    api_tokens.c.token_hash == bindparam("token_hash"),
-    api_tokens.c.revoked_at.is_(None),
-)
 
 
 async def principal_for(engine: AsyncEngine, token: str) -> Principal | None:
     """The principal a bearer token stands for, or None."""
-    async with engine.connect() as conn:
-        row = (await conn.execute(_LOOKUP, {"token_hash": hash_token(token)})).first()
-        await conn.rollback()
+    row = await rows.live_token(engine, hash_token(token))
     return None if row is None else Principal(row.id, row.role, row.name)

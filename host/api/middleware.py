@@ -9,36 +9,14 @@ from __future__ import annotations
 import logging
 
 from aiohttp import web
-from sqlalchemy.exc import OperationalError
 
 from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
 from pageant.api.routing import PRINCIPAL_KEY, Handler, respond
+from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError, Unauthenticated
 
 log = logging.getLogger("pageant.api")
-
-#: MariaDB's deadlock and lock-wait-timeout errors.
-_MYSQL_CONTENTION = frozenset({1205, 1213})
-
-
-def is_contention(exc: BaseException) -> bool:
-    """True when the database gave up on a lock (deadlock, lock wait, SQLite busy).
-
-    The chain is searched: MariaDB rolls the whole transaction back on a deadlock, so a
-    deadlock inside a savepoint surfaces as "savepoint does not exist" from the rollback
-    to it, with the deadlock as its context.
-    """
-    seen: BaseException | None = exc
-    while seen is not None:
-        orig = getattr(seen, "orig", seen)
-        args = getattr(orig, "args", ())
-        if args and args[0] in _MYSQL_CONTENTION:
-            return True
-        if "database is locked" in str(orig):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def error_response(
@@ -54,7 +32,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except PageantError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
     except OperationalError as exc:
-        if not is_contention(exc):
+        if not is_retryable_conflict(exc):
             log.exception("database error on %s %s", request.method, request.path)
             return error_response(500, "internal", "internal error; the server log has the details")
         # The transaction was rolled back whole, so nothing was written: the caller can

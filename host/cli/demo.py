@@ -25,13 +25,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, inspect, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
-
 from pageant.db import runs
+from pageant.db.contents import foreign_tables_and_counts
+from pageant.db.engine import shown_url
+from pageant.db.errors import DatabaseError
 from pageant.db.migrate import upgrade
-from pageant.db.tables import ALL_TABLES, TERMINAL_RUN_STATUSES
 from pageant.errors import PageantError
 from pageant.events import definitions
 from pageant.events.slugs import slugify
@@ -56,8 +54,6 @@ GAME_ACTOR = "game:demo-shard"
 TIMEOUT_SECONDS = 60.0
 #: How often the demo looks at its run while it waits.
 POLL_SECONDS = 0.1
-#: Alembic's own bookkeeping table: present in every database ``db upgrade`` has touched.
-ALEMBIC_TABLE = "alembic_version"
 
 
 @dataclass(frozen=True)
@@ -167,11 +163,6 @@ def _announce(message: str) -> dict[str, Any]:
 # ── the database ─────────────────────────────────────────────────────────────
 
 
-def shown_url(url: str) -> str:
-    """``url`` as it may be printed: any password masked."""
-    return make_url(url).render_as_string(hide_password=True)
-
-
 async def require_empty(db: AsyncEngine, url: str) -> None:
     """Refuse a database that holds anything but an empty pageant schema.
 
@@ -179,24 +170,14 @@ async def require_empty(db: AsyncEngine, url: str) -> None:
     on a real calendar. A database that ``db upgrade`` made and nothing has written to yet
     is empty enough. Raises :class:`DemoFailed` naming the database and what it holds.
     """
-    ours = {table.name: table for table in ALL_TABLES}
     try:
-        async with db.connect() as conn:
-            names = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
-            foreign = sorted(set(names) - set(ours) - {ALEMBIC_TABLE})
-            held = []
-            if not foreign:
-                for name in sorted(set(names) & set(ours)):
-                    rows = await conn.execute(select(func.count()).select_from(ours[name]))
-                    count = rows.scalar_one()
-                    if count:
-                        held.append(f"{name}: {count} row{'s' if count != 1 else ''}")
-            await conn.rollback()
-    except SQLAlchemyError as exc:
+        foreign, counts = await foreign_tables_and_counts(db)
+    except DatabaseError as exc:
         raise DemoFailed(
             f"cannot open the database {shown_url(url)}",
             details=[str(getattr(exc, "orig", None) or exc)],
         ) from None
+    held = [f"{name}: {count} row{'s' if count != 1 else ''}" for name, count in counts.items()]
     if not foreign and not held:
         return
     what = [f"tables pageant does not own: {', '.join(foreign)}"] if foreign else held
@@ -271,7 +252,7 @@ async def _fire_when_mustered(host: Host, run_id: int, say: Say, started: dateti
     of :data:`FIRINGS` at its offset into the phase."""
     while True:
         row = await _run_row(host, run_id)
-        if row.status in TERMINAL_RUN_STATUSES:
+        if row.status in runs.TERMINAL:
             return
         if row.current_phase == "muster":
             break
@@ -302,7 +283,7 @@ async def _follow(host: Host, run_id: int, say: Say, started: datetime) -> str:
             where = f", phase {row.current_phase}" if row.current_phase else ""
             say(f"{_since(host, started)}  run {run_id} {row.status}{where}")
             seen = now_seen
-        if row.status in TERMINAL_RUN_STATUSES:
+        if row.status in runs.TERMINAL:
             return row.status
         await host.clock.sleep(POLL_SECONDS)
 

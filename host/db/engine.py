@@ -15,6 +15,11 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed: any password masked."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """Create the engine for ``url`` (``sqlite+aiosqlite`` or ``mysql+aiomysql``).
 

@@ -18,7 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
+    TERMINAL_RUN_STATUSES,
     event_definitions,
+    event_run_steps,
     event_runs,
     event_versions,
 )
@@ -26,6 +28,8 @@ from pageant.db.tables import (
 r = event_runs.c
 d = event_definitions.c
 
+#: A run in one of these has ended for good.
+TERMINAL = TERMINAL_RUN_STATUSES
 #: A run in one of these is claimed and advanced by the tick.
 ACTIVE = ("starting", "running", "ending")
 #: Statuses a cancel acts from (DESIGN §7).
@@ -392,3 +396,47 @@ async def runs_of_definition(
     """A definition's runs in id order, after ``after_id``."""
     params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
     return list((await conn.execute(_LIST_FOR_DEFINITION, params)).all())
+
+
+# The run and its cursor — the first open step of its current phase — in one read.
+_open = event_run_steps.alias("open_step")
+_next_open_id = (
+    select(_open.c.id)
+    .where(
+        _open.c.run_id == r.id,
+        _open.c.phase == r.current_phase,
+        _open.c.status.in_(("pending", "running")),
+    )
+    .order_by(_open.c.seq)
+    .limit(1)
+    .correlate(event_runs)
+    .scalar_subquery()
+)
+_CURSOR = (
+    select(
+        r.status,
+        r.current_phase,
+        r.hold_until,
+        r.waiting_reason,
+        r.waiting_since,
+        *[c.label(f"step_{c.name}") for c in event_run_steps.c],
+    )
+    .select_from(event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id))
+    .where(r.id == bindparam("run_id"))
+)
+
+
+async def read_cursor(
+    conn: AsyncConnection, run_id: int
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+    """``(run state, next open step or None)``, or None when the run is gone."""
+    row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
+    if row is None:
+        return None
+    data = row._mapping
+    state = {k: data[k] for k in ("status", "current_phase", "hold_until")}
+    state["waiting_reason"] = data["waiting_reason"]
+    state["waiting_since"] = data["waiting_since"]
+    if data["step_id"] is None:
+        return state, None
+    return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}

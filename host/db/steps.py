@@ -51,6 +51,7 @@ _parked = and_(s.status == "running", s.lease_until.is_(None))
 
 _STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
 _STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
+_STEPS_OF_RUNS = select(*STEP_COLUMNS).where(s.run_id.in_(bindparam("run_ids", expanding=True)))
 
 _NEXT_OPEN = (
     select(*STEP_COLUMNS)
@@ -216,6 +217,11 @@ async def insert_steps(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) ->
 async def steps_of_run(conn: AsyncConnection, run_id: int) -> list[Row]:
     """Every step of a run, in creation order (phase by phase, seq by seq)."""
     return list((await conn.execute(_STEPS_OF_RUN, {"run_id": run_id})).all())
+
+
+async def steps_of_runs(conn: AsyncConnection, run_ids: Sequence[int]) -> list[Row]:
+    """Every step of these runs, in one query."""
+    return list((await conn.execute(_STEPS_OF_RUNS, {"run_ids": list(run_ids)})).all())
 
 
 async def get_step(conn: AsyncConnection, step_id: int) -> Row | None:

@@ -13,12 +13,9 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from pageant.db import due, runlog, runs, steps
-from pageant.db.tables import event_run_steps, event_runs
+from pageant.db.errors import IntegrityError
+from pageant.db.runs import read_cursor
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
 from pageant.engine.versions import phases_of
 from pageant.gates import phase as gates
@@ -30,54 +27,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.engine")
 
-_rc = event_runs.c
-_sc = event_run_steps.c
-
-# The run and its cursor — the first open step of its current phase — in one read.
-_open = event_run_steps.alias("open_step")
-_next_open_id = (
-    select(_open.c.id)
-    .where(
-        _open.c.run_id == _rc.id,
-        _open.c.phase == _rc.current_phase,
-        _open.c.status.in_(("pending", "running")),
-    )
-    .order_by(_open.c.seq)
-    .limit(1)
-    .correlate(event_runs)
-    .scalar_subquery()
-)
-_CURSOR = (
-    select(
-        _rc.status,
-        _rc.current_phase,
-        _rc.hold_until,
-        _rc.waiting_reason,
-        _rc.waiting_since,
-        *[c.label(f"step_{c.name}") for c in event_run_steps.c],
-    )
-    .select_from(event_runs.outerjoin(event_run_steps, _sc.id == _next_open_id))
-    .where(_rc.id == bindparam("run_id"))
-)
-
 #: Outcomes after which the run is done; its claim went with its last transition.
 FINISHED = ("completed", "failed")
-
-
-async def read_cursor(
-    conn: AsyncConnection, run_id: int
-) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """``(run state, next open step or None)``, or None when the run is gone."""
-    row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
-    if row is None:
-        return None
-    data = row._mapping
-    state = {k: data[k] for k in ("status", "current_phase", "hold_until")}
-    state["waiting_reason"] = data["waiting_reason"]
-    state["waiting_since"] = data["waiting_since"]
-    if data["step_id"] is None:
-        return state, None
-    return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
 
 
 async def advance(host: Host, now: datetime) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import event_versions
-
-_vc = event_versions.c
-_READ = select(_vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))
+from pageant.db.definitions import pinned_version
 
 
 async def read_pinned(conn: AsyncConnection, version_id: int) -> tuple[int, Any] | None:
     """``(number, spec)`` of a version, or None when there is no such row."""
-    row = (await conn.execute(_READ, {"version_id": version_id})).first()
+    row = await pinned_version(conn, version_id)
     return None if row is None else (row.number, row.spec)
 
 

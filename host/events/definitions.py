@@ -1,4 +1,5 @@
-"""Event definitions and their published versions: the SQL, and the rules around it.
+"""Event definitions and their published versions: the rules (the SQL is in
+:mod:`pageant.db.definitions`).
 
 A definition is what staff author: a title, a slug, a zone and a working-copy ``spec`` that
 changes freely. Publishing freezes the working copy into an immutable, numbered
@@ -16,22 +17,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    Row,
-    and_,
-    bindparam,
-    exists,
-    func,
-    insert,
-    or_,
-    select,
-    update,
-)
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import LIVE_RUN_STATUSES, event_definitions, event_run_steps, event_runs
-from pageant.db.tables import event_versions as versions
+from pageant.db import definitions as rows
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.slugs import insert_with_slug, update_with_slug
 from pageant.events.spec import validator as specs
@@ -39,69 +28,13 @@ from pageant.plugins.registry import Registry
 from pageant.schedules import calendar
 from pageant.schedules import reconcile as schedule
 
-defs = event_definitions
-
 STATES = ("draft", "ready", "archived")
 #: The states an edit, a publish or an archive may act from.
-OPEN_STATES = ("draft", "ready")
+OPEN_STATES = rows.OPEN_STATES
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_GRACE_SECONDS = 300
 #: The grace window's bounds: a start may be late by up to a day, never negative.
 MIN_GRACE_SECONDS, MAX_GRACE_SECONDS = 0, 86_400
-
-# ── Statements (built once) ─────────────────────────────────────────────────────────────────
-
-#: A definition with its current version's public half, as the event object renders it.
-_VIEW = select(
-    *defs.c,
-    versions.c.number.label("version_number"),
-    versions.c.published_at.label("version_published_at"),
-    versions.c.published_by.label("version_published_by"),
-).select_from(defs.outerjoin(versions, versions.c.id == defs.c.current_version_id))
-
-_VIEW_ONE = _VIEW.where(defs.c.id == bindparam("definition_id"))
-_GET = select(defs).where(defs.c.id == bindparam("definition_id"))
-# FOR UPDATE serialises writers of one definition on MariaDB (two publishes would otherwise
-# both read the same highest version number); SQLite renders no FOR UPDATE and needs none,
-# since every transaction there begins IMMEDIATE and so already holds the write lock.
-_GET_LOCKED = _GET.with_for_update()
-
-_parked_step = exists().where(
-    event_run_steps.c.run_id == event_runs.c.id,
-    event_run_steps.c.status == "running",
-    event_run_steps.c.lease_until.is_(None),
-)
-#: Runs waiting on a person, per definition: paused, or live with a parked step. Derived
-#: from the rows that are the fact, never from a summary column.
-_RUNS_WAITING = (
-    select(event_runs.c.definition_id, func.count().label("waiting"))
-    .where(
-        event_runs.c.definition_id.in_(bindparam("ids", expanding=True)),
-        or_(
-            event_runs.c.status == "paused",
-            and_(event_runs.c.status.in_(LIVE_RUN_STATUSES), _parked_step),
-        ),
-    )
-    .group_by(event_runs.c.definition_id)
-)
-
-_NEXT_NUMBER = select(func.coalesce(func.max(versions.c.number), 0) + 1).where(
-    versions.c.definition_id == bindparam("definition_id")
-)
-_VERSION_BY_NUMBER = select(versions).where(
-    versions.c.definition_id == bindparam("definition_id"),
-    versions.c.number == bindparam("number"),
-)
-_VERSION_BY_ID = select(versions).where(versions.c.id == bindparam("version_id"))
-
-# The CAS: the state it may act from is in the WHERE clause, so MariaDB's matched-rows count
-# and SQLite's changed-rows count agree on whether it happened.
-_ARCHIVE = (
-    update(defs)
-    .where(defs.c.id == bindparam("definition_id"), defs.c.state.in_(OPEN_STATES))
-    .values(state="archived", updated_at=bindparam("now"))
-)
-
 
 # ── Reading ─────────────────────────────────────────────────────────────────────────────────
 
@@ -111,8 +44,7 @@ async def get_definition(
 ) -> Row[Any] | None:
     """The ``event_definitions`` row, or None. ``lock`` holds it until the transaction ends
     (on MariaDB; SQLite's transactions already exclude each other)."""
-    statement = _GET_LOCKED if lock else _GET
-    return (await conn.execute(statement, {"definition_id": definition_id})).first()
+    return await rows.get_definition(conn, definition_id, lock=lock)
 
 
 async def require_definition(
@@ -130,20 +62,14 @@ async def list_definitions(
 ) -> list[Row[Any]]:
     """Up to ``limit`` definitions (with their current version) in ascending id order,
     after ``after_id``, optionally only those in ``state``."""
-    statement = _VIEW.order_by(defs.c.id).limit(limit)
-    if state is not None:
-        statement = statement.where(defs.c.state == state)
-    if after_id is not None:
-        statement = statement.where(defs.c.id > after_id)
-    return list(await conn.execute(statement))
+    return await rows.list_view(conn, state=state, after_id=after_id, limit=limit)
 
 
 async def runs_waiting(conn: AsyncConnection, definition_ids: Sequence[int]) -> dict[int, int]:
     """How many runs of each definition wait on a person (one query for all of them)."""
     if not definition_ids:
         return {}
-    rows = await conn.execute(_RUNS_WAITING, {"ids": list(definition_ids)})
-    found = {row.definition_id: row.waiting for row in rows}
+    found = await rows.count_runs_waiting(conn, definition_ids)
     return {i: found.get(i, 0) for i in definition_ids}
 
 
@@ -166,28 +92,19 @@ async def published_version(conn: AsyncConnection, definition_id: int) -> Row[An
 
 async def get_version_by_id(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
     """An ``event_versions`` row by its id (what a run is pinned to), or None."""
-    return (await conn.execute(_VERSION_BY_ID, {"version_id": version_id})).first()
+    return await rows.get_version_by_id(conn, version_id)
 
 
 async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> Row[Any] | None:
     """Version ``number`` of a definition, or None."""
-    params = {"definition_id": definition_id, "number": number}
-    return (await conn.execute(_VERSION_BY_NUMBER, params)).first()
+    return await rows.get_version(conn, definition_id, number)
 
 
 async def list_versions(
     conn: AsyncConnection, definition_id: int, *, after_id: int | None = None, limit: int
 ) -> list[Row[Any]]:
     """Up to ``limit`` versions of a definition in ascending id (and so number) order."""
-    statement = (
-        select(versions)
-        .where(versions.c.definition_id == definition_id)
-        .order_by(versions.c.id)
-        .limit(limit)
-    )
-    if after_id is not None:
-        statement = statement.where(versions.c.id > after_id)
-    return list(await conn.execute(statement))
+    return await rows.list_versions(conn, definition_id, after_id=after_id, limit=limit)
 
 
 # ── Rendering ───────────────────────────────────────────────────────────────────────────────
@@ -206,7 +123,7 @@ async def render_events(
 
 async def view_definition(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
     """One row of the definition view (the definition with its current version)."""
-    return (await conn.execute(_VIEW_ONE, {"definition_id": definition_id})).first()
+    return await rows.view_one(conn, definition_id)
 
 
 async def render_event(
@@ -291,7 +208,7 @@ async def create_definition(
         created_by=actor,
     )
     return await insert_with_slug(
-        conn, defs, values, slug=slug, derived_slug=derived_slug, noun="event"
+        conn, "event_definitions", values, slug=slug, derived_slug=derived_slug, noun="event"
     )
 
 
@@ -305,7 +222,7 @@ async def update_definition(
     """
     if changes:
         await update_with_slug(
-            conn, defs, definition_id, {**changes, "updated_at": now}, noun="event"
+            conn, "event_definitions", definition_id, {**changes, "updated_at": now}, noun="event"
         )
 
 
@@ -358,27 +275,25 @@ async def publish_definition(
             "install the plugin or edit those out, then publish",
             details=dormant,
         )
-    number = (await conn.execute(_NEXT_NUMBER, {"definition_id": definition_id})).scalar_one()
-    try:
-        async with conn.begin_nested():
-            result = await conn.execute(
-                insert(versions).values(
-                    definition_id=definition_id,
-                    number=number,
-                    spec=spec,
-                    timezone=row.timezone,
-                    published_at=now,
-                    published_by=actor,
-                )
-            )
-    except IntegrityError:
+    number = await rows.next_version_number(conn, definition_id)
+    version_id = await rows.insert_version(
+        conn,
+        dict(
+            definition_id=definition_id,
+            number=number,
+            spec=spec,
+            timezone=row.timezone,
+            published_at=now,
+            published_by=actor,
+        ),
+    )
+    if version_id is None:
         # Unreachable while the row lock holds; if it ever did not, two publishes would
-        # meet here on UNIQUE (definition_id, number), and the loser is told, not a 500.
+        # meet on UNIQUE (definition_id, number), and the loser is told, not a 500.
         raise Conflict(
             f"event {definition_id} was published concurrently as version {number}; "
             "read it and publish again if needed"
-        ) from None
-    version_id = int(result.inserted_primary_key[0])
+        )
     plan = schedule.Plan(
         definition_id=definition_id,
         version_id=version_id,
@@ -395,11 +310,7 @@ async def publish_definition(
         raise Invalid(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
-    await conn.execute(
-        update(defs)
-        .where(defs.c.id == definition_id)
-        .values(current_version_id=version_id, state="ready", expanded_until=until, updated_at=now)
-    )
+    await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
     await schedule.reconcile(conn, plan, now=now, end=end, registry=registry, actor=actor)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
@@ -416,8 +327,7 @@ async def archive_definition(
     every run of its schedule that has not started is cancelled with the reason
     ``archived``; runs already under way go on to their end.
     """
-    result = await conn.execute(_ARCHIVE, {"definition_id": definition_id, "now": now})
-    if result.rowcount == 1:
+    if await rows.archive_if_open(conn, definition_id, now=now):
         await schedule.cancel_unstarted_runs(
             conn, definition_id, reason=schedule.ARCHIVED, now=now, actor=actor
         )

@@ -10,22 +10,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, select
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import event_series
+from pageant.db import series as rows
 from pageant.errors import NotFound
 from pageant.events.slugs import insert_with_slug, update_with_slug
 
 #: What a title with no letters or digits derives to.
 FALLBACK_SLUG = "series"
 
-_GET = select(event_series).where(event_series.c.id == bindparam("series_id"))
-
 
 async def get_series(conn: AsyncConnection, series_id: int) -> Row[Any] | None:
     """The series row, or None."""
-    return (await conn.execute(_GET, {"series_id": series_id})).first()
+    return await rows.get_series(conn, series_id)
 
 
 async def require_series(conn: AsyncConnection, series_id: int) -> Row[Any]:
@@ -40,10 +38,7 @@ async def list_series(
     conn: AsyncConnection, *, after_id: int | None = None, limit: int
 ) -> list[Row[Any]]:
     """Up to ``limit`` series in ascending id order, after ``after_id``."""
-    statement = select(event_series).order_by(event_series.c.id).limit(limit)
-    if after_id is not None:
-        statement = statement.where(event_series.c.id > after_id)
-    return list(await conn.execute(statement))
+    return await rows.list_series(conn, after_id=after_id, limit=limit)
 
 
 def series_object(row: Row[Any]) -> dict[str, Any]:
@@ -73,7 +68,7 @@ async def create_series(
         title=title, description=description, visibility=visibility, created_at=now, updated_at=now
     )
     return await insert_with_slug(
-        conn, event_series, values, slug=slug, derived_slug=derived_slug, noun="series"
+        conn, "event_series", values, slug=slug, derived_slug=derived_slug, noun="series"
     )
 
 
@@ -83,5 +78,5 @@ async def update_series(
     """Write ``changes`` (already validated) to a series; a taken slug is a conflict."""
     if changes:
         await update_with_slug(
-            conn, event_series, series_id, {**changes, "updated_at": now}, noun="series"
+            conn, "event_series", series_id, {**changes, "updated_at": now}, noun="series"
         )

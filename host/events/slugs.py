@@ -12,10 +12,9 @@ import re
 import unicodedata
 from typing import Any
 
-from sqlalchemy import Column, Select, Table, bindparam, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import slugs as rows
 from pageant.errors import Conflict
 
 MAX_SLUG = 100
@@ -44,14 +43,12 @@ def with_suffix(base: str, n: int) -> str:
     return base[: MAX_SLUG - len(tail)].rstrip("-") + tail
 
 
-async def free_slug(conn: AsyncConnection, column: Column[str], base: str) -> str:
-    """``base`` if no row of ``column``'s table holds it, else the lowest free ``base-n``
+async def free_slug(conn: AsyncConnection, table: str, base: str) -> str:
+    """``base`` if no row of ``table`` holds it, else the lowest free ``base-n``
     (n >= 2). One query: every slug that could collide is read at once."""
     # Short enough to be a prefix of every suffixed form with_suffix can make.
     stem = base[: MAX_SLUG - 12]
-    # The grammar admits neither "%" nor "_", so the stem needs no LIKE escaping.
-    rows = await conn.execute(select(column).where(or_(column == base, column.like(f"{stem}%"))))
-    taken = {r[0] for r in rows}
+    taken = await rows.slugs_like(conn, table, base, stem)
     if base not in taken:
         return base
     n = 2
@@ -62,18 +59,10 @@ async def free_slug(conn: AsyncConnection, column: Column[str], base: str) -> st
 
 # ── Writing a row that carries a slug ───────────────────────────────────────────────────────
 
-_OWNER: dict[str, Select[Any]] = {}
 
-
-def _owner_statement(table: Table) -> Select[Any]:
-    if table.name not in _OWNER:
-        _OWNER[table.name] = select(table.c.id).where(table.c.slug == bindparam("slug"))
-    return _OWNER[table.name]
-
-
-async def slug_owner(conn: AsyncConnection, table: Table, slug: str) -> int | None:
+async def slug_owner(conn: AsyncConnection, table: str, slug: str) -> int | None:
     """The id of the row of ``table`` holding ``slug``, or None."""
-    return (await conn.execute(_owner_statement(table), {"slug": slug})).scalar()
+    return await rows.slug_owner(conn, table, slug)
 
 
 def slug_conflict(noun: str, slug: str, owner: int | None) -> Conflict:
@@ -84,7 +73,7 @@ def slug_conflict(noun: str, slug: str, owner: int | None) -> Conflict:
 
 async def insert_with_slug(
     conn: AsyncConnection,
-    table: Table,
+    table: str,
     values: dict[str, Any],
     *,
     slug: str | None,
@@ -106,17 +95,12 @@ async def insert_with_slug(
                 raise slug_conflict(noun, slug, owner)
             chosen = slug
         else:
-            chosen = await free_slug(conn, table.c.slug, derived_slug)
-        try:
-            async with conn.begin_nested():
-                result = await conn.execute(insert(table).values({**values, "slug": chosen}))
-        except IntegrityError:
-            if await slug_owner(conn, table, chosen) is None:
-                raise  # not the slug: a real error, not a race to hide
-            if slug is not None:
-                raise slug_conflict(noun, slug, await slug_owner(conn, table, slug)) from None
-            continue
-        return int(result.inserted_primary_key[0])
+            chosen = await free_slug(conn, table, derived_slug)
+        new_id = await rows.insert_claiming_slug(conn, table, values, chosen)
+        if new_id is not None:
+            return new_id
+        if slug is not None:
+            raise slug_conflict(noun, slug, await slug_owner(conn, table, slug))
     raise Conflict(
         f'could not find a free slug for "{derived_slug}"; give one explicitly',
         details=[f"body.slug: required while other {noun} rows keep taking the derived one"],
@@ -124,7 +108,7 @@ async def insert_with_slug(
 
 
 async def update_with_slug(
-    conn: AsyncConnection, table: Table, row_id: int, changes: dict[str, Any], *, noun: str
+    conn: AsyncConnection, table: str, row_id: int, changes: dict[str, Any], *, noun: str
 ) -> None:
     """UPDATE one row of ``table`` with ``changes``; a ``slug`` among them that another row
     holds (now, or by the time the index sees it) is a :class:`Conflict`."""
@@ -133,10 +117,6 @@ async def update_with_slug(
         owner = await slug_owner(conn, table, slug)
         if owner is not None and owner != row_id:
             raise slug_conflict(noun, slug, owner)
-    try:
-        async with conn.begin_nested():
-            await conn.execute(update(table).where(table.c.id == row_id).values(changes))
-    except IntegrityError:
-        if slug is None:
-            raise
-        raise slug_conflict(noun, slug, await slug_owner(conn, table, slug)) from None
+    if not await rows.update_claiming_slug(conn, table, row_id, changes):
+        assert slug is not None  # only a slug's race is answered with False
+        raise slug_conflict(noun, slug, await slug_owner(conn, table, slug))

@@ -8,12 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs, steps
-from pageant.db.tables import event_run_steps
 from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
@@ -21,11 +19,6 @@ from pageant.runs import waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
-
-_sc = event_run_steps.c
-_STEPS_OF_RUNS = select(*steps.STEP_COLUMNS).where(
-    _sc.run_id.in_(bindparam("run_ids", expanding=True))
-)
 
 
 def step_json(step: Any) -> dict[str, Any]:
@@ -112,7 +105,7 @@ async def run_views(
     """Each run row as JSON with its ``waiting_on`` derived from its rows at ``now``."""
     if run_steps is None:
         ids = [row.id for row in rows]
-        fetched = (await conn.execute(_STEPS_OF_RUNS, {"run_ids": ids})).all()
+        fetched = await steps.steps_of_runs(conn, ids)
         run_steps = [st._mapping for st in fetched]
     by_run: dict[int, list[Any]] = defaultdict(list)
     for st in run_steps:

@@ -13,11 +13,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import runlog, runs, steps
-from pageant.db.tables import event_definitions, event_versions
+from pageant.db import definitions, runlog, runs, steps
 from pageant.errors import Conflict, NotFound
 from pageant.runs import waiting
 
@@ -35,14 +33,6 @@ ON_FAILURE_BY_RISK = {
 }
 #: For an action nobody registers any more: stop and let a person look.
 ON_FAILURE_UNKNOWN = "pause"
-
-_dc = event_definitions.c
-_vc = event_versions.c
-
-_DEFINITION = select(_dc.id, _dc.state, _dc.current_version_id, _dc.concurrency_key).where(
-    _dc.id == bindparam("definition_id")
-)
-_VERSION = select(_vc.id, _vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))
 
 
 def new_idempotency_key() -> str:
@@ -187,7 +177,7 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
     """
     now = host.clock.now()
     async with host.db.begin() as conn:
-        definition = (await conn.execute(_DEFINITION, {"definition_id": definition_id})).first()
+        definition = await definitions.start_facts(conn, definition_id)
         if definition is None:
             raise NotFound(f"no such event: {definition_id}")
         if definition.current_version_id is None:
@@ -204,9 +194,9 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
                     f"{holder.id} ({holder.status})",
                     details=[f"holder_run_id: {holder.id}"],
                 )
-        version = (
-            await conn.execute(_VERSION, {"version_id": definition.current_version_id})
-        ).one()
+        version = await definitions.pinned_version(conn, definition.current_version_id)
+        # current_version_id is a foreign key: the row is there.
+        assert version is not None
         run_id, created = await create_run(
             conn,
             definition_id=definition_id,

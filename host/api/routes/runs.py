@@ -6,7 +6,6 @@ from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import bindparam, select
 
 from pageant.access.tokens import STAFF
 from pageant.api.keys import HOST
@@ -14,8 +13,8 @@ from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
 from pageant.db import runs as run_rows
 from pageant.db import steps as step_rows
-from pageant.db.tables import event_definitions
 from pageant.errors import NotFound
+from pageant.events import definitions
 from pageant.runs import controls
 from pageant.runs.console import console, run_view, run_views, step_json
 from pageant.runs.create import start_now
@@ -185,9 +184,6 @@ class ConfirmBody(_Body):
     note: str | None = Field(default=None, max_length=2000)
 
 
-_EVENT = select(event_definitions.c.id).where(event_definitions.c.id == bindparam("event_id"))
-
-
 async def _require_event(request: web.Request) -> int:
     host = request.app[HOST]
     raw = request.match_info["id"]
@@ -195,7 +191,7 @@ async def _require_event(request: web.Request) -> int:
         raise NotFound(f"no such event: {raw!r}")
     definition_id = int(raw)
     async with host.db.connect() as conn:
-        found = (await conn.execute(_EVENT, {"event_id": definition_id})).first()
+        found = await definitions.get_definition(conn, definition_id)
     if found is None:
         raise NotFound(f"no such event: {definition_id}")
     return definition_id

@@ -1,0 +1,208 @@
+"""SQL over ``event_definitions`` and their published ``event_versions``.
+
+A definition and its versions are one aggregate: a version is only ever written by a
+publish of its definition, and read by what is pinned to it. The rules (which state may
+publish, what a publish validates) live in :mod:`pageant.events.definitions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.tables import (
+    LIVE_RUN_STATUSES,
+    event_definitions,
+    event_run_steps,
+    event_runs,
+    event_versions,
+)
+
+defs = event_definitions
+versions = event_versions
+_vc = versions.c
+
+#: The states an edit, a publish or an archive may act from.
+OPEN_STATES = ("draft", "ready")
+
+# ── Statements (built once) ─────────────────────────────────────────────────────────────────
+
+#: A definition with its current version's public half, as the event object renders it.
+_VIEW = select(
+    *defs.c,
+    _vc.number.label("version_number"),
+    _vc.published_at.label("version_published_at"),
+    _vc.published_by.label("version_published_by"),
+).select_from(defs.outerjoin(versions, _vc.id == defs.c.current_version_id))
+
+_VIEW_ONE = _VIEW.where(defs.c.id == bindparam("definition_id"))
+_GET = select(defs).where(defs.c.id == bindparam("definition_id"))
+# FOR UPDATE serialises writers of one definition on MariaDB (two publishes would otherwise
+# both read the same highest version number); SQLite renders no FOR UPDATE and needs none,
+# since every transaction there begins IMMEDIATE and so already holds the write lock.
+_GET_LOCKED = _GET.with_for_update()
+#: What a start-now needs of a definition, and no more.
+_START_FACTS = select(
+    defs.c.id, defs.c.state, defs.c.current_version_id, defs.c.concurrency_key
+).where(defs.c.id == bindparam("definition_id"))
+
+_parked_step = exists().where(
+    event_run_steps.c.run_id == event_runs.c.id,
+    event_run_steps.c.status == "running",
+    event_run_steps.c.lease_until.is_(None),
+)
+#: Runs waiting on a person, per definition: paused, or live with a parked step. Derived
+#: from the rows that are the fact, never from a summary column.
+_RUNS_WAITING = (
+    select(event_runs.c.definition_id, func.count().label("waiting"))
+    .where(
+        event_runs.c.definition_id.in_(bindparam("ids", expanding=True)),
+        or_(
+            event_runs.c.status == "paused",
+            and_(event_runs.c.status.in_(LIVE_RUN_STATUSES), _parked_step),
+        ),
+    )
+    .group_by(event_runs.c.definition_id)
+)
+
+_NEXT_NUMBER = select(func.coalesce(func.max(_vc.number), 0) + 1).where(
+    _vc.definition_id == bindparam("definition_id")
+)
+_VERSION_BY_NUMBER = select(versions).where(
+    _vc.definition_id == bindparam("definition_id"),
+    _vc.number == bindparam("number"),
+)
+_VERSION_BY_ID = select(versions).where(_vc.id == bindparam("version_id"))
+#: What a run pinned to a version reads of it (a published version never changes).
+_PINNED = select(_vc.id, _vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))
+
+# The CAS: the state it may act from is in the WHERE clause, so MariaDB's matched-rows count
+# and SQLite's changed-rows count agree on whether it happened.
+_ARCHIVE = (
+    update(defs)
+    .where(defs.c.id == bindparam("definition_id"), defs.c.state.in_(OPEN_STATES))
+    .values(state="archived", updated_at=bindparam("now"))
+)
+
+
+# ── Definitions ─────────────────────────────────────────────────────────────────────────────
+
+
+async def get_definition(
+    conn: AsyncConnection, definition_id: int, *, lock: bool = False
+) -> Row[Any] | None:
+    """The ``event_definitions`` row, or None. ``lock`` holds it until the transaction ends
+    (on MariaDB; SQLite's transactions already exclude each other)."""
+    statement = _GET_LOCKED if lock else _GET
+    return (await conn.execute(statement, {"definition_id": definition_id})).first()
+
+
+async def start_facts(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+    """``(id, state, current_version_id, concurrency_key)`` of a definition, or None."""
+    return (await conn.execute(_START_FACTS, {"definition_id": definition_id})).first()
+
+
+async def list_view(
+    conn: AsyncConnection, *, state: str | None = None, after_id: int | None = None, limit: int
+) -> list[Row[Any]]:
+    """Up to ``limit`` rows of the definition view in ascending id order, after
+    ``after_id``, optionally only those in ``state``."""
+    statement = _VIEW.order_by(defs.c.id).limit(limit)
+    if state is not None:
+        statement = statement.where(defs.c.state == state)
+    if after_id is not None:
+        statement = statement.where(defs.c.id > after_id)
+    return list(await conn.execute(statement))
+
+
+async def view_one(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+    """One row of the definition view (the definition with its current version)."""
+    return (await conn.execute(_VIEW_ONE, {"definition_id": definition_id})).first()
+
+
+async def count_runs_waiting(
+    conn: AsyncConnection, definition_ids: Sequence[int]
+) -> dict[int, int]:
+    """Runs waiting on a person per definition id; ids with none are absent."""
+    rows = await conn.execute(_RUNS_WAITING, {"ids": list(definition_ids)})
+    return {row.definition_id: row.waiting for row in rows}
+
+
+async def set_current_version(
+    conn: AsyncConnection,
+    definition_id: int,
+    version_id: int,
+    *,
+    expanded_until: datetime | None,
+    now: datetime,
+) -> None:
+    """Point a definition at its newly published version and make it ``ready``."""
+    await conn.execute(
+        update(defs)
+        .where(defs.c.id == definition_id)
+        .values(
+            current_version_id=version_id,
+            state="ready",
+            expanded_until=expanded_until,
+            updated_at=now,
+        )
+    )
+
+
+async def archive_if_open(conn: AsyncConnection, definition_id: int, *, now: datetime) -> bool:
+    """Archive a draft or ready definition; False when it was neither (or is missing)."""
+    result = await conn.execute(_ARCHIVE, {"definition_id": definition_id, "now": now})
+    return result.rowcount == 1
+
+
+# ── Versions ────────────────────────────────────────────────────────────────────────────────
+
+
+async def get_version_by_id(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+    """An ``event_versions`` row by its id (what a run is pinned to), or None."""
+    return (await conn.execute(_VERSION_BY_ID, {"version_id": version_id})).first()
+
+
+async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> Row[Any] | None:
+    """Version ``number`` of a definition, or None."""
+    params = {"definition_id": definition_id, "number": number}
+    return (await conn.execute(_VERSION_BY_NUMBER, params)).first()
+
+
+async def pinned_version(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+    """``(id, number, spec)`` of a version, or None when there is no such row."""
+    return (await conn.execute(_PINNED, {"version_id": version_id})).first()
+
+
+async def list_versions(
+    conn: AsyncConnection, definition_id: int, *, after_id: int | None = None, limit: int
+) -> list[Row[Any]]:
+    """Up to ``limit`` versions of a definition in ascending id (and so number) order."""
+    statement = (
+        select(versions).where(_vc.definition_id == definition_id).order_by(_vc.id).limit(limit)
+    )
+    if after_id is not None:
+        statement = statement.where(_vc.id > after_id)
+    return list(await conn.execute(statement))
+
+
+async def next_version_number(conn: AsyncConnection, definition_id: int) -> int:
+    """The number the definition's next published version takes."""
+    return (await conn.execute(_NEXT_NUMBER, {"definition_id": definition_id})).scalar_one()
+
+
+async def insert_version(conn: AsyncConnection, values: dict[str, Any]) -> int | None:
+    """Insert a version and answer its id, or None when UNIQUE (definition_id, number)
+    refused it. The insert runs in a savepoint, so a refusal leaves the transaction usable."""
+    try:
+        async with conn.begin_nested():
+            result = await conn.execute(insert(versions).values(values))
+    except IntegrityError:
+        return None
+    return int(result.inserted_primary_key[0])
