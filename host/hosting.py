@@ -51,8 +51,20 @@ class Host:
         self.registry = self.plugins.registry
         self._own_db = db is None
         self._db = db
-        self.engine: Any = None  # the runner, once started (pageant.engine)
+        #: The runner of this host once one is attached (:class:`pageant.engine.Engine`).
+        self.engine: Any = None
         self.started = False
+
+    def attach_engine(self, engine: Any) -> None:
+        """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's
+        legs read their state from. An ``Engine`` attaches itself when it is built."""
+        self.engine = engine
+
+    def wake(self) -> None:
+        """Wake this host's engine, if it has one, to act now rather than at its next
+        poll (a run was started, a gate closed, a schedule changed)."""
+        if self.engine is not None:
+            self.engine.wake()
 
     @property
     def db(self) -> AsyncEngine:
@@ -64,7 +76,15 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
-        self.plugins.start(lambda record: PluginContext(self, record.label, record.owner or ""))
+        self.plugins.start(
+            lambda record: PluginContext(
+                record.label,
+                record.owner or "",
+                registry=self.registry,
+                emit=self.emit,
+                reconcile=getattr(self, "reconcile", None),
+            )
+        )
         self.started = True
 
     async def emit(
@@ -81,7 +101,12 @@ class Host:
         """
         from pageant.gates.emit import fire
 
-        return await fire(self, trigger_id, payload, actor=actor)
+        answer = await fire(
+            self.registry, self.db, self.clock.now(), trigger_id, payload, actor=actor
+        )
+        if answer["gates_closed"]:
+            self.wake()
+        return answer
 
     async def close(self) -> None:
         if self._db is not None and self._own_db:

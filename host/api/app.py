@@ -15,6 +15,7 @@ from aiohttp import web
 from pageant.api import middleware
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.routing import Route
+from pageant.engine import Engine
 from pageant.hosting import Host
 
 
@@ -55,13 +56,8 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
     return app
 
 
-async def start_engine(host: Host):  # type: ignore[no-untyped-def]
-    """Start the host's engine task, if this build of pageant has one."""
-    try:
-        from pageant.engine import Engine
-    except ImportError:
-        return None
+async def start_engine(host: Host) -> Engine:
+    """Build the host's engine (it attaches itself to the host) and start its task."""
     engine = Engine(host)
-    host.engine = engine
     await engine.start()
     return engine

@@ -49,8 +49,8 @@ async def expand(host: Host, now: datetime) -> None:
                 RETRY_AFTER,
             )
             await _set_aside(host, row, end + RETRY_AFTER)
-    if len(candidates) == limit and host.engine is not None:
-        host.engine.wake()
+    if len(candidates) == limit:
+        host.wake()
 
 
 async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetime) -> bool:

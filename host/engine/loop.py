@@ -41,7 +41,7 @@ class Engine:
 
     def __init__(self, host: Host) -> None:
         self.host = host
-        host.engine = self
+        host.attach_engine(self)
         self.versions = PinnedSpecs()
         #: Run id -> the task advancing it in this process.
         self.inflight: dict[int, asyncio.Task[Any]] = {}

@@ -25,33 +25,42 @@ from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
 
 if TYPE_CHECKING:
-    from pageant.hosting import Host
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from pageant.plugins.registry import Registry
 
 
-async def fire(host: Host, trigger_id: str, payload: Any, *, actor: str | None) -> dict[str, int]:
-    """Count one firing of ``trigger_id`` against every open ``on`` gate waiting on it.
+async def fire(
+    registry: Registry,
+    db: AsyncEngine,
+    now: datetime,
+    trigger_id: str,
+    payload: Any,
+    *,
+    actor: str | None,
+) -> dict[str, int]:
+    """Count one firing of ``trigger_id`` at ``now`` against every open ``on`` gate waiting
+    on it. The caller wakes the engine when a gate closed
+    (:meth:`pageant.hosting.Host.emit`).
 
     Raises :class:`NotFound` for a trigger no plugin registers, and :class:`Invalid` naming
     each variable when the payload carries an undeclared key or a value of the wrong type;
     nothing is written then. Answers ``{gates_matched, gates_closed}``: how many gates this
     firing counted for, and how many of those it satisfied.
     """
-    trigger = host.registry.triggers.get(trigger_id)
+    trigger = registry.triggers.get(trigger_id)
     if trigger is None:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     checked, errors = check_payload(trigger, payload)
     if errors:
         raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=errors)
-    now = host.clock.now()
     matched = closed = 0
     # One transaction for the whole firing: every gate it concerns sees it, or none does.
-    async with host.db.begin() as conn:
+    async with db.begin() as conn:
         for row in await gate_rows.open_on_gates(conn, trigger_id):
             outcome = await _observe(conn, row._mapping, checked, now=now, actor=actor)
             matched += outcome in ("counted", "closed")
             closed += outcome == "closed"
-    if closed and host.engine is not None:
-        host.engine.wake()
     return {"gates_matched": matched, "gates_closed": closed}
 
 

@@ -1,11 +1,19 @@
-"""What a plugin receives at ``pageant_startup``: its way back into the host."""
+"""What a plugin receives at ``pageant_startup``: its way back into the host.
+
+The context is handed what it lends - the registry, the emit path, the reconcile request -
+as values and callables, never the host itself, so this module imports nothing of the host
+and the host, the emit path and the context form no import circle.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-if TYPE_CHECKING:
-    from pageant.hosting import Host
+#: The emit path as the context calls it: ``(trigger_id, payload, actor=...)``.
+Emit = Callable[..., Awaitable[dict[str, int]]]
+#: Reconcile one owner's recorded resources.
+Reconcile = Callable[[str], Awaitable[None]]
 
 
 class PluginContext:
@@ -16,14 +24,24 @@ class PluginContext:
     ``registry`` is the read-only view of what every plugin declared.
     """
 
-    def __init__(self, host: Host, plugin_label: str, owner: str) -> None:
-        self._host = host
+    def __init__(
+        self,
+        plugin_label: str,
+        owner: str,
+        *,
+        registry: Any,
+        emit: Emit,
+        reconcile: Reconcile | None = None,
+    ) -> None:
         self.plugin = plugin_label
         self.owner = owner
+        self._registry = registry
+        self._emit = emit
+        self._reconcile = reconcile
 
     @property
     def registry(self) -> Any:
-        return self._host.registry
+        return self._registry
 
     async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:
         """Fire ``trigger_id`` with ``payload``; answers ``{gates_matched, gates_closed}``.
@@ -33,10 +51,9 @@ class PluginContext:
         for a trigger no plugin registers. The log lines name the plugin by its owner as
         the actor (``plugin:wisps``).
         """
-        return await self._host.emit(trigger_id, payload, actor=f"plugin:{self.owner}")
+        return await self._emit(trigger_id, payload, actor=f"plugin:{self.owner}")
 
     async def reconcile(self) -> None:
         """Ask the host to reconcile this plugin's recorded resources (ledger)."""
-        reconciler = getattr(self._host, "reconcile", None)
-        if reconciler is not None:
-            await reconciler(self.owner)
+        if self._reconcile is not None:
+            await self._reconcile(self.owner)

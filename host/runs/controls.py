@@ -47,11 +47,6 @@ async def require_step(host: Host, run_id: int, step_id: int) -> Mapping[str, An
     return row._mapping
 
 
-def _wake(host: Host) -> None:
-    if host.engine is not None:
-        host.engine.wake()
-
-
 async def _run_status(conn: AsyncConnection, run_id: int) -> str:
     row = await runs.get_run(conn, run_id)
     return row.status if row is not None else "gone"
@@ -107,7 +102,7 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
             conn, run_id, "control.resume", at=now, detail={"reason": reason}, actor=actor
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
-    _wake(host)
+    host.wake()
 
 
 async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
@@ -136,7 +131,7 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             },
             actor=actor,
         )
-    _wake(host)  # its concurrency key is free: a run waiting on it may start
+    host.wake()  # its concurrency key is free: a run waiting on it may start
 
 
 #: The statuses a forced advance acts from: a run that is in a phase and may move again.
@@ -205,7 +200,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             detail={**gates.advanced(forced, now), "reason": reason},
             actor=actor,
         )
-    _wake(host)
+    host.wake()
 
 
 # ── step controls ─────────────────────────────────────────────────────────────
@@ -230,7 +225,7 @@ async def confirm(
             detail={"to": "done", "note": note},
             actor=actor,
         )
-    _wake(host)
+    host.wake()
 
 
 async def skip(
@@ -252,7 +247,7 @@ async def skip(
             detail={"from": _step_state(before._mapping), "to": "skipped", "reason": reason},
             actor=actor,
         )
-    _wake(host)
+    host.wake()
 
 
 async def retry(
@@ -300,4 +295,4 @@ async def retry(
             actor=actor,
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
-    _wake(host)
+    host.wake()

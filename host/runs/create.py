@@ -210,6 +210,5 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
             actor=actor,
             registry=host.registry,
         )
-    if host.engine is not None:
-        host.engine.wake()
+    host.wake()
     return run_id, created

@@ -198,12 +198,6 @@ def _now(request: web.Request) -> datetime:
     return request.app[HOST].clock.now()
 
 
-def _wake(request: web.Request) -> None:
-    engine = request.app[HOST].engine
-    if engine is not None:
-        engine.wake()
-
-
 # ── Routes ──────────────────────────────────────────────────────────────────────────────────
 
 LIST_QUERY = {
@@ -337,7 +331,7 @@ async def publish_event(request: web.Request) -> web.Response:
             horizon_days=host.settings.horizon_days,
         )
         event = await definitions.render_event(conn, definition_id, now=_now(request))
-    _wake(request)  # an occurrence inside its grace window may be due now
+    request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
 
 
@@ -355,7 +349,7 @@ async def archive_event(request: web.Request) -> web.Response:
             conn, definition_id, now=_now(request), actor=principal(request).actor
         )
         event = await definitions.render_event(conn, definition_id, now=_now(request))
-    _wake(request)
+    request.app[HOST].wake()
     return respond(event)
 
 
