@@ -17,10 +17,10 @@ from pageant.db import due, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.runs import read_cursor
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
-from pageant.engine.versions import phases_of
 from pageant.gates import phase as gates
 from pageant.runs import waiting
 from pageant.runs.create import materialise_phase
+from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -23,7 +23,7 @@ import aiohttp
 
 from pageant.db import due
 from pageant.engine.tick import LEGS
-from pageant.engine.versions import PinnedSpecs
+from pageant.runs.versions import PinnedSpecs
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

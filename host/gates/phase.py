@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
-from pageant.events.spec.advance import format_after, parse_after
 from pageant.gates.conditions import render
+from pageant.gates.durations import format_after, parse_after
 
 Gate = Mapping[str, Any]
 

@@ -12,10 +12,10 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs, steps
-from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
+from pageant.runs.versions import phases_of, read_pinned
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

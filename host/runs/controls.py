@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs, steps
-from pageant.engine.versions import phases_of, read_pinned
 from pageant.errors import Conflict, NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
+from pageant.runs.versions import phases_of, read_pinned
 from pageant.timefmt import iso
 
 if TYPE_CHECKING:

@@ -6,18 +6,29 @@ Two shapes, exactly one per gate::
     {"on": "wisps.caught", "where": {...}, "count": 2}
 
 :func:`validate_advance` is called by :func:`pageant.events.spec.validator.validate` for every
-phase; the engine reads a duration through :func:`parse_after` and the console writes one through
-:func:`format_after`, so neither grows an opinion of its own. There is deliberately no
+phase; the engine reads a duration through :func:`~pageant.gates.durations.parse_after` and the
+console writes one through :func:`~pageant.gates.durations.format_after`, so neither grows an
+opinion of its own. There is deliberately no
 timeout: a gate that never opens is held and made visible (the run's health goes
 ``stalled``), never auto-advanced.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.spec.messages import refuse_unknown, show
+
+# The duration grammar is the gates' (a phase gate reads it every tick); its names stay
+# importable from here, where the spec validator uses them.
+from pageant.gates.durations import (  # noqa: F401
+    AFTER,
+    AFTER_UNIT_SECONDS,
+    MAX_AFTER_SECONDS,
+    MIN_AFTER_SECONDS,
+    format_after,
+    parse_after,
+)
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
@@ -27,39 +38,8 @@ AFTER_GATE_KEYS = ("after",)
 #: ``dormant`` is output-only: accepted back, then recomputed against the registry.
 ON_GATE_KEYS = ("on", "where", "count", "dormant")
 
-MIN_AFTER_SECONDS = 1
-#: Longer than any event this is for; a ten-year gate is a typo that would hold a run, and
-#: its concurrency key, for ever.
-MAX_AFTER_SECONDS = 30 * 86_400
 #: "count: 100000" is a phase that never advances written as one that eventually does.
 MAX_ADVANCE_COUNT = 1000
-
-#: One whole number and one unit, nothing else: an operator proofreads a duration, and a
-#: grammar with two spellings of ninety minutes (``1h30m``) is one they must parse.
-AFTER = re.compile(r"([0-9]{1,6})([smhd])")
-AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-
-
-def parse_after(text: Any) -> int | None:
-    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds."""
-    if not isinstance(text, str):
-        return None
-    match = AFTER.fullmatch(text)
-    if match is None:
-        return None
-    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
-    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
-        return None
-    return seconds
-
-
-def format_after(seconds: int) -> str:
-    """Seconds in the largest unit that is exact: 7200 -> ``"2h"``, 90 -> ``"90s"``."""
-    for unit in ("d", "h", "m"):
-        size = AFTER_UNIT_SECONDS[unit]
-        if seconds > 0 and seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def validate_advance(

@@ -1,0 +1,42 @@
+"""The duration grammar of an ``after`` gate: ``"30m"``, ``"2h"``, ``"1d"``.
+
+The spec validator (:mod:`pageant.events.spec.advance`) checks a duration through
+:func:`parse_after`, the gates read one through it every tick, and the console writes one
+through :func:`format_after`, so no reader grows an opinion of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MIN_AFTER_SECONDS = 1
+#: Longer than any event this is for; a ten-year gate is a typo that would hold a run, and
+#: its concurrency key, for ever.
+MAX_AFTER_SECONDS = 30 * 86_400
+#: One whole number and one unit, nothing else: an operator proofreads a duration, and a
+#: grammar with two spellings of ninety minutes (``1h30m``) is one they must parse.
+AFTER = re.compile(r"([0-9]{1,6})([smhd])")
+AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+def parse_after(text: Any) -> int | None:
+    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds."""
+    if not isinstance(text, str):
+        return None
+    match = AFTER.fullmatch(text)
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
+    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
+        return None
+    return seconds
+
+
+def format_after(seconds: int) -> str:
+    """Seconds in the largest unit that is exact: 7200 -> ``"2h"``, 90 -> ``"90s"``."""
+    for unit in ("d", "h", "m"):
+        size = AFTER_UNIT_SECONDS[unit]
+        if seconds > 0 and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
