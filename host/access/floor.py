@@ -14,16 +14,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from pageant.access.roles import FLOOR_EXEMPT_ROLES
 from pageant.errors import Forbidden
 from pageant.plugins.registry import Registry
 
-#: Who may author (create, edit, series writes) and who alone may publish and archive.
-AUTHORS = ("admin", "editor")
-ADMIN = ("admin",)
 #: The risks only an admin may author (and the switchboard keeps off by default).
 ADMIN_ONLY_RISKS = ("change", "irreversible")
-#: The roles that may author any step.
-FLOOR_EXEMPT_ROLES = ("admin",)
 
 # What makes two steps "the same step" for the floor. The output-only keys the validator
 # recomputes (action_version, dormant) are left out: a plugin bumping its action's version

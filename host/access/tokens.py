@@ -9,12 +9,10 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pageant.access.roles import ROLES, STAFF  # noqa: F401 (STAFF: importable from here)
 from pageant.db import tokens as rows
 from pageant.errors import Invalid
 
-#: Staff roles, and ``game`` for game servers that fire triggers and do nothing else.
-ROLES = ("admin", "editor", "moderator", "game")
-STAFF = ("admin", "editor", "moderator")
 TOKEN_PREFIX = "pgt_"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from pageant.access.roles import ROLES
 from pageant.errors import Invalid, PageantError
 from pageant.settings import Settings, load_settings
 
@@ -201,7 +202,7 @@ def token() -> None:
 
 
 @token.command("create")
-@click.option("--role", required=True, type=click.Choice(["admin", "editor", "moderator", "game"]))
+@click.option("--role", required=True, type=click.Choice(ROLES))
 @click.option("--name", required=True, help="Who or what the token is for.")
 @settings_options
 def token_create(settings: Settings, role: str, name: str) -> None:

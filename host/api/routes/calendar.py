@@ -8,7 +8,7 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel
 
-from pageant.access.tokens import STAFF
+from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
 from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
 from pageant.api.window import read_window

@@ -22,8 +22,8 @@ from pydantic import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.access.floor import ADMIN, AUTHORS, check_role_floor
-from pageant.access.tokens import STAFF
+from pageant.access.floor import check_role_floor
+from pageant.access.roles import ADMIN, AUTHORS, STAFF
 from pageant.api.bodies import (
     SLUG_SCHEMA,
     Checked,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from pageant.access.tokens import STAFF
+from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, respond
 from pageant.errors import NotFound

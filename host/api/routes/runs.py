@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pageant.access.tokens import STAFF
+from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
@@ -21,7 +21,6 @@ from pageant.runs.create import start_now
 
 routes = RouteTable("runs")
 
-CONTROLLERS = ("admin", "moderator")
 
 _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 WAITING = {
@@ -221,7 +220,7 @@ async def list_runs(request: web.Request) -> web.Response:
 
 @routes.post(
     "/api/v1/admin/events/{id}/runs",
-    roles=("admin",),
+    roles=ADMIN,
     summary="Start a run of the published version now",
     body_optional=True,
     body=StartBody,

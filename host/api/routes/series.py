@@ -11,8 +11,7 @@ from datetime import datetime
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pageant.access.floor import AUTHORS
-from pageant.access.tokens import STAFF
+from pageant.access.roles import AUTHORS, STAFF
 from pageant.api.bodies import (
     SLUG_SCHEMA,
     Description,

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from pageant.access.roles import FIRERS
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_json, respond
 from pageant.errors import NotFound
 
 routes = RouteTable("triggers")
 
-FIRERS = ("admin", "game")
 
 FIRED = {
     "type": "object",
