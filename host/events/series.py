@@ -14,6 +14,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import series as rows
+from pageant.db.schedules import definitions_of_series
 from pageant.errors import NotFound
 from pageant.events.slugs import insert_with_slug, update_with_slug
 
@@ -39,6 +40,11 @@ async def list_series(
 ) -> list[Row[Any]]:
     """Up to ``limit`` series in ascending id order, after ``after_id``."""
     return await rows.list_series(conn, after_id=after_id, limit=limit)
+
+
+async def events_of_series(conn: AsyncConnection, series_id: int) -> list[int]:
+    """The ids of every event in a series, whatever its state, in id order."""
+    return await definitions_of_series(conn, series_id)
 
 
 def series_object(row: Row[Any]) -> dict[str, Any]:

@@ -145,6 +145,28 @@ async def run_view(host: Host, run_id: int) -> dict[str, Any]:
         return (await run_views(conn, host, [row], now=host.clock.now()))[0]
 
 
+async def runs_page(
+    host: Host, definition_id: int, *, after_id: int, limit: int
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """An event's runs in id order after ``after_id``: the views of up to ``limit`` of them,
+    and the ids of up to ``limit + 1`` (the one past the page tells the pager there is more)."""
+    async with host.db.connect() as conn:
+        rows = await runs.runs_of_definition(
+            conn, definition_id, after_id=after_id, limit=limit + 1
+        )
+        items = await run_views(conn, host, rows[:limit], now=host.clock.now())
+    return items, [row.id for row in rows]
+
+
+async def step_view(host: Host, step_id: int) -> dict[str, Any]:
+    """One step as the console shows it."""
+    async with host.db.connect() as conn:
+        step = await steps.get_step(conn, step_id)
+    if step is None:
+        raise NotFound(f"no such step: {step_id}")
+    return step_json(step._mapping)
+
+
 async def console(host: Host, run_id: int) -> dict[str, Any]:
     """The run console: ``{run, steps, gate, log}`` — the run with why it is waiting, every
     step, the current phase's gate, and the whole log in order."""

@@ -12,10 +12,9 @@ from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
 from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
 from pageant.api.window import read_window
-from pageant.db.schedules import definitions_of_series
 from pageant.errors import Invalid, NotFound
 from pageant.events.definitions import get_definition
-from pageant.events.series import get_series
+from pageant.events.series import events_of_series, get_series
 from pageant.schedules import calendar
 
 routes = RouteTable("calendar")
@@ -81,7 +80,7 @@ async def get_calendar(request: web.Request) -> web.Response:
         if series_id is not None:
             if await get_series(conn, series_id) is None:
                 raise NotFound(f"no series {series_id}")
-            ids = await definitions_of_series(conn, series_id)
+            ids = await events_of_series(conn, series_id)
         if definition_id is not None:
             if await get_definition(conn, definition_id) is None:
                 raise NotFound(f"no event {definition_id}")

@@ -11,12 +11,10 @@ from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
-from pageant.db import runs as run_rows
-from pageant.db import steps as step_rows
 from pageant.errors import NotFound
 from pageant.events import definitions
 from pageant.runs import controls
-from pageant.runs.console import console, run_view, run_views, step_json
+from pageant.runs.console import console, run_view, runs_page, step_view
 from pageant.runs.create import start_now
 
 routes = RouteTable("runs")
@@ -210,12 +208,8 @@ async def list_runs(request: web.Request) -> web.Response:
     host = request.app[HOST]
     definition_id = await _require_event(request)
     page = page_from(request)
-    async with host.db.connect() as conn:
-        rows = await run_rows.runs_of_definition(
-            conn, definition_id, after_id=page.after_id or 0, limit=page.limit + 1
-        )
-        items = await run_views(conn, host, rows[: page.limit], now=host.clock.now())
-    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+    items, ids = await runs_page(host, definition_id, after_id=page.after_id or 0, limit=page.limit)
+    return respond({"items": items, "next_cursor": page.next_cursor(ids)})
 
 
 @routes.post(
@@ -318,9 +312,7 @@ async def _step_control(request: web.Request, model: type[_Body], act: Any) -> w
     await controls.require_step(host, run_id, step_id)
     body = await read_body(request, model, optional=True)
     await act(host, run_id, step_id, actor=principal(request).actor, **body.model_dump())
-    async with host.db.connect() as conn:
-        step = await step_rows.get_step(conn, step_id)
-    return respond(step_json(step._mapping))
+    return respond(await step_view(host, step_id))
 
 
 @routes.post(
