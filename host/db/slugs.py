@@ -8,7 +8,7 @@ race as an answer (None, False) and leave the rules - conflict or suffix - to
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Select, Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -16,6 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.tables import event_definitions, event_series
 
+#: The name of a table whose rows carry a slug.
+SluggedTable = Literal["event_definitions", "event_series"]
 #: The tables whose rows carry a slug, by name.
 SLUGGED: dict[str, Table] = {t.name: t for t in (event_definitions, event_series)}
 
@@ -25,7 +27,7 @@ _OWNER: dict[str, Select[Any]] = {
 }
 
 
-async def slugs_like(conn: AsyncConnection, table: str, base: str, stem: str) -> set[str]:
+async def slugs_like(conn: AsyncConnection, table: SluggedTable, base: str, stem: str) -> set[str]:
     """Every slug of ``table`` that is ``base`` or starts with ``stem``.
 
     ``stem`` goes into LIKE unescaped: the slug grammar admits neither "%" nor "_".
@@ -35,13 +37,13 @@ async def slugs_like(conn: AsyncConnection, table: str, base: str, stem: str) ->
     return {r[0] for r in rows}
 
 
-async def slug_owner(conn: AsyncConnection, table: str, slug: str) -> int | None:
+async def slug_owner(conn: AsyncConnection, table: SluggedTable, slug: str) -> int | None:
     """The id of the row of ``table`` holding ``slug``, or None."""
     return (await conn.execute(_OWNER[table], {"slug": slug})).scalar()
 
 
 async def insert_claiming_slug(
-    conn: AsyncConnection, table: str, values: dict[str, Any], slug: str
+    conn: AsyncConnection, table: SluggedTable, values: dict[str, Any], slug: str
 ) -> int | None:
     """Insert ``values`` with ``slug`` into ``table`` and answer the new id, or None when
     another row holds the slug by the time the unique index sees it.
@@ -60,7 +62,7 @@ async def insert_claiming_slug(
 
 
 async def update_claiming_slug(
-    conn: AsyncConnection, table: str, row_id: int, changes: dict[str, Any]
+    conn: AsyncConnection, table: SluggedTable, row_id: int, changes: dict[str, Any]
 ) -> bool:
     """UPDATE one row of ``table`` with ``changes``; False when the unique index refused a
     ``slug`` among them. Runs in a savepoint; any other integrity error is raised."""

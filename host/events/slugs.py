@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import slugs as rows
+from pageant.db.slugs import SluggedTable
 from pageant.errors import Conflict
 
 MAX_SLUG = 100
@@ -43,7 +44,7 @@ def with_suffix(base: str, n: int) -> str:
     return base[: MAX_SLUG - len(tail)].rstrip("-") + tail
 
 
-async def free_slug(conn: AsyncConnection, table: str, base: str) -> str:
+async def free_slug(conn: AsyncConnection, table: SluggedTable, base: str) -> str:
     """``base`` if no row of ``table`` holds it, else the lowest free ``base-n``
     (n >= 2). One query: every slug that could collide is read at once."""
     # Short enough to be a prefix of every suffixed form with_suffix can make.
@@ -60,7 +61,7 @@ async def free_slug(conn: AsyncConnection, table: str, base: str) -> str:
 # ── Writing a row that carries a slug ───────────────────────────────────────────────────────
 
 
-async def slug_owner(conn: AsyncConnection, table: str, slug: str) -> int | None:
+async def slug_owner(conn: AsyncConnection, table: SluggedTable, slug: str) -> int | None:
     """The id of the row of ``table`` holding ``slug``, or None."""
     return await rows.slug_owner(conn, table, slug)
 
@@ -73,7 +74,7 @@ def slug_conflict(noun: str, slug: str, owner: int | None) -> Conflict:
 
 async def insert_with_slug(
     conn: AsyncConnection,
-    table: str,
+    table: SluggedTable,
     values: dict[str, Any],
     *,
     slug: str | None,
@@ -108,7 +109,7 @@ async def insert_with_slug(
 
 
 async def update_with_slug(
-    conn: AsyncConnection, table: str, row_id: int, changes: dict[str, Any], *, noun: str
+    conn: AsyncConnection, table: SluggedTable, row_id: int, changes: dict[str, Any], *, noun: str
 ) -> None:
     """UPDATE one row of ``table`` with ``changes``; a ``slug`` among them that another row
     holds (now, or by the time the index sees it) is a :class:`Conflict`."""
