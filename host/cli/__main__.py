@@ -2,4 +2,6 @@
 
 from pageant.cli import main
 
-main()
+# Guarded: CI's plain-install check imports every module, and an import must not run the CLI.
+if __name__ == "__main__":
+    main()
