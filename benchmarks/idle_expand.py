@@ -1,9 +1,9 @@
-"""What the expand leg costs beside 10,000 ready weekly events.
+"""What the expand stage costs beside 10,000 ready weekly events.
 
-An event's occurrences are materialised once they enter the horizon; after that the leg must
+An event's occurrences are materialised once they enter the horizon; after that the stage must
 not look at the event again until its next occurrence does. Seeds N ready weekly definitions
 (spread over the week's days and hours, in four zones, never expanded), then measures the
-expand leg alone:
+expand stage alone:
 
 (a) the first tick: one batch (``runs_per_tick`` definitions);
     then every batch until nothing is left (the whole first expansion);

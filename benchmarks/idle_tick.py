@@ -1,7 +1,7 @@
 """What an idle tick costs, in an empty database and beside 100,000 finished runs.
 
 An idle tick (nothing due) must cost the same however much history the database holds:
-every leg reads live rows through an index on status, never a scan of what has ended.
+every stage reads live rows through an index on status, never a scan of what has ended.
 Seeds N finished runs (each with two steps and four log lines), then times the tick and
 the "how long may I sleep" query, and counts their statements.
 

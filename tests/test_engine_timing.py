@@ -14,7 +14,7 @@ from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
 from pageant.db.tables import event_run_log, event_run_phase_gates
 from pageant.engine import Engine, advance, loop
-from pageant.engine.tick import LEGS
+from pageant.engine.tick import STAGES
 from pageant.runs.create import start_now
 from tests.factories import (
     Blocker,
@@ -296,11 +296,11 @@ async def _entered(blockers, n):
 # ── error boundaries ──────────────────────────────────────────────────────────
 
 
-async def test_a_failing_leg_does_not_stop_the_others(probe_host, engine, monkeypatch):
+async def test_a_failing_stage_does_not_stop_the_others(probe_host, engine, monkeypatch):
     async def broken(host, now):
-        raise RuntimeError("leg on fire")
+        raise RuntimeError("stage on fire")
 
-    monkeypatch.setattr(loop, "LEGS", (broken, *LEGS))
+    monkeypatch.setattr(loop, "STAGES", (broken, *STAGES))
     run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
     await engine.tick()
     assert (await run_row(probe_host.db, run_id)).status == "completed"

@@ -1,6 +1,6 @@
-"""The expansion leg: each ready event's published schedule becomes scheduled runs up to the
+"""The expansion stage: each ready event's published schedule becomes scheduled runs up to the
 horizon, in the event's own zone, once, and cheaply when nothing is new. Driven through the
-real engine's tick (or the leg itself) on both dialects, with time injected."""
+real engine's tick (or the stage itself) on both dialects, with time injected."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ async def test_monthly_last_and_fourth_friday_enter_the_horizon_month_by_month(e
     last = await ready_event(db, clock.now(), monthly(-1, "friday", "20:00"))
     fourth = await ready_event(db, clock.now(), monthly(4, "friday", "20:00"))
     await engine.tick()
-    # 29 January is past the horizon (15 January): nothing yet, and the leg knows when.
+    # 29 January is past the horizon (15 January): nothing yet, and the stage knows when.
     assert await runs_of(db, last.id) == []
     assert await expanded_until(db, last.id) == utc(2027, 1, 29, 19)
     assert await expanded_until(db, fourth.id) == utc(2027, 1, 22, 19)

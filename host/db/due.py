@@ -77,7 +77,7 @@ _gate_holds = _exists(
     or_(_g.deadline.is_(None), _g.deadline > bindparam("now")),
 )
 # A held gate that has waited ``stall_seconds`` makes its run due once more, so the advance
-# leg can raise its health to ``stalled`` (and, that done, the run is not due again).
+# stage can raise its health to ``stalled`` (and, that done, the run is not due again).
 _gate_stalls = and_(
     r.health != "stalled",
     _exists(

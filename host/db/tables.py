@@ -86,7 +86,7 @@ event_definitions = Table(
     Column("spec", JSON, nullable=False),
     # No foreign key: versions reference definitions, and a cycle of constraints buys nothing.
     Column("current_version_id", Integer, nullable=True),
-    # How far the published schedule has been expanded into runs; the expansion leg reads
+    # How far the published schedule has been expanded into runs; the expansion stage reads
     # only definitions whose horizon has moved past this, so an idle tick stays cheap.
     Column("expanded_until", UTCDateTime, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),

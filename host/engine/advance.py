@@ -1,4 +1,4 @@
-"""The advance leg: claim each due run and move it as far as it will go.
+"""The advance stage: claim each due run and move it as far as it will go.
 
 A run's loop is bounded by ``steps_per_run_per_tick`` and stops at the first thing it cannot
 get past — a parked step, a step not yet due, a step another tick holds, a phase whose gate

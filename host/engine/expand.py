@@ -1,8 +1,8 @@
-"""The expand leg: every ``ready`` definition's published schedule into ``scheduled`` runs,
+"""The expand stage: every ``ready`` definition's published schedule into ``scheduled`` runs,
 from ``now - grace`` to the horizon (``horizon_days``).
 
 Cheap when nothing is new. After expanding a definition its ``expanded_until`` is set to the
-instant of its first occurrence *past* the horizon, so the leg reads it again only once that
+instant of its first occurrence *past* the horizon, so the stage reads it again only once that
 occurrence has come inside the horizon: a weekly event is touched once a week, a monthly one
 once a month, a manual one or a past ``once`` never. An idle tick is one indexed read that
 finds nothing.
@@ -64,7 +64,7 @@ async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetim
             conn, row.id, version_id=row.current_version_id, seen=row.expanded_until, until=until
         ):
             return False
-        outcome = await schedule.reconcile(
+        outcome = await schedule.reconcile_schedule(
             conn, plan, now=now, end=end, registry=host.registry, supersede=False
         )
     if outcome.created or outcome.moved:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from pageant.db import due
-from pageant.engine.tick import LEGS
+from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
 if TYPE_CHECKING:
@@ -95,16 +95,16 @@ class Engine:
     # ── the tick ───────────────────────────────────────────────────────────────
 
     async def tick(self, *, drain: bool = True) -> None:
-        """Run every leg once, in order, each in its own error boundary.
+        """Run every stage once, in order, each in its own error boundary.
 
         With ``drain`` (the default), wait until the runs this tick handed to tasks are done.
         """
         now = self.host.clock.now()
-        for leg in LEGS:
+        for stage in STAGES:
             try:
-                await leg(self.host, now)
+                await stage(self.host, now)
             except Exception:
-                log.exception("the %s leg failed; the tick goes on", leg.__name__)
+                log.exception("the %s stage failed; the tick goes on", stage.__name__)
         if drain:
             await self.drain()
 

@@ -1,6 +1,6 @@
-"""The tick's legs, in order. Each is ``async def leg(host, now)``; the engine runs each in
-its own error boundary, and each runs every row in one, so one bad row never stops a leg
-and one failing leg never stops the others."""
+"""The tick's stages, in order. Each is ``async def stage(host, now)``; the engine runs each
+in its own error boundary, and each runs every row in one, so one bad row never stops a
+stage and one failing stage never stops the others."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.engine")
 
-Leg = Callable[["Host", datetime], Awaitable[None]]
+Stage = Callable[["Host", datetime], Awaitable[None]]
 
 #: How often the log is pruned: it shares the tick, on a clock of its own.
 PRUNE_EVERY = timedelta(hours=6)
@@ -28,17 +28,17 @@ PRUNE_BATCHES_PER_RUN = 20
 
 
 async def reclaim(host: Host, now: datetime) -> None:
-    """Take back expired leases — never resetting ``attempts``.
+    """Take back expired claim leases — never resetting ``attempts``.
 
-    A run's expired lease is simply cleared. An expired step goes back to ``pending`` with
+    A run's expired claim lease is simply cleared. An expired step goes back to ``pending`` with
     its attempts as they were, or, at the attempt ceiling, is failed with its disposition
-    applied. A parked step (NULL lease) is never touched.
+    applied. A parked step (NULL claim lease) is never touched.
     """
     settings = host.settings
     async with host.db.begin() as conn:
         cleared = await runs.reclaim_stale_runs(conn, now)
     if cleared:
-        log.warning("reclaimed %d expired run lease(s)", cleared)
+        log.warning("reclaimed %d expired run claim lease(s)", cleared)
     async with host.db.connect() as conn:
         expired = await steps.expired_steps(conn, now, limit=settings.runs_per_tick)
     for row in expired:
@@ -149,5 +149,5 @@ async def prune(host: Host, now: datetime) -> None:
         log.info("pruned %d run log line(s) of runs that ended before %s", total, cutoff)
 
 
-#: The tick, in order (the ledger's cleanup leg will join between advance and prune).
-LEGS: tuple[Leg, ...] = (reclaim, expand, sweep_missed, advance, prune)
+#: The tick, in order (the ledger's cleanup stage will join between advance and prune).
+STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, advance, prune)

@@ -252,9 +252,10 @@ async def publish_definition(
     ``ready`` and points at it. Archived definitions are a :class:`Conflict`.
 
     The schedule switches in the same transaction: the occurrences up to ``horizon_days``
-    ahead are reconciled with the new version (:func:`pageant.schedules.reconcile.reconcile`:
-    rows not started are re-pinned, moved or superseded, missing ones made), so no run of the old
-    version starts after the publish has answered.
+    ahead are reconciled with the new version (schedule reconciliation,
+    :func:`pageant.schedules.reconcile.reconcile_schedule`: rows not started are re-pinned,
+    moved or superseded, missing ones made), so no run of the old version starts after the
+    publish has answered.
     """
     row = await require_definition(conn, definition_id, lock=True)
     refuse_unless_open(row, "published")
@@ -311,7 +312,7 @@ async def publish_definition(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
-    await schedule.reconcile(conn, plan, now=now, end=end, registry=registry, actor=actor)
+    await schedule.reconcile_schedule(conn, plan, now=now, end=end, registry=registry, actor=actor)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
     return found

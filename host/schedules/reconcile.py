@@ -1,5 +1,6 @@
-"""A published schedule turned into runs: the reconciliation the expansion, a publish and an
-archive share.
+"""A published schedule turned into runs: the schedule reconciliation the expansion, a
+publish and an archive share. (Not the plugin hook ``pageant_reconcile``, which asks a plugin
+which of its resources are still in force.)
 
 The recurrence (:mod:`pageant.schedules.recurrence`) says which occurrences a schedule produces;
 this module makes the rows of ``event_runs`` agree with it, inside one transaction the caller
@@ -15,7 +16,7 @@ owns. An occurrence is known by its UTC instant *and* by its authored local slot
 3. a scheduled row the schedule no longer produces is cancelled, reason ``superseded``;
 4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one.
 
-A publish applies all four; the expansion all but the third (see :func:`reconcile`).
+A publish applies all four; the expansion all but the third (see :func:`reconcile_schedule`).
 
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
@@ -82,7 +83,7 @@ class Plan:
 
 @dataclass
 class Outcome:
-    """What one reconciliation changed."""
+    """What one schedule reconciliation changed."""
 
     created: int = 0
     repinned: int = 0
@@ -99,7 +100,7 @@ def expanded_until(plan: Plan, end: datetime) -> datetime:
     return found.at if found is not None else NEVER
 
 
-async def reconcile(
+async def reconcile_schedule(
     conn: AsyncConnection,
     plan: Plan,
     *,
@@ -173,7 +174,7 @@ def _superseded(row: Row) -> bool:
 
 @dataclass
 class _Work:
-    """The writes of one reconciliation, each with its log line."""
+    """The writes of one schedule reconciliation, each with its log line."""
 
     conn: AsyncConnection
     plan: Plan

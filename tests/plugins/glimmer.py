@@ -1,7 +1,7 @@
 """glimmer: a fixture plugin that passes every contract check.
 
 An action with a required and an optional param (``perform`` copes with the optional one
-left out), a cost, a revert, its own option source, a budget, a trigger and a leg.
+left out), a cost, a revert, its own option source, a budget, a trigger and an announce leg.
 """
 
 from __future__ import annotations
