@@ -1,4 +1,4 @@
-"""Time, injected: the engine, leases and schedules read ``clock.now()`` and never the wall
+"""Time, injected: the engine, claim leases and schedules read ``clock.now()`` and never the wall
 clock directly, so tests move time instead of sleeping."""
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int)
 async def next_instant(
     conn: AsyncConnection, now: datetime, *, stall_seconds: float | None = None
 ) -> datetime | None:
-    """The earliest future instant at which a step, run, lease or gate becomes due — a
+    """The earliest future instant at which a step, run, claim lease or gate becomes due — a
     gate's deadline, and the instant a held gate stalls (with ``stall_seconds``)."""
     cutoff = _stall_cutoff(now, stall_seconds)
     row = (await conn.execute(_NEXT_INSTANT, {"now": now, "stall_cutoff": cutoff})).one()

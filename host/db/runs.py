@@ -96,7 +96,7 @@ _CLAIM_START = (
     )
 )
 
-# No "OR claimed_by = :owner": a live lease is not re-enterable even by its holder, which is
+# No "OR claimed_by = :owner": a live claim lease is not re-enterable even by its holder, which is
 # exactly what stops a tick that overran from working a run beside its successor.
 _CLAIM_TICK = (
     update(event_runs)
@@ -271,7 +271,7 @@ async def insert_run(conn: AsyncConnection, values: dict[str, Any]) -> tuple[int
 async def claim_start(
     conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
 ) -> bool:
-    """CAS scheduled -> starting with a lease. Raises IntegrityError when the run's
+    """CAS scheduled -> starting with a claim lease. Raises IntegrityError when the run's
     concurrency key is held by another live run."""
     result = await conn.execute(
         _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
@@ -282,7 +282,7 @@ async def claim_start(
 async def claim_tick(
     conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
 ) -> bool:
-    """Claim an active run for this tick; refused while any lease on it is live."""
+    """Claim an active run for this tick; refused while any claim lease on it is live."""
     result = await conn.execute(
         _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
@@ -295,7 +295,7 @@ async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> No
 
 
 async def reclaim_stale_runs(conn: AsyncConnection, now: datetime) -> int:
-    """Clear every expired run lease (the holder died or overran); answers how many."""
+    """Clear every expired run claim lease (the holder died or overran); answers how many."""
     return (await conn.execute(_RECLAIM, {"now": now})).rowcount
 
 

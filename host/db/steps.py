@@ -6,7 +6,7 @@ was reclaimed meanwhile therefore matches no row and is dropped, never written o
 successor's. Terminal statuses are written once (the WHERE names the open status).
 
 A step that is ``running`` with a NULL ``lease_until`` is parked, waiting for a person; the
-reclaim only ever takes a lease that is non-NULL and expired.
+reclaim only ever takes a claim lease that is non-NULL and expired.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ _fenced = and_(
     s.claimed_by == bindparam("owner"),
     s.attempts == bindparam("attempt"),
 )
-# The reclaim's fence adds "the lease it saw expired is still there": a dispatcher that
-# parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
+# The reclaim's fence adds "the claim lease it saw expired is still there": a dispatcher
+# that parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
 _fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
 
 _FINISH = (
@@ -261,7 +261,7 @@ async def claim_step(
     lease: datetime,
     now: datetime,
 ) -> bool:
-    """CAS pending -> running with a lease; the claim increments ``attempts``."""
+    """CAS pending -> running with a claim lease; the claim increments ``attempts``."""
     result = await conn.execute(
         _CLAIM,
         {
@@ -288,7 +288,7 @@ async def finish_step(
 ) -> bool:
     """Record a terminal outcome (done, failed, refused) under the claim that dispatched it.
 
-    ``expired`` is the reclaim's variant: it also requires the lease it saw to be expired.
+    ``expired`` is the reclaim's variant: it also requires the claim lease it saw to be expired.
     False means the claim is no longer current: the answer is stale and was not recorded.
     """
     params = {
@@ -304,7 +304,8 @@ async def finish_step(
 
 
 async def park_step(conn: AsyncConnection, step_id: int, *, owner: str, attempt: int) -> bool:
-    """Leave the step running with no lease: it waits for a person, and no reclaim takes it."""
+    """Leave the step running with no claim lease: it waits for a person, and no reclaim
+    takes it."""
     result = await conn.execute(_PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
     return result.rowcount == 1
 
@@ -327,7 +328,7 @@ async def reschedule_step(
 
 
 async def expired_steps(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:
-    """Running steps whose (non-NULL) lease has expired, oldest first."""
+    """Running steps whose (non-NULL) claim lease has expired, oldest first."""
     return list((await conn.execute(_EXPIRED, {"now": now, "limit": limit})).all())
 
 

@@ -176,7 +176,7 @@ event_run_steps = Table(
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("due_at", UTCDateTime, nullable=True),
     Column("claimed_by", String(100), nullable=True),
-    # running with a NULL lease = parked, waiting for a person.
+    # running with a NULL claim lease = parked, waiting for a person.
     Column("lease_until", UTCDateTime, nullable=True),
     Column("idempotency_key", String(64), nullable=False, unique=True),
     Column("last_error", Text, nullable=True),

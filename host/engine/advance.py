@@ -71,8 +71,9 @@ async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
     try:
         outcome = await advance_run(host, run, progress)
     finally:
-        # A run left claimed could not be advanced until its lease expired, which would
-        # stretch every wait to the run lease. A terminal transition already dropped it.
+        # A run left claimed could not be advanced until its claim lease expired, which
+        # would stretch every wait to the run's claim lease. A terminal transition already
+        # dropped it.
         if outcome not in FINISHED:
             async with host.db.begin() as conn:
                 await runs.release_claim(conn, run["id"], owner=owner)

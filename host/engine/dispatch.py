@@ -30,7 +30,7 @@ CONTINUE = "continue"
 STOP = "stop"
 TAKEN = "taken"
 
-#: The lease budget of a step whose action nobody registers (it is refused at once anyway).
+#: The claim lease budget of a step whose action nobody registers (it is refused at once anyway).
 UNKNOWN_ACTION_BUDGET_MS = 10_000
 
 
@@ -99,7 +99,7 @@ async def fail_step(
     All three dispositions write the step's own status the same way; ``on_failure`` says
     what happens to the run: ``skip`` carries on degraded, ``pause`` stops it for a person,
     ``abort_run`` cancels what is pending and fails it. ``expired`` is the reclaim's call,
-    fenced on the expired lease as well.
+    fenced on the expired claim lease as well.
     """
     run_id = step["run_id"]
     async with host.db.begin() as conn:
@@ -174,7 +174,7 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     action = host.registry.actions.get(step["action"])
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     now = host.clock.now()
-    # The lease outlives the action's own timeout by the margin, so a dispatch that is
+    # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + settings.step_lease_margin_seconds)
     async with host.db.begin() as conn:

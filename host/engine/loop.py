@@ -2,7 +2,7 @@
 
 Instead of a fixed poll, the engine sleeps until the earliest instant at which anything
 becomes due — a pending step's ``due_at``, a run's ``hold_until`` or ``scheduled_for``, a
-lease expiry, a gate's deadline, the instant a held gate stalls — capped by ``poll_seconds``,
+claim lease expiry, a gate's deadline, the instant a held gate stalls — capped by ``poll_seconds``,
 and ``wake()`` (a start, a control, a firing that closed a gate) ends the sleep at once.
 A ``core.wait`` of 5 s therefore holds ~5 s.
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 #: How long ``stop()`` lets runs in flight finish before cancelling them. A cancelled
-#: dispatch keeps its step's lease, so the reclaim re-dispatches it (same idempotency key).
+#: dispatch keeps its step's claim lease, so the reclaim re-dispatches it (same idempotency key).
 STOP_GRACE_SECONDS = 10.0
 
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def step_json(step: Any) -> dict[str, Any]:
-    """One step as the console shows it (``parked``: running with no lease)."""
+    """One step as the console shows it (``parked``: running with no claim lease)."""
     return {
         "id": step["id"],
         "phase": step["phase"],

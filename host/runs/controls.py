@@ -209,7 +209,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
 async def confirm(
     host: Host, run_id: int, step_id: int, *, actor: str, note: str | None = None
 ) -> None:
-    """A parked step (running with no lease) -> done, with the person's note."""
+    """A parked step (running with no claim lease) -> done, with the person's note."""
     now = host.clock.now()
     async with host.db.begin() as conn:
         row = await _step_of(conn, run_id, step_id)
