@@ -15,6 +15,7 @@ from sqlalchemy import bindparam, literal, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.log_kinds import LogKind
 from pageant.db.runs import d, r
 from pageant.db.tables import (
     RUN_STATUSES,
@@ -89,7 +90,7 @@ _REVIVE = (
         r.started_at.is_(None),
         ~select(literal(1))
         .select_from(event_run_log)
-        .where(event_run_log.c.run_id == r.id, event_run_log.c.kind == "control.cancel")
+        .where(event_run_log.c.run_id == r.id, event_run_log.c.kind == LogKind.CONTROL_CANCEL)
         .correlate(event_runs)
         .exists(),
     )

@@ -15,6 +15,7 @@ from sqlalchemy import and_, bindparam, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.tables import event_definitions, event_run_log, event_runs, event_series
 from pageant.db.tables import event_versions as versions
@@ -61,7 +62,7 @@ _SUPERSEDED = select(r.id).where(
     r.cancel_reason == SUPERSEDED,
     ~select(literal(1))
     .select_from(event_run_log)
-    .where(event_run_log.c.run_id == r.id, event_run_log.c.kind == "control.cancel")
+    .where(event_run_log.c.run_id == r.id, event_run_log.c.kind == LogKind.CONTROL_CANCEL)
     .correlate(event_runs)
     .exists(),
 )

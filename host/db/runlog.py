@@ -9,6 +9,7 @@ from sqlalchemy import bindparam, insert, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.log_kinds import LogKind
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
 from pageant.timefmt import iso
 
@@ -53,7 +54,7 @@ def _json_ready(value: Any) -> Any:
 async def write(
     conn: AsyncConnection,
     run_id: int,
-    kind: str,
+    kind: LogKind,
     *,
     at: datetime,
     phase: str | None = None,
@@ -61,13 +62,13 @@ async def write(
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
 ) -> None:
-    """Append one line to a run's log (instants in ``detail`` become ISO strings)."""
+    """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO strings)."""
     await conn.execute(
         _WRITE,
         {
             "run_id": run_id,
             "step_id": step_id,
-            "kind": kind,
+            "kind": str(kind),
             "phase": phase,
             "detail": _json_ready(detail) if detail is not None else None,
             "actor": actor,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.errors import IntegrityError
+from pageant.db.log_kinds import LogKind
 from pageant.db.runs import read_cursor
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
 from pageant.gates import phase as gates
@@ -100,7 +101,7 @@ async def _start(
             await runlog.write(
                 conn,
                 run["id"],
-                "run.status",
+                LogKind.RUN_STATUS,
                 at=now,
                 detail={"from": "scheduled", "to": "starting"},
             )
@@ -169,7 +170,7 @@ async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> 
             await runlog.write(
                 conn,
                 run_id,
-                "run.status",
+                LogKind.RUN_STATUS,
                 at=now,
                 detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
             )
@@ -194,19 +195,23 @@ async def _complete(
             await runlog.write(
                 conn,
                 run_id,
-                "phase.completed",
+                LogKind.PHASE_COMPLETED,
                 at=now,
                 phase=last_phase["key"],
                 detail={"index": index},
             )
             await runlog.write(
-                conn, run_id, "run.status", at=now, detail={"from": "running", "to": "ending"}
+                conn, run_id, LogKind.RUN_STATUS, at=now, detail={"from": "running", "to": "ending"}
             )
         # ``ending`` is where cleanup of the run's resources will run; until then the run
         # passes straight through it, and a run found there after a crash completes.
         if await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now):
             await runlog.write(
-                conn, run_id, "run.status", at=now, detail={"from": "ending", "to": "completed"}
+                conn,
+                run_id,
+                LogKind.RUN_STATUS,
+                at=now,
+                detail={"from": "ending", "to": "completed"},
             )
     return "completed"
 
@@ -240,14 +245,18 @@ async def _enter(
                 raise _Lost
             if old_phase is None:
                 await runlog.write(
-                    conn, run_id, "run.status", at=now, detail={"from": "starting", "to": "running"}
+                    conn,
+                    run_id,
+                    LogKind.RUN_STATUS,
+                    at=now,
+                    detail={"from": "starting", "to": "running"},
                 )
             else:
                 await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
                 await runlog.write(
                     conn,
                     run_id,
-                    "phase.completed",
+                    LogKind.PHASE_COMPLETED,
                     at=now,
                     phase=old_phase,
                     detail={"index": index - 1},
@@ -256,7 +265,7 @@ async def _enter(
             if gate is not None:
                 entered["gate"] = gate
             await runlog.write(
-                conn, run_id, "phase.entered", at=now, phase=phase["key"], detail=entered
+                conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
             )
     except _Lost:
         return False

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs, steps
+from pageant.db.log_kinds import LogKind
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
@@ -49,7 +50,7 @@ def _step_name(step: Mapping[str, Any]) -> str:
 async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: datetime) -> None:
     if await runs.escalate_health(conn, run_id, "degraded"):
         await runlog.write(
-            conn, run_id, "run.health", at=now, detail={"to": "degraded", "because": because}
+            conn, run_id, LogKind.RUN_HEALTH, at=now, detail={"to": "degraded", "because": because}
         )
 
 
@@ -67,7 +68,7 @@ async def _stale(
     await runlog.write(
         conn,
         step["run_id"],
-        "step.stale",
+        LogKind.STEP_STALE,
         at=now,
         phase=step["phase"],
         step_id=step["id"],
@@ -90,7 +91,7 @@ async def fail_step(
     *,
     now: datetime,
     status: str = "failed",
-    kind: str = "step.status",
+    kind: LogKind = LogKind.STEP_STATUS,
     extra: dict[str, Any] | None = None,
     expired: bool = False,
 ) -> str:
@@ -145,7 +146,7 @@ async def fail_step(
                 await runlog.write(
                     conn,
                     run_id,
-                    "run.status",
+                    LogKind.RUN_STATUS,
                     at=now,
                     phase=step["phase"],
                     detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
@@ -156,7 +157,7 @@ async def fail_step(
                 await runlog.write(
                     conn,
                     run_id,
-                    "run.status",
+                    LogKind.RUN_STATUS,
                     at=now,
                     phase=step["phase"],
                     detail={"to": "paused", "because": because},
@@ -199,7 +200,7 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
             reason or "refused",
             now=host.clock.now(),
             status="refused",
-            kind="step.refused",
+            kind=LogKind.STEP_REFUSED,
             extra={"code": code},
         )
 
@@ -238,7 +239,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
             await runlog.write(
                 conn,
                 run_id,
-                "step.parked",
+                LogKind.STEP_PARKED,
                 at=now,
                 phase=step["phase"],
                 step_id=step["id"],
@@ -276,7 +277,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
             await runlog.write(
                 conn,
                 run_id,
-                "step.status",
+                LogKind.STEP_STATUS,
                 at=now,
                 phase=step["phase"],
                 step_id=step["id"],
@@ -297,7 +298,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
             await runlog.write(
                 conn,
                 run_id,
-                "step.retry",
+                LogKind.STEP_RETRY,
                 at=now,
                 phase=step["phase"],
                 step_id=step["id"],

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import aiohttp
 
 from pageant.db import runlog
+from pageant.db.log_kinds import LogKind
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -60,12 +61,14 @@ class StepServices:
         return self._host.settings
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
-        """Append a line of ``kind`` to this run's log, attributed to this step."""
+        """Append a line of ``kind`` (a :class:`~pageant.db.log_kinds.LogKind` value) to this
+        run's log, attributed to this step. Raises ValueError for a kind not in the enumeration."""
+        line_kind = LogKind(kind)
         async with self._host.db.begin() as conn:
             await runlog.write(
                 conn,
                 self.run_id,
-                kind,
+                line_kind,
                 at=self._host.clock.now(),
                 phase=self.phase,
                 step_id=self.step_id,

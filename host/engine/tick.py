@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pageant.db import due, runlog, runs, steps
+from pageant.db.log_kinds import LogKind
 from pageant.engine.advance import advance
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
@@ -71,7 +72,7 @@ async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
         await runlog.write(
             conn,
             step["run_id"],
-            "step.status",
+            LogKind.STEP_STATUS,
             at=now,
             phase=step["phase"],
             step_id=step["id"],
@@ -88,7 +89,7 @@ async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
             await runlog.write(
                 conn,
                 step["run_id"],
-                "run.health",
+                LogKind.RUN_HEALTH,
                 at=now,
                 detail={"to": "degraded", "because": f"step {step['id']} lost its dispatcher"},
             )
@@ -116,7 +117,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
                     await runlog.write(
                         conn,
                         row.id,
-                        "run.status",
+                        LogKind.RUN_STATUS,
                         at=now,
                         detail={
                             "from": "scheduled",

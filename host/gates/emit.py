@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog
+from pageant.db.log_kinds import LogKind
 from pageant.errors import Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
@@ -88,7 +89,7 @@ async def _observe(
     await runlog.write(
         conn,
         gate["run_id"],
-        "condition.evaluated",
+        LogKind.CONDITION_EVALUATED,
         at=now,
         phase=gate["phase"],
         detail={

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
+from pageant.db.log_kinds import LogKind
 from pageant.gates.conditions import render
 from pageant.gates.durations import format_after, parse_after
 
@@ -270,7 +271,7 @@ async def note_stall(conn: AsyncConnection, gate: Gate, *, now: datetime) -> boo
     await runlog.write(
         conn,
         gate["run_id"],
-        "run.health",
+        LogKind.RUN_HEALTH,
         at=now,
         phase=gate["phase"],
         detail={
@@ -304,7 +305,12 @@ async def leave_phase(
             await log_closed(conn, gate, now=now)
     if gate["satisfied_by"] in ("tally", "deadline"):
         await runlog.write(
-            conn, run_id, "phase.advanced", at=now, phase=gate["phase"], detail=advanced(gate, now)
+            conn,
+            run_id,
+            LogKind.PHASE_ADVANCED,
+            at=now,
+            phase=gate["phase"],
+            detail=advanced(gate, now),
         )
 
 
@@ -315,7 +321,7 @@ async def log_closed(
     await runlog.write(
         conn,
         gate["run_id"],
-        "phase.gate",
+        LogKind.PHASE_GATE,
         at=now,
         phase=gate["phase"],
         detail={

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
 from pageant.timefmt import parse_instant
 
@@ -218,13 +219,13 @@ def _completed(detail: Detail) -> str:
 
 #: How each kind of log line reads; any other kind shows its detail as ``key=value``.
 _SAY: dict[str, Callable[[Detail], str]] = {
-    "run.status": _status,
-    "step.status": _step_status,
-    "announce": _announce,
-    "run.waiting": _waiting,
-    "phase.entered": _entered,
-    "phase.completed": _completed,
-    "phase.gate": _gate_closed,
-    "phase.advanced": _advanced,
-    "condition.evaluated": _evaluated,
+    LogKind.RUN_STATUS: _status,
+    LogKind.STEP_STATUS: _step_status,
+    LogKind.ANNOUNCE: _announce,
+    LogKind.RUN_WAITING: _waiting,
+    LogKind.PHASE_ENTERED: _entered,
+    LogKind.PHASE_COMPLETED: _completed,
+    LogKind.PHASE_GATE: _gate_closed,
+    LogKind.PHASE_ADVANCED: _advanced,
+    LogKind.CONDITION_EVALUATED: _evaluated,
 }

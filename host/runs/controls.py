@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs, steps
+from pageant.db.log_kinds import LogKind
 from pageant.errors import Conflict, NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
@@ -84,7 +85,7 @@ async def pause(host: Host, run_id: int, *, actor: str, reason: str | None = Non
             status = await _run_status(conn, run_id)
             raise Conflict(f"run {run_id} is {status}; pause acts on a starting or running run")
         await runlog.write(
-            conn, run_id, "control.pause", at=now, detail={"reason": reason}, actor=actor
+            conn, run_id, LogKind.CONTROL_PAUSE, at=now, detail={"reason": reason}, actor=actor
         )
         paused = waiting.describe({"status": "paused"}, [], now=now, max_attempts=0)
         await waiting.note(conn, run_id, paused, now=now, actor=actor)
@@ -99,7 +100,7 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
             status = await _run_status(conn, run_id)
             raise Conflict(f"run {run_id} is {status}; resume acts on a paused run")
         await runlog.write(
-            conn, run_id, "control.resume", at=now, detail={"reason": reason}, actor=actor
+            conn, run_id, LogKind.CONTROL_RESUME, at=now, detail={"reason": reason}, actor=actor
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
     host.wake()
@@ -121,7 +122,7 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
         await runlog.write(
             conn,
             run_id,
-            "control.cancel",
+            LogKind.CONTROL_CANCEL,
             at=now,
             detail={
                 "from": before,
@@ -194,7 +195,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
         await runlog.write(
             conn,
             run_id,
-            "phase.advanced",
+            LogKind.PHASE_ADVANCED,
             at=now,
             phase=key,
             detail={**gates.advanced(forced, now), "reason": reason},
@@ -218,7 +219,7 @@ async def confirm(
         await runlog.write(
             conn,
             run_id,
-            "control.confirm",
+            LogKind.CONTROL_CONFIRM,
             at=now,
             phase=row.phase,
             step_id=step_id,
@@ -240,7 +241,7 @@ async def skip(
         await runlog.write(
             conn,
             run_id,
-            "control.skip",
+            LogKind.CONTROL_SKIP,
             at=now,
             phase=before.phase,
             step_id=step_id,
@@ -287,7 +288,7 @@ async def retry(
         await runlog.write(
             conn,
             run_id,
-            "control.retry",
+            LogKind.CONTROL_RETRY,
             at=now,
             phase=step.phase,
             step_id=step_id,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import definitions, runlog, runs, steps
+from pageant.db.log_kinds import LogKind
 from pageant.errors import Conflict, NotFound
 from pageant.runs import waiting
 
@@ -134,7 +135,7 @@ async def create_run(
     }
     if dst_adjusted:
         detail["dst_adjusted"] = dst_adjusted
-    await runlog.write(conn, run_id, "run.created", at=now, detail=detail, actor=actor)
+    await runlog.write(conn, run_id, LogKind.RUN_CREATED, at=now, detail=detail, actor=actor)
     ahead = waiting.describe(
         {"status": "scheduled", "scheduled_for": scheduled_for}, [], now=now, max_attempts=0
     )
@@ -163,7 +164,7 @@ async def rematerialise_first_phase(
     if phases:
         await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
     await runlog.write(
-        conn, run_id, "run.repinned", at=now, detail={"version_id": version_id}, actor=actor
+        conn, run_id, LogKind.RUN_REPINNED, at=now, detail={"version_id": version_id}, actor=actor
     )
     return True
 

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs
+from pageant.db.log_kinds import LogKind
 from pageant.timefmt import iso
 
 REASONS = ("not_due", "concurrency", "backoff", "parked", "paused", "gate")
@@ -167,5 +168,7 @@ async def note(
     if not await runs.set_waiting(conn, run_id, reason, since):
         return False
     detail = dict(waiting) if waiting else {"reason": None, "sentence": "no longer waiting"}
-    await runlog.write(conn, run_id, "run.waiting", at=now, phase=phase, detail=detail, actor=actor)
+    await runlog.write(
+        conn, run_id, LogKind.RUN_WAITING, at=now, phase=phase, detail=detail, actor=actor
+    )
     return True

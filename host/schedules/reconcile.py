@@ -34,6 +34,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, runlog, steps
+from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
 from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
@@ -214,7 +215,7 @@ class _Work:
         if occ.dst_adjusted:
             detail["dst_adjusted"] = occ.dst_adjusted
         await runlog.write(
-            self.conn, row.id, "run.moved", at=self.now, detail=detail, actor=self.actor
+            self.conn, row.id, LogKind.RUN_MOVED, at=self.now, detail=detail, actor=self.actor
         )
         await self._repin(row.id)
         return True
@@ -241,7 +242,7 @@ class _Work:
         await runlog.write(
             self.conn,
             row.id,
-            "run.status",
+            LogKind.RUN_STATUS,
             at=self.now,
             detail={
                 "from": "scheduled",
@@ -275,7 +276,7 @@ class _Work:
         await runlog.write(
             self.conn,
             row.id,
-            "run.status",
+            LogKind.RUN_STATUS,
             at=self.now,
             detail={
                 "from": "cancelled",
@@ -334,7 +335,7 @@ async def cancel_unstarted_runs(
         await runlog.write(
             conn,
             row.id,
-            "run.status",
+            LogKind.RUN_STATUS,
             at=now,
             detail={
                 "from": "scheduled",

@@ -1,0 +1,38 @@
+"""The kinds of a run log line: one enumeration, the only spelling of each kind in code.
+
+Every writer of ``event_run_log`` names its line with a member of :class:`LogKind`, and
+``docs/runs.md`` lists the same set (a test keeps the two equal). The module imports nothing
+of pageant, so storage, the engine and the domain modules may all use it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class LogKind(StrEnum):
+    """What a run log line records; the value is what the ``kind`` column holds."""
+
+    RUN_CREATED = "run.created"
+    RUN_STATUS = "run.status"
+    RUN_HEALTH = "run.health"
+    RUN_WAITING = "run.waiting"
+    RUN_REPINNED = "run.repinned"
+    RUN_MOVED = "run.moved"
+    STEP_STATUS = "step.status"
+    STEP_RETRY = "step.retry"
+    STEP_REFUSED = "step.refused"
+    STEP_PARKED = "step.parked"
+    STEP_STALE = "step.stale"
+    PHASE_ENTERED = "phase.entered"
+    PHASE_COMPLETED = "phase.completed"
+    PHASE_GATE = "phase.gate"
+    PHASE_ADVANCED = "phase.advanced"
+    CONDITION_EVALUATED = "condition.evaluated"
+    CONTROL_PAUSE = "control.pause"
+    CONTROL_RESUME = "control.resume"
+    CONTROL_CANCEL = "control.cancel"
+    CONTROL_CONFIRM = "control.confirm"
+    CONTROL_SKIP = "control.skip"
+    CONTROL_RETRY = "control.retry"
+    ANNOUNCE = "announce"
