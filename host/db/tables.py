@@ -56,6 +56,12 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("revoked_at", UTCDateTime, nullable=True),
+    # The audit: who made the token and who revoked it (an actor, as the run log names one).
+    Column("created_by", String(100), nullable=True),
+    Column("revoked_by", String(100), nullable=True),
+    Column("expires_at", UTCDateTime, nullable=True),
+    # Written at most once a minute per token, never once per request.
+    Column("last_used_at", UTCDateTime, nullable=True),
 )
 
 event_series = Table(
@@ -148,6 +154,9 @@ event_runs = Table(
         unique=True,
     ),
     Column("dst_adjusted", JSON, nullable=True),
+    # Where a person moved this occurrence from: set, the row keeps its occurrence slot and
+    # the schedule never moves it back.
+    Column("moved_from", UTCDateTime, nullable=True),
     # The current answer to "why is this run not advancing", logged once per change.
     Column("waiting_reason", String(20), nullable=True),
     Column("waiting_since", UTCDateTime, nullable=True),
@@ -227,8 +236,38 @@ event_run_phase_gates = Table(
     Index(None, "satisfied_at", "deadline"),
 )
 
+event_run_participants = Table(
+    "event_run_participants",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("step_id", Integer, nullable=True),
+    Column("name", String(100), nullable=False),
+    Column("role", String(50), nullable=True),
+    Column("at", UTCDateTime, nullable=False),
+    # A name counts once per run however many steps (or retries) report it.
+    UniqueConstraint("run_id", "name"),
+)
+
+event_run_results = Table(
+    "event_run_results",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("step_id", Integer, nullable=False),
+    Column("phase", String(64), nullable=False),
+    Column("title", String(200), nullable=False),
+    Column("entries", JSON, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    # One table of results per step: a retried step records it once.
+    UniqueConstraint("step_id"),
+    Index(None, "run_id"),
+)
+
 #: Every table, in an order that respects foreign keys (for emptying between tests).
 ALL_TABLES = (
+    event_run_results,
+    event_run_participants,
     event_run_phase_gates,
     event_run_log,
     event_run_steps,
