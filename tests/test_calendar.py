@@ -295,3 +295,41 @@ async def test_the_events_list_fills_next_occurrence(client, tokens, ticking, db
     }
     status, one = await call(client, "GET", f"{EVENTS}/{monthly_id}", tokens["moderator"])
     assert one["next_occurrence"] == "2027-03-26T19:00:00Z"
+
+
+# ── the status and scope filters ─────────────────────────────────────────────
+
+
+async def test_the_status_and_scope_filters_narrow_to_runs(client, tokens, ticking, db, host):
+    from pageant.runs.controls import cancel
+    from pageant.runs.create import start_now
+
+    event_id = await scheduled_event(client, tokens, weekly("friday", at="20:00"))
+    await ticking.tick()
+    scheduled = [r.id for r in await runs_of(db, event_id)]
+    await cancel(host, scheduled[0], actor="admin:test", reason="storm")
+    scoped, _ = await start_now(host, event_id, scope="north", actor="admin:test")
+
+    every = await items(client, tokens, end=NOW + timedelta(days=60))
+    assert {i["kind"] for i in every} == {"materialised", "projected"}
+    cancelled = await items(client, tokens, end=NOW + timedelta(days=60), status="cancelled")
+    assert [(i["run_id"], i["status"]) for i in cancelled] == [(scheduled[0], "cancelled")]
+    both = await items(client, tokens, end=NOW + timedelta(days=60), status="cancelled,scheduled")
+    assert [i["run_id"] for i in both] == [scoped, *scheduled]
+    north = await items(client, tokens, end=NOW + timedelta(days=60), scope="north")
+    assert [(i["run_id"], i["scope"]) for i in north] == [(scoped, "north")]
+    # The empty scope keeps the schedule's own occurrences and their projections.
+    plain = await items(client, tokens, end=NOW + timedelta(days=60), scope="")
+    assert scoped not in {i["run_id"] for i in plain}
+    assert {i["kind"] for i in plain} == {"materialised", "projected"}
+    # Filtered by event, the status filter still applies.
+    only = await items(
+        client, tokens, end=NOW + timedelta(days=60), status="cancelled", definition=event_id
+    )
+    assert [i["run_id"] for i in only] == [scheduled[0]]
+
+
+async def test_a_bad_status_filter_is_400(client, tokens):
+    status, data = await window(client, tokens["admin"], status="asleep")
+    assert status == 400
+    assert data["error"]["details"][0].startswith("query.status: 'asleep' is not one of")

@@ -36,6 +36,7 @@ RUN_KEYS = {
     "cancel_reason",
     "concurrency_key",
     "dst_adjusted",
+    "moved_from",
     "created_at",
     "started_at",
     "ended_at",
@@ -195,7 +196,7 @@ async def test_the_console_shows_run_steps_gate_and_log(
     response = await api.get(f"/api/v1/admin/runs/{run_id}", headers=bearer(tokens["editor"]))
     assert response.status == 200
     console = await response.json()
-    assert set(console) == {"run", "steps", "gate", "log"}
+    assert set(console) == {"run", "steps", "gate", "participants", "results", "log"}
     assert set(console["run"]) == RUN_KEYS
     assert console["gate"] is None
     assert [set(s) for s in console["steps"]] == [STEP_KEYS, STEP_KEYS]

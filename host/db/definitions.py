@@ -11,15 +11,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.runs import WAITING_ON_PERSON
 from pageant.db.tables import (
-    LIVE_RUN_STATUSES,
     event_definitions,
-    event_run_steps,
     event_runs,
     event_versions,
 )
@@ -52,21 +51,12 @@ _START_FACTS = select(
     defs.c.id, defs.c.state, defs.c.current_version_id, defs.c.concurrency_key
 ).where(defs.c.id == bindparam("definition_id"))
 
-_parked_step = exists().where(
-    event_run_steps.c.run_id == event_runs.c.id,
-    event_run_steps.c.status == "running",
-    event_run_steps.c.lease_until.is_(None),
-)
-#: Runs waiting on a person, per definition: paused, or live with a parked step. Derived
-#: from the rows that are the fact, never from a summary column.
+#: Runs waiting on a person, per definition (the rule is the run list's summary's).
 _RUNS_WAITING = (
     select(event_runs.c.definition_id, func.count().label("waiting"))
     .where(
         event_runs.c.definition_id.in_(bindparam("ids", expanding=True)),
-        or_(
-            event_runs.c.status == "paused",
-            and_(event_runs.c.status.in_(LIVE_RUN_STATUSES), _parked_step),
-        ),
+        WAITING_ON_PERSON,
     )
     .group_by(event_runs.c.definition_id)
 )

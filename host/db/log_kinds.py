@@ -35,4 +35,5 @@ class LogKind(StrEnum):
     CONTROL_CONFIRM = "control.confirm"
     CONTROL_SKIP = "control.skip"
     CONTROL_RETRY = "control.retry"
+    CONTROL_RESCHEDULE = "control.reschedule"
     ANNOUNCE = "announce"

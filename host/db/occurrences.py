@@ -36,6 +36,7 @@ OCCURRENCE_COLUMNS = (
     r.version_id,
     r.cancel_reason,
     r.started_at,
+    r.moved_from,
 )
 
 # Served by the occurrence key's unique index (definition_id, scope, scheduled_for).
@@ -133,6 +134,7 @@ CALENDAR_COLUMNS = (
     r.occurrence_local,
     r.status,
     r.dst_adjusted,
+    r.moved_from,
     d.title,
     event_versions.c.timezone,
 )
@@ -141,10 +143,23 @@ _CALENDAR_FROM = event_runs.join(event_definitions, d.id == r.definition_id).joi
 )
 
 
+# A moved run is read by the instant it was moved from too: moved earlier, it still holds
+# the slot the schedule would otherwise make again.
+_MOVED_FROM = select(*OCCURRENCE_COLUMNS).where(
+    r.definition_id == bindparam("definition_id"),
+    r.scope == "",
+    r.moved_from >= bindparam("since"),
+    r.scheduled_for < bindparam("since"),
+)
+
+
 async def occurrence_rows(conn: AsyncConnection, definition_id: int, since: datetime) -> list[Row]:
-    """The definition's runs at the empty scope from ``since`` on, in instant order."""
+    """The definition's runs at the empty scope from ``since`` on (by their instant, or by
+    the instant a person moved them from), in instant order."""
     params = {"definition_id": definition_id, "since": since}
-    return list((await conn.execute(_OCCURRENCES_FROM, params)).all())
+    rows = list((await conn.execute(_OCCURRENCES_FROM, params)).all())
+    moved = list((await conn.execute(_MOVED_FROM, params)).all())
+    return sorted(moved, key=lambda row: row.scheduled_for) + rows if moved else rows
 
 
 async def move_occurrence(
@@ -223,9 +238,11 @@ async def calendar_rows(
     *,
     definition_ids: list[int] | None,
     limit: int,
+    statuses: tuple[str, ...] = (),
+    scope: str | None = None,
 ) -> list[Row]:
-    """Runs with ``start <= scheduled_for < end`` (any status, any scope), in instant order,
-    optionally only of ``definition_ids``; at most ``limit``."""
+    """Runs with ``start <= scheduled_for < end`` in instant order, optionally only of
+    ``definition_ids``, only in ``statuses`` and only of ``scope``; at most ``limit``."""
     statement = (
         select(*CALENDAR_COLUMNS)
         .select_from(_CALENDAR_FROM)
@@ -233,10 +250,14 @@ async def calendar_rows(
         .order_by(r.scheduled_for, r.id)
         .limit(limit)
     )
+    if scope is not None:
+        statement = statement.where(r.scope == scope)
     if definition_ids is None:
         # Naming every status lets the (status, scheduled_for) index serve the range as
         # one short range per status instead of a scan of the whole history.
-        statement = statement.where(r.status.in_(RUN_STATUSES))
+        statement = statement.where(r.status.in_(statuses or RUN_STATUSES))
     else:
         statement = statement.where(r.definition_id.in_(definition_ids))
+        if statuses:
+            statement = statement.where(r.status.in_(statuses))
     return list((await conn.execute(statement)).all())

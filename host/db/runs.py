@@ -11,13 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, literal, or_, select, update
+from sqlalchemy import and_, bindparam, case, exists, func, literal, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
+    RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
     event_definitions,
     event_run_steps,
@@ -28,7 +29,8 @@ from pageant.db.tables import (
 r = event_runs.c
 d = event_definitions.c
 
-#: A run in one of these has ended for good.
+#: Every status a run may be in, and those in which it has ended for good.
+STATUSES = RUN_STATUSES
 TERMINAL = TERMINAL_RUN_STATUSES
 #: A run in one of these is claimed and advanced by the tick.
 ACTIVE = ("starting", "running", "ending")
@@ -57,6 +59,7 @@ RUN_COLUMNS = (
     r.waiting_reason,
     r.waiting_since,
     r.dst_adjusted,
+    r.moved_from,
     r.created_at,
     r.started_at,
     r.ended_at,
@@ -396,6 +399,109 @@ async def runs_of_definition(
     """A definition's runs in id order, after ``after_id``."""
     params = {"definition_id": definition_id, "after_id": after_id, "limit": limit}
     return list((await conn.execute(_LIST_FOR_DEFINITION, params)).all())
+
+
+# A person's move of one occurrence: the row keeps its slot (``occurrence_local``) and
+# remembers the first instant it was moved from, so the schedule recognises the occurrence
+# as had and never moves it back or makes it again. The SET order is load-bearing: MariaDB
+# evaluates assignments left to right, each seeing the ones before, so moved_from must read
+# scheduled_for before it is overwritten (SQLite reads the old row either way).
+_RESCHEDULE = (
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == "scheduled")
+    .ordered_values(
+        (r.moved_from, func.coalesce(r.moved_from, r.scheduled_for)),
+        (r.scheduled_for, bindparam("to")),
+    )
+)
+
+
+async def reschedule(conn: AsyncConnection, run_id: int, to: datetime) -> bool:
+    """CAS a scheduled run to the instant ``to``; True if it moved. Raises IntegrityError
+    when another run of its event and scope already holds ``to``."""
+    return (await conn.execute(_RESCHEDULE, {"run_id": run_id, "to": to})).rowcount == 1
+
+
+# ── across events ─────────────────────────────────────────────────────────────
+
+#: The statuses of a run that has not ended (the summary reads only these).
+NOT_ENDED = ("scheduled", "starting", "running", "paused", "ending")
+
+
+async def runs_across(
+    conn: AsyncConnection,
+    *,
+    statuses: tuple[str, ...] = (),
+    health: tuple[str, ...] = (),
+    waiting: tuple[str, ...] = (),
+    definition_id: int | None = None,
+    series_id: int | None = None,
+    scope: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    before_id: int | None = None,
+    limit: int,
+) -> list[Row]:
+    """Runs of every event, newest (highest id) first, below ``before_id``; each filter
+    narrows when given: ``waiting`` reads the reason the engine recorded
+    (``waiting_reason``), ``start``/``end`` bound ``scheduled_for`` (``start <= t < end``)."""
+    # Two reads: the page's ids from event_runs alone (walking its primary key backwards,
+    # joining the definitions only for a series), then those rows whole. In one statement
+    # MariaDB drove the join from the definitions and sorted every run to find the newest.
+    ids = select(r.id).order_by(r.id.desc()).limit(limit)
+    if statuses:
+        ids = ids.where(r.status.in_(statuses))
+    if health:
+        ids = ids.where(r.health.in_(health))
+    if waiting:
+        ids = ids.where(r.waiting_reason.in_(waiting))
+    if definition_id is not None:
+        ids = ids.where(r.definition_id == definition_id)
+    if series_id is not None:
+        ids = ids.join(event_definitions, d.id == r.definition_id).where(d.series_id == series_id)
+    if scope is not None:
+        ids = ids.where(r.scope == scope)
+    if start is not None:
+        ids = ids.where(r.scheduled_for >= start)
+    if end is not None:
+        ids = ids.where(r.scheduled_for < end)
+    if before_id is not None:
+        ids = ids.where(r.id < before_id)
+    found = list((await conn.execute(ids)).scalars())
+    if not found:
+        return []
+    rows = select(*RUN_COLUMNS).select_from(RUN_FROM).where(r.id.in_(found)).order_by(r.id.desc())
+    return list((await conn.execute(rows)).all())
+
+
+def _count_where(condition: Any) -> Any:
+    return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
+
+
+_parked_step = exists().where(
+    event_run_steps.c.run_id == r.id,
+    event_run_steps.c.status == "running",
+    event_run_steps.c.lease_until.is_(None),
+)
+#: A run waiting on a person: paused, or live with a parked step. Derived from the rows that
+#: are the fact, never from a summary column.
+WAITING_ON_PERSON = or_(r.status == "paused", and_(r.status.in_(LIVE_RUN_STATUSES), _parked_step))
+
+# Only runs that have not ended: naming the statuses lets the (status, scheduled_for) index
+# serve the count, so its cost follows the live runs, never the size of the history.
+_SUMMARY = select(
+    _count_where(WAITING_ON_PERSON).label("waiting_on_person"),
+    _count_where(r.health == "stalled").label("stalled"),
+    _count_where(r.health == "degraded").label("degraded"),
+    _count_where(r.status == "running").label("running"),
+).where(r.status.in_(NOT_ENDED))
+
+
+async def live_summary(conn: AsyncConnection) -> dict[str, int]:
+    """Counts over every run that has not ended: waiting on a person (paused, or at a
+    parked step), stalled, degraded, and running."""
+    row = (await conn.execute(_SUMMARY)).one()
+    return {key: int(value) for key, value in row._mapping.items()}
 
 
 # The run and its cursor — the first open step of its current phase — in one read.

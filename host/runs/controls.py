@@ -12,16 +12,18 @@ the body (400), then calls the control (409).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs, steps
+from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
-from pageant.errors import Conflict, NotFound
+from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
-from pageant.runs import waiting
+from pageant.runs import lifecycle, waiting
 from pageant.runs.versions import phases_of, read_pinned
 from pageant.timefmt import iso
 
@@ -46,6 +48,15 @@ async def require_step(host: Host, run_id: int, step_id: int) -> Mapping[str, An
     if row is None or row.run_id != run_id:
         raise NotFound(f"no such step: {step_id} in run {run_id}")
     return row._mapping
+
+
+async def run_of_step(host: Host, step_id: int) -> int:
+    """The id of the run a step belongs to, or NotFound."""
+    async with host.db.connect() as conn:
+        row = await steps.get_step(conn, step_id)
+    if row is None:
+        raise NotFound(f"no such step: {step_id}")
+    return int(row.run_id)
 
 
 async def _run_status(conn: AsyncConnection, run_id: int) -> str:
@@ -133,6 +144,49 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             actor=actor,
         )
     host.wake()  # its concurrency key is free: a run waiting on it may start
+    await lifecycle.announce(host, run_id, lifecycle.RUN_CANCELLED)
+
+
+async def reschedule(
+    host: Host, run_id: int, *, actor: str, scheduled_for: datetime, reason: str
+) -> None:
+    """Move one scheduled occurrence to ``scheduled_for`` (later than now). The run keeps
+    its occurrence slot, so the schedule never moves it back or makes it again; the log
+    keeps the old and the new instant. Raises :class:`Conflict` for a run that is no longer
+    scheduled, or when another run of its event and scope already holds that instant."""
+    now = host.clock.now()
+    if scheduled_for <= now:
+        raise Invalid(
+            "a run is rescheduled into the future",
+            details=[
+                f"body.scheduled_for: {iso(scheduled_for)} is not later than now ({iso(now)})"
+            ],
+        )
+    try:
+        async with host.db.begin() as conn:
+            before = await runs.get_run(conn, run_id)
+            if before is None:
+                raise NotFound(f"no such run: {run_id}")
+            if not await runs.reschedule(conn, run_id, scheduled_for):
+                status = await _run_status(conn, run_id)
+                raise Conflict(f"run {run_id} is {status}; reschedule acts on a scheduled run")
+            await runlog.write(
+                conn,
+                run_id,
+                LogKind.CONTROL_RESCHEDULE,
+                at=now,
+                detail={"from": before.scheduled_for, "to": scheduled_for, "reason": reason},
+                actor=actor,
+            )
+            if before.waiting_reason is not None:
+                await waiting.note(conn, run_id, None, now=now, actor=actor)
+    except IntegrityError:
+        raise Conflict(
+            f"another run of this event (scope {before.scope!r}) is already at "
+            f"{iso(scheduled_for)}",
+            details=[f"body.scheduled_for: {iso(scheduled_for)} is taken"],
+        ) from None
+    host.wake()
 
 
 #: The statuses a forced advance acts from: a run that is in a phase and may move again.

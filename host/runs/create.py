@@ -8,6 +8,7 @@ never make two runs of one occurrence or two rows of one step.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -85,6 +86,25 @@ async def materialise_phase(
     return len(rows)
 
 
+#: What a concurrency key may say in braces: the run's scope.
+SCOPE_PLACEHOLDER = "{scope}"
+_KEY_LENGTH = 100
+
+
+def run_key(template: str | None, scope: str) -> str | None:
+    """The concurrency key a run of ``scope`` holds: the event's key with ``{scope}``
+    written out, so two scopes of one event run side by side while one scope never runs
+    twice. A key that grows past the column's 100 characters keeps its head and ends in a
+    hash of the whole, so two long keys stay apart."""
+    if not template:
+        return None
+    key = template.replace(SCOPE_PLACEHOLDER, scope)
+    if len(key) > _KEY_LENGTH:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        key = f"{key[: _KEY_LENGTH - 17]}~{digest}"
+    return key
+
+
 async def create_run(
     conn: AsyncConnection,
     *,
@@ -117,7 +137,7 @@ async def create_run(
             "occurrence_local": occurrence_local,
             "source": source,
             "status": "scheduled",
-            "concurrency_key": concurrency_key,
+            "concurrency_key": run_key(concurrency_key, scope),
             "dst_adjusted": dst_adjusted,
             "created_at": now,
         },
@@ -187,12 +207,12 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
             )
         if definition.state == "archived":
             raise Conflict(f"event {definition_id} is archived; it cannot be started")
-        if definition.concurrency_key:
-            holder = await runs.concurrency_holder(conn, definition.concurrency_key, 0)
+        key = run_key(definition.concurrency_key, scope)
+        if key:
+            holder = await runs.concurrency_holder(conn, key, 0)
             if holder is not None:
                 raise Conflict(
-                    f'the concurrency key "{definition.concurrency_key}" is held by run '
-                    f"{holder.id} ({holder.status})",
+                    f'the concurrency key "{key}" is held by run {holder.id} ({holder.status})',
                     details=[f"holder_run_id: {holder.id}"],
                 )
         version = await definitions.pinned_version(conn, definition.current_version_id)

@@ -36,7 +36,8 @@ MAX_ITEMS = 10_000
 _SLOT_MARGIN = timedelta(days=2)
 
 
-def _local_time(instant: datetime, tz: str) -> str:
+def local_time(instant: datetime, tz: str) -> str:
+    """``instant`` as an ISO time in zone ``tz`` (the instant itself for an unknown zone)."""
     try:
         return instant.astimezone(recurrence.zone(tz)).isoformat()
     except ValueError:  # a zone the installed tzdata no longer knows: show the instant
@@ -48,12 +49,14 @@ def _materialised(row: Row) -> dict[str, Any]:
         "definition_id": row.definition_id,
         "title": row.title,
         "scheduled_for": row.scheduled_for,
-        "local_time": _local_time(row.scheduled_for, row.timezone),
+        "local_time": local_time(row.scheduled_for, row.timezone),
         "timezone": row.timezone,
         "kind": "materialised",
+        "scope": row.scope,
         "run_id": row.id,
         "status": row.status,
         "dst_adjusted": row.dst_adjusted,
+        "moved_from": row.moved_from,
     }
 
 
@@ -65,9 +68,11 @@ def _projected(definition: Row, occ: recurrence.Occurrence) -> dict[str, Any]:
         "local_time": occ.local.isoformat(),
         "timezone": definition.timezone,
         "kind": "projected",
+        "scope": "",
         "run_id": None,
         "status": None,
         "dst_adjusted": occ.dst_adjusted,
+        "moved_from": None,
     }
 
 
@@ -88,23 +93,34 @@ async def calendar_items(
     end: datetime,
     now: datetime,
     definition_ids: list[int] | None = None,
+    statuses: tuple[str, ...] = (),
+    scope: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every occurrence with ``start <= scheduled_for < end``, sorted by instant: the runs
     (any status, any scope) and the projections of ready definitions from ``now`` on.
 
     ``definition_ids`` (a series' definitions, or one) narrows both halves; None is every
-    definition. Raises :class:`Invalid` (on ``query.to``) past :data:`MAX_ITEMS`.
+    definition. ``statuses`` keeps only runs in those statuses (a projection has no status,
+    so none is shown); ``scope`` keeps only runs of that scope (a projection is an
+    occurrence of the empty scope). Raises :class:`Invalid` (on ``query.to``) past
+    :data:`MAX_ITEMS`.
     """
     if definition_ids is not None and not definition_ids:
         return []
     rows = await occurrences.calendar_rows(
-        conn, start, end, definition_ids=definition_ids, limit=MAX_ITEMS + 1
+        conn,
+        start,
+        end,
+        definition_ids=definition_ids,
+        limit=MAX_ITEMS + 1,
+        statuses=statuses,
+        scope=scope,
     )
     if len(rows) > MAX_ITEMS:
         raise _too_many()
     items = [_materialised(row) for row in rows]
     projected_from = max(start, now)
-    if projected_from < end:
+    if projected_from < end and not statuses and scope in (None, ""):
         definitions = await schedules.published_schedules(conn, definition_ids=definition_ids)
         held = await _held(conn, rows, projected_from, end, definition_ids)
         for definition in definitions:

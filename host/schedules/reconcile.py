@@ -12,7 +12,8 @@ owns. An occurrence is known by its UTC instant *and* by its authored local slot
    the schedule itself cancelled (``superseded``) and that never started comes back;
 2. a row whose slot the schedule still produces, at another instant (a new time zone, a
    tzdata update), is that occurrence too: a scheduled one is moved there (``run.moved``);
-   any other (a person's cancel, a run that happened) keeps the slot, so nothing is added;
+   any other (a person's cancel, a run that happened, an occurrence a person rescheduled —
+   ``moved_from`` set) keeps the slot, so nothing is added and nothing is moved back;
 3. a scheduled row the schedule no longer produces is cancelled, reason ``superseded``;
 4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one.
 
@@ -133,7 +134,7 @@ async def reconcile_schedule(
     rest = []
     for row in rows:
         occ = by_instant.get(row.scheduled_for)
-        if occ is None:
+        if occ is None or row.moved_from is not None:
             rest.append(row)
             continue
         taken.add(occ.slot)
@@ -145,6 +146,9 @@ async def reconcile_schedule(
         occ = by_slot.get(row.occurrence_local or "")
         if row.source != "schedule" or occ is None or occ.slot in taken:
             unmatched.append(row)
+        elif row.moved_from is not None:
+            # A person moved this occurrence: it holds its slot where they put it.
+            taken.add(occ.slot)
         elif row.status == "scheduled":
             if occ.at >= start:
                 taken.add(occ.slot)

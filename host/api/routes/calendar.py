@@ -15,6 +15,7 @@ from pageant.api.window import read_window
 from pageant.errors import Invalid, NotFound
 from pageant.events.definitions import get_definition
 from pageant.events.series import events_of_series, get_series
+from pageant.runs.listing import STATUSES, choices
 from pageant.schedules import calendar
 
 routes = RouteTable("calendar")
@@ -34,9 +35,12 @@ class CalendarItem(BaseModel):
     local_time: str
     timezone: str
     kind: Literal["materialised", "projected"]
+    scope: str
     run_id: int | None
     status: str | None
     dst_adjusted: DstAdjusted | None
+    #: Set when a person rescheduled the occurrence: the instant it was moved from.
+    moved_from: datetime | None
 
 
 class CalendarList(BaseModel):
@@ -64,6 +68,8 @@ def _id(request: web.Request, name: str, problems: list[str]) -> int | None:
         "to": "the window's end (exclusive), with an offset; at most 400 days after from",
         "series": "only events of this series (an id)",
         "definition": "only this event (an id)",
+        "status": "only runs in these statuses (repeat or comma-separate); drops projections",
+        "scope": "only runs of this scope (projections are of the empty scope)",
     },
 )
 async def get_calendar(request: web.Request) -> web.Response:
@@ -71,6 +77,10 @@ async def get_calendar(request: web.Request) -> web.Response:
     start, end = read_window(request, problems)
     series_id = _id(request, "series", problems)
     definition_id = _id(request, "definition", problems)
+    statuses = choices(request.query.getall("status", []), STATUSES, "query.status", problems)
+    scopes = request.query.getall("scope", [])
+    if len(scopes) > 1:
+        problems.append(f"query.scope: given {len(scopes)} times; expected at most once")
     if problems:
         raise Invalid("invalid query", details=problems)
     assert start is not None and end is not None
@@ -86,6 +96,12 @@ async def get_calendar(request: web.Request) -> web.Response:
                 raise NotFound(f"no event {definition_id}")
             ids = [definition_id] if ids is None or definition_id in ids else []
         items = await calendar.calendar_items(
-            conn, start=start, end=end, now=host.clock.now(), definition_ids=ids
+            conn,
+            start=start,
+            end=end,
+            now=host.clock.now(),
+            definition_ids=ids,
+            statuses=statuses,
+            scope=scopes[0] if scopes else None,
         )
     return respond({"items": items})

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from aiohttp import web
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -45,6 +46,7 @@ from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STA
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
+from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.schedules.recurrence import zone
 
 routes = RouteTable("events")
@@ -56,8 +58,18 @@ MAX_CONCURRENCY_KEY = 100
 
 Timezone = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TIMEZONE)]
 Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
+
+
+def _key_template(value: str) -> str:
+    if "{" in value.replace(SCOPE_PLACEHOLDER, "") or "}" in value.replace(SCOPE_PLACEHOLDER, ""):
+        raise ValueError(f"only {SCOPE_PLACEHOLDER} may be written in braces (the run's scope)")
+    return value
+
+
 ConcurrencyKey = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY)
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY),
+    AfterValidator(_key_template),
 ]
 #: The spec is checked by :mod:`pageant.events.spec.validator` (against the registry, with its
 #: own paths), not by the model; the model only documents its shape.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -9,11 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
-from pageant.api.pagination import page_from
+from pageant.api.pagination import encode_cursor, page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
 from pageant.errors import NotFound
 from pageant.events import definitions
-from pageant.runs import controls
+from pageant.runs import controls, listing
 from pageant.runs.console import console, run_view, runs_page, step_view
 from pageant.runs.create import start_now
 
@@ -67,6 +68,7 @@ RUN = {
         "cancel_reason": {"type": ["string", "null"]},
         "concurrency_key": {"type": ["string", "null"]},
         "dst_adjusted": {"type": ["object", "null"]},
+        "moved_from": _NULLABLE_TIME,
         "created_at": {"type": "string", "format": "date-time"},
         "started_at": _NULLABLE_TIME,
         "ended_at": _NULLABLE_TIME,
@@ -125,13 +127,40 @@ GATE = {
         "satisfied_by": {"enum": ["deadline", "tally", "forced", None]},
     },
 }
+PARTICIPANT = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "role": {"type": ["string", "null"]},
+        "step_id": {"type": ["integer", "null"]},
+    },
+}
+RESULT_ENTRY = {
+    "type": "object",
+    "properties": {
+        "rank": {"type": ["integer", "null"]},
+        "name": {"type": "string"},
+        "detail": {"type": "string"},
+    },
+}
+RESULTS = {
+    "type": "object",
+    "properties": {
+        "phase": {"type": "string"},
+        "step_id": {"type": "integer"},
+        "title": {"type": "string"},
+        "entries": {"type": "array", "items": RESULT_ENTRY},
+    },
+}
 CONSOLE = {
     "type": "object",
-    "required": ["run", "steps", "gate", "log"],
+    "required": ["run", "steps", "gate", "participants", "results", "log"],
     "properties": {
         "run": RUN,
         "steps": {"type": "array", "items": STEP},
         "gate": GATE,
+        "participants": {"type": "array", "items": PARTICIPANT},
+        "results": {"type": "array", "items": RESULTS},
         "log": {"type": "array", "items": LOG_LINE},
     },
 }
@@ -140,6 +169,28 @@ RUN_LIST = {
     "properties": {
         "items": {"type": "array", "items": RUN},
         "next_cursor": {"type": ["string", "null"]},
+    },
+}
+SUMMARY = {
+    "type": "object",
+    "description": "counts over every run that has not ended, whatever the filters",
+    "properties": {
+        "waiting_on_person": {
+            "type": "integer",
+            "description": "runs paused or at a parked step (as an event's runs_waiting)",
+        },
+        "stalled": {"type": "integer"},
+        "degraded": {"type": "integer"},
+        "running": {"type": "integer"},
+    },
+}
+RUNS_NOW = {
+    "type": "object",
+    "required": ["items", "next_cursor", "summary"],
+    "properties": {
+        "items": {"type": "array", "items": RUN},
+        "next_cursor": {"type": ["string", "null"]},
+        "summary": SUMMARY,
     },
 }
 
@@ -174,6 +225,27 @@ class AdvanceBody(_Body):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("a reason is required (it is what the log keeps of this decision)")
+        return value
+
+
+class RescheduleBody(_Body):
+    """Where to move a scheduled run, and why (kept on the ``control.reschedule`` line)."""
+
+    scheduled_for: datetime
+    reason: str = Field(min_length=1, max_length=200)
+
+    @field_validator("scheduled_for")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("an instant with an offset is required, e.g. 2027-03-26T19:00:00Z")
+        return value.astimezone(UTC)
+
+    @field_validator("reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a reason is required")
         return value
 
 
@@ -231,6 +303,45 @@ async def start_run(request: web.Request) -> web.Response:
     return respond(await run_view(host, run_id), status=201 if created else 200)
 
 
+# ── what is running now ───────────────────────────────────────────────────────
+
+
+@routes.get(
+    "/api/v1/admin/runs",
+    roles=STAFF,
+    summary="Runs across every event, newest first, with a summary of what needs attention",
+    response=RUNS_NOW,
+    query={
+        "status": "only runs in these statuses (repeat or comma-separate)",
+        "health": "only runs of this health: ok, degraded, stalled (repeatable)",
+        "waiting": "only runs waiting for this reason, e.g. parked (repeatable)",
+        "definition": "only runs of this event (an id)",
+        "series": "only runs of this series' events (an id)",
+        "scope": "only runs of this scope",
+        "from": "only runs scheduled at or after this instant (with an offset)",
+        "to": "only runs scheduled before this instant (with an offset)",
+        "limit": "1 to 200 (default 50)",
+        "cursor": "next_cursor of the previous page",
+    },
+)
+async def runs_now(request: web.Request) -> web.Response:
+    page = page_from(request)
+    where = listing.read_filter(
+        lambda name: list(request.query.getall(name, [])), label=lambda name: f"query.{name}"
+    )
+    found = await listing.list_runs(
+        request.app[HOST], where, before_id=page.after_id, limit=page.limit
+    )
+    next_before = found["next_before"]
+    return respond(
+        {
+            "items": found["items"],
+            "next_cursor": None if next_before is None else encode_cursor(next_before),
+            "summary": found["summary"],
+        }
+    )
+
+
 # ── the console ───────────────────────────────────────────────────────────────
 
 
@@ -251,7 +362,9 @@ async def _run_control(request: web.Request, model: type[_Body], act: Any) -> we
     host = request.app[HOST]
     run_id = int_param(request, "run_id")
     await controls.require_run(host, run_id)
-    body = await read_body(request, model, optional=model not in (CancelBody, AdvanceBody))
+    body = await read_body(
+        request, model, optional=model not in (CancelBody, AdvanceBody, RescheduleBody)
+    )
     await act(host, run_id, actor=principal(request).actor, **body.model_dump())
     return respond(await run_view(host, run_id))
 
@@ -300,6 +413,17 @@ async def cancel_run(request: web.Request) -> web.Response:
 )
 async def advance_run(request: web.Request) -> web.Response:
     return await _run_control(request, AdvanceBody, controls.advance)
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/reschedule",
+    roles=CONTROLLERS,
+    summary="Move a scheduled run to another instant; the schedule never moves it back",
+    body=RescheduleBody,
+    response=RUN,
+)
+async def reschedule_run(request: web.Request) -> web.Response:
+    return await _run_control(request, RescheduleBody, controls.reschedule)
 
 
 # ── step controls ─────────────────────────────────────────────────────────────
