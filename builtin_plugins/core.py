@@ -1,4 +1,4 @@
-"""``core``: the host's built-in actions, announce legs and option sources.
+"""``core``: the host's built-in actions, lifecycle triggers, announce legs and option sources.
 
 Registered through the same pipeline, hooks, validation and namespace checks as a
 third-party plugin; nothing in the engine names these ids.
@@ -19,6 +19,8 @@ from pageant.hookspecs import (
     OptionSource,
     Param,
     SendContext,
+    Trigger,
+    TriggerVariable,
     hookimpl,
 )
 
@@ -73,6 +75,36 @@ async def cue(ctx: ActionContext) -> dict[str, Any]:
     if not isinstance(sent, dict) or sent.get("ok") is not True:
         return sent
     return {"ok": True, "park": True}
+
+
+# ── lifecycle triggers ─────────────────────────────────────────────────────
+
+#: The variables every lifecycle trigger carries: a run's public facts, never its errors.
+LIFECYCLE_VARIABLES = (
+    ("event", "string", "The slug of the run's event.", "champion-muster"),
+    ("run_id", "integer", "The run's id.", 42),
+    ("scope", "string", 'The run\'s scope ("" when it has none).', "north"),
+    ("status", "string", "The run's status after the transition.", "completed"),
+    ("phase", "string", 'The phase the run is in (or ended in; "" before any).', "finale"),
+    ("health", "string", "ok, degraded or stalled.", "ok"),
+)
+LIFECYCLE_TRIGGERS = (
+    ("core.run.started", "A run started (entered its first phase)"),
+    ("core.run.completed", "A run completed"),
+    ("core.run.failed", "A run failed"),
+    ("core.run.cancelled", "A run was cancelled by a person"),
+    ("core.phase.entered", "A run entered a phase"),
+)
+
+
+def lifecycle_triggers() -> list[Trigger]:
+    variables = [
+        TriggerVariable(name=name, type=kind, description=text, example=example)
+        for name, kind, text, example in LIFECYCLE_VARIABLES
+    ]
+    return [
+        Trigger(id=ident, label=label, variables=variables) for ident, label in LIFECYCLE_TRIGGERS
+    ]
 
 
 # ── legs ─────────────────────────────────────────────────────────────────────
@@ -193,6 +225,10 @@ class CorePlugin:
             AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
             AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
         ]
+
+    @hookimpl
+    def pageant_triggers(self) -> list[Trigger]:
+        return lifecycle_triggers()
 
     @hookimpl
     def pageant_option_sources(self) -> list[OptionSource]:

@@ -19,7 +19,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.runs import read_cursor
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
 from pageant.gates import phase as gates
-from pageant.runs import waiting
+from pageant.runs import lifecycle, waiting
 from pageant.runs.create import materialise_phase
 from pageant.runs.versions import phases_of
 
@@ -157,8 +157,9 @@ async def _wait(
 
 
 async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> str:
+    failed = False
     async with host.db.begin() as conn:
-        if await runs.end_run(
+        if failed := await runs.end_run(
             conn,
             run_id,
             froms=("starting", "running", "ending"),
@@ -174,6 +175,8 @@ async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> 
                 at=now,
                 detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
             )
+    if failed:
+        await lifecycle.announce(host, run_id, lifecycle.RUN_FAILED)
     return "failed"
 
 
@@ -205,7 +208,8 @@ async def _complete(
             )
         # ``ending`` is where cleanup of the run's resources will run; until then the run
         # passes straight through it, and a run found there after a crash completes.
-        if await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now):
+        completed = await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now)
+        if completed:
             await runlog.write(
                 conn,
                 run_id,
@@ -213,6 +217,8 @@ async def _complete(
                 at=now,
                 detail={"from": "ending", "to": "completed"},
             )
+    if completed:
+        await lifecycle.announce(host, run_id, lifecycle.RUN_COMPLETED)
     return "completed"
 
 
@@ -269,6 +275,9 @@ async def _enter(
             )
     except _Lost:
         return False
+    if old_phase is None:
+        await lifecycle.announce(host, run_id, lifecycle.RUN_STARTED, phase=phase["key"])
+    await lifecycle.announce(host, run_id, lifecycle.PHASE_ENTERED, phase=phase["key"])
     return True
 
 

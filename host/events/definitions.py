@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import definitions as rows
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
-from pageant.events.slugs import insert_with_slug, update_with_slug
+from pageant.events.composition import refuse_self_waits
+from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
 from pageant.events.spec import validator as specs
 from pageant.plugins.registry import Registry
 from pageant.schedules import calendar
@@ -55,6 +56,19 @@ async def require_definition(
     if row is None:
         raise NotFound(f"no event {definition_id}")
     return row
+
+
+async def find_event(conn: AsyncConnection, ref: str) -> int:
+    """The id of the event ``ref`` names: an id (digits) or a slug; else :class:`NotFound`."""
+    text = ref.strip()
+    if text.isascii() and text.isdigit():
+        if int(text) > 2**63 - 1 or await get_definition(conn, int(text)) is None:
+            raise NotFound(f"no event {text}")
+        return int(text)
+    found = await slug_owner(conn, "event_definitions", text)
+    if found is None:
+        raise NotFound(f"no event has the slug {text!r}")
+    return int(found)
 
 
 async def list_definitions(
@@ -207,9 +221,19 @@ async def create_definition(
         updated_at=now,
         created_by=actor,
     )
-    return await insert_with_slug(
+    definition_id = await insert_with_slug(
         conn, "event_definitions", values, slug=slug, derived_slug=derived_slug, noun="event"
     )
+    await _refuse_self_waits(conn, definition_id)
+    return definition_id
+
+
+async def _refuse_self_waits(conn: AsyncConnection, definition_id: int) -> None:
+    # Read back after the write: the slug a derived one became (``-2``...) is known only now,
+    # and raising here rolls the caller's transaction back whole.
+    row = await get_definition(conn, definition_id)
+    if row is not None:
+        refuse_self_waits(row.spec, row.slug)
 
 
 async def update_definition(
@@ -224,6 +248,8 @@ async def update_definition(
         await update_with_slug(
             conn, "event_definitions", definition_id, {**changes, "updated_at": now}, noun="event"
         )
+        if "spec" in changes or "slug" in changes:
+            await _refuse_self_waits(conn, definition_id)
 
 
 def refuse_unless_open(row: Row[Any], doing: str) -> None:
@@ -269,6 +295,7 @@ async def publish_definition(
             "plugins; edit it, then publish",
             details=exc.details,
         ) from None
+    refuse_self_waits(spec, row.slug)
     dormant = specs.dormant_items(spec)
     if dormant:
         raise Dormant(

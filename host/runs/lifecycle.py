@@ -1,0 +1,72 @@
+"""Core's lifecycle triggers: a run's transitions, fired through the emit path.
+
+``core.run.started``, ``core.run.completed``, ``core.run.failed``, ``core.run.cancelled``
+and ``core.phase.entered`` are declared by the ``core`` plugin like any trigger, and fired
+here through :meth:`pageant.hosting.Host.emit` — the path a game server's firing takes — so
+a gate waits on them like on any other (``on: core.run.completed where event eq "muster"``).
+
+Each is fired once per transition, by whoever won the transition's compare-and-set, and
+only **after** its transaction committed: a gate must never count a transition that was
+then rolled back. A firing carries the run's public facts only (``event``, ``run_id``,
+``scope``, ``status``, ``phase``, ``health``); a failure's error stays on the staff's
+console, never in a payload a gate's log line could copy.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pageant.db import runs
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.runs.lifecycle")
+
+RUN_STARTED = "core.run.started"
+RUN_COMPLETED = "core.run.completed"
+RUN_FAILED = "core.run.failed"
+RUN_CANCELLED = "core.run.cancelled"
+PHASE_ENTERED = "core.phase.entered"
+#: Every lifecycle trigger: an event may not wait on its own (see :mod:`pageant.events`).
+TRIGGERS = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED, PHASE_ENTERED)
+#: The run status each run trigger reports.
+STATUS = {
+    RUN_STARTED: "running",
+    RUN_COMPLETED: "completed",
+    RUN_FAILED: "failed",
+    RUN_CANCELLED: "cancelled",
+}
+#: Who the firings' log lines name.
+ACTOR = "core"
+
+
+async def payload_of(host: Host, run_id: int, trigger_id: str, phase: str | None) -> dict[str, Any]:
+    """The firing's variables, read after the commit (the status is the transition's own)."""
+    async with host.db.connect() as conn:
+        row = await runs.get_run(conn, run_id)
+    if row is None:
+        return {}
+    return {
+        "event": row.slug,
+        "run_id": run_id,
+        "scope": row.scope,
+        "status": STATUS.get(trigger_id, "running"),
+        "phase": phase if phase is not None else (row.current_phase or ""),
+        "health": row.health,
+    }
+
+
+async def announce(host: Host, run_id: int, trigger_id: str, *, phase: str | None = None) -> None:
+    """Fire ``trigger_id`` for run ``run_id``: call it after the transition committed, and
+    only when this caller made it. Never raises: a firing that fails is logged, and the run
+    it describes has already moved on regardless."""
+    if trigger_id not in host.registry.triggers:
+        return  # a host built without core (a test's bare host) has nothing to fire
+    try:
+        payload = await payload_of(host, run_id, trigger_id, phase)
+        if payload:
+            await host.emit(trigger_id, payload, actor=ACTOR)
+    except Exception:
+        log.exception("firing %s for run %s failed", trigger_id, run_id)
