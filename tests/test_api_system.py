@@ -119,7 +119,7 @@ async def test_a_revoked_token_is_refused(
     assert response.status == 401
     assert await error_of(response) == {
         "code": "unauthenticated",
-        "message": "the bearer token is not valid",
+        "message": "the bearer token was revoked",
         "details": [],
     }
 

@@ -1,19 +1,37 @@
-"""API tokens: created once, shown once, stored as a sha256 hash."""
+"""API tokens: created once, shown once, stored as a sha256 hash; listed, revoked, expired.
+
+A token is answered exactly once, by the call that creates it; every listing shows what a
+token is (id, name, role, who made it, when it expires, when it was last used, who revoked
+it) and never the token or its hash. Creating and revoking are audited: the actor is kept
+on the token's row and written to the ``pageant.audit`` log.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.roles import ROLES, STAFF  # noqa: F401 (STAFF: importable from here)
-from pageant.db import tokens as rows
-from pageant.errors import Invalid
+from pageant.db import tokens as token_rows
+from pageant.errors import Conflict, Invalid, NotFound, Unauthenticated
 
 TOKEN_PREFIX = "pgt_"
+#: ``last_used_at`` is written at most this often per token.
+TOUCH_EVERY = timedelta(minutes=1)
+#: The longest expiry a token may be given.
+MAX_EXPIRY = timedelta(days=3650)
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DURATION = re.compile(r"^\s*(\d{1,7})\s*([mhdw])\s*$")
+
+audit = logging.getLogger("pageant.audit")
 
 
 @dataclass(frozen=True)
@@ -33,23 +51,156 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def create_token(engine: AsyncEngine, *, role: str, name: str, now: datetime) -> str:
+def parse_duration(text: str) -> timedelta:
+    """``30d``, ``12h``, ``90m``, ``2w`` as a timedelta; ValueError naming the form otherwise."""
+    found = _DURATION.match(text)
+    if found is None or int(found.group(1)) == 0:
+        raise ValueError(
+            f"{text!r} is not a duration; expected a positive whole number and a unit "
+            "m, h, d or w, such as 30d"
+        )
+    return timedelta(**{_UNITS[found.group(2)]: int(found.group(1))})
+
+
+def token_json(row: Row, now: datetime) -> dict[str, Any]:
+    """A token as every listing shows it: never the token, never its hash."""
+    if row.revoked_at is not None:
+        status = "revoked"
+    elif row.expires_at is not None and row.expires_at <= now:
+        status = "expired"
+    else:
+        status = "active"
+    return {
+        "id": row.id,
+        "name": row.name,
+        "role": row.role,
+        "status": status,
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+        "expires_at": row.expires_at,
+        "last_used_at": row.last_used_at,
+        "revoked_at": row.revoked_at,
+        "revoked_by": row.revoked_by,
+    }
+
+
+async def create_token(
+    engine: AsyncEngine,
+    *,
+    role: str,
+    name: str,
+    now: datetime,
+    actor: str | None = None,
+    expires_in: timedelta | None = None,
+) -> str:
     """Store a new token's hash and answer the token itself (the only time it exists)."""
+    return (
+        await issue_token(engine, role=role, name=name, now=now, actor=actor, expires_in=expires_in)
+    )["token"]
+
+
+async def issue_token(
+    engine: AsyncEngine,
+    *,
+    role: str,
+    name: str,
+    now: datetime,
+    actor: str | None,
+    expires_in: timedelta | None = None,
+) -> dict[str, Any]:
+    """Create a token: its listing shape plus ``token``, the only answer that holds it.
+
+    Raises :class:`Invalid` naming the role, the name or the expiry that is wrong."""
     problems = []
     if role not in ROLES:
         problems.append(f"role: {role!r} is not a role; expected one of {', '.join(ROLES)}")
     if not name or not name.strip() or len(name) > 100:
         problems.append("name: expected 1 to 100 characters")
+    if expires_in is not None and not timedelta(0) < expires_in <= MAX_EXPIRY:
+        problems.append(f"expires: expected more than nothing and at most {MAX_EXPIRY.days} days")
     if problems:
         raise Invalid("invalid token request", details=problems)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    await rows.insert_token(
-        engine, name=name.strip(), role=role, token_hash=hash_token(token), now=now
-    )
-    return token
+    async with engine.begin() as conn:
+        token_id = await token_rows.insert_token(
+            conn,
+            {
+                "name": name.strip(),
+                "role": role,
+                "token_hash": hash_token(token),
+                "created_at": now,
+                "created_by": actor,
+                "expires_at": now + expires_in if expires_in is not None else None,
+            },
+        )
+        row = await token_rows.get_token(conn, token_id)
+    audit.info("token %s (%s, %s) created by %s", token_id, name.strip(), role, actor)
+    return {**token_json(row, now), "token": token}
 
 
-async def principal_for(engine: AsyncEngine, token: str) -> Principal | None:
-    """The principal a bearer token stands for, or None."""
-    row = await rows.live_token(engine, hash_token(token))
-    return None if row is None else Principal(row.id, row.role, row.name)
+async def principal_for(engine: AsyncEngine, token: str, *, now: datetime) -> Principal | None:
+    """The principal a bearer token stands for, or None for a token never issued.
+
+    Raises :class:`Unauthenticated` for a revoked or an expired token, saying which. Notes
+    the use: ``last_used_at`` moves only when the stamp read is a minute old or more, so a
+    busy token costs one write a minute, not one per request.
+    """
+    async with engine.connect() as conn:
+        row = await token_rows.by_hash(conn, hash_token(token))
+        await conn.rollback()
+    if row is None:
+        return None
+    if row.revoked_at is not None:
+        raise Unauthenticated("the bearer token was revoked")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise Unauthenticated("the bearer token has expired")
+    if row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY:
+        async with engine.begin() as conn:
+            await token_rows.touch(conn, row.id, seen=row.last_used_at, now=now)
+    return Principal(row.id, row.role, row.name)
+
+
+async def list_tokens(
+    engine: AsyncEngine, *, now: datetime, include_revoked: bool = False
+) -> list[dict[str, Any]]:
+    """Every token not revoked (or every token), oldest first, in the listing shape."""
+    async with engine.connect() as conn:
+        rows = await token_rows.list_tokens(conn, include_revoked=include_revoked)
+    return [token_json(row, now) for row in rows]
+
+
+async def find_token(engine: AsyncEngine, ref: str) -> int:
+    """The id of the token ``ref`` names: an id (digits), else the name of exactly one
+    token that is not revoked. Raises :class:`NotFound` or, for a name several tokens
+    share, :class:`Conflict` listing their ids."""
+    async with engine.connect() as conn:
+        if ref.isascii() and ref.isdigit():
+            row = await token_rows.get_token(conn, int(ref))
+            if row is None:
+                raise NotFound(f"no such token: {ref}")
+            return int(row.id)
+        named = await token_rows.tokens_named(conn, ref)
+    if not named:
+        raise NotFound(f"no token is named {ref!r} (or every one of that name is revoked)")
+    if len(named) > 1:
+        ids = ", ".join(str(row.id) for row in named)
+        raise Conflict(f"{len(named)} tokens are named {ref!r} (ids {ids}); revoke one by its id")
+    return int(named[0].id)
+
+
+async def revoke_token(
+    engine: AsyncEngine, token_id: int, *, actor: str, now: datetime
+) -> dict[str, Any]:
+    """Revoke a token: refused from its next request on. Answers it in the listing shape.
+    Raises :class:`NotFound`, or :class:`Conflict` when it was revoked already."""
+    async with engine.begin() as conn:
+        row = await token_rows.get_token(conn, token_id)
+        if row is None:
+            raise NotFound(f"no such token: {token_id}")
+        if not await token_rows.revoke(conn, token_id, actor=actor, now=now):
+            raise Conflict(
+                f"token {token_id} was already revoked (by {row.revoked_by or 'someone'})"
+            )
+        row = await token_rows.get_token(conn, token_id)
+    audit.info("token %s (%s, %s) revoked by %s", token_id, row.name, row.role, actor)
+    return token_json(row, now)

@@ -70,7 +70,8 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("malformed Authorization header; expected: Bearer <token>")
-        found = await principal_for(request.app[HOST].db, token.strip())
+        host = request.app[HOST]
+        found = await principal_for(host.db, token.strip(), now=host.clock.now())
         if found is None:
             raise Unauthenticated("the bearer token is not valid")
         request[PRINCIPAL_KEY] = found

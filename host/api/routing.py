@@ -64,6 +64,9 @@ class RouteTable:
     def put(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
         return self.route("PUT", path, **kwargs)
 
+    def delete(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+        return self.route("DELETE", path, **kwargs)
+
 
 def requires(roles: tuple[str, ...]) -> str:
     return "requires role " + " or ".join(roles)
