@@ -18,8 +18,11 @@ from .models import (
     OptionItem,
     OptionSource,
     Param,
+    Participant,
     PluginInfo,
     Resource,
+    ResultEntry,
+    Results,
     RunInfo,
     SendContext,
     Trigger,
@@ -30,7 +33,7 @@ from .specs import PageantSpecs
 #: The plugin-contract version this host implements. ``contract-version.json`` at the
 #: repository root carries the same value (a test keeps them equal); a root file does not
 #: reach an installed wheel, so this constant is what the host reads.
-CONTRACT_VERSION = "1.0.0"
+CONTRACT_VERSION = "1.1.0"
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -45,8 +48,11 @@ __all__ = [
     "OptionSource",
     "PageantSpecs",
     "Param",
+    "Participant",
     "PluginInfo",
     "Resource",
+    "ResultEntry",
+    "Results",
     "RunInfo",
     "SendContext",
     "Trigger",

@@ -6,6 +6,9 @@ A callable answers one of::
     {"ok": True, "resources": [{"kind": "npc", "ref": "0x1f"}]}   # done, created these
     {"ok": True, "hold_for": 30}                   # done; delay what follows by 30 s
     {"ok": True, "park": True}                     # done once a person confirms it
+    {"ok": True, "participants": [{"name": "Ada", "role": "tank"}]}  # who took part (1.1)
+    {"ok": True, "results": {"title": "Boss rush", "entries": [
+        {"rank": 1, "name": "Ada", "detail": "4:12"}]}}              # how it ended (1.1)
     {"ok": False, "retry": True, "error": "shard busy"}           # failed, may retry
     {"ok": False, "retry": False, "error": "no such region"}      # failed for good
 
@@ -23,9 +26,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Resource
+from .models import Participant, Resource, ResultEntry, Results
 
 MAX_HOLD_SECONDS = 86_400
+#: The most participants one answer may report, and the most entries one results table holds.
+MAX_PARTICIPANTS = 1_000
+MAX_ENTRIES = 100
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class Envelope:
     resources: tuple[Resource, ...] = ()
     hold_for: float = 0.0
     park: bool = False
+    participants: tuple[Participant, ...] = ()
+    results: Results | None = None
     #: Why the raw answer was reread (``exception``, ``timeout``, ``not a mapping``, ...).
     malformed: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -93,12 +101,62 @@ def classify(answer: object) -> Envelope:
     park = answer.get("park", False)
     if not isinstance(park, bool):
         return _retryable("bad park", '"park" must be true or false')
+    participants, problem = _participants(answer.get("participants"))
+    if problem is not None:
+        return _retryable("bad participants", problem)
+    results, problem = _results(answer.get("results"))
+    if problem is not None:
+        return _retryable("bad results", problem)
     return Envelope(
         ok=True,
         resources=tuple(resources),
         hold_for=float(min(hold, MAX_HOLD_SECONDS)),
         park=park,
+        participants=participants,
+        results=results,
     )
+
+
+def _text(value: object, longest: int) -> bool:
+    return isinstance(value, str) and 0 < len(value.strip()) and len(value) <= longest
+
+
+def _participants(raw: object) -> tuple[tuple[Participant, ...], str | None]:
+    if raw is None:
+        return (), None
+    if not isinstance(raw, list) or len(raw) > MAX_PARTICIPANTS:
+        return (), f'"participants" must be a list of at most {MAX_PARTICIPANTS}'
+    found = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not _text(item.get("name"), 100):
+            return (), f"participants[{i}] needs a name of 1 to 100 characters"
+        role = item.get("role")
+        if role is not None and not _text(role, 50):
+            return (), f"participants[{i}].role must be 1 to 50 characters"
+        found.append(Participant(name=item["name"].strip(), role=role))
+    return tuple(found), None
+
+
+def _results(raw: object) -> tuple[Results | None, str | None]:
+    if raw is None:
+        return None, None
+    if not isinstance(raw, Mapping) or not _text(raw.get("title"), 200):
+        return None, '"results" needs a title of 1 to 200 characters'
+    entries = raw.get("entries") or []
+    if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
+        return None, f'"results.entries" must be a list of at most {MAX_ENTRIES}'
+    found = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping) or not _text(entry.get("name"), 100):
+            return None, f"results.entries[{i}] needs a name of 1 to 100 characters"
+        detail = entry.get("detail", "")
+        if not isinstance(detail, str) or len(detail) > 200:
+            return None, f"results.entries[{i}].detail must be text of at most 200 characters"
+        rank = entry.get("rank")
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+            return None, f"results.entries[{i}].rank must be a whole number from 1"
+        found.append(ResultEntry(name=entry["name"].strip(), detail=detail, rank=rank))
+    return Results(title=raw["title"].strip(), entries=tuple(found)), None
 
 
 async def run_with_envelope(

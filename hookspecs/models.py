@@ -309,6 +309,38 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class Participant:
+    """Someone who took part, reported in an envelope's ``participants``.
+
+    .. versionadded:: 1.1
+    """
+
+    name: str
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class ResultEntry:
+    """One line of a results table: who, how they placed (optional), and what they did."""
+
+    name: str
+    detail: str
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Results:
+    """How a phase ended, reported in an envelope's ``results``: shown on the run console
+    and, for a public event, on its public page.
+
+    .. versionadded:: 1.1
+    """
+
+    title: str
+    entries: tuple[ResultEntry, ...] = ()
+
+
+@dataclass(frozen=True)
 class Resource:
     """Something a ``perform`` created in the world, reported in its envelope."""
 

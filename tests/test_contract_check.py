@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 
 from pageant.cli import main
 from pageant.errors import Invalid, NotFound
+from pageant.hookspecs import CONTRACT_VERSION
 from pageant.kit import manifest
 from pageant.kit.check import UnknownPlugin, select
 from pageant.kit.exercise import KitContext
@@ -401,7 +402,7 @@ def test_an_unmet_contract_range_is_a_violation_with_the_loaders_reason(site: Si
     (v,) = report["violations"]
     assert (v["check"], v["message"]) == ("load", record.reason)
     assert v["message"] == (
-        "pageant-kitfaults[future]: needs contract ^2.0; this host implements 1.0.0"
+        f"pageant-kitfaults[future]: needs contract ^2.0; this host implements {CONTRACT_VERSION}"
     )
     # Nothing else is exercised for a plugin that did not load.
     assert [c["check"] for c in report["plugins"][0]["checks"]] == ["load"]

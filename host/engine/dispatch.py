@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import runlog, runs, steps
+from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
-from pageant.runs import waiting
+from pageant.runs import lifecycle, waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -102,6 +102,35 @@ async def fail_step(
     ``abort_run`` cancels what is pending and fails it. ``expired`` is the reclaim's call,
     fenced on the expired claim lease as well.
     """
+    outcome, failed = await _write_failure(
+        host,
+        step,
+        claim,
+        error,
+        now=now,
+        status=status,
+        kind=kind,
+        extra=extra,
+        expired=expired,
+    )
+    if failed:
+        await lifecycle.announce(host, step["run_id"], lifecycle.RUN_FAILED)
+    return outcome
+
+
+async def _write_failure(
+    host: Host,
+    step: Mapping[str, Any],
+    claim: Claim,
+    error: str,
+    *,
+    now: datetime,
+    status: str,
+    kind: str,
+    extra: dict[str, Any] | None,
+    expired: bool,
+) -> tuple[str, bool]:
+    """:func:`fail_step`'s transaction; answers ``(outcome, whether it failed the run)``."""
     run_id = step["run_id"]
     async with host.db.begin() as conn:
         if not await steps.finish_step(
@@ -114,7 +143,7 @@ async def fail_step(
             now=now,
             expired=expired,
         ):
-            return await _stale(conn, step, claim, outcome=status, error=error, now=now)
+            return await _stale(conn, step, claim, outcome=status, error=error, now=now), False
         await runlog.write(
             conn,
             run_id,
@@ -135,14 +164,15 @@ async def fail_step(
         because = f"{_step_name(step)} {status}: {error}"
         if step["on_failure"] == "abort_run":
             cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-            if await runs.end_run(
+            ended = await runs.end_run(
                 conn,
                 run_id,
                 froms=("starting", "running", "paused", "ending"),
                 to="failed",
                 now=now,
                 error=because,
-            ):
+            )
+            if ended:
                 await runlog.write(
                     conn,
                     run_id,
@@ -151,7 +181,7 @@ async def fail_step(
                     phase=step["phase"],
                     detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
                 )
-            return STOP
+            return STOP, ended
         if step["on_failure"] == "pause":
             if await runs.pause_run(conn, run_id, error=because):
                 await runlog.write(
@@ -165,8 +195,8 @@ async def fail_step(
                 failed = {**step, "status": status, "last_error": error}
                 stopped = waiting.describe({"status": "paused"}, [failed], now=now, max_attempts=0)
                 await waiting.note(conn, run_id, stopped, now=now, phase=step["phase"])
-            return STOP
-    return CONTINUE
+            return STOP, False
+    return CONTINUE, False
 
 
 async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, Any]) -> str:
@@ -225,6 +255,27 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     return await record(host, step, claim, envelope)
 
 
+async def _record_outcome(
+    conn: AsyncConnection, step: Mapping[str, Any], envelope: Envelope, *, now: datetime
+) -> None:
+    """Keep who took part and how the phase ended, in the answer's own transaction."""
+    people = [{"name": who.name, "role": who.role} for who in envelope.participants]
+    await outcomes.add_participants(conn, step["run_id"], step["id"], people, now=now)
+    if envelope.results is not None:
+        await outcomes.add_results(
+            conn,
+            step["run_id"],
+            step["id"],
+            phase=step["phase"],
+            title=envelope.results.title,
+            entries=[
+                {"rank": e.rank, "name": e.name, "detail": e.detail}
+                for e in envelope.results.entries
+            ],
+            now=now,
+        )
+
+
 async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: Envelope) -> str:
     """Record a classified answer under the claim that dispatched it."""
     settings = host.settings
@@ -245,6 +296,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
                 step_id=step["id"],
                 detail={"action": step["action"], "attempt": claim.attempt},
             )
+            await _record_outcome(conn, step, envelope, now=now)
         return CONTINUE
 
     if envelope.ok:
@@ -283,6 +335,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
                 step_id=step["id"],
                 detail=detail,
             )
+            await _record_outcome(conn, step, envelope, now=now)
         return CONTINUE
 
     error = envelope.error or "failed without an error message"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import runlog, runs, steps
+from pageant.db import outcomes, runlog, runs, steps
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
@@ -75,6 +75,7 @@ def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
         "cancel_reason": row.cancel_reason,
         "concurrency_key": row.concurrency_key,
         "dst_adjusted": row.dst_adjusted,
+        "moved_from": row.moved_from,
         "created_at": row.created_at,
         "started_at": row.started_at,
         "ended_at": row.ended_at,
@@ -168,8 +169,9 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
 
 
 async def console(host: Host, run_id: int) -> dict[str, Any]:
-    """The run console: ``{run, steps, gate, log}`` — the run with why it is waiting, every
-    step, the current phase's gate, and the whole log in order."""
+    """The run console: ``{run, steps, gate, participants, results, log}`` — the run with
+    why it is waiting, every step, the current phase's gate, who took part, how its phases
+    ended, and the whole log in order."""
     now = host.clock.now()
     async with host.db.connect() as conn:
         row = await runs.get_run(conn, run_id)
@@ -183,9 +185,18 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
             if phase is not None:
                 gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
         view = (await run_views(conn, host, [row], now=now, run_steps=all_steps))[0]
+        people = await outcomes.participants_of(conn, run_id)
+        tables = await outcomes.results_of(conn, run_id)
     return {
         "run": view,
         "steps": [step_json(st) for st in all_steps],
         "gate": gate,
+        "participants": [
+            {"name": who.name, "role": who.role, "step_id": who.step_id} for who in people
+        ],
+        "results": [
+            {"phase": t.phase, "step_id": t.step_id, "title": t.title, "entries": t.entries}
+            for t in tables
+        ],
         "log": [log_json(line) for line in lines],
     }

@@ -28,6 +28,7 @@ def render_console(console: Mapping[str, Any]) -> str:
         _run(run),
         _steps(console["steps"]),
         _gate(console["gate"], run["current_phase"]),
+        *_outcome(console.get("participants") or [], console.get("results") or []),
         _log(console["log"]),
     ]
     return "\n\n".join("\n".join(section) for section in sections)
@@ -145,21 +146,48 @@ def _gate(gate: Mapping[str, Any] | None, phase: str | None) -> list[str]:
     return lines
 
 
+# ── who took part, how it ended ───────────────────────────────────────────────
+
+
+def _outcome(people: list[Mapping[str, Any]], tables: list[Mapping[str, Any]]) -> list[list[str]]:
+    """The participants and results sections, each only when there is something in it."""
+    sections = []
+    if people:
+        names = [f"{p['name']} ({p['role']})" if p.get("role") else p["name"] for p in people]
+        sections.append([f"Participants ({len(people)})", "  " + ", ".join(names)])
+    for table in tables:
+        rows = [["rank", "name", "detail"]]
+        for entry in table["entries"]:
+            rank = entry.get("rank")
+            rows.append(["-" if rank is None else str(rank), entry["name"], entry["detail"]])
+        sections.append([f"Results: {table['title']} (phase {table['phase']})", *_table(rows)])
+    return sections
+
+
 # ── the log ───────────────────────────────────────────────────────────────────
+
+
+def _what(line: Mapping[str, Any]) -> str:
+    detail = line["detail"] or {}
+    say = _SAY.get(line["kind"], _pairs)
+    text = say(detail)
+    if line["step_id"] is not None:
+        text = f"step {line['step_id']}: {text}"
+    if line["actor"]:
+        text += f"  (by {line['actor']})"
+    return text
 
 
 def _log(log: list[Mapping[str, Any]]) -> list[str]:
     rows = [["at (UTC)", "kind", "phase", "what"]]
     for line in log:
-        detail = line["detail"] or {}
-        say = _SAY.get(line["kind"], _pairs)
-        text = say(detail)
-        if line["step_id"] is not None:
-            text = f"step {line['step_id']}: {text}"
-        if line["actor"]:
-            text += f"  (by {line['actor']})"
-        rows.append([_clock(line["at"]), line["kind"], line["phase"] or "-", text])
+        rows.append([_clock(line["at"]), line["kind"], line["phase"] or "-", _what(line)])
     return [f"Log ({len(log)} lines)", *_table(rows)]
+
+
+def render_log_line(line: Mapping[str, Any]) -> str:
+    """One log line as the console's log shows it, for a terminal that follows a run."""
+    return f"{_clock(line['at'])}  {line['kind']}  {line['phase'] or '-'}  {_what(line)}"
 
 
 def _status(detail: Detail) -> str:

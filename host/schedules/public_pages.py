@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
 from pageant.errors import NotFound
 from pageant.schedules import calendar
@@ -146,6 +147,59 @@ async def event_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict
         **event_object(row),
         "next_occurrence": following[row.id],
         "upcoming": await _upcoming(conn, [row], now=now),
+        "last_completed": await _last_completed(conn, row),
+    }
+
+
+async def _last_completed(conn: AsyncConnection, event: Row[Any]) -> dict[str, Any] | None:
+    """How the event's latest completed occurrence ended: when, how many took part, and the
+    results tables its steps reported (titles and entries only: no step, no phase key)."""
+    run = await outcomes.last_completed(conn, event.id)
+    if run is None:
+        return None
+    counts = await outcomes.participant_counts(conn, [run.id])
+    tables = await outcomes.results_of(conn, run.id)
+    return {
+        "scheduled_for": run.scheduled_for,
+        "local_time": calendar.local_time(run.scheduled_for, event.timezone),
+        "ended_at": run.ended_at,
+        "participants": counts[run.id],
+        "results": [{"title": t.title, "entries": t.entries} for t in tables],
+    }
+
+
+#: The most past occurrences one history page lists, and how many it lists by default.
+MAX_HISTORY, DEFAULT_HISTORY = 100, 20
+
+
+async def event_history(
+    conn: AsyncConnection, slug: str, *, before: datetime | None, limit: int
+) -> dict[str, Any]:
+    """A public event's past occurrences, latest first: ``{items, next_before}``, each item
+    ``{scheduled_for, local_time, status, participants}`` (``status`` in the players' words;
+    ``participants`` a count). ``next_before`` is the ``before`` of the next page, or None.
+    Occurrences a republish withdrew are not listed. A staff, draft, archived or unknown
+    event is the same :class:`NotFound`."""
+    row = await public_db.public_event(conn, slug)
+    if row is None:
+        raise NotFound(f"no event {slug!r}")
+    runs = await outcomes.ended_runs(conn, row.id, before=before, limit=limit)
+    withdrawn = await public_db.superseded_runs(
+        conn, [run.id for run in runs if run.status == "cancelled"]
+    )
+    shown = [run for run in runs if run.id not in withdrawn]
+    counts = await outcomes.participant_counts(conn, [run.id for run in shown])
+    return {
+        "items": [
+            {
+                "scheduled_for": run.scheduled_for,
+                "local_time": calendar.local_time(run.scheduled_for, row.timezone),
+                "status": PUBLIC_STATUS[run.status],
+                "participants": counts[run.id],
+            }
+            for run in shown
+        ],
+        "next_before": runs[-1].scheduled_for if len(runs) == limit else None,
     }
 
 

@@ -15,8 +15,8 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, respond
-from pageant.api.window import read_window
+from pageant.api.routing import RouteTable, respond, whole_number
+from pageant.api.window import instant, read_window
 from pageant.errors import Invalid
 from pageant.schedules import public_pages as public
 
@@ -56,11 +56,50 @@ class PublicCalendar(BaseModel):
     items: list[PublicOccurrence]
 
 
+class PublicResultEntry(BaseModel):
+    rank: int | None
+    name: str
+    detail: str
+
+
+class PublicResults(BaseModel):
+    """A results table a step of the occurrence reported."""
+
+    title: str
+    entries: list[PublicResultEntry]
+
+
+class PublicLastCompleted(BaseModel):
+    """How the latest completed occurrence ended."""
+
+    scheduled_for: datetime
+    local_time: str
+    ended_at: datetime | None
+    participants: int
+    results: list[PublicResults]
+
+
 class PublicEventPage(PublicEvent):
-    """A public event's page: the event, its next occurrence and the ones after it."""
+    """A public event's page: the event, its next occurrence and the ones after it, and how
+    its latest completed occurrence ended (null when none has)."""
 
     next_occurrence: datetime | None
     upcoming: list[PublicOccurrence]
+    last_completed: PublicLastCompleted | None
+
+
+class PublicPastOccurrence(BaseModel):
+    """An occurrence that is over, and how it ended."""
+
+    scheduled_for: datetime
+    local_time: str
+    status: Literal["completed", "cancelled", "missed"]
+    participants: int
+
+
+class PublicHistory(BaseModel):
+    items: list[PublicPastOccurrence]
+    next_before: datetime | None
 
 
 class PublicSeriesEvent(PublicEvent):
@@ -120,6 +159,42 @@ async def event_page(request: web.Request) -> web.Response:
     host = request.app[HOST]
     async with host.db.connect() as conn:
         page = await public.event_page(conn, request.match_info["slug"], now=host.clock.now())
+    return _cacheable(page)
+
+
+@routes.get(
+    "/api/v1/public/events/{slug}/history",
+    roles=None,
+    summary="A public event's past occurrences, latest first, with how each ended",
+    response=PublicHistory,
+    query={
+        "before": "only occurrences scheduled before this instant (next_before of the "
+        "previous page)",
+        "limit": f"1 to {public.MAX_HISTORY} (default {public.DEFAULT_HISTORY})",
+    },
+)
+async def event_history(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    problems: list[str] = []
+    before = None
+    if (request.query.get("before") or "").strip():
+        before = instant(request, "before", problems)
+    limit = public.DEFAULT_HISTORY
+    raw = request.query.get("limit")
+    if raw is not None:
+        number = whole_number(raw)
+        if number is None or not 1 <= number <= public.MAX_HISTORY:
+            problems.append(
+                f"query.limit: expected a whole number from 1 to {public.MAX_HISTORY}, not {raw!r}"
+            )
+        else:
+            limit = number
+    if problems:
+        raise Invalid("invalid query", details=problems)
+    async with host.db.connect() as conn:
+        page = await public.event_history(
+            conn, request.match_info["slug"], before=before, limit=limit
+        )
     return _cacheable(page)
 
 
