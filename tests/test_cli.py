@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +217,7 @@ def test_token_create_prints_only_the_token_and_stores_only_its_hash(migrated_ur
     async def who() -> Any:
         engine = create_engine(migrated_url)
         try:
-            return await principal_for(engine, token)
+            return await principal_for(engine, token, now=datetime.now(UTC))
         finally:
             await engine.dispose()
 
@@ -420,10 +421,11 @@ def test_a_missing_or_broken_config_file_is_a_usage_error(tmp_path: Path) -> Non
     assert "is not valid TOML" in bad.stderr
 
 
-def test_every_setting_has_a_flag() -> None:
-    help_text = pageant("serve", "--help").stdout
+def test_every_setting_has_a_flag_listed_once_under_pageant_help() -> None:
+    help_text = pageant("--help").stdout
     for name in Settings.model_fields:
         assert "--" + name.replace("_", "-") in help_text
+        assert ENV_PREFIX + name.upper() in help_text
 
 
 def test_load_settings_names_every_bad_setting_at_once() -> None:

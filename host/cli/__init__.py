@@ -17,8 +17,9 @@ from typing import Any
 import click
 
 from pageant.access.roles import ROLES
+from pageant.cli import staff
 from pageant.errors import Invalid, PageantError
-from pageant.settings import Settings, load_settings
+from pageant.settings import ENV_PREFIX, Settings, load_settings
 
 EXIT_USAGE = 2
 
@@ -46,12 +47,31 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             multiple=multiple,
             help=f"(setting {name}; default {field.default!r})",
             show_default=False,
+            # Listed once, under `pageant --help`, not repeated on every command.
+            hidden=True,
         )(wrapper)
         if multiple:
             wrapper = _none_if_empty(wrapper, name)
     return click.option(
-        "--config", type=click.Path(dir_okay=False), default=None, help="A TOML settings file."
+        "--config",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="A TOML settings file (every setting: see pageant --help).",
     )(wrapper)
+
+
+def settings_help() -> str:
+    """The settings, once, for ``pageant --help``."""
+    lines = [
+        "Settings: every command accepts each as --flag (over PAGEANT_NAME in the",
+        "environment, over the key in the --config TOML file, over the default).",
+        "",
+        "\b",
+    ]
+    for name, field in Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        lines.append(f"  {flag:<30} {ENV_PREFIX}{name.upper()} (default {field.default!r})")
+    return "\n".join(lines)
 
 
 def _none_if_empty(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -74,7 +94,7 @@ def run(coro: Any) -> Any:
         sys.exit(1)
 
 
-@click.group()
+@click.group(epilog=settings_help())
 @click.version_option(package_name="pageant")
 def main() -> None:
     """pageant: scheduled, multi-phase world events for game servers."""
@@ -201,25 +221,90 @@ def token() -> None:
     """API tokens."""
 
 
+def _expiry(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    from pageant.access.tokens import MAX_EXPIRY, parse_duration
+
+    if value is None:
+        return None
+    try:
+        found = parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if found > MAX_EXPIRY:
+        raise click.BadParameter(f"at most {MAX_EXPIRY.days} days")
+    return found
+
+
 @token.command("create")
 @click.option("--role", required=True, type=click.Choice(ROLES))
 @click.option("--name", required=True, help="Who or what the token is for.")
+@click.option(
+    "--expires",
+    default=None,
+    callback=_expiry,
+    metavar="DURATION",
+    help="Refuse the token after this long: 90m, 12h, 30d, 2w (default: never).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the token's listing shape and the token as JSON (the token shown this once).",
+)
 @settings_options
-def token_create(settings: Settings, role: str, name: str) -> None:
+def token_create(settings: Settings, role: str, name: str, expires: Any, as_json: bool) -> None:
     """Create a token and print it (only the token; it is shown once and stored hashed)."""
-    from pageant.access.tokens import create_token
-    from pageant.clock import SystemClock
-    from pageant.db.engine import create_engine
+    from pageant.access.tokens import issue_token
+    from pageant.cli.staff import actor, as_json_text, with_host
 
-    async def _go() -> str:
-        engine = create_engine(settings.database_url)
-        try:
-            await _require_schema(engine)
-            return await create_token(engine, role=role, name=name, now=SystemClock().now())
-        finally:
-            await engine.dispose()
+    async def _go(host: Any) -> dict[str, Any]:
+        return await issue_token(
+            host.db,
+            role=role,
+            name=name,
+            now=host.clock.now(),
+            actor=actor(),
+            expires_in=expires,
+        )
 
-    click.echo(run(_go()))
+    issued = with_host(settings, _go)
+    click.echo(as_json_text(issued) if as_json else issued["token"])
+
+
+@token.command("list")
+@click.option("--revoked", "include_revoked", is_flag=True, help="Include revoked tokens.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@settings_options
+def token_list(settings: Settings, include_revoked: bool, as_json: bool) -> None:
+    """List the tokens (never a token or its hash)."""
+    from pageant.access.tokens import list_tokens
+    from pageant.cli.staff import as_json_text, render_tokens, with_host
+
+    async def _go(host: Any) -> list[dict[str, Any]]:
+        return await list_tokens(host.db, now=host.clock.now(), include_revoked=include_revoked)
+
+    items = with_host(settings, _go)
+    click.echo(as_json_text({"items": items}) if as_json else render_tokens(items))
+
+
+@token.command("revoke")
+@click.argument("ref", metavar="NAME|ID")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@settings_options
+def token_revoke(settings: Settings, ref: str, as_json: bool) -> None:
+    """Revoke a token, by id or by name: its next request is refused."""
+    from pageant.access.tokens import find_token, revoke_token
+    from pageant.cli.staff import actor, as_json_text, with_host
+
+    async def _go(host: Any) -> dict[str, Any]:
+        token_id = await find_token(host.db, ref)
+        return await revoke_token(host.db, token_id, actor=actor(), now=host.clock.now())
+
+    revoked = with_host(settings, _go)
+    if as_json:
+        click.echo(as_json_text(revoked))
+    else:
+        click.echo(f"token {revoked['id']} ({revoked['name']}, {revoked['role']}) revoked")
 
 
 async def _require_schema(engine: Any) -> None:
@@ -272,6 +357,9 @@ def demo(settings: Settings, as_json: bool, timeout: float) -> None:
     if result.problem is not None:
         click.echo(f"error: {result.problem}", err=True)
         sys.exit(1)
+
+
+staff.register(main, settings_options)
 
 
 # ── serve ─────────────────────────────────────────────────────────────────────

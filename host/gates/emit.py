@@ -12,7 +12,7 @@ transaction, and the engine is woken only to act on a gate that closed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,49 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from pageant.plugins.registry import Registry
+
+
+def payload_from_text(registry: Any, trigger_id: str, pairs: Sequence[str]) -> dict[str, Any]:
+    """A payload from ``key=value`` words (a command line's), each value read as the type
+    its variable is declared with; a key the trigger does not declare is kept as text, for
+    :func:`fire` to refuse with the same words as any payload. Raises :class:`NotFound`
+    for an unknown trigger and :class:`Invalid` naming each word it cannot read."""
+    trigger = registry.triggers.get(trigger_id)
+    if trigger is None:
+        raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
+    types = {variable.name: variable.type for variable in trigger.variables}
+    payload: dict[str, Any] = {}
+    problems = []
+    for word in pairs:
+        key, sep, text = word.partition("=")
+        if not sep or not key:
+            problems.append(f"{word!r}: expected KEY=VALUE")
+            continue
+        kind = types.get(key, "string")
+        try:
+            payload[key] = _read(kind, text)
+        except ValueError:
+            problems.append(f"payload.{key}: {text!r} is not a {kind}")
+    if problems:
+        raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=problems)
+    return payload
+
+
+def _read(kind: str, text: str) -> Any:
+    if kind == "integer":
+        return int(text)
+    if kind == "number":
+        value = float(text)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(text)
+        return value
+    if kind == "boolean":
+        if text.lower() in ("true", "yes", "1"):
+            return True
+        if text.lower() in ("false", "no", "0"):
+            return False
+        raise ValueError(text)
+    return text
 
 
 async def fire(
