@@ -226,3 +226,61 @@ def test_risky_changes_ignores_what_the_validator_recomputes(host):
     bumped = copy.deepcopy(old)
     bumped["phases"][0]["steps"][0]["action_version"] = 7
     assert risky_changes(bumped, old, host.registry) == []
+
+
+# ── the staff's routes: what is running, rescheduling, tokens, the public history ─────────
+
+STAFF_ROUTES: list[tuple[str, str, Any, set[str], int]] = [
+    ("GET", "/api/v1/admin/runs", None, STAFF, 200),
+    ("GET", "/api/v1/admin/runs?waiting=parked", None, STAFF, 200),
+    (
+        "POST",
+        "/api/v1/admin/runs/{run}/reschedule",
+        {"scheduled_for": "2027-03-01T13:00:00Z", "reason": "raid night"},
+        {"admin", "moderator"},
+        200,
+    ),
+    ("GET", "/api/v1/admin/tokens", None, ADMIN, 200),
+    ("POST", "/api/v1/admin/tokens", {"name": "walk", "role": "game"}, ADMIN, 201),
+    ("DELETE", "/api/v1/admin/tokens/{token}", None, ADMIN, 200),
+    ("GET", "/api/v1/public/events/{slug}/history", None, {*STAFF, "game", None}, 200),
+]
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "no-token")
+@pytest.mark.parametrize(
+    ("method", "template", "body", "allowed", "ok"),
+    STAFF_ROUTES,
+    ids=[f"{m} {t}" for m, t, *_ in STAFF_ROUTES],
+)
+async def test_the_403_walk_of_the_staff_routes(
+    client, tokens, db, clock, role, method, template, body, allowed, ok
+):
+    from pageant.access.tokens import issue_token as make_token
+    from pageant.access.tokens import list_tokens
+
+    event = await create(client, tokens["admin"], title="Walk", visibility="public")
+    await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    status, run = await call(client, "POST", f"{EVENTS}/{event['id']}/runs", tokens["admin"])
+    assert status == 201, run
+    spare = await make_token(db, role="game", name="spare", now=clock.now(), actor="admin:test")
+    path = template.format(run=run["id"], token=spare["id"], slug=event["slug"])
+    before = (await snapshot(db), await list_tokens(db, now=clock.now(), include_revoked=True))
+
+    status, data = await call(client, method, path, tokens[role] if role else None, body)
+
+    if role in allowed:
+        assert status == ok, data
+        return
+    if role is None:
+        assert (status, data["error"]["code"]) == (401, "unauthenticated")
+    else:
+        assert (status, data["error"]["code"]) == (403, "forbidden")
+        needed = " or ".join(r for r in ("admin", "editor", "moderator") if r in allowed)
+        assert data["error"]["message"] == f"requires role {needed}"
+    after = (await snapshot(db), await list_tokens(db, now=clock.now(), include_revoked=True))
+    # Refused requests wrote nothing (a token's last use is the one stamp a request may move).
+    for listing in (before[1], after[1]):
+        for item in listing:
+            item.pop("last_used_at")
+    assert after == before
