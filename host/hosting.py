@@ -54,6 +54,8 @@ class Host:
         #: The runner of this host once one is attached (:class:`pageant.engine.Engine`).
         self.engine: Any = None
         self.started = False
+        #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
+        self._unavailable: dict[str, str] = {}
 
     def attach_engine(self, engine: Any) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's
@@ -73,6 +75,22 @@ class Host:
 
             self._db = create_engine(self.settings.database_url)
         return self._db
+
+    def plugin_unavailable(self, owner: str) -> str | None:
+        """Why the plugin that owns ``owner``'s ids cannot take a step now, or None.
+
+        ``may_invoke`` asks this before every dispatch and refuses with code
+        ``unavailable``. It answers what :meth:`mark_unavailable` was told: the one place
+        the host learns that a plugin (or its game) is down or its owner is contested.
+        """
+        return self._unavailable.get(owner)
+
+    def mark_unavailable(self, owner: str, reason: str | None) -> None:
+        """Record that ``owner``'s plugin is unavailable for ``reason`` (None: available)."""
+        if reason is None:
+            self._unavailable.pop(owner, None)
+        else:
+            self._unavailable[owner] = reason
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""

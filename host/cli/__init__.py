@@ -400,5 +400,12 @@ def serve(settings: Settings) -> None:
     web.run_app(make_app(host), host=settings.host, port=settings.port, print=click.echo)
 
 
+# ── the switchboard and the dry runs ────────────────────────────────────────────
+
+from pageant.cli.switchboard import actions  # noqa: E402 - needs main's helpers, defined above
+
+main.add_command(actions)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -24,6 +24,7 @@ class LogKind(StrEnum):
     STEP_REFUSED = "step.refused"
     STEP_PARKED = "step.parked"
     STEP_STALE = "step.stale"
+    STEP_VERSION_DRIFT = "step.version_drift"
     PHASE_ENTERED = "phase.entered"
     PHASE_COMPLETED = "phase.completed"
     PHASE_GATE = "phase.gate"

@@ -44,6 +44,7 @@ STEP_COLUMNS = (
     s.note,
     s.started_at,
     s.finished_at,
+    s.spent,
 )
 
 _OPEN = ("pending", "running")

@@ -192,6 +192,9 @@ event_run_steps = Table(
     Column("note", Text, nullable=True),
     Column("started_at", UTCDateTime, nullable=True),
     Column("finished_at", UTCDateTime, nullable=True),
+    # What the step paid against its run's budget ({dimension: amount}), written in the
+    # transaction that paid it: a step that has paid never pays again, whatever retries it.
+    Column("spent", JSON, nullable=True),
     UniqueConstraint("run_id", "phase", "seq"),
     Index(None, "status", "lease_until"),
     Index(None, "status", "due_at"),
@@ -264,8 +267,54 @@ event_run_results = Table(
     Index(None, "run_id"),
 )
 
+event_action_settings = Table(
+    "event_action_settings",
+    metadata,
+    # One row per action an admin has an opinion about; no row means the default by risk.
+    Column("action_id", String(200), primary_key=True),
+    Column("enabled", Boolean, nullable=False),
+    # {dimension: integer >= 0 | null}; null is "metered, not bounded".
+    Column("caps", JSON, nullable=False),
+    Column("updated_by", String(100), nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+event_action_settings_history = Table(
+    "event_action_settings_history",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("action_id", String(200), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+    Column("caps", JSON, nullable=False),
+    # What the row said before (null: there was no row, the default applied).
+    Column("before", JSON, nullable=True),
+    Column("actor", String(100), nullable=True),
+    Column("at", UTCDateTime, nullable=False),
+    Index(None, "action_id", "id"),
+)
+
+event_run_budget = Table(
+    "event_run_budget",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    Column("dimension", String(200), nullable=False),
+    # NULL: uncapped, still metered. A dimension with no row at all is refused.
+    Column("cap", Integer, nullable=True),
+    Column("consumed", Integer, nullable=False, server_default="0"),
+    # The action whose switchboard cap is the tightest (the one this cap came from).
+    Column("cap_source_action", String(200), nullable=True),
+    # Every action of the run's version that spends this dimension, so a changed switchboard
+    # can re-derive the tightest cap of a run that has not ended.
+    Column("actions", JSON, nullable=False),
+    UniqueConstraint("run_id", "dimension"),
+)
+
 #: Every table, in an order that respects foreign keys (for emptying between tests).
 ALL_TABLES = (
+    event_run_budget,
+    event_action_settings_history,
+    event_action_settings,
     event_run_results,
     event_run_participants,
     event_run_phase_gates,

@@ -199,6 +199,25 @@ async def _write_failure(
     return CONTINUE, False
 
 
+async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: datetime) -> None:
+    # Once per step (on its first attempt): the author wrote the params against an older
+    # declaration of the action, which may read them differently now.
+    async with host.db.begin() as conn:
+        await runlog.write(
+            conn,
+            step["run_id"],
+            LogKind.STEP_VERSION_DRIFT,
+            at=now,
+            phase=step["phase"],
+            step_id=step["id"],
+            detail={
+                "action": step["action"],
+                "stored_version": step["action_version"],
+                "declared_version": action.version,
+            },
+        )
+
+
 async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, Any]) -> str:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer."""
     settings = host.settings
@@ -217,22 +236,26 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
             lease=lease,
             now=now,
         )
-    if not claimed:
+        # In the claim's transaction: after the claim (so two ticks cannot both spend) and
+        # before the dispatch (a refusal means nothing reached the plugin).
+        decision = await may_invoke(host, step, action, conn=conn) if claimed else None
+    if decision is None:
         return TAKEN
     claim = Claim(host.identity, step["attempts"] + 1)
 
-    allowed, code, reason = await may_invoke(host, step, action)
-    if not allowed or action is None:
+    if not decision.allowed or action is None:
         return await fail_step(
             host,
             step,
             claim,
-            reason or "refused",
+            decision.reason or "refused",
             now=host.clock.now(),
             status="refused",
             kind=LogKind.STEP_REFUSED,
-            extra={"code": code},
+            extra={"code": decision.code, **decision.detail},
         )
+    if action.version > step["action_version"] and claim.attempt == 1:
+        await _note_drift(host, step, action, now=now)
 
     engine = host.engine
     context = ActionContext(

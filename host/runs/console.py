@@ -16,6 +16,7 @@ from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
 from pageant.runs.versions import phases_of, read_pinned
+from pageant.switchboard.board import run_budget
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -38,6 +39,7 @@ def step_json(step: Any) -> dict[str, Any]:
         "due_at": step["due_at"],
         "last_error": step["last_error"],
         "note": step["note"],
+        "spent": step["spent"],
         "started_at": step["started_at"],
         "finished_at": step["finished_at"],
     }
@@ -169,9 +171,9 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
 
 
 async def console(host: Host, run_id: int) -> dict[str, Any]:
-    """The run console: ``{run, steps, gate, participants, results, log}`` — the run with
-    why it is waiting, every step, the current phase's gate, who took part, how its phases
-    ended, and the whole log in order."""
+    """The run console: ``{run, steps, gate, participants, results, budget, log}`` — the
+    run with why it is waiting, every step, the current phase's gate, who took part, how its
+    phases ended, its budget meters, and the whole log in order."""
     now = host.clock.now()
     async with host.db.connect() as conn:
         row = await runs.get_run(conn, run_id)
@@ -187,6 +189,7 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
         view = (await run_views(conn, host, [row], now=now, run_steps=all_steps))[0]
         people = await outcomes.participants_of(conn, run_id)
         tables = await outcomes.results_of(conn, run_id)
+        budget = await run_budget(conn, run_id, host.registry)
     return {
         "run": view,
         "steps": [step_json(st) for st in all_steps],
@@ -198,5 +201,6 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
             {"phase": t.phase, "step_id": t.step_id, "title": t.title, "entries": t.entries}
             for t in tables
         ],
+        "budget": budget,
         "log": [log_json(line) for line in lines],
     }

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import definitions, runlog, runs, steps
+from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.errors import Conflict, NotFound
 from pageant.runs import waiting
+from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -147,6 +148,7 @@ async def create_run(
     phases = spec.get("phases") or []
     if phases:
         await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+    await pin_run_budget(conn, run_id, spec, registry)
     detail: dict[str, Any] = {
         "source": source,
         "scope": scope,
@@ -180,9 +182,11 @@ async def rematerialise_first_phase(
     if not await runs.repin(conn, run_id, version_id):
         return False
     await steps.delete_unstarted_steps(conn, run_id)
+    await budgets.unpin_budget(conn, run_id)
     phases = spec.get("phases") or []
     if phases:
         await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+    await pin_run_budget(conn, run_id, spec, registry)
     await runlog.write(
         conn, run_id, LogKind.RUN_REPINNED, at=now, detail={"version_id": version_id}, actor=actor
     )

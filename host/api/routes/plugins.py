@@ -10,6 +10,7 @@ from pageant.api.routing import RouteTable, respond
 from pageant.errors import NotFound
 from pageant.plugins.loader import plugin_listing
 from pageant.plugins.options import resolve_options
+from pageant.switchboard import board
 
 routes = RouteTable("plugins")
 
@@ -68,7 +69,9 @@ async def list_plugins(request: web.Request) -> web.Response:
     response=CATALOG,
 )
 async def catalog(request: web.Request) -> web.Response:
-    return respond(request.app[HOST].registry.catalog())
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        return respond(await board.catalog_with_enablement(conn, host.registry))
 
 
 @routes.get(

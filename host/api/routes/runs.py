@@ -94,6 +94,10 @@ STEP = {
         "due_at": _NULLABLE_TIME,
         "last_error": {"type": ["string", "null"]},
         "note": {"type": ["string", "null"]},
+        "spent": {
+            "type": ["object", "null"],
+            "description": "what the step paid: {dimension: amount}",
+        },
         "started_at": _NULLABLE_TIME,
         "finished_at": _NULLABLE_TIME,
     },
@@ -152,15 +156,30 @@ RESULTS = {
         "entries": {"type": "array", "items": RESULT_ENTRY},
     },
 }
+BUDGET = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "dimension": {"type": "string"},
+            "label": {"type": ["string", "null"]},
+            "unit": {"type": ["string", "null"]},
+            "cap": {"type": ["integer", "null"]},
+            "consumed": {"type": "integer"},
+            "cap_source_action": {"type": ["string", "null"]},
+        },
+    },
+}
 CONSOLE = {
     "type": "object",
-    "required": ["run", "steps", "gate", "participants", "results", "log"],
+    "required": ["run", "steps", "gate", "participants", "results", "budget", "log"],
     "properties": {
         "run": RUN,
         "steps": {"type": "array", "items": STEP},
         "gate": GATE,
         "participants": {"type": "array", "items": PARTICIPANT},
         "results": {"type": "array", "items": RESULTS},
+        "budget": BUDGET,
         "log": {"type": "array", "items": LOG_LINE},
     },
 }

@@ -1,7 +1,7 @@
 """staff at work: tokens with a lifecycle, a moved occurrence, participants and results
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2026-11-30 22:50:00.000000
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from pageant.db.types import UTCDateTime
 
 revision = "0003"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,132 @@
+"""Pricing: what a step's ``cost`` asks for, and the tightest cap over the actions of a run.
+
+``cost(params)`` is the plugin's pure, synchronous answer ``{dimension: amount}``. The host
+accepts whole, non-negative amounts only (a cap counts whole units); anything else, or a
+``cost`` that raises, is a problem the caller reports (at dispatch a refusal with code
+``cost``). A dimension no plugin declares is code ``undeclared``, decided before any
+arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pageant.hookspecs import Action
+    from pageant.plugins.registry import Registry
+
+#: The risks that are off until an admin turns them on; ``notify`` and ``inspect`` are on.
+DEFAULT_OFF = ("change", "irreversible")
+
+
+@dataclass(frozen=True)
+class Price:
+    """What one call of ``cost`` asked for; ``problem`` set when it could not be priced."""
+
+    amounts: dict[str, int] = field(default_factory=dict)
+    problem: str | None = None
+    code: str | None = None  # "cost" | "undeclared"
+
+
+def default_enabled(action: Action) -> bool:
+    return action.risk not in DEFAULT_OFF
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def price(action: Action, params: Mapping[str, Any], registry: Registry) -> Price:
+    """Call ``action.cost(params)`` and check the answer against the declared dimensions."""
+    if action.cost is None:
+        return Price()
+    try:
+        answer = action.cost(dict(params))
+    except Exception as exc:  # a plugin's cost failing is its own problem
+        return Price(problem=f"{action.id}'s cost raised {type(exc).__name__}: {exc}", code="cost")
+    if not isinstance(answer, Mapping):
+        return Price(
+            problem=f"{action.id}'s cost answered {type(answer).__name__}, not a mapping",
+            code="cost",
+        )
+    undeclared = sorted(str(d) for d in answer if d not in registry.budgets)
+    if undeclared:
+        names = ", ".join(f'"{d}"' for d in undeclared)
+        return Price(
+            problem=f"{action.id}'s cost names {names}, which no plugin declares as a budget "
+            "dimension",
+            code="undeclared",
+        )
+    amounts: dict[str, int] = {}
+    for dimension, value in answer.items():
+        whole = _whole(value)
+        if whole is None:
+            return Price(
+                problem=f'{action.id}\'s cost asks for {value!r} of "{dimension}"; expected a '
+                "whole number of at least 0",
+                code="cost",
+            )
+        amounts[str(dimension)] = whole
+    return Price(amounts=amounts)
+
+
+def tightest(
+    dimension: str, actions: set[str] | list[str], caps_by_action: Mapping[str, Mapping[str, Any]]
+) -> tuple[int | None, str | None]:
+    """The smallest cap any of ``actions`` sets on ``dimension`` and the action it came
+    from, or ``(None, None)`` when none of them caps it. Ties go to the first action id."""
+    found: tuple[int | None, str | None] = (None, None)
+    for action_id in sorted(actions):
+        cap = (caps_by_action.get(action_id) or {}).get(dimension)
+        if cap is not None and (found[0] is None or cap < found[0]):
+            found = (int(cap), action_id)
+    return found
+
+
+def steps_of(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """``(path, step)`` for every step of every phase of a spec."""
+    out = []
+    for p, phase in enumerate(spec.get("phases") or []):
+        for s, step in enumerate(phase.get("steps") or []):
+            out.append((f"spec.phases[{p}].steps[{s}]", step))
+    return out
+
+
+def plan_dimensions(spec: Mapping[str, Any], registry: Registry) -> dict[str, set[str]]:
+    """Every declared dimension the spec's steps can spend, with the actions spending it.
+    Steps that cannot be priced are left out here (dispatch refuses them on their own)."""
+    found: dict[str, set[str]] = {}
+    for _path, step in steps_of(spec):
+        action = registry.actions.get(step.get("action", ""))
+        if action is None or action.cost is None:
+            continue
+        priced = price(action, step.get("params") or {}, registry)
+        for dimension in priced.amounts:
+            found.setdefault(dimension, set()).add(action.id)
+    return found
+
+
+def budget_rows(
+    spec: Mapping[str, Any], registry: Registry, caps_by_action: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The budget rows a run of ``spec`` is pinned with."""
+    rows = []
+    for dimension, actions in sorted(plan_dimensions(spec, registry).items()):
+        cap, source = tightest(dimension, actions, caps_by_action)
+        rows.append(
+            {
+                "dimension": dimension,
+                "cap": cap,
+                "cap_source_action": source,
+                "actions": sorted(actions),
+            }
+        )
+    return rows
