@@ -80,8 +80,11 @@ async def publish_event(
     grace_seconds: int = 300,
     state: str = "ready",
     published: bool = True,
+    verified: bool = True,
 ) -> Event:
-    """A definition with (unless ``published=False``) one published version of ``spec``."""
+    """A definition with (unless ``published=False``) one published version of ``spec``,
+    verified unless ``verified=False`` (scheduled occurrences of an unverified version are
+    held)."""
     event_spec = event_spec if event_spec is not None else spec(phase("main", announce("hi")))
     slug = f"event-{next(_slugs)}"
     async with db.begin() as conn:
@@ -113,6 +116,8 @@ async def publish_event(
                         timezone="UTC",
                         published_at=now,
                         published_by="admin:test",
+                        verified_at=now if verified else None,
+                        verified_by="admin:test" if verified else None,
                     )
                 )
             ).inserted_primary_key[0]

@@ -89,6 +89,9 @@ async def ready_event(
                     timezone=tz,
                     published_at=now,
                     published_by="admin:test",
+                    # Verified: what is tested here is the schedule, not the verify gate.
+                    verified_at=now,
+                    verified_by="admin:test",
                 )
             )
         ).inserted_primary_key[0]

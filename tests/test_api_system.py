@@ -237,7 +237,13 @@ async def test_the_catalog_has_every_kind_and_no_callables(
     assert set(catalog) == {key for *_, key in KINDS}
     assert all(catalog[key] for key in catalog), "each kind is declared by some plugin here"
     assert callables_in(catalog) == []
-    assert catalog == rich_host.registry.catalog()
+    # The registry's catalog, each action with its switchboard state added (no row yet:
+    # the default by risk, not configured).
+    expected = rich_host.registry.catalog()
+    for action in expected["actions"]:
+        action["enabled"] = action["risk"] in ("notify", "inspect")
+        action["configured"] = False
+    assert catalog == expected
     for key, items in catalog.items():
         ids = [item.get("id", item.get("dimension")) for item in items]
         assert ids == sorted(ids), key
@@ -267,6 +273,8 @@ async def test_the_catalog_describes_an_action_whole(rich: Any, tokens: dict[str
         "has_cost": True,
         "has_revert": True,
         "plugin": "inline[lantern]",
+        "enabled": False,  # a change action, and no admin has enabled it
+        "configured": False,
     }
     assert actions["core.wait"]["has_cost"] is False
     assert actions["core.wait"]["has_revert"] is False

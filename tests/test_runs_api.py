@@ -51,6 +51,7 @@ STEP_KEYS = {
     "action_version",
     "params",
     "on_failure",
+    "spent",
     "status",
     "attempts",
     "parked",
@@ -196,9 +197,10 @@ async def test_the_console_shows_run_steps_gate_and_log(
     response = await api.get(f"/api/v1/admin/runs/{run_id}", headers=bearer(tokens["editor"]))
     assert response.status == 200
     console = await response.json()
-    assert set(console) == {"run", "steps", "gate", "participants", "results", "log"}
+    assert set(console) == {"run", "steps", "gate", "participants", "results", "budget", "log"}
     assert set(console["run"]) == RUN_KEYS
     assert console["gate"] is None
+    assert console["budget"] == []  # nothing here spends a budget
     assert [set(s) for s in console["steps"]] == [STEP_KEYS, STEP_KEYS]
     announced, cue = console["steps"]
     assert (announced["status"], announced["parked"]) == ("done", False)

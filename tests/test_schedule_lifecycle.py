@@ -39,8 +39,11 @@ async def engine_of_host(host: Any) -> Any:
 
 
 async def publish(client: Any, tokens: dict[str, str], event_id: int) -> dict[str, Any]:
+    """Publish, then verify (scheduled occurrences start only from a verified version)."""
     status, data = await call(client, "POST", f"{EVENTS}/{event_id}/publish", tokens["admin"])
     assert status == 200, data
+    status, verified = await call(client, "POST", f"{EVENTS}/{event_id}/verify", tokens["admin"])
+    assert status == 200, verified
     return data
 
 
@@ -232,7 +235,7 @@ async def test_publishing_a_once_inside_its_grace_window_makes_it_and_wakes_the_
     event_id = await scheduled_event(client, tokens, once("2027-03-01T12:58"))  # 11:58Z
     (row,) = await runs_of(db, event_id)
     assert (row.scheduled_for, row.status) == (utc(2027, 3, 1, 11, 58), "scheduled")
-    assert woken == [True]
+    assert woken == [True, True]  # the publish, then the verify
     await engine_of_host.tick()
     (row,) = await runs_of(db, event_id)
     assert row.status != "scheduled"  # started inside its window

@@ -67,6 +67,7 @@ RUN_COLUMNS = (
     d.title,
     d.grace_seconds,
     event_versions.c.number.label("version_number"),
+    event_versions.c.verified_at.label("version_verified_at"),
 )
 RUN_FROM = event_runs.join(event_definitions, d.id == r.definition_id).join(
     event_versions, event_versions.c.id == r.version_id

@@ -87,6 +87,14 @@ async def _start(
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]):
         return "late"  # the missed sweep makes it terminal and visible
+    if waiting.held_unverified(run):
+        # Held, not refused: it stays scheduled and its grace window decides, exactly like
+        # a held concurrency key; a verify lifts the hold on the next tick.
+        if run["waiting_reason"] != "unverified":
+            held = waiting.describe(run, [], now=now, max_attempts=0)
+            async with host.db.begin() as conn:
+                await waiting.note(conn, run["id"], held, now=now)
+        return "unverified"
     key = run["concurrency_key"]
     if key:
         async with host.db.connect() as conn:

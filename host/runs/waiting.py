@@ -1,10 +1,11 @@
 """Why a live run is not advancing: one function derives it, every surface renders it.
 
 ``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, step_id?, attempt?,
-of?, sentence}`` with a reason among ``not_due``, ``concurrency``, ``backoff``, ``parked``,
-``paused`` and ``gate``. The engine persists the reason (``event_runs.waiting_reason`` and
-``waiting_since``) and logs ``run.waiting`` once per change; the run console derives the
-whole answer again from the rows, so the two cannot disagree about what the rows say.
+of?, sentence}`` with a reason among ``not_due``, ``unverified``, ``concurrency``,
+``backoff``, ``parked``, ``paused`` and ``gate``. The engine persists the reason
+(``event_runs.waiting_reason`` and ``waiting_since``) and logs ``run.waiting`` once per
+change; the run console derives the whole answer again from the rows, so the two cannot
+disagree about what the rows say.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
 from pageant.timefmt import iso
 
-REASONS = ("not_due", "concurrency", "backoff", "parked", "paused", "gate")
+REASONS = ("not_due", "unverified", "concurrency", "backoff", "parked", "paused", "gate")
 
 
 def _name(step: Mapping[str, Any]) -> str:
@@ -34,6 +35,12 @@ def furthest_failure(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, A
         return None
     furthest = max(reached, key=lambda st: st["seq"])
     return furthest if furthest["status"] in ("failed", "refused") else None
+
+
+def held_unverified(run: Mapping[str, Any]) -> bool:
+    """A scheduled occurrence whose version never passed verify: the scheduler holds it (a
+    person's start-now is not held — that person is the review the gate asks for)."""
+    return run.get("source") == "schedule" and run.get("version_verified_at") is None
 
 
 def _next_open(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -64,6 +71,15 @@ def describe(
                 "reason": "not_due",
                 "until": run["scheduled_for"],
                 "sentence": f"scheduled to start at {iso(run['scheduled_for'])}",
+            }
+        elif held_unverified(run):
+            found = {
+                "reason": "unverified",
+                "sentence": (
+                    f"held: version {run.get('version_number')} of this event has never been "
+                    "verified, and scheduled occurrences start only from a verified version; "
+                    "verify it (or start a run now by hand)"
+                ),
             }
         elif holder is not None:
             found = {

@@ -48,6 +48,7 @@ from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.schedules.recurrence import zone
+from pageant.switchboard import verify
 
 routes = RouteTable("events")
 
@@ -165,6 +166,26 @@ class VersionOut(BaseModel):
     published_at: datetime
     published_by: str | None
     spec: dict[str, Any]
+
+
+class PlannedSpend(BaseModel):
+    dimension: str
+    label: str
+    unit: str
+    total: int
+    cap: int | None
+    cap_source_action: str | None
+
+
+class VerifyOut(BaseModel):
+    """A version that passed its dry run (a failure is a 400 listing every problem)."""
+
+    event_id: int
+    version: dict[str, int]
+    verified_at: datetime
+    verified_by: str | None
+    spend: list[PlannedSpend]
+    warnings: list[str]
 
 
 class VersionList(BaseModel):
@@ -345,6 +366,18 @@ async def publish_event(request: web.Request) -> web.Response:
         event = await definitions.render_event(conn, definition_id, now=_now(request))
     request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/verify",
+    roles=AUTHORS,
+    summary="Dry-run the published version; record it verified if it passes",
+    response=VerifyOut,
+)
+async def verify_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    host = request.app[HOST]
+    return respond(await verify.verify_event(host, definition_id, actor=principal(request).actor))
 
 
 @routes.post(

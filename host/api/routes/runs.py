@@ -25,7 +25,9 @@ _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 WAITING = {
     "type": ["object", "null"],
     "properties": {
-        "reason": {"enum": ["not_due", "concurrency", "backoff", "parked", "paused", "gate"]},
+        "reason": {
+            "enum": ["not_due", "unverified", "concurrency", "backoff", "parked", "paused", "gate"]
+        },
         "since": {"type": "string", "format": "date-time"},
         "until": {"type": "string", "format": "date-time"},
         "holder_run_id": {"type": "integer"},

@@ -1,0 +1,143 @@
+"""Verify — the dry run a version must pass before its scheduled occurrences may start.
+
+Every step's params against the current declarations and option sources, the switchboard's
+enablement, the **whole plan's** cost per dimension against the caps (three steps of 15
+under a cap of 30 fail together, though each passes alone), and each action's
+``perform(verify=True)``. Success records ``verified_at``/``verified_by`` on the version;
+failure records nothing and answers every problem with its path.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pageant.db import switchboard as board_rows
+from pageant.db import verification
+from pageant.errors import Conflict, Invalid
+from pageant.events import definitions
+from pageant.events.spec import validator as specs
+from pageant.hookspecs import ActionContext, run_with_envelope
+from pageant.kit.exercise import KitServices
+from pageant.switchboard.board import enablement
+from pageant.switchboard.options_check import check_option_values
+from pageant.switchboard.pricing import plan_dimensions, price, tightest
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+    from pageant.plugins.registry import Registry
+
+
+async def dry_run_steps(
+    spec: dict[str, Any], registry: Registry, services: Any, *, now: Any
+) -> tuple[list[str], dict[str, int]]:
+    """``perform(verify=True)`` and the price of every step: ``(problems, totals)``."""
+    problems: list[str] = []
+    totals: dict[str, int] = {}
+    for path, step in specs.action_steps(spec):
+        action = registry.actions.get(step.get("action", ""))
+        if action is None:
+            continue  # reported as dormant
+        params = dict(step.get("params") or {})
+        priced = price(action, params, registry)
+        if priced.problem is not None:
+            problems.append(f"{path}: {priced.problem} (code {priced.code})")
+        for dimension, amount in priced.amounts.items():
+            totals[dimension] = totals.get(dimension, 0) + amount
+        context = ActionContext(
+            params=params,
+            idempotency_key=f"verify:{path}",
+            run=None,
+            verify=True,
+            deadline=now + timedelta(milliseconds=action.budget_ms),
+            services=services,
+        )
+        envelope = await run_with_envelope(action.perform, context, timeout=action.budget_ms / 1000)
+        if not envelope.ok:
+            problems.append(
+                f"{path}: {action.id} perform(verify=True) failed: "
+                f"{envelope.error or 'no error message'}"
+            )
+    return problems, totals
+
+
+async def verify_event(host: Host, definition_id: int, *, actor: str | None) -> dict[str, Any]:
+    """Dry-run the published version of ``definition_id``; record it verified on success.
+
+    Raises NotFound for an unknown event, Conflict when it has no published version, and
+    Invalid with every problem (each with its path) when the version does not pass.
+    """
+    registry = host.registry
+    now = host.clock.now()
+    async with host.db.connect() as conn:
+        row = await definitions.require_definition(conn, definition_id)
+        version = await definitions.published_version(conn, definition_id)
+        if version is None:
+            raise Conflict(
+                f"event {definition_id} has no published version; publish it, then verify"
+            )
+        spec = version.spec if isinstance(version.spec, dict) else {}
+        switch = await board_rows.settings_for(
+            conn, [step.get("action", "") for _, step in specs.action_steps(spec)]
+        )
+    problems: list[str] = []
+    warnings: list[str] = []
+    try:
+        checked = specs.validate(spec, registry, stored=spec)
+    except Invalid as exc:
+        problems.extend(exc.details)
+    else:
+        problems.extend(
+            f"{item}: no installed plugin registers it" for item in specs.dormant_items(checked)
+        )
+    for path, step in specs.action_steps(spec):
+        action = registry.actions.get(step.get("action", ""))
+        if action is not None and not enablement(action, switch.get(action.id)):
+            origin = "on the switchboard" if action.id in switch else "by default (its risk)"
+            problems.append(f"{path}: {action.id} is a {action.risk} action, disabled {origin}")
+    bad_values, unchecked = await check_option_values(spec, registry)
+    problems.extend(bad_values)
+    warnings.extend(unchecked)
+    failures, totals = await dry_run_steps(
+        spec, registry, KitServices(registry, host.settings), now=now
+    )
+    problems.extend(failures)
+    caps = {ident: dict(r.caps or {}) for ident, r in switch.items()}
+    spend = []
+    for dimension, spenders in sorted(plan_dimensions(spec, registry).items()):
+        cap, source = tightest(dimension, spenders, caps)
+        total = totals.get(dimension, 0)
+        budget = registry.budgets[dimension]
+        spend.append(
+            {
+                "dimension": dimension,
+                "label": budget.label,
+                "unit": budget.unit,
+                "total": total,
+                "cap": cap,
+                "cap_source_action": source,
+            }
+        )
+        if cap is not None and total > cap:
+            problems.append(
+                f'spec: asks for {total} of "{dimension}" across all its steps; the cap is '
+                f"{cap} (set on {source})"
+            )
+    if problems:
+        raise Invalid(
+            f"version {version.number} of event {definition_id} did not pass verification; "
+            "nothing was recorded",
+            details=problems,
+        )
+    async with host.db.begin() as conn:
+        await verification.mark_verified(conn, version.id, at=now, by=actor)
+    if host.engine is not None:
+        host.engine.wake()  # a held scheduled occurrence may start now
+    return {
+        "event_id": row.id,
+        "version": {"id": version.id, "number": version.number},
+        "verified_at": now,
+        "verified_by": actor,
+        "spend": spend,
+        "warnings": warnings,
+    }
