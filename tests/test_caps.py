@@ -221,7 +221,7 @@ async def test_a_step_refused_on_its_second_dimension_gives_the_first_back(
 ):
     await _cap(purse_host, "purse.trade", purse_gold=100, purse_silver=2)
     run_id = await _start(
-        purse_host, spec(phase("a", step("purse.trade", gold=7, silver=3, on_failure="skip")))
+        purse_host, spec(phase("a", step("purse.trade", gold=7, silver=3, on_failure="pause")))
     )
     await purse_engine.tick()
     (made,) = await step_rows(purse_host.db, run_id)
@@ -230,6 +230,16 @@ async def test_a_step_refused_on_its_second_dimension_gives_the_first_back(
     assert await _meters(purse_host, run_id) == {
         "purse.gold": (100, 0, "purse.trade"),
         "purse.silver": (2, 0, "purse.trade"),
+    }
+    # Unwound for real: once the cap allows it, the same step pays in full and runs.
+    await _cap(purse_host, "purse.trade", purse_gold=100, purse_silver=3)
+    await controls.retry(purse_host, run_id, made.id, actor="admin:test")
+    await purse_engine.tick()
+    (made,) = await step_rows(purse_host.db, run_id)
+    assert (made.status, made.spent) == ("done", {"purse.gold": 7, "purse.silver": 3})
+    assert await _meters(purse_host, run_id) == {
+        "purse.gold": (100, 7, "purse.trade"),
+        "purse.silver": (3, 3, "purse.trade"),
     }
 
 

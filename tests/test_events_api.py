@@ -15,6 +15,8 @@ from pageant.api.app import make_app
 from pageant.api.routes.events import EventOut, VersionOut
 from pageant.db import definitions
 from pageant.db.tables import (
+    event_action_settings,
+    event_action_settings_history,
     event_definitions,
     event_run_steps,
     event_runs,
@@ -45,8 +47,14 @@ async def snapshot(db: Any) -> dict[str, list[dict[str, Any]]]:
     """Every authoring row, to prove a refused request wrote nothing."""
     out = {}
     async with db.connect() as conn:
-        for table in (event_definitions, event_versions, event_series):
-            rows = await conn.execute(select(table).order_by(table.c.id))
+        for table in (
+            event_definitions,
+            event_versions,
+            event_series,
+            event_action_settings,
+            event_action_settings_history,
+        ):
+            rows = await conn.execute(select(table).order_by(*table.primary_key.columns))
             out[table.name] = [dict(r._mapping) for r in rows]
         await conn.rollback()
     return out

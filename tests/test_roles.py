@@ -15,6 +15,7 @@ from pageant.hosting import Host
 from tests.test_events_api import ANNOUNCE, EVENTS, SUMMON, call, create, snapshot, spec_of
 
 SERIES = "/api/v1/admin/series"
+ACTIONS = "/api/v1/admin/actions"
 ROLES = ("admin", "editor", "moderator", "game", None)
 STAFF = {"admin", "editor", "moderator"}
 AUTHORS = {"admin", "editor"}
@@ -34,6 +35,10 @@ ROUTES: list[tuple[str, str, Any, set[str], int]] = [
     ("POST", SERIES, {"title": "Arc"}, AUTHORS, 201),
     ("GET", SERIES + "/{series}", None, STAFF, 200),
     ("PUT", SERIES + "/{series}", {"title": "Arc II"}, AUTHORS, 200),
+    ("GET", ACTIONS, None, STAFF, 200),
+    ("PUT", ACTIONS + "/core.announce", {"enabled": False}, ADMIN, 200),
+    ("GET", ACTIONS + "/core.announce/history", None, STAFF, 200),
+    ("POST", EVENTS + "/{event}/verify", None, AUTHORS, 200),
 ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy import bindparam, insert, null, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -56,7 +56,9 @@ _GIVE_BACK = (
     .where(b.run_id == bindparam("of_run"), b.dimension == bindparam("of_dimension"))
     .values(consumed=b.consumed - bindparam("amount"))
 )
-_UNMARK_SPENT = update(event_run_steps).where(_s.id == bindparam("step_id")).values(spent=None)
+# null(), not None: None would store the JSON value null, which "spent IS NULL" never matches,
+# and the step could then never pay again.
+_UNMARK_SPENT = update(event_run_steps).where(_s.id == bindparam("step_id")).values(spent=null())
 _LIVE_ROWS = (
     select(b.id, b.run_id, b.dimension, b.cap, b.cap_source_action, b.actions)
     .select_from(event_run_budget.join(event_runs, event_runs.c.id == b.run_id))
