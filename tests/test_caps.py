@@ -59,6 +59,7 @@ class Purse:
             {
                 "id": "purse.buy",
                 "label": "Buy",
+                "version": 2,
                 "params": [param("gold")],
                 "cost": lambda p: {"purse.gold": p.get("gold", 0)},
                 **base,
@@ -351,6 +352,39 @@ async def test_an_unavailable_plugin_is_refused_until_it_is_back(purse_host, pur
     assert refused[0].detail["error"] == "purse.buy is unavailable: the shard is restarting"
     purse_host.mark_unavailable("purse", None)
     assert purse_host.plugin_unavailable("purse") is None
+
+
+# ── version drift ─────────────────────────────────────────────────────────────
+
+
+async def test_a_step_written_for_an_older_declaration_is_flagged_and_logged_once(
+    purse_host, purse_engine, purse, clock
+):
+    from pageant.events import definitions
+
+    purse.answers = [{"ok": False, "retry": True, "error": "socket"}]
+    old = {**buy(1), "action_version": 1}
+    current = buy(2)
+    event = await publish_event(purse_host.db, clock.now(), spec(phase("a", old, current)))
+    async with purse_host.db.connect() as conn:
+        shown = await definitions.render_event(
+            conn, event.id, now=clock.now(), registry=purse_host.registry
+        )
+    assert shown["version_drift"] == [
+        {
+            "path": "spec.phases[0].steps[0]",
+            "action": "purse.buy",
+            "stored_version": 1,
+            "declared_version": 2,
+        }
+    ]
+    run_id, _ = await start_now(purse_host, event.id, scope="", actor="admin:test")
+    await purse_engine.tick()
+    clock.advance(purse_host.settings.retry_seconds)
+    await purse_engine.tick()  # the retry of the drifted step logs nothing more
+    assert [s.status for s in await step_rows(purse_host.db, run_id)] == ["done", "done"]
+    (drift,) = await log_lines(purse_host.db, run_id, "step.version_drift")
+    assert drift.detail == {"action": "purse.buy", "stored_version": 1, "declared_version": 2}
 
 
 # ── concurrency: the cap holds with real, separate connections ───────────────

@@ -97,6 +97,8 @@ async def test_create_needs_only_a_title_and_takes_the_defaults(client, tokens, 
         "state": "draft",
         "spec": empty_spec(),
         "current_version": None,
+        "version_verified": False,
+        "version_drift": [],
         "next_occurrence": None,
         "runs_waiting": 0,
     }

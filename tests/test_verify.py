@@ -276,3 +276,40 @@ async def test_wisps_summon_walk_enable_publish_verify_start_cap_pause_raise_ret
         {"wisps.wisps": 15},
         {"wisps.wisps": 1},
     ]
+
+
+# ── option sources at save ────────────────────────────────────────────────────
+
+
+async def test_saving_a_value_its_option_source_does_not_offer_is_a_400(client, tokens, db):
+    from tests.test_events_api import snapshot
+
+    before = await snapshot(db)
+    body = {"title": "Wisps", "spec": spec_with({"kind": "manual"}, main_phase(summon(2, "teal")))}
+    status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
+    assert (status, data["error"]["code"]) == (400, "invalid")
+    assert data["error"]["details"] == [
+        "spec.phases[0].steps[0].params.colour: 'teal' is not a value of "
+        'wisps.options.colours; expected one of "north", "south", "ember"'
+    ]
+    assert await snapshot(db) == before
+    body["spec"] = spec_with({"kind": "manual"}, main_phase(summon(2, "ember")))
+    status, _ = await call(client, "POST", EVENTS, tokens["admin"], body)
+    assert status == 201
+
+
+async def test_a_source_that_cannot_answer_is_a_warning_not_a_refusal(
+    client, tokens, host, monkeypatch, caplog
+):
+    source = host.registry.option_sources["wisps.options.colours"]
+
+    async def down() -> list[dict[str, str]]:
+        raise ConnectionError("the shard is down")
+
+    monkeypatch.setattr(type(source), "resolve", property(lambda self: down), raising=False)
+    body = {"title": "Wisps", "spec": spec_with({"kind": "manual"}, main_phase(summon(2, "teal")))}
+    status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
+    assert status == 201, data
+    assert "not checked; wisps.options.colours raised ConnectionError: the shard is down" in (
+        caplog.text
+    )

@@ -68,6 +68,8 @@ READ_ONLY = {
     "current_version": "cannot be written; publish changes it",
     "next_occurrence": "cannot be written; the schedule decides it",
     "runs_waiting": "cannot be written; it is counted from the runs",
+    "version_verified": "cannot be written; POST .../verify records it",
+    "version_drift": "cannot be written; it is measured against the installed plugins",
 }
 
 

@@ -38,6 +38,9 @@ _VIEW = select(
     _vc.number.label("version_number"),
     _vc.published_at.label("version_published_at"),
     _vc.published_by.label("version_published_by"),
+    _vc.verified_at.label("version_verified_at"),
+    _vc.verified_by.label("version_verified_by"),
+    _vc.spec.label("version_spec"),
 ).select_from(defs.outerjoin(versions, _vc.id == defs.c.current_version_id))
 
 _VIEW_ONE = _VIEW.where(defs.c.id == bindparam("definition_id"))

@@ -125,14 +125,40 @@ async def list_versions(
 
 
 async def render_events(
-    conn: AsyncConnection, rows: Sequence[Row[Any]], *, now: datetime
+    conn: AsyncConnection,
+    rows: Sequence[Row[Any]],
+    *,
+    now: datetime,
+    registry: Registry | None = None,
 ) -> list[dict[str, Any]]:
     """Event objects for rows of the definition view (:func:`list_definitions`,
-    :func:`view_definition`): a fixed number of queries however many rows there are."""
+    :func:`view_definition`): a fixed number of queries however many rows there are.
+    ``registry`` is what the published version's drift is measured against."""
     ids = [row.id for row in rows]
     waiting = await runs_waiting(conn, ids)
     upcoming = await next_occurrence_for(conn, ids, now=now)
-    return [event_object(row, waiting[row.id], upcoming[row.id]) for row in rows]
+    return [event_object(row, waiting[row.id], upcoming[row.id], registry=registry) for row in rows]
+
+
+def version_drift(spec: Any, registry: Registry | None) -> list[dict[str, Any]]:
+    """Steps of a published version written against an older declaration of their action
+    (its ``version`` was bumped since: a param may mean something else now)."""
+    if registry is None:
+        return []
+    drift = []
+    for path, step in specs.action_steps(spec):
+        action = registry.actions.get(step.get("action", ""))
+        stored = step.get("action_version")
+        if action is not None and isinstance(stored, int) and stored < action.version:
+            drift.append(
+                {
+                    "path": path,
+                    "action": action.id,
+                    "stored_version": stored,
+                    "declared_version": action.version,
+                }
+            )
+    return drift
 
 
 async def view_definition(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
@@ -141,17 +167,25 @@ async def view_definition(conn: AsyncConnection, definition_id: int) -> Row[Any]
 
 
 async def render_event(
-    conn: AsyncConnection, definition_id: int, *, now: datetime
+    conn: AsyncConnection,
+    definition_id: int,
+    *,
+    now: datetime,
+    registry: Registry | None = None,
 ) -> dict[str, Any]:
     """The event object for one definition, or :class:`NotFound`."""
     row = await view_definition(conn, definition_id)
     if row is None:
         raise NotFound(f"no event {definition_id}")
-    return (await render_events(conn, [row], now=now))[0]
+    return (await render_events(conn, [row], now=now, registry=registry))[0]
 
 
 def event_object(
-    row: Row[Any], runs_waiting: int, next_occurrence: datetime | None
+    row: Row[Any],
+    runs_waiting: int,
+    next_occurrence: datetime | None,
+    *,
+    registry: Registry | None = None,
 ) -> dict[str, Any]:
     """The one rendering of an event (the admin API's event object)."""
     current = None
@@ -161,6 +195,8 @@ def event_object(
             "number": row.version_number,
             "published_at": row.version_published_at,
             "published_by": row.version_published_by,
+            "verified_at": row.version_verified_at,
+            "verified_by": row.version_verified_by,
         }
     return {
         "id": row.id,
@@ -175,6 +211,8 @@ def event_object(
         "state": row.state,
         "spec": row.spec,
         "current_version": current,
+        "version_verified": current is not None and current["verified_at"] is not None,
+        "version_drift": version_drift(row.version_spec, registry) if current else [],
         "next_occurrence": next_occurrence,
         "runs_waiting": runs_waiting,
     }

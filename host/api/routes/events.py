@@ -8,6 +8,7 @@ work in one transaction, and every refusal is raised inside it.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -49,6 +50,9 @@ from pageant.events.spec import validator as specs
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.schedules.recurrence import zone
 from pageant.switchboard import verify
+from pageant.switchboard.options_check import check_option_values
+
+log = logging.getLogger("pageant.api")
 
 routes = RouteTable("events")
 
@@ -132,6 +136,17 @@ class VersionRef(BaseModel):
     number: int
     published_at: datetime
     published_by: str | None
+    verified_at: datetime | None
+    verified_by: str | None
+
+
+class Drift(BaseModel):
+    """A step written against an older declaration of its action."""
+
+    path: str
+    action: str
+    stored_version: int
+    declared_version: int
 
 
 class EventOut(BaseModel):
@@ -149,6 +164,8 @@ class EventOut(BaseModel):
     state: Literal["draft", "ready", "archived"]
     spec: dict[str, Any]
     current_version: VersionRef | None
+    version_verified: bool
+    version_drift: list[Drift]
     next_occurrence: datetime | None
     runs_waiting: int
 
@@ -220,11 +237,19 @@ async def check_fields(
         checked.fail(f"body.series_id: no series {series_id}")
     if "spec" not in checked.sent:
         return None
+    registry = request.app[HOST].registry
     try:
-        return specs.validate(checked.raw["spec"], request.app[HOST].registry, stored=stored)
+        spec = specs.validate(checked.raw["spec"], registry, stored=stored)
     except Invalid as exc:
         checked.details.extend(exc.details)
         return None
+    unknown, unchecked = await check_option_values(spec, registry)
+    for warning in unchecked:
+        log.warning("saving event: %s", warning)
+    if unknown:
+        checked.details.extend(unknown)
+        return None
+    return spec
 
 
 def _now(request: web.Request) -> datetime:
@@ -262,7 +287,9 @@ async def list_events(request: web.Request) -> web.Response:
         rows = await definitions.list_definitions(
             conn, state=state, after_id=page.after_id, limit=page.limit + 1
         )
-        items = await definitions.render_events(conn, rows[: page.limit], now=_now(request))
+        items = await definitions.render_events(
+            conn, rows[: page.limit], now=_now(request), registry=request.app[HOST].registry
+        )
     return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
 
 
@@ -301,7 +328,9 @@ async def create_event(request: web.Request) -> web.Response:
             series_id=body.series_id,
             visibility=body.visibility,
         )
-        event = await definitions.render_event(conn, definition_id, now=_now(request))
+        event = await definitions.render_event(
+            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+        )
     return respond(event, 201)
 
 
@@ -314,7 +343,9 @@ async def create_event(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id")
     async with request.app[HOST].db.begin() as conn:
-        event = await definitions.render_event(conn, definition_id, now=_now(request))
+        event = await definitions.render_event(
+            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+        )
     return respond(event)
 
 
@@ -341,7 +372,9 @@ async def update_event(request: web.Request) -> web.Response:
             changes["spec"] = spec
         definitions.refuse_unless_open(row, "edited")
         await definitions.update_definition(conn, definition_id, changes, now=_now(request))
-        event = await definitions.render_event(conn, definition_id, now=_now(request))
+        event = await definitions.render_event(
+            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+        )
     return respond(event)
 
 
@@ -363,7 +396,9 @@ async def publish_event(request: web.Request) -> web.Response:
             actor=principal(request).actor,
             horizon_days=host.settings.horizon_days,
         )
-        event = await definitions.render_event(conn, definition_id, now=_now(request))
+        event = await definitions.render_event(
+            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+        )
     request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
 
@@ -393,7 +428,9 @@ async def archive_event(request: web.Request) -> web.Response:
         await definitions.archive_definition(
             conn, definition_id, now=_now(request), actor=principal(request).actor
         )
-        event = await definitions.render_event(conn, definition_id, now=_now(request))
+        event = await definitions.render_event(
+            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+        )
     request.app[HOST].wake()
     return respond(event)
 
