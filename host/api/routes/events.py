@@ -40,7 +40,7 @@ from pageant.api.bodies import (
 )
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
-from pageant.api.routing import RouteTable, int_param, principal, respond
+from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
@@ -49,6 +49,7 @@ from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.schedules.recurrence import zone
+from pageant.switchboard import rehearse as rehearsal
 from pageant.switchboard import verify
 from pageant.switchboard.options_check import check_option_values
 
@@ -203,6 +204,40 @@ class VerifyOut(BaseModel):
     verified_by: str | None
     spend: list[PlannedSpend]
     warnings: list[str]
+
+
+class SimulatedFiring(BaseModel):
+    """A firing the rehearsal feeds its gates, ``after`` the start ("30s", "5m", "2h")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    after: str
+    trigger: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class RehearseBody(BaseModel):
+    """Which version (the published one by default) and the firings to simulate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: Annotated[int, Field(ge=1, strict=True)] | None = None
+    firings: list[SimulatedFiring] = Field(default_factory=list, max_length=1000)
+
+
+class RehearsalOut(BaseModel):
+    """What a rehearsal saw; every ``*_seconds`` is an offset from the virtual start."""
+
+    event_id: int
+    version: dict[str, int]
+    started_at: datetime
+    outcome: dict[str, Any]
+    timeline: dict[str, list[dict[str, Any]]]
+    spend: list[dict[str, Any]]
+    refusals: list[dict[str, Any]]
+    stalls: list[dict[str, Any]]
+    firings: list[dict[str, Any]]
+    took_ms: float
 
 
 class VersionList(BaseModel):
@@ -413,6 +448,29 @@ async def verify_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id")
     host = request.app[HOST]
     return respond(await verify.verify_event(host, definition_id, actor=principal(request).actor))
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/rehearse",
+    roles=AUTHORS,
+    summary="Run a version on a virtual clock in a throwaway database: timeline, spend, refusals",
+    body=RehearseBody,
+    body_optional=True,
+    response=RehearsalOut,
+)
+async def rehearse_event(request: web.Request) -> web.Response:
+    definition_id = int_param(request, "id")
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        await definitions.require_definition(conn, definition_id)
+    body = await read_body(request, RehearseBody, optional=True)
+    report = await rehearsal.rehearse(
+        host,
+        definition_id,
+        version_number=body.version,
+        firings=[f.model_dump() for f in body.firings],
+    )
+    return respond(report)
 
 
 @routes.post(

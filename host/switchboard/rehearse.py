@@ -1,0 +1,397 @@
+"""Rehearsal: a version run on a virtual clock in a throwaway in-memory database.
+
+The real engine advances a real run, but in a database that lives for one call, with every
+action replaced by its own ``perform(verify=True)`` (so nothing reaches a game), the
+switchboard's current rows copied in (so enablement and caps bite as they would), and the
+clock jumped from one due instant to the next instead of slept. Gates are fed by simulated
+firings (``{"after": "5m", "trigger": ..., "payload": {...}}``, offsets from the start). A
+parked step is confirmed at once, as a person would. The answer is the timeline (each
+phase's entry and exit, each step's virtual start and end, as offsets from the occurrence),
+the worst-case spend per dimension against the current caps, every refusal the real run
+would meet, and the instant a run would turn ``stalled`` on a gate that never opens.
+
+The real database is only read (the version and the switchboard); nothing is written to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.pool import AsyncAdaptedQueuePool
+
+from pageant.clock import FakeClock
+from pageant.db import runlog
+from pageant.db import switchboard as board_rows
+from pageant.db.due import next_instant
+from pageant.db.engine import create_engine
+from pageant.db.tables import (
+    TERMINAL_RUN_STATUSES,
+    event_action_settings,
+    event_definitions,
+    event_run_budget,
+    event_run_steps,
+    event_runs,
+    event_versions,
+    metadata,
+)
+from pageant.errors import Conflict, Invalid, NotFound
+from pageant.events import definitions
+from pageant.events.spec import validator as specs
+from pageant.events.spec.advance import parse_after
+from pageant.gates.conditions import check_payload
+from pageant.plugins.registry import Registry
+from pageant.settings import Settings
+from pageant.switchboard.pricing import plan_dimensions, price, tightest
+
+if TYPE_CHECKING:
+    from pageant.hookspecs import Action
+    from pageant.hosting import Host
+
+#: Bounds on one rehearsal: virtual time and engine ticks (a plan that never ends stops here).
+MAX_VIRTUAL = timedelta(days=31)
+MAX_TICKS = 20_000
+ACTOR = "rehearsal"
+
+
+@dataclasses.dataclass(frozen=True)
+class Firing:
+    after: int  # seconds from the start
+    trigger: str
+    payload: dict[str, Any]
+
+
+def check_firings(raw: Sequence[Mapping[str, Any]], host: Host) -> list[Firing]:
+    """Every simulated firing checked against the triggers; Invalid naming each problem."""
+    problems: list[str] = []
+    firings: list[Firing] = []
+    for i, item in enumerate(raw):
+        path = f"body.firings[{i}]"
+        after = parse_after(item.get("after"))
+        if after is None and item.get("after") not in ("0s", "0m"):
+            problems.append(f'{path}.after: expected a length like "30s", "5m", "2h" or "1d"')
+        trigger = host.registry.triggers.get(item.get("trigger", ""))
+        if trigger is None:
+            problems.append(f"{path}.trigger: no plugin registers {item.get('trigger')!r}")
+            continue
+        payload, errors = check_payload(trigger, item.get("payload", {}), f"{path}.payload")
+        problems.extend(errors)
+        firings.append(Firing(after or 0, trigger.id, payload))
+    if problems:
+        raise Invalid("invalid simulated firings", details=problems)
+    return sorted(firings, key=lambda f: f.after)
+
+
+def _dry(action: Action) -> Action:
+    perform = action.perform
+
+    async def rehearsed(ctx: Any) -> Any:
+        return await perform(dataclasses.replace(ctx, verify=True))
+
+    return action.model_copy(update={"perform": rehearsed})
+
+
+def dry_registry(registry: Registry) -> Registry:
+    """The registry with every action's ``perform`` made a ``perform(verify=True)``."""
+    copy = Registry(
+        actions={ident: _dry(a) for ident, a in registry.actions.items()},
+        budgets=dict(registry.budgets),
+        leases=dict(registry.leases),
+        option_sources=dict(registry.option_sources),
+        triggers=dict(registry.triggers),
+        legs=dict(registry.legs),
+        owners=dict(registry.owners),
+    )
+    return copy
+
+
+async def _source(host: Host, definition_id: int, number: int | None) -> tuple[Any, Any]:
+    async with host.db.connect() as conn:
+        row = await definitions.require_definition(conn, definition_id)
+        if number is None:
+            version = await definitions.published_version(conn, definition_id)
+            if version is None:
+                raise Conflict(
+                    f"event {definition_id} has no published version; publish it or name one"
+                )
+        else:
+            version = await definitions.get_version(conn, definition_id, number)
+            if version is None:
+                raise NotFound(f"event {definition_id} has no version {number}")
+        settings = await board_rows.all_settings(conn)
+    return row, (version, settings)
+
+
+def _offset(at: datetime | None, start: datetime) -> float | None:
+    return None if at is None else round((at - start).total_seconds(), 3)
+
+
+async def rehearse(
+    host: Host,
+    definition_id: int,
+    *,
+    version_number: int | None = None,
+    firings: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Rehearse a version of ``definition_id`` (the published one unless named)."""
+    from pageant.engine import Engine
+    from pageant.hosting import Host as HostClass
+    from pageant.runs import controls
+    from pageant.runs.create import start_now
+
+    began = time.perf_counter()
+    schedule = check_firings(firings, host)
+    definition, (version, settings) = await _source(host, definition_id, version_number)
+    spec = version.spec if isinstance(version.spec, dict) else {}
+    start = host.clock.now()
+    clock = FakeClock(start)
+    # One connection, kept for the whole call: an in-memory database lives exactly as long
+    # as its connection, and a pool of one makes the engine's overlapping legs queue for it
+    # (as they would queue for SQLite's write lock) instead of sharing one transaction.
+    throwaway = create_engine(
+        "sqlite+aiosqlite://", poolclass=AsyncAdaptedQueuePool, pool_size=1, max_overflow=0
+    )
+    rig = HostClass(
+        Settings(
+            database_url="sqlite+aiosqlite://",
+            stall_seconds=host.settings.stall_seconds,
+            steps_per_run_per_tick=10_000,
+            max_attempts=1,
+        ),
+        discover=False,
+        clock=clock,
+        db=throwaway,
+    )
+    rig.registry = dry_registry(host.registry)
+    try:
+        async with throwaway.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+            await conn.execute(
+                insert(event_definitions).values(
+                    id=definition.id,
+                    title=definition.title,
+                    slug=definition.slug,
+                    timezone=definition.timezone,
+                    grace_seconds=definition.grace_seconds,
+                    state="ready",
+                    spec=spec,
+                    created_at=start,
+                    updated_at=start,
+                )
+            )
+            await conn.execute(
+                insert(event_versions).values(
+                    id=version.id,
+                    definition_id=definition.id,
+                    number=version.number,
+                    spec=spec,
+                    timezone=version.timezone,
+                    published_at=version.published_at,
+                )
+            )
+            await conn.execute(
+                event_definitions.update()
+                .where(event_definitions.c.id == definition.id)
+                .values(current_version_id=version.id)
+            )
+            if settings:
+                await conn.execute(
+                    insert(event_action_settings),
+                    [dict(r._mapping) for r in settings.values()],
+                )
+        run_id, _ = await start_now(rig, definition.id, scope="", actor=ACTOR)
+        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock, controls)
+        report = await _report(rig, run_id, spec, start, settings, host.registry)
+    finally:
+        await rig.close()
+        await throwaway.dispose()
+    report.update(
+        event_id=definition.id,
+        version={"id": version.id, "number": version.number},
+        firings=fired,
+        took_ms=round((time.perf_counter() - began) * 1000, 1),
+    )
+    return report
+
+
+async def _drive(
+    rig: Any,
+    engine: Any,
+    run_id: int,
+    schedule: list[Firing],
+    start: datetime,
+    clock: Any,
+    controls: Any,
+) -> list[dict[str, Any]]:
+    pending = list(schedule)
+    fired: list[dict[str, Any]] = []
+    try:
+        for _ in range(MAX_TICKS):
+            now = clock.now()
+            while pending and start + timedelta(seconds=pending[0].after) <= now:
+                firing = pending.pop(0)
+                answer = await rig.emit(firing.trigger, firing.payload, actor=ACTOR)
+                fired.append({"after_seconds": firing.after, "trigger": firing.trigger, **answer})
+            await engine.tick()
+            async with rig.db.connect() as conn:
+                run = (
+                    await conn.execute(
+                        select(event_runs.c.status, event_runs.c.health).where(
+                            event_runs.c.id == run_id
+                        )
+                    )
+                ).one()
+                parked = (
+                    (
+                        await conn.execute(
+                            select(event_run_steps.c.id).where(
+                                event_run_steps.c.run_id == run_id,
+                                event_run_steps.c.status == "running",
+                                event_run_steps.c.lease_until.is_(None),
+                            )
+                        )
+                    )
+                    .scalars()
+                    .all()
+                )
+                following = await next_instant(conn, now, stall_seconds=rig.settings.stall_seconds)
+            if run.status in TERMINAL_RUN_STATUSES or run.status == "paused":
+                break
+            if parked:
+                for step_id in parked:
+                    await controls.confirm(
+                        rig, run_id, step_id, actor=ACTOR, note="confirmed by the rehearsal"
+                    )
+                continue
+            if run.health == "stalled" and not pending:
+                break  # a gate that never opens: the run would wait here for a person
+            candidates = [t for t in (following,) if t is not None and t > now]
+            if pending:
+                candidates.append(start + timedelta(seconds=pending[0].after))
+            if not candidates:
+                break
+            target = min(candidates)
+            if target - start > MAX_VIRTUAL:
+                break
+            clock.set(target)
+    finally:
+        await engine.stop()
+    return fired
+
+
+async def _report(
+    rig: Any,
+    run_id: int,
+    spec: Mapping[str, Any],
+    start: datetime,
+    settings: Mapping[str, Any],
+    registry: Registry,
+) -> dict[str, Any]:
+    async with rig.db.connect() as conn:
+        run = (await conn.execute(select(event_runs).where(event_runs.c.id == run_id))).one()
+        steps = (
+            await conn.execute(
+                select(event_run_steps)
+                .where(event_run_steps.c.run_id == run_id)
+                .order_by(event_run_steps.c.id)
+            )
+        ).all()
+        lines = await runlog.lines_of(conn, run_id)
+        meters = {
+            r.dimension: r.consumed
+            for r in await conn.execute(
+                select(event_run_budget.c.dimension, event_run_budget.c.consumed).where(
+                    event_run_budget.c.run_id == run_id
+                )
+            )
+        }
+    phases: dict[str, dict[str, Any]] = {}
+    labels = {p.get("key"): p.get("label") for p in spec.get("phases") or []}
+    refusals, stalls = [], []
+    for line in lines:
+        detail = line.detail or {}
+        if line.kind == "phase.entered":
+            phases[line.phase] = {
+                "key": line.phase,
+                "label": labels.get(line.phase),
+                "entered_seconds": _offset(line.at, start),
+                "left_seconds": None,
+            }
+        elif line.kind == "phase.completed" and line.phase in phases:
+            phases[line.phase]["left_seconds"] = _offset(line.at, start)
+        elif line.kind == "step.refused":
+            refusals.append(
+                {
+                    "step_id": line.step_id,
+                    "phase": line.phase,
+                    "action": detail.get("action"),
+                    "code": detail.get("code"),
+                    "error": detail.get("error"),
+                    "at_seconds": _offset(line.at, start),
+                }
+            )
+        elif line.kind == "run.health" and detail.get("to") == "stalled":
+            gate = detail.get("gate") or {}
+            stalls.append(
+                {
+                    "phase": line.phase,
+                    "trigger_id": gate.get("trigger_id"),
+                    "stalled_seconds": _offset(line.at, start),
+                }
+            )
+    caps = {ident: dict(r.caps or {}) for ident, r in settings.items()}
+    totals: dict[str, int] = {}
+    for _path, step in specs.action_steps(spec):
+        action = registry.actions.get(step.get("action", ""))
+        if action is not None:
+            for dimension, amount in price(
+                action, step.get("params") or {}, registry
+            ).amounts.items():
+                totals[dimension] = totals.get(dimension, 0) + amount
+    spend = []
+    for dimension, spenders in sorted(plan_dimensions(spec, registry).items()):
+        cap, source = tightest(dimension, spenders, caps)
+        budget = registry.budgets[dimension]
+        spend.append(
+            {
+                "dimension": dimension,
+                "label": budget.label,
+                "unit": budget.unit,
+                "worst_case": totals.get(dimension, 0),
+                "rehearsed": meters.get(dimension, 0),
+                "cap": cap,
+                "cap_source_action": source,
+                "over_cap": cap is not None and totals.get(dimension, 0) > cap,
+            }
+        )
+    return {
+        "started_at": start,
+        "outcome": {
+            "status": run.status,
+            "health": run.health,
+            "ended_seconds": _offset(run.ended_at, start),
+            "last_error": run.last_error,
+        },
+        "timeline": {
+            "phases": list(phases.values()),
+            "steps": [
+                {
+                    "phase": st.phase,
+                    "seq": st.seq,
+                    "label": st.label,
+                    "action": st.action,
+                    "status": st.status,
+                    "started_seconds": _offset(st.started_at, start),
+                    "finished_seconds": _offset(st.finished_at, start),
+                }
+                for st in steps
+            ],
+        },
+        "spend": spend,
+        "refusals": refusals,
+        "stalls": stalls,
+    }
