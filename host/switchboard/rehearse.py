@@ -21,24 +21,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from pageant.clock import FakeClock
+from pageant.db import rehearsal as rows
 from pageant.db import runlog
 from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.engine import create_engine
-from pageant.db.tables import (
-    TERMINAL_RUN_STATUSES,
-    event_action_settings,
-    event_definitions,
-    event_run_budget,
-    event_run_steps,
-    event_runs,
-    event_versions,
-    metadata,
-)
+from pageant.db.tables import TERMINAL_RUN_STATUSES
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.spec import validator as specs
@@ -139,6 +130,7 @@ async def rehearse(
 ) -> dict[str, Any]:
     """Rehearse a version of ``definition_id`` (the published one unless named)."""
     from pageant.engine import Engine
+    from pageant.engine.advance import advance
     from pageant.hosting import Host as HostClass
     from pageant.runs import controls
     from pageant.runs.create import start_now
@@ -169,42 +161,16 @@ async def rehearse(
     rig.registry = dry_registry(host.registry)
     try:
         async with throwaway.begin() as conn:
-            await conn.run_sync(metadata.create_all)
-            await conn.execute(
-                insert(event_definitions).values(
-                    id=definition.id,
-                    title=definition.title,
-                    slug=definition.slug,
-                    timezone=definition.timezone,
-                    grace_seconds=definition.grace_seconds,
-                    state="ready",
-                    spec=spec,
-                    created_at=start,
-                    updated_at=start,
-                )
+            await rows.seed(
+                conn,
+                definition=definition,
+                version=version,
+                spec=spec,
+                settings=settings.values(),
+                now=start,
             )
-            await conn.execute(
-                insert(event_versions).values(
-                    id=version.id,
-                    definition_id=definition.id,
-                    number=version.number,
-                    spec=spec,
-                    timezone=version.timezone,
-                    published_at=version.published_at,
-                )
-            )
-            await conn.execute(
-                event_definitions.update()
-                .where(event_definitions.c.id == definition.id)
-                .values(current_version_id=version.id)
-            )
-            if settings:
-                await conn.execute(
-                    insert(event_action_settings),
-                    [dict(r._mapping) for r in settings.values()],
-                )
         run_id, _ = await start_now(rig, definition.id, scope="", actor=ACTOR)
-        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock, controls)
+        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock, controls, advance)
         report = await _report(rig, run_id, spec, start, settings, host.registry)
     finally:
         await rig.close()
@@ -226,6 +192,7 @@ async def _drive(
     start: datetime,
     clock: Any,
     controls: Any,
+    advance: Any,
 ) -> list[dict[str, Any]]:
     pending = list(schedule)
     fired: list[dict[str, Any]] = []
@@ -236,28 +203,11 @@ async def _drive(
                 firing = pending.pop(0)
                 answer = await rig.emit(firing.trigger, firing.payload, actor=ACTOR)
                 fired.append({"after_seconds": firing.after, "trigger": firing.trigger, **answer})
-            await engine.tick()
+            # Only the advance leg: nothing here is reclaimed, expanded, missed or pruned.
+            await advance(rig, now)
+            await engine.drain()
             async with rig.db.connect() as conn:
-                run = (
-                    await conn.execute(
-                        select(event_runs.c.status, event_runs.c.health).where(
-                            event_runs.c.id == run_id
-                        )
-                    )
-                ).one()
-                parked = (
-                    (
-                        await conn.execute(
-                            select(event_run_steps.c.id).where(
-                                event_run_steps.c.run_id == run_id,
-                                event_run_steps.c.status == "running",
-                                event_run_steps.c.lease_until.is_(None),
-                            )
-                        )
-                    )
-                    .scalars()
-                    .all()
-                )
+                run, parked = await rows.run_state(conn, run_id)
                 following = await next_instant(conn, now, stall_seconds=rig.settings.stall_seconds)
             if run.status in TERMINAL_RUN_STATUSES or run.status == "paused":
                 break
@@ -292,23 +242,8 @@ async def _report(
     registry: Registry,
 ) -> dict[str, Any]:
     async with rig.db.connect() as conn:
-        run = (await conn.execute(select(event_runs).where(event_runs.c.id == run_id))).one()
-        steps = (
-            await conn.execute(
-                select(event_run_steps)
-                .where(event_run_steps.c.run_id == run_id)
-                .order_by(event_run_steps.c.id)
-            )
-        ).all()
+        run, steps, meters = await rows.outcome(conn, run_id)
         lines = await runlog.lines_of(conn, run_id)
-        meters = {
-            r.dimension: r.consumed
-            for r in await conn.execute(
-                select(event_run_budget.c.dimension, event_run_budget.c.consumed).where(
-                    event_run_budget.c.run_id == run_id
-                )
-            )
-        }
     phases: dict[str, dict[str, Any]] = {}
     labels = {p.get("key"): p.get("label") for p in spec.get("phases") or []}
     refusals, stalls = [], []

@@ -1,0 +1,94 @@
+"""SQL of a rehearsal, run only against its own throwaway in-memory database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.tables import (
+    event_action_settings,
+    event_definitions,
+    event_run_budget,
+    event_run_steps,
+    event_runs,
+    event_versions,
+    metadata,
+)
+
+_r = event_runs.c
+_s = event_run_steps.c
+_STATE = select(_r.status, _r.health).where(_r.id == bindparam("run_id"))
+_PARKED = select(_s.id).where(
+    _s.run_id == bindparam("run_id"), _s.status == "running", _s.lease_until.is_(None)
+)
+_RUN = select(event_runs).where(_r.id == bindparam("run_id"))
+_STEPS = select(event_run_steps).where(_s.run_id == bindparam("run_id")).order_by(_s.id)
+_METERS = select(event_run_budget.c.dimension, event_run_budget.c.consumed).where(
+    event_run_budget.c.run_id == bindparam("run_id")
+)
+
+
+async def seed(
+    conn: AsyncConnection,
+    *,
+    definition: Row[Any],
+    version: Row[Any],
+    spec: Mapping[str, Any],
+    settings: Iterable[Row[Any]],
+    now: datetime,
+) -> None:
+    """Create the schema and copy in one definition, its version and the switchboard."""
+    await conn.run_sync(metadata.create_all)
+    await conn.execute(
+        insert(event_definitions).values(
+            id=definition.id,
+            title=definition.title,
+            slug=definition.slug,
+            timezone=definition.timezone,
+            grace_seconds=definition.grace_seconds,
+            state="ready",
+            spec=spec,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    await conn.execute(
+        insert(event_versions).values(
+            id=version.id,
+            definition_id=definition.id,
+            number=version.number,
+            spec=spec,
+            timezone=version.timezone,
+            published_at=version.published_at,
+        )
+    )
+    await conn.execute(
+        update(event_definitions)
+        .where(event_definitions.c.id == definition.id)
+        .values(current_version_id=version.id)
+    )
+    rows = [dict(r._mapping) for r in settings]
+    if rows:
+        await conn.execute(insert(event_action_settings), rows)
+
+
+async def run_state(conn: AsyncConnection, run_id: int) -> tuple[Row[Any], list[int]]:
+    """The run's status and health, and the ids of its parked steps."""
+    state = (await conn.execute(_STATE, {"run_id": run_id})).one()
+    parked = list((await conn.execute(_PARKED, {"run_id": run_id})).scalars())
+    return state, parked
+
+
+async def outcome(
+    conn: AsyncConnection, run_id: int
+) -> tuple[Row[Any], list[Row[Any]], dict[str, int]]:
+    """The run row, its steps, and what it consumed per dimension."""
+    run = (await conn.execute(_RUN, {"run_id": run_id})).one()
+    steps = list(await conn.execute(_STEPS, {"run_id": run_id}))
+    meters = {r.dimension: r.consumed for r in await conn.execute(_METERS, {"run_id": run_id})}
+    return run, steps, meters
