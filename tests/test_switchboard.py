@@ -175,3 +175,54 @@ def test_pageant_actions_refuses_a_bad_cap_by_name(migrated_url):  # noqa: F811
     unknown = pageant("actions", "enable", "wisps.nothing", *url)
     assert unknown.exit_code == 1
     assert "no loaded plugin registers the action 'wisps.nothing'" in unknown.output
+
+
+def _seed(url: str, event_spec: dict[str, Any]) -> Any:
+    import asyncio
+    from datetime import UTC, datetime
+
+    from pageant.db.engine import create_engine
+    from tests.factories import publish_event
+
+    async def _go() -> Any:
+        engine = create_engine(url)
+        try:
+            return await publish_event(
+                engine, datetime(2027, 3, 1, 12, tzinfo=UTC), event_spec, verified=False
+            )
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(_go())
+
+
+def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url):  # noqa: F811
+    from tests.factories import announce, phase, spec, step, wait
+
+    url = ["--database-url", migrated_url]
+    good = _seed(migrated_url, spec(phase("main", announce("hi"), wait(60))))
+    verified = pageant("verify", good.slug, *url)
+    assert verified.exit_code == 0, verified.output
+    assert verified.output == f"event {good.id} version 1: verified\n"
+
+    rehearsed = pageant("rehearse", good.slug, *url)
+    assert rehearsed.exit_code == 0, rehearsed.output
+    assert rehearsed.output.splitlines() == [
+        f"event {good.id} version 1, rehearsed",
+        "       +0s  phase main entered",
+        "       +0s    core.announce done",
+        "       +0s    core.wait done",
+        "      +60s  phase main left",
+        "      +60s  run completed",
+    ]
+
+    bad = _seed(migrated_url, spec(phase("main", step("wisps.summon", colour="north", count=2))))
+    refused = pageant("verify", str(bad.id), *url)
+    assert refused.exit_code == 1
+    assert "did not pass verification" in refused.output
+    assert "spec.phases[0].steps[0]: wisps.summon is a change action, disabled by default" in (
+        refused.output
+    )
+    unknown = pageant("rehearse", "no-such-event", *url)
+    assert unknown.exit_code == 1
+    assert "no event with the id or slug 'no-such-event'" in unknown.output

@@ -402,9 +402,15 @@ def serve(settings: Settings) -> None:
 
 # ── the switchboard and the dry runs ────────────────────────────────────────────
 
-from pageant.cli.switchboard import actions  # noqa: E402 - needs main's helpers, defined above
+from pageant.cli.switchboard import (  # noqa: E402 - needs main's helpers, defined above
+    actions,
+    rehearse,
+    verify,
+)
 
 main.add_command(actions)
+main.add_command(verify)
+main.add_command(rehearse)
 
 
 if __name__ == "__main__":  # pragma: no cover

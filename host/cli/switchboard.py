@@ -1,4 +1,5 @@
-"""``pageant actions``: the switchboard from the command line (an operator at the host)."""
+"""The switchboard and the dry runs from the command line: ``pageant actions``,
+``pageant verify EVENT`` and ``pageant rehearse EVENT`` (an operator at the host)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ async def _with_host(settings: Settings, work: Any) -> Any:
     host = Host(settings)
     try:
         await _require_schema(host.db)
+        await host.start_plugins()  # a plugin's option sources may need its context
         return await work(host)
     finally:
         await host.close()
@@ -110,3 +112,110 @@ def actions_cap(settings: Settings, action_id: str, dimension: str, amount: str)
     else:
         raise click.UsageError(f"N must be a whole number of at least 0 or none; got {amount!r}")
     _change(settings, action_id, caps={dimension: cap}, merge_caps=True)
+
+
+async def _event_id(host: Any, ref: str) -> int:
+    from pageant.db.event_refs import definition_id_by_slug
+    from pageant.errors import NotFound
+
+    if ref.isascii() and ref.isdigit():
+        return int(ref)
+    async with host.db.connect() as conn:
+        found = await definition_id_by_slug(conn, ref)
+    if found is None:
+        raise NotFound(f"no event with the id or slug {ref!r}")
+    return found
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"+{value:g}s"
+
+
+@click.command()
+@click.argument("event", metavar="EVENT")
+@settings_options
+def verify(settings: Settings, event: str) -> None:
+    """Dry-run EVENT's published version (an id or a slug); record it verified if it passes.
+
+    Exit 0 verified, 1 with every problem listed.
+    """
+    from pageant.switchboard.verify import verify_event
+
+    async def _go(host: Any) -> dict[str, Any]:
+        return await verify_event(host, await _event_id(host, event), actor=CLI_ACTOR)
+
+    result = run(_with_host(settings, _go))
+    version = result["version"]["number"]
+    click.echo(f"event {result['event_id']} version {version}: verified")
+    for item in result["spend"]:
+        cap = "uncapped" if item["cap"] is None else f"cap {item['cap']}"
+        click.echo(f"  spends {item['total']} {item['unit']} of {item['dimension']} ({cap})")
+    for warning in result["warnings"]:
+        click.echo(f"  warning: {warning}")
+
+
+@click.command()
+@click.argument("event", metavar="EVENT")
+@click.option("--version", "version_number", type=click.IntRange(min=1), help="Default: published.")
+@click.option(
+    "--firings",
+    type=click.File("r"),
+    help='A JSON file: [{"after": "5m", "trigger": "...", "payload": {...}}, ...].',
+)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@settings_options
+def rehearse(
+    settings: Settings, event: str, version_number: int | None, firings: Any, as_json: bool
+) -> None:
+    """Run EVENT on a virtual clock in a throwaway database; print what would happen.
+
+    Nothing reaches a game (every action is its perform(verify=True)) and nothing is
+    written to the real database.
+    """
+    from pageant.api.routing import dumps
+    from pageant.switchboard.rehearse import rehearse as run_rehearsal
+
+    simulated: list[Any] = []
+    if firings is not None:
+        try:
+            simulated = json.load(firings)
+        except ValueError as exc:
+            raise click.UsageError(f"--firings is not JSON: {exc}") from exc
+        if not isinstance(simulated, list) or not all(isinstance(f, dict) for f in simulated):
+            raise click.UsageError("--firings must hold a JSON list of objects")
+
+    async def _go(host: Any) -> dict[str, Any]:
+        return await run_rehearsal(
+            host,
+            await _event_id(host, event),
+            version_number=version_number,
+            firings=simulated,
+        )
+
+    report = run(_with_host(settings, _go))
+    if as_json:
+        click.echo(json.dumps(json.loads(dumps(report)), indent=2))
+        return
+    click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
+    steps = report["timeline"]["steps"]
+    for phase in report["timeline"]["phases"]:
+        click.echo(f"{_seconds(phase['entered_seconds']):>10}  phase {phase['key']} entered")
+        for step in (s for s in steps if s["phase"] == phase["key"]):
+            click.echo(
+                f"{_seconds(step['started_seconds']):>10}    {step['action']} {step['status']}"
+            )
+        if phase["left_seconds"] is not None:
+            click.echo(f"{_seconds(phase['left_seconds']):>10}  phase {phase['key']} left")
+    outcome = report["outcome"]
+    click.echo(f"{_seconds(outcome['ended_seconds']):>10}  run {outcome['status']}")
+    for item in report["spend"]:
+        cap = "uncapped" if item["cap"] is None else f"cap {item['cap']}"
+        over = "  OVER THE CAP" if item["over_cap"] else ""
+        click.echo(f"spend     {item['dimension']}: worst case {item['worst_case']} ({cap}){over}")
+    for refusal in report["refusals"]:
+        click.echo(f"refused   {refusal['action']} ({refusal['code']}): {refusal['error']}")
+    for stall in report["stalls"]:
+        click.echo(
+            f"stalled   phase {stall['phase']} at {_seconds(stall['stalled_seconds'])}: "
+            f"its gate on {stall['trigger_id']} never opens"
+        )
