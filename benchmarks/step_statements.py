@@ -25,12 +25,18 @@ from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs.create import start_now
 from pageant.settings import Settings
+from pageant.switchboard import board
 
 STEPS = {
     "core.wait 0 (no host write)": {"action": "core.wait", "params": {"seconds": 0}},
     "core.announce to core.log": {
         "action": "core.announce",
         "params": {"leg": "core.log", "message": "hello"},
+    },
+    # A step that pays: one capped dimension (the example plugin, enabled with a cap).
+    "wisps.summon, one capped dimension": {
+        "action": "wisps.summon",
+        "params": {"colour": "north", "count": 1},
     },
 }
 
@@ -93,7 +99,17 @@ async def measure(mysql_url: str | None, n: int) -> None:
     async with scratch_database(mysql_url) as db:
         clock = FakeClock(datetime(2027, 3, 1, 12, 0, tzinfo=UTC))
         settings = Settings(steps_per_run_per_tick=10 * n)
-        host = Host(settings, discover=False, clock=clock, db=db)
+        host = Host(settings, clock=clock, db=db)
+        async with db.begin() as conn:
+            await board.set_action(
+                conn,
+                host.registry,
+                "wisps.summon",
+                enabled=True,
+                caps={"wisps.wisps": 1_000_000},
+                actor="bench",
+                now=clock.now(),
+            )
         meter = Meter(db)
         async with Engine(host) as engine:
             serial = 0

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import switchboard as board_rows
 from pageant.db import verification
+from pageant.engine.step_services import Posted
 from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
 from pageant.events.spec import validator as specs
 from pageant.hookspecs import ActionContext, run_with_envelope
-from pageant.kit.exercise import KitServices
 from pageant.switchboard.board import enablement
 from pageant.switchboard.options_check import check_option_values
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
@@ -26,6 +26,26 @@ from pageant.switchboard.pricing import plan_dimensions, price, tightest
 if TYPE_CHECKING:
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
+
+
+class DryRunServices:
+    """What ``perform(verify=True)`` finds in ``ctx.services`` during verify: the real
+    registry and settings; the log is a list and ``post_json`` sends nothing, because a dry
+    run that posts has changed the world."""
+
+    def __init__(self, registry: Registry, settings: Any) -> None:
+        self.registry = registry
+        self.settings = settings
+        self.run_id: int | None = None
+        self.step_id: int | None = None
+        self.phase = "verify"
+        self.logged: list[tuple[str, dict[str, Any]]] = []
+
+    async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
+        self.logged.append((kind, detail))
+
+    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
+        return Posted(None, "not sent: a dry run sends nothing", False)
 
 
 async def dry_run_steps(
@@ -99,7 +119,7 @@ async def verify_event(host: Host, definition_id: int, *, actor: str | None) -> 
     problems.extend(bad_values)
     warnings.extend(unchecked)
     failures, totals = await dry_run_steps(
-        spec, registry, KitServices(registry, host.settings), now=now
+        spec, registry, DryRunServices(registry, host.settings), now=now
     )
     problems.extend(failures)
     caps = {ident: dict(r.caps or {}) for ident, r in switch.items()}
