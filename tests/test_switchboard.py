@@ -100,6 +100,10 @@ async def test_an_admin_enables_and_caps_an_action_and_the_change_is_audited(cli
             {"caps": {"wisps.wisps": -1}},
             ["body.caps.wisps.wisps: Input should be greater than or equal to 0"],
         ),
+        (
+            {"caps": {"wisps.wisps": 2**31}},
+            ["body.caps.wisps.wisps: Input should be less than or equal to 2147483647"],
+        ),
         ({"enabled": "yes"}, ["body.enabled: Input should be a valid boolean"]),
         ({"colour": "red"}, ["body.colour: is not a known field"]),
         ({}, ["body: empty change"]),

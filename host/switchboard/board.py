@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import budgets
 from pageant.db import switchboard as rows
 from pageant.errors import Invalid, NotFound
-from pageant.switchboard.pricing import budget_rows, default_enabled, tightest
+from pageant.switchboard.pricing import MAX_AMOUNT, budget_rows, default_enabled, tightest
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
@@ -141,8 +141,12 @@ def check_caps(action: Action, registry: Registry, caps: Mapping[str, Any]) -> l
         elif dimension not in spends:
             spent = ", ".join(f'"{d}"' for d in spends) or "nothing"
             problems.append(f'{path}: {action.id} does not spend "{dimension}"; it spends {spent}')
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
-            problems.append(f"{path}: expected a whole number of at least 0, or null; got {cap!r}")
+        if cap is not None and (
+            isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= MAX_AMOUNT
+        ):
+            problems.append(
+                f"{path}: expected a whole number from 0 to {MAX_AMOUNT}, or null; got {cap!r}"
+            )
     return problems
 
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 #: The risks that are off until an admin turns them on; ``notify`` and ``inspect`` are on.
 DEFAULT_OFF = ("change", "irreversible")
+#: The largest cap or amount: a budget column is a 32-bit integer on MariaDB.
+MAX_AMOUNT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,8 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return value if 0 <= value <= MAX_AMOUNT else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_AMOUNT:
         return int(value)
     return None
 
@@ -71,7 +73,7 @@ def price(action: Action, params: Mapping[str, Any], registry: Registry) -> Pric
         if whole is None:
             return Price(
                 problem=f'{action.id}\'s cost asks for {value!r} of "{dimension}"; expected a '
-                "whole number of at least 0",
+                f"whole number from 0 to {MAX_AMOUNT}",
                 code="cost",
             )
         amounts[str(dimension)] = whole

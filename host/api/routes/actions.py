@@ -14,10 +14,11 @@ from pageant.api.bodies import no_defaults
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_body, respond
 from pageant.switchboard import board
+from pageant.switchboard.pricing import MAX_AMOUNT
 
 routes = RouteTable("actions")
 
-Cap = Annotated[int, Field(ge=0, strict=True)]
+Cap = Annotated[int, Field(ge=0, le=MAX_AMOUNT, strict=True)]
 
 
 class ActionChange(BaseModel):
