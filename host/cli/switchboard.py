@@ -139,7 +139,7 @@ def verify(settings: Settings, event: str) -> None:
 
     Exit 0 verified, 1 with every problem listed.
     """
-    from pageant.switchboard.verify import verify_event
+    from pageant.events.verify import verify_event
 
     async def _go(host: Any) -> dict[str, Any]:
         return await verify_event(host, await _event_id(host, event), actor=CLI_ACTOR)
@@ -173,7 +173,7 @@ def rehearse(
     written to the real database.
     """
     from pageant.api.routing import dumps
-    from pageant.switchboard.rehearse import rehearse as run_rehearsal
+    from pageant.engine.rehearsal import rehearse as run_rehearsal
 
     simulated: list[Any] = []
     if firings is not None:

@@ -8,9 +8,12 @@ from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.pool import AsyncAdaptedQueuePool
 
+from pageant.db.engine import create_engine
 from pageant.db.tables import (
+    TERMINAL_RUN_STATUSES,
     event_action_settings,
     event_definitions,
     event_run_budget,
@@ -19,6 +22,22 @@ from pageant.db.tables import (
     event_versions,
     metadata,
 )
+
+#: Where a rehearsal stops: a run that has ended, or one stopped for a person.
+STOPPED = (*TERMINAL_RUN_STATUSES, "paused")
+
+
+def throwaway_engine() -> AsyncEngine:
+    """An empty in-memory SQLite database that lives as long as this engine.
+
+    One connection, kept for the engine's life: an in-memory database lives exactly as long
+    as its connection, and a pool of one makes the engine's overlapping stages queue for it
+    (as they would queue for SQLite's write lock) instead of sharing one transaction.
+    """
+    return create_engine(
+        "sqlite+aiosqlite://", poolclass=AsyncAdaptedQueuePool, pool_size=1, max_overflow=0
+    )
+
 
 _r = event_runs.c
 _s = event_run_steps.c

@@ -8,8 +8,7 @@ from typing import Annotated, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from pageant.access.floor import ADMIN
-from pageant.access.tokens import STAFF
+from pageant.access.roles import ADMIN, STAFF
 from pageant.api.bodies import no_defaults
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_body, respond
@@ -113,8 +112,7 @@ async def change_action(request: web.Request) -> web.Response:
             actor=principal(request).actor,
             now=host.clock.now(),
         )
-    if host.engine is not None:
-        host.engine.wake()  # a run waiting on a refused step may be retried now
+    host.wake()  # a run waiting on a refused step may be retried now
     return respond(item)
 
 

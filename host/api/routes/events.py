@@ -41,17 +41,16 @@ from pageant.api.bodies import (
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
 from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
+from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
-from pageant.events import definitions
+from pageant.events import definitions, verify
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
+from pageant.events.option_values import check_option_values
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.schedules.recurrence import zone
-from pageant.switchboard import rehearse as rehearsal
-from pageant.switchboard import verify
-from pageant.switchboard.options_check import check_option_values
 
 log = logging.getLogger("pageant.api")
 

@@ -21,27 +21,28 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.pool import AsyncAdaptedQueuePool
-
 from pageant.clock import FakeClock
 from pageant.db import rehearsal as rows
 from pageant.db import runlog
 from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
-from pageant.db.engine import create_engine
-from pageant.db.tables import TERMINAL_RUN_STATUSES
+from pageant.db.log_kinds import LogKind
+from pageant.engine.advance import advance
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.spec import validator as specs
 from pageant.events.spec.advance import parse_after
 from pageant.gates.conditions import check_payload
+from pageant.hosting import Host
 from pageant.plugins.registry import Registry
+from pageant.runs import controls
+from pageant.runs.create import start_now
 from pageant.settings import Settings
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
-    from pageant.hosting import Host
+
 
 #: Bounds on one rehearsal: virtual time and engine ticks (a plan that never ends stops here).
 MAX_VIRTUAL = timedelta(days=31)
@@ -129,11 +130,7 @@ async def rehearse(
     firings: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Rehearse a version of ``definition_id`` (the published one unless named)."""
-    from pageant.engine import Engine
-    from pageant.engine.advance import advance
-    from pageant.hosting import Host as HostClass
-    from pageant.runs import controls
-    from pageant.runs.create import start_now
+    from pageant.engine.loop import Engine
 
     began = time.perf_counter()
     schedule = check_firings(firings, host)
@@ -141,13 +138,8 @@ async def rehearse(
     spec = version.spec if isinstance(version.spec, dict) else {}
     start = host.clock.now()
     clock = FakeClock(start)
-    # One connection, kept for the whole call: an in-memory database lives exactly as long
-    # as its connection, and a pool of one makes the engine's overlapping legs queue for it
-    # (as they would queue for SQLite's write lock) instead of sharing one transaction.
-    throwaway = create_engine(
-        "sqlite+aiosqlite://", poolclass=AsyncAdaptedQueuePool, pool_size=1, max_overflow=0
-    )
-    rig = HostClass(
+    throwaway = rows.throwaway_engine()
+    rig = Host(
         Settings(
             database_url="sqlite+aiosqlite://",
             stall_seconds=host.settings.stall_seconds,
@@ -170,7 +162,7 @@ async def rehearse(
                 now=start,
             )
         run_id, _ = await start_now(rig, definition.id, scope="", actor=ACTOR)
-        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock, controls, advance)
+        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock)
         report = await _report(rig, run_id, spec, start, settings, host.registry)
     finally:
         await rig.close()
@@ -191,8 +183,6 @@ async def _drive(
     schedule: list[Firing],
     start: datetime,
     clock: Any,
-    controls: Any,
-    advance: Any,
 ) -> list[dict[str, Any]]:
     pending = list(schedule)
     fired: list[dict[str, Any]] = []
@@ -209,7 +199,7 @@ async def _drive(
             async with rig.db.connect() as conn:
                 run, parked = await rows.run_state(conn, run_id)
                 following = await next_instant(conn, now, stall_seconds=rig.settings.stall_seconds)
-            if run.status in TERMINAL_RUN_STATUSES or run.status == "paused":
+            if run.status in rows.STOPPED:
                 break
             if parked:
                 for step_id in parked:
@@ -249,16 +239,16 @@ async def _report(
     refusals, stalls = [], []
     for line in lines:
         detail = line.detail or {}
-        if line.kind == "phase.entered":
+        if line.kind == LogKind.PHASE_ENTERED:
             phases[line.phase] = {
                 "key": line.phase,
                 "label": labels.get(line.phase),
                 "entered_seconds": _offset(line.at, start),
                 "left_seconds": None,
             }
-        elif line.kind == "phase.completed" and line.phase in phases:
+        elif line.kind == LogKind.PHASE_COMPLETED and line.phase in phases:
             phases[line.phase]["left_seconds"] = _offset(line.at, start)
-        elif line.kind == "step.refused":
+        elif line.kind == LogKind.STEP_REFUSED:
             refusals.append(
                 {
                     "step_id": line.step_id,
@@ -269,7 +259,7 @@ async def _report(
                     "at_seconds": _offset(line.at, start),
                 }
             )
-        elif line.kind == "run.health" and detail.get("to") == "stalled":
+        elif line.kind == LogKind.RUN_HEALTH and detail.get("to") == "stalled":
             gate = detail.get("gate") or {}
             stalls.append(
                 {

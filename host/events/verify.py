@@ -10,22 +10,29 @@ failure records nothing and answers every problem with its path.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pageant.db import switchboard as board_rows
 from pageant.db import verification
-from pageant.engine.step_services import Posted
 from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
+from pageant.events.option_values import check_option_values
 from pageant.events.spec import validator as specs
 from pageant.hookspecs import ActionContext, run_with_envelope
 from pageant.switchboard.board import enablement
-from pageant.switchboard.options_check import check_option_values
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
+
+
+class NotSent(NamedTuple):
+    """What ``post_json`` answers in a dry run (the shape of a step's post result)."""
+
+    status: int | None
+    error: str | None
+    sent: bool
 
 
 class DryRunServices:
@@ -44,8 +51,8 @@ class DryRunServices:
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         self.logged.append((kind, detail))
 
-    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
-        return Posted(None, "not sent: a dry run sends nothing", False)
+    async def post_json(self, url: str, body: str | dict[str, Any]) -> NotSent:
+        return NotSent(None, "not sent: a dry run sends nothing", False)
 
 
 async def dry_run_steps(
@@ -151,8 +158,7 @@ async def verify_event(host: Host, definition_id: int, *, actor: str | None) -> 
         )
     async with host.db.begin() as conn:
         await verification.mark_verified(conn, version.id, at=now, by=actor)
-    if host.engine is not None:
-        host.engine.wake()  # a held scheduled occurrence may start now
+    host.wake()  # a held scheduled occurrence may start now
     return {
         "event_id": row.id,
         "version": {"id": version.id, "number": version.number},
