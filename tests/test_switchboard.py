@@ -230,3 +230,17 @@ def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url):  # noqa: F8
     unknown = pageant("rehearse", "no-such-event", *url)
     assert unknown.exit_code == 1
     assert "no event with the id or slug 'no-such-event'" in unknown.output
+
+
+async def test_two_first_changes_of_one_action_at_once_never_answer_500(client, tokens, db):
+    import asyncio
+
+    body = {"enabled": True, "caps": {"wisps.wisps": 5}}
+    answers = await asyncio.gather(
+        *[call(client, "PUT", SUMMON, tokens["admin"], body) for _ in range(4)]
+    )
+    assert {status for status, _ in answers} <= {200, 409}
+    assert any(status == 200 for status, _ in answers)
+    settings, history = await _rows(db)
+    assert len(settings) == 1
+    assert len(history) == sum(1 for status, _ in answers if status == 200)

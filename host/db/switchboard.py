@@ -13,9 +13,11 @@ from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Row
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.tables import event_action_settings, event_action_settings_history
+from pageant.errors import Conflict
 
 a = event_action_settings.c
 h = event_action_settings_history.c
@@ -89,7 +91,16 @@ async def write_setting(
     ``before`` under a lock in the same transaction."""
     values = {"enabled": enabled, "caps": caps, "updated_by": actor, "updated_at": now}
     if before is None:
-        await conn.execute(_INSERT, {"action_id": action_id, **values})
+        try:
+            async with conn.begin_nested():
+                await conn.execute(_INSERT, {"action_id": action_id, **values})
+        except IntegrityError:
+            # FOR UPDATE locks no row that does not exist yet: two first changes of one
+            # action can both get here on MariaDB, and the loser is told, not a 500.
+            raise Conflict(
+                f"the switchboard row of {action_id} was changed concurrently; read it and "
+                "change it again"
+            ) from None
     else:
         await conn.execute(_UPDATE, {"key": action_id, **values})
     await conn.execute(
