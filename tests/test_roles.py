@@ -39,6 +39,7 @@ ROUTES: list[tuple[str, str, Any, set[str], int]] = [
     ("PUT", ACTIONS + "/core.announce", {"enabled": False}, ADMIN, 200),
     ("GET", ACTIONS + "/core.announce/history", None, STAFF, 200),
     ("POST", EVENTS + "/{event}/verify", None, AUTHORS, 200),
+    ("POST", EVENTS + "/{event}/rehearse", None, AUTHORS, 200),
 ]
 
 
