@@ -570,30 +570,3 @@ def test_the_guides_failure_shapes_hold() -> None:
         block for block in re.findall(r"```python\n(.*?)```", section, re.S) if "classify(" in block
     ]
     exec(compile(snippet, "docs/plugin-authors.md", "exec"), {})
-
-
-@pytest.mark.parametrize(("amount", "passes"), [(2.0, True), (2.5, False), (0, True)])
-def test_a_cost_must_answer_whole_amounts_as_dispatch_counts_them(amount, passes) -> None:
-    from pageant.hookspecs import Action, Budget
-    from pageant.kit.exercise import _cost_check
-    from pageant.plugins.registry import Registry
-
-    async def perform(ctx: Any) -> dict[str, Any]:
-        return {"ok": True}
-
-    action = Action.model_validate(
-        {
-            "id": "till.pay",
-            "label": "Pay",
-            "risk": "notify",
-            "budget_ms": 1000,
-            "perform": perform,
-            "cost": lambda params: {"till.coins": amount},
-        }
-    )
-    registry = Registry()
-    registry.add("budgets", "till.coins", Budget(dimension="till.coins", label="C", unit="c"), "t")
-    check = _cost_check("till[till]", action, {}, registry)
-    assert (check.outcome == "pass") is passes, check.message
-    if not passes:
-        assert check.message.endswith("gives till.coins 2.5; expected a whole number of at least 0")
