@@ -81,8 +81,16 @@ class Purse:
             {
                 "id": "purse.odd",
                 "label": "Odd",
-                "params": [],
-                "cost": lambda p: {"purse.gold": 1.5},
+                "params": [
+                    {
+                        "name": "gold",
+                        "type": "number",
+                        "required": False,
+                        "description": "gold to pay, in any fraction.",
+                        "example": 1.5,
+                    }
+                ],
+                "cost": lambda p: {"purse.gold": p.get("gold", 1.5)},
                 **base,
             },
         ]
@@ -283,19 +291,32 @@ async def test_a_retry_does_not_pay_twice_and_a_failure_is_not_refunded(
         (
             "purse.odd",
             "cost",
-            'purse.odd\'s cost asks for 1.5 of "purse.gold"; expected a whole number from 0 to '
-            "2147483647",
+            'purse.odd\'s cost asks for -1 of "purse.gold"; expected a number from 0 to 2147483647',
         ),
     ],
 )
 async def test_a_cost_the_host_cannot_count_is_refused_before_any_arithmetic(
     purse_host, purse_engine, purse, action, code, error
 ):
-    run_id = await _start(purse_host, spec(phase("a", step(action, on_failure="skip"))))
+    params = {"gold": -1} if action == "purse.odd" else {}
+    run_id = await _start(purse_host, spec(phase("a", step(action, on_failure="skip", **params))))
     await purse_engine.tick()
     (refused,) = await log_lines(purse_host.db, run_id, "step.refused")
     assert (refused.detail["code"], refused.detail["error"]) == (code, error)
     assert purse.calls == []
+
+
+@pytest.mark.parametrize(("gold", "second"), [(1.5, "refused"), (1.0, "done")])
+async def test_a_fractional_amount_is_rounded_up_to_whole_units(
+    purse_host, purse_engine, gold, second
+):
+    # A cap of 3: two payments of 1.5 count 2 + 2 and the second does not fit; two of 1.0 do.
+    await _cap(purse_host, "purse.odd", purse_gold=3)
+    odd = step("purse.odd", gold=gold, on_failure="skip")
+    run_id = await _start(purse_host, spec(phase("a", odd, odd)))
+    await purse_engine.tick()
+    assert [s.status for s in await step_rows(purse_host.db, run_id)] == ["done", second]
+    assert (await _meters(purse_host, run_id))["purse.gold"][1] == 2  # 2 + refused, or 1 + 1
 
 
 async def test_a_dimension_the_run_has_no_row_for_is_refused(purse_host, purse_engine, purse):

@@ -346,7 +346,7 @@ def test_a_cost_naming_an_undeclared_dimension_or_a_negative_amount_is_a_violati
         in by_action["spendthrift.buy"]
     )
     assert (
-        "gives spendthrift.silver -1; expected a whole number of at least 0"
+        "gives spendthrift.silver -1; expected a non-negative finite number"
         in by_action["spendthrift.refund"]
     )
 

@@ -7,7 +7,7 @@ loader's own reason), starts them, then exercises what each checked plugin decla
 * each action's example params through ``perform`` with ``verify=True`` (every example, and
   the required ones alone when some are optional), classified as the host classifies;
 * ``cost`` of the same params: a mapping naming only declared budget dimensions, with
-  whole amounts of at least 0;
+  non-negative finite amounts;
 * ``revert`` present exactly when ``reversible`` is not ``none``;
 * each option source the plugin declares resolves, and each param's example is among the
   values of the source it names (a warning: the values are live data);

@@ -266,11 +266,8 @@ def _cost_check(label: str, action: Action, params: dict[str, Any], registry: Re
             or not isinstance(amount, (int, float))
             or not math.isfinite(amount)
             or amount < 0
-            or (isinstance(amount, float) and not amount.is_integer())
         ):
-            # The host counts whole units (a cap is a whole number): at dispatch a fraction
-            # is refused with code "cost", so the kit refuses it first.
-            problems.append(f"gives {dimension} {amount!r}; expected a whole number of at least 0")
+            problems.append(f"gives {dimension} {amount!r}; expected a non-negative finite number")
     if problems:
         return Check(
             label, "cost", subject, "violation", f"{subject}: {call} {'; '.join(problems)}"

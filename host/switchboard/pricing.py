@@ -1,14 +1,15 @@
 """Pricing: what a step's ``cost`` asks for, and the tightest cap over the actions of a run.
 
-``cost(params)`` is the plugin's pure, synchronous answer ``{dimension: amount}``. The host
-accepts whole, non-negative amounts only (a cap counts whole units); anything else, or a
-``cost`` that raises, is a problem the caller reports (at dispatch a refusal with code
-``cost``). A dimension no plugin declares is code ``undeclared``, decided before any
-arithmetic.
+``cost(params)`` is the plugin's pure, synchronous answer ``{dimension: amount}``. A cap
+counts whole units, so a fractional amount is rounded up (1.5 spends 2); a negative or
+non-finite amount, one past a budget column's range, or a ``cost`` that raises is a problem
+the caller reports (at dispatch a refusal with code ``cost``). A dimension no plugin
+declares is code ``undeclared``, decided before any arithmetic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,14 +37,15 @@ def default_enabled(action: Action) -> bool:
     return action.risk not in DEFAULT_OFF
 
 
-def _whole(value: Any) -> int | None:
-    if isinstance(value, bool):
+def _units(value: Any) -> int | None:
+    """An amount as the whole units a cap counts: a fraction is rounded up (a limit must
+    never under-count), anything that is not a finite number from 0 up is None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, int):
-        return value if 0 <= value <= MAX_AMOUNT else None
-    if isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_AMOUNT:
-        return int(value)
-    return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    units = math.ceil(value)
+    return units if units <= MAX_AMOUNT else None
 
 
 def price(action: Action, params: Mapping[str, Any], registry: Registry) -> Price:
@@ -69,14 +71,14 @@ def price(action: Action, params: Mapping[str, Any], registry: Registry) -> Pric
         )
     amounts: dict[str, int] = {}
     for dimension, value in answer.items():
-        whole = _whole(value)
-        if whole is None:
+        units = _units(value)
+        if units is None:
             return Price(
                 problem=f'{action.id}\'s cost asks for {value!r} of "{dimension}"; expected a '
-                f"whole number from 0 to {MAX_AMOUNT}",
+                f"number from 0 to {MAX_AMOUNT}",
                 code="cost",
             )
-        amounts[str(dimension)] = whole
+        amounts[str(dimension)] = units
     return Price(amounts=amounts)
 
 
