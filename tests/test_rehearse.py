@@ -192,3 +192,15 @@ async def test_a_forty_phase_five_hundred_step_event_rehearses_quickly(client, t
     assert report["outcome"]["status"] == "completed"
     assert len(report["timeline"]["steps"]) == 500
     print(f"40 phases, 500 steps: {took:.2f} s through the API, {report['took_ms']} ms inside")
+
+
+async def test_a_named_version_is_rehearsed_and_an_unknown_one_is_a_404(client, tokens):
+    event_id = await _event(client, tokens, [{"key": "main", "label": "Main", "steps": [wait(5)]}])
+    path = f"{EVENTS}/{event_id}/rehearse"
+    status, report = await call(client, "POST", path, tokens["admin"], {"version": 1})
+    assert status == 200, report
+    assert report["version"]["number"] == 1 and report["outcome"]["ended_seconds"] == 5
+    status, data = await call(client, "POST", path, tokens["admin"], {"version": 9})
+    assert (status, data["error"]["message"]) == (404, f"event {event_id} has no version 9")
+    status, data = await call(client, "POST", path, tokens["admin"], {"firings": "soon"})
+    assert (status, data["error"]["code"]) == (400, "invalid")
