@@ -9,10 +9,8 @@ from typing import Any
 import click
 
 from pageant.cli import run, settings_options
+from pageant.cli.staff import actor
 from pageant.settings import Settings
-
-#: Who the switchboard's history names for a change made here.
-CLI_ACTOR = "cli"
 
 
 async def _with_host(settings: Settings, work: Any) -> Any:
@@ -76,7 +74,7 @@ def _change(settings: Settings, action_id: str, **change: Any) -> None:
     async def _go(host: Any) -> dict[str, Any]:
         async with host.db.begin() as conn:
             return await board.set_action(
-                conn, host.registry, action_id, actor=CLI_ACTOR, now=host.clock.now(), **change
+                conn, host.registry, action_id, actor=actor(), now=host.clock.now(), **change
             )
 
     click.echo(_line(run(_with_host(settings, _go))))
@@ -115,16 +113,10 @@ def actions_cap(settings: Settings, action_id: str, dimension: str, amount: str)
 
 
 async def _event_id(host: Any, ref: str) -> int:
-    from pageant.db.event_refs import definition_id_by_slug
-    from pageant.errors import NotFound
+    from pageant.events.definitions import find_event
 
-    if ref.isascii() and ref.isdigit():
-        return int(ref)
     async with host.db.connect() as conn:
-        found = await definition_id_by_slug(conn, ref)
-    if found is None:
-        raise NotFound(f"no event with the id or slug {ref!r}")
-    return found
+        return await find_event(conn, ref)
 
 
 def _seconds(value: float | None) -> str:
@@ -142,7 +134,7 @@ def verify(settings: Settings, event: str) -> None:
     from pageant.events.verify import verify_event
 
     async def _go(host: Any) -> dict[str, Any]:
-        return await verify_event(host, await _event_id(host, event), actor=CLI_ACTOR)
+        return await verify_event(host, await _event_id(host, event), actor=actor())
 
     result = run(_with_host(settings, _go))
     version = result["version"]["number"]
