@@ -206,6 +206,13 @@ def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url):  # noqa: F8
     assert verified.exit_code == 0, verified.output
     assert verified.output == f"event {good.id} version 1: verified\n"
 
+    import json
+
+    again = pageant("verify", good.slug, "--json", *url)
+    assert json.loads(again.output)["version"] == {"id": good.version_id, "number": 1}
+    as_json = json.loads(pageant("rehearse", good.slug, "--json", *url).output)
+    assert as_json["outcome"]["status"] == "completed"
+
     rehearsed = pageant("rehearse", good.slug, *url)
     assert rehearsed.exit_code == 0, rehearsed.output
     assert rehearsed.output.splitlines() == [

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pageant.cli import run, settings_options
-from pageant.cli.staff import actor
+from pageant.cli.staff import actor, as_json_text, json_option
 from pageant.settings import Settings
 
 
@@ -48,7 +48,7 @@ def actions() -> None:
 
 
 @actions.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @settings_options
 def actions_list(settings: Settings, as_json: bool) -> None:
     """Every registered action: risk, enablement, what it spends, its caps."""
@@ -60,15 +60,13 @@ def actions_list(settings: Settings, as_json: bool) -> None:
 
     items = run(_with_host(settings, _go))
     if as_json:
-        from pageant.api.routing import dumps
-
-        click.echo(json.dumps(json.loads(dumps({"items": items})), indent=2))
+        click.echo(as_json_text({"items": items, "next_cursor": None}))
         return
     for item in items:
         click.echo(_line(item))
 
 
-def _change(settings: Settings, action_id: str, **change: Any) -> None:
+def _change(settings: Settings, action_id: str, as_json: bool, **change: Any) -> None:
     from pageant.switchboard import board
 
     async def _go(host: Any) -> dict[str, Any]:
@@ -77,31 +75,37 @@ def _change(settings: Settings, action_id: str, **change: Any) -> None:
                 conn, host.registry, action_id, actor=actor(), now=host.clock.now(), **change
             )
 
-    click.echo(_line(run(_with_host(settings, _go))))
+    item = run(_with_host(settings, _go))
+    click.echo(as_json_text(item) if as_json else _line(item))
 
 
 @actions.command("enable")
 @click.argument("action_id", metavar="ACTION")
+@json_option
 @settings_options
-def actions_enable(settings: Settings, action_id: str) -> None:
+def actions_enable(settings: Settings, action_id: str, as_json: bool) -> None:
     """Turn ACTION on."""
-    _change(settings, action_id, enabled=True)
+    _change(settings, action_id, as_json, enabled=True)
 
 
 @actions.command("disable")
 @click.argument("action_id", metavar="ACTION")
+@json_option
 @settings_options
-def actions_disable(settings: Settings, action_id: str) -> None:
+def actions_disable(settings: Settings, action_id: str, as_json: bool) -> None:
     """Turn ACTION off: its steps are refused (code disabled) from the next dispatch."""
-    _change(settings, action_id, enabled=False)
+    _change(settings, action_id, as_json, enabled=False)
 
 
 @actions.command("cap")
 @click.argument("action_id", metavar="ACTION")
 @click.argument("dimension")
 @click.argument("amount", metavar="N|none")
+@json_option
 @settings_options
-def actions_cap(settings: Settings, action_id: str, dimension: str, amount: str) -> None:
+def actions_cap(
+    settings: Settings, action_id: str, dimension: str, amount: str, as_json: bool
+) -> None:
     """Cap what one run may spend of DIMENSION through ACTION (none: metered, unbounded)."""
     if amount == "none":
         cap: int | None = None
@@ -109,7 +113,7 @@ def actions_cap(settings: Settings, action_id: str, dimension: str, amount: str)
         cap = int(amount)
     else:
         raise click.UsageError(f"N must be a whole number of at least 0 or none; got {amount!r}")
-    _change(settings, action_id, caps={dimension: cap}, merge_caps=True)
+    _change(settings, action_id, as_json, caps={dimension: cap}, merge_caps=True)
 
 
 async def _event_id(host: Any, ref: str) -> int:
@@ -125,8 +129,9 @@ def _seconds(value: float | None) -> str:
 
 @click.command()
 @click.argument("event", metavar="EVENT")
+@json_option
 @settings_options
-def verify(settings: Settings, event: str) -> None:
+def verify(settings: Settings, event: str, as_json: bool) -> None:
     """Dry-run EVENT's published version (an id or a slug); record it verified if it passes.
 
     Exit 0 verified, 1 with every problem listed.
@@ -137,6 +142,9 @@ def verify(settings: Settings, event: str) -> None:
         return await verify_event(host, await _event_id(host, event), actor=actor())
 
     result = run(_with_host(settings, _go))
+    if as_json:
+        click.echo(as_json_text(result))
+        return
     version = result["version"]["number"]
     click.echo(f"event {result['event_id']} version {version}: verified")
     for item in result["spend"]:
@@ -154,7 +162,7 @@ def verify(settings: Settings, event: str) -> None:
     type=click.File("r"),
     help='A JSON file: [{"after": "5m", "trigger": "...", "payload": {...}}, ...].',
 )
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @settings_options
 def rehearse(
     settings: Settings, event: str, version_number: int | None, firings: Any, as_json: bool
@@ -164,7 +172,6 @@ def rehearse(
     Nothing reaches a game (every action is its perform(verify=True)) and nothing is
     written to the real database.
     """
-    from pageant.api.routing import dumps
     from pageant.engine.rehearsal import rehearse as run_rehearsal
 
     simulated: list[Any] = []
@@ -186,7 +193,7 @@ def rehearse(
 
     report = run(_with_host(settings, _go))
     if as_json:
-        click.echo(json.dumps(json.loads(dumps(report)), indent=2))
+        click.echo(as_json_text(report))
         return
     click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
     steps = report["timeline"]["steps"]
