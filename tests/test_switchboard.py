@@ -197,7 +197,7 @@ def _seed(url: str, event_spec: dict[str, Any]) -> Any:
     return asyncio.run(_go())
 
 
-def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url):  # noqa: F811
+def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url, tmp_path):  # noqa: F811
     from tests.factories import announce, phase, spec, step, wait
 
     url = ["--database-url", migrated_url]
@@ -212,6 +212,17 @@ def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url):  # noqa: F8
     assert json.loads(again.output)["version"] == {"id": good.version_id, "number": 1}
     as_json = json.loads(pageant("rehearse", good.slug, "--json", *url).output)
     assert as_json["outcome"]["status"] == "completed"
+    firings = tmp_path / "firings.json"
+    firings.write_text(json.dumps([{"after": "30s", "trigger": "wisps.caught", "payload": {}}]))
+    fed = json.loads(
+        pageant("rehearse", good.slug, "--firings", str(firings), "--json", *url).output
+    )
+    assert fed["firings"] == [
+        {"after_seconds": 30, "trigger": "wisps.caught", "gates_matched": 0, "gates_closed": 0}
+    ]
+    firings.write_text("[{")
+    broken = pageant("rehearse", good.slug, "--firings", str(firings), *url)
+    assert broken.exit_code == 2 and "--firings is not JSON" in broken.output
 
     rehearsed = pageant("rehearse", good.slug, *url)
     assert rehearsed.exit_code == 0, rehearsed.output
