@@ -145,8 +145,17 @@ async def principal_for(engine: AsyncEngine, token: str, *, now: datetime) -> Pr
     the use: ``last_used_at`` moves only when the stamp read is a minute old or more, so a
     busy token costs one write a minute, not one per request.
     """
+    return await principal_for_hash(engine, hash_token(token), now=now)
+
+
+async def principal_for_hash(
+    engine: AsyncEngine, token_hash: str, *, now: datetime
+) -> Principal | None:
+    """:func:`principal_for` from the token's hash: the web console's session keeps the hash,
+    never the token, and asks this on every request, so a revoked or expired token ends its
+    sessions at once (the same :class:`Unauthenticated`, the same note of its use)."""
     async with engine.connect() as conn:
-        row = await token_rows.by_hash(conn, hash_token(token))
+        row = await token_rows.by_hash(conn, token_hash)
         await conn.rollback()
     if row is None:
         return None

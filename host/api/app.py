@@ -2,6 +2,7 @@
 
 Routes come from every module in :mod:`pageant.api.routes` (each exposes ``routes``, a
 :class:`~pageant.api.routing.RouteTable`); the OpenAPI document is built from the same list.
+The web console (:mod:`pageant.console`) is mounted on the same app, outside ``/api/``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from aiohttp import web
 from pageant.api import middleware
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.routing import Route
+from pageant.console import app as console
 from pageant.engine import Engine
 from pageant.hosting import Host
 
@@ -34,12 +36,15 @@ def all_routes() -> list[Route]:
 def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
     """Build the app. Its cleanup context opens the database, starts the plugins and, with
     ``run_engine``, the engine task - and stops them in reverse order."""
-    app = web.Application(middlewares=[middleware.errors, middleware.bearer])
+    # The console's middleware is innermost: it renders its own pages' errors as HTML and
+    # passes every /api/ request straight through to the API's JSON envelope.
+    app = web.Application(middlewares=[middleware.errors, middleware.bearer, console.pages])
     app[HOST] = host
     routes = all_routes()
     app[ROUTES] = routes
     for route in routes:
         app.router.add_route(route.method, route.path, route.handler)
+    console.mount(app, host)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         if not host.started:

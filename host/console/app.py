@@ -1,0 +1,105 @@
+"""Mounting the web console on the app: templates, static files, the session and its checks.
+
+:func:`mount` is called by :func:`pageant.api.app.make_app`. Everything outside ``/api/``
+that is not a static file goes through :func:`pages`, the console's middleware: it reads the
+session, turns away a form post without its CSRF token (403), and renders every refusal as
+an HTML page with the server's own sentence, never a traceback and never a 500 page.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from pageant.console import filters
+from pageant.console.keys import HOST, SESSION_KEY, SESSIONS, render_error
+from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
+from pageant.db.errors import OperationalError
+from pageant.errors import PageantError
+from pageant.hosting import Host
+
+log = logging.getLogger("pageant.console")
+
+STATIC = Path(__file__).parent / "static"
+#: The console's page modules, each exposing ``routes`` (an aiohttp RouteTableDef).
+PAGE_MODULES = ("signin", "now", "runs", "events", "calendar", "plugins")
+#: Everything a page may load comes from the host itself (the test walk proves it too).
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+    # htmx evaluates its trigger filters (``every 3s [pageantIdle()]``) with Function().
+    "script-src 'self' 'unsafe-eval'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def is_console_path(path: str) -> bool:
+    return not path.startswith("/api/")
+
+
+def mount(app: web.Application, host: Host) -> None:
+    """Add the console's pages and static files to ``app`` (the API's app)."""
+    env = aiohttp_jinja2.setup(
+        app,
+        loader=jinja2.PackageLoader("pageant.console", "templates"),
+        autoescape=jinja2.select_autoescape(default=True),
+        # A missing key renders as nothing rather than failing the page (a 500).
+        undefined=jinja2.ChainableUndefined,
+    )
+    filters.install(env)
+    app[HOST] = host
+    hours = host.settings.console_session_hours
+    app[SESSIONS] = Sessions(host.settings.console_secret, max_age_seconds=int(hours * 3600))
+    app.router.add_static("/static/", STATIC, name="static", append_version=True)
+    for name in PAGE_MODULES:
+        module = importlib.import_module(f"pageant.console.{name}")
+        app.router.add_routes(module.routes)
+
+
+@web.middleware
+async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The console's middleware: a no-op for the API, the session and CSRF for pages."""
+    if not is_console_path(request.path) or request.path.startswith("/static/"):
+        return await handler(request)
+    try:
+        sessions: Sessions = request.app[SESSIONS]
+        host: Host = request.app[HOST]
+        session = await sessions.session(host.db, request.cookies.get(COOKIE))
+        request[SESSION_KEY] = session
+        if request.method == "POST" and request.path != "/sign-in":
+            form = await request.post()
+            sent = form.get(CSRF_FIELD)
+            if session is None or not csrf_ok(session, sent if isinstance(sent, str) else None):
+                return render_error(
+                    request,
+                    403,
+                    "This form was refused: its security token is missing or out of date. "
+                    "Reload the page and try again.",
+                )
+        response = await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        if exc.status == 404:
+            return render_error(request, 404, f"There is no page at {request.path}.")
+        if exc.status == 405:
+            return render_error(request, 405, f"{request.method} is not allowed here.")
+        return render_error(request, exc.status, exc.text or exc.reason)
+    except PageantError as exc:
+        return render_error(request, exc.status, exc.message, exc.details)
+    except OperationalError:
+        log.exception("database error on %s %s", request.method, request.path)
+        return render_error(request, 503, "The database did not answer; try again.")
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return render_error(request, 500, "Something went wrong; the server log has the details.")
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response

@@ -1,0 +1,88 @@
+"""The calendar: a month grid or an agenda of every occurrence, materialised (a run exists)
+or projected (the schedule says so, past what is made), with DST markers and a series filter.
+
+The data is :func:`pageant.schedules.calendar.calendar_items`, the function behind
+``GET /api/v1/admin/calendar``; days are the days of each event's own zone.
+"""
+
+from __future__ import annotations
+
+import calendar as cal
+from collections import defaultdict
+from datetime import UTC, date, datetime
+from typing import Any
+
+from aiohttp import web
+
+from pageant.access.roles import STAFF
+from pageant.console.keys import host_of, render, require
+from pageant.errors import Invalid, NotFound
+from pageant.events.series import events_of_series, get_series, list_series
+from pageant.schedules.calendar import calendar_items
+
+routes = web.RouteTableDef()
+
+VIEWS = ("month", "agenda")
+
+
+def _month(raw: str | None, today: date) -> date:
+    if not raw:
+        return today.replace(day=1)
+    try:
+        year, month = (int(p) for p in raw.split("-"))
+        return date(year, month, 1)
+    except ValueError:
+        raise Invalid(f"{raw!r} is not a month; expected YYYY-MM, such as 2027-03") from None
+
+
+def _shift(month: date, by: int) -> date:
+    index = month.year * 12 + month.month - 1 + by
+    return date(index // 12, index % 12 + 1, 1)
+
+
+@routes.get("/calendar")
+async def calendar_page(request: web.Request) -> web.Response:
+    require(request, STAFF)
+    host = host_of(request)
+    now = host.clock.now()
+    view = request.query.get("view") or "month"
+    if view not in VIEWS:
+        raise Invalid(f"There is no view {view!r}; choose month or agenda.")
+    month = _month(request.query.get("month"), now.date())
+    if not 1900 < month.year < 9000:
+        raise Invalid("Choose a month between the years 1901 and 8999.")
+    raw_series = request.query.get("series") or ""
+    series_id = None
+    if raw_series:
+        if not (raw_series.isascii() and raw_series.isdigit()) or len(raw_series) > 18:
+            raise Invalid(f"{raw_series!r} is not a series id.")
+        series_id = int(raw_series)
+    # A day either side, so an occurrence that falls on the 1st in its own zone is shown.
+    start = datetime.combine(_shift(month, 0), datetime.min.time(), UTC)
+    end = datetime.combine(_shift(month, 1), datetime.min.time(), UTC)
+    async with host.db.connect() as conn:
+        ids = None
+        if series_id is not None:
+            if await get_series(conn, series_id) is None:
+                raise NotFound(f"There is no series {series_id}.")
+            ids = await events_of_series(conn, series_id)
+        items = await calendar_items(conn, start=start, end=end, now=now, definition_ids=ids)
+        all_series = await list_series(conn, limit=200)
+    by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        by_day[item["local_time"][:10]].append(item)
+    weeks = cal.Calendar(firstweekday=0).monthdatescalendar(month.year, month.month)
+    return render(
+        request,
+        "calendar.html",
+        view=view,
+        month=month,
+        previous=_shift(month, -1),
+        following=_shift(month, 1),
+        weeks=weeks,
+        by_day=by_day,
+        items=items,
+        series=all_series,
+        series_id=series_id,
+        today=now.date(),
+    )

@@ -1,0 +1,367 @@
+"""The event editor's form: a spec read from form fields and written back into them.
+
+No JSON is typed anywhere. The form names every part of the spec by position
+(``p0-key``, ``p0-s1-param-count``, ``p2-c0-op``...), so :func:`spec_from_form` can rebuild
+the spec from a post, :func:`apply_op` can add or remove a phase, a step or a condition,
+and :func:`editor_view` lays a spec out again for the template, with each validation
+message placed at the field its path names (:func:`place_errors`).
+
+What the builder writes of a gate's ``where``: a single comparison, or ``all`` of several
+(the common case, and what a form can show plainly). A stored condition the builder cannot
+show (``any``, ``not``, nesting) is kept as it is and rendered as its sentence; removing the
+gate or choosing "replace" is how an author changes it from here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pageant.events.spec import validator as specs
+from pageant.gates.conditions import OPERATORS, render
+from pageant.gates.durations import format_after, parse_after
+from pageant.plugins.registry import Registry
+from pageant.schedules.recurrence import WEEKDAYS
+
+AFTER_UNITS = ("s", "m", "h", "d")
+GATE_KINDS = ("none", "after", "on")
+_DURATION = re.compile(r"([0-9]+)([smhd])")
+_PATH = re.compile(r"^([A-Za-z_.\[\]0-9]+): (.*)$", re.S)
+_PARAM_NAME = re.compile(r'^"([a-z][a-z0-9_]*)"')
+
+
+def _get(form: Mapping[str, Any], name: str) -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _count(form: Mapping[str, Any], name: str, limit: int) -> int:
+    raw = _get(form, name)
+    return min(int(raw), limit) if raw.isascii() and raw.isdigit() else 0
+
+
+# ── form -> spec ───────────────────────────────────────────────────────────────
+
+
+def _typed(kind: str, raw: str) -> Any:
+    """A form field's text as the declared type; text that does not parse is passed on
+    unchanged, so the validator names it (``"count" expected an integer; got "lots"``)."""
+    if raw == "":
+        return None
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw) if any(c in raw for c in ".eE") else int(raw)
+    except ValueError:
+        return raw
+    if kind == "boolean":
+        return {"true": True, "false": False}.get(raw, raw)
+    return raw
+
+
+def schedule_from_form(form: Mapping[str, Any]) -> dict[str, Any]:
+    kind = _get(form, "schedule-kind") or "manual"
+    if kind == "once":
+        return {"kind": "once", "at": _get(form, "schedule-at")}
+    if kind == "weekly":
+        days = [d for d in form.getall("schedule-days", []) if isinstance(d, str)]  # type: ignore[attr-defined]
+        return {"kind": "weekly", "days": days, "time": _get(form, "schedule-time")}
+    if kind == "monthly":
+        nth = _get(form, "schedule-nth")
+        return {
+            "kind": "monthly",
+            "nth": int(nth) if nth in ("1", "2", "3", "4", "-1") else nth,
+            "weekday": _get(form, "schedule-weekday"),
+            "time": _get(form, "schedule-time"),
+        }
+    return {"kind": kind}
+
+
+def _step_from_form(
+    form: Mapping[str, Any], prefix: str, registry: Registry
+) -> dict[str, Any] | None:
+    action_id = _get(form, f"{prefix}-action")
+    if not action_id:
+        return None
+    step: dict[str, Any] = {"action": action_id}
+    label = _get(form, f"{prefix}-label")
+    if label:
+        step["label"] = label
+    on_failure = _get(form, f"{prefix}-on_failure")
+    if on_failure:
+        step["on_failure"] = on_failure
+    declaration = registry.actions.get(action_id)
+    if declaration is None:
+        # A dormant step: its params are carried through untouched (nothing can check them).
+        kept = _get(form, f"{prefix}-kept")
+        try:
+            step.update(json.loads(kept) if kept else {})
+        except ValueError:
+            pass
+        step["action"] = action_id
+        return step
+    params: dict[str, Any] = {}
+    for param in declaration.params:
+        value = _typed(param.type, _get(form, f"{prefix}-param-{param.name}"))
+        if value is not None:
+            params[param.name] = value
+    step["params"] = params
+    return step
+
+
+def _conditions_from_form(
+    form: Mapping[str, Any], prefix: str, registry: Registry, trigger_id: str
+) -> Any:
+    kept = _get(form, f"{prefix}-where-kept")
+    if kept:
+        try:
+            return json.loads(kept)
+        except ValueError:
+            return None
+    trigger = registry.triggers.get(trigger_id)
+    types = {v.name: v.type for v in trigger.variables} if trigger else {}
+    leaves = []
+    for k in range(_count(form, f"{prefix}-conds", 50)):
+        var = _get(form, f"{prefix}-c{k}-var")
+        op = _get(form, f"{prefix}-c{k}-op")
+        raw = _get(form, f"{prefix}-c{k}-value")
+        if not var:
+            continue
+        kind = types.get(var, "string")
+        if op == "in":
+            value: Any = [_typed(kind, part.strip()) for part in raw.split(",") if part.strip()]
+        else:
+            value = _typed(kind, raw)
+            if value is None:
+                value = ""
+        leaves.append({"var": var, "op": op, "value": value})
+    if not leaves:
+        return None
+    return leaves[0] if len(leaves) == 1 else {"all": leaves}
+
+
+def _advance_from_form(
+    form: Mapping[str, Any], prefix: str, registry: Registry
+) -> dict[str, Any] | None:
+    kind = _get(form, f"{prefix}-gate")
+    if kind == "after":
+        amount = _get(form, f"{prefix}-after-n")
+        unit = _get(form, f"{prefix}-after-unit") or "m"
+        return {"after": f"{amount}{unit}"}
+    if kind == "on":
+        trigger_id = _get(form, f"{prefix}-on")
+        gate: dict[str, Any] = {"on": trigger_id}
+        count = _get(form, f"{prefix}-count")
+        gate["count"] = _typed("integer", count) if count else 1
+        gate["where"] = _conditions_from_form(form, prefix, registry, trigger_id)
+        return gate
+    return None
+
+
+def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
+    """The spec the editor's fields describe (not yet validated)."""
+    phases = []
+    for i in range(_count(form, "phases", specs.MAX_PHASES)):
+        prefix = f"p{i}"
+        steps = []
+        for j in range(_count(form, f"{prefix}-steps", specs.MAX_STEPS_PER_PHASE)):
+            step = _step_from_form(form, f"{prefix}-s{j}", registry)
+            if step is not None:
+                steps.append(step)
+        phase: dict[str, Any] = {
+            "key": _get(form, f"{prefix}-key"),
+            "label": _get(form, f"{prefix}-label"),
+            "steps": steps,
+        }
+        advance = _advance_from_form(form, prefix, registry)
+        if advance is not None:
+            phase["advance"] = advance
+        phases.append(phase)
+    return {"schedule": schedule_from_form(form), "phases": phases}
+
+
+# ── the editor's buttons that change the form, not the event ───────────────────
+
+
+def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: Registry) -> str:
+    """Apply a structural button (``add-phase``, ``add-step:0``, ``remove-step:0:1``,
+    ``add-cond:2``, ``remove-cond:2:0``, ``remove-phase:1``, ``refresh``) to ``spec`` in
+    place; answers a sentence saying what changed (shown until the author saves)."""
+    name, _, rest = op.partition(":")
+    parts = [int(p) for p in rest.split(":") if p.isascii() and p.isdigit()] if rest else []
+    phases = spec["phases"]
+    if name == "add-phase":
+        n = len(phases) + 1
+        taken = {p.get("key") for p in phases}
+        key = next(f"phase-{k}" for k in range(n, n + 100) if f"phase-{k}" not in taken)
+        phases.append({"key": key, "label": f"Phase {n}", "steps": []})
+        return f"Added phase {n}; save to keep it."
+    if name == "remove-phase" and parts and parts[0] < len(phases):
+        gone = phases.pop(parts[0])
+        return f"Removed phase {gone.get('label') or parts[0] + 1}; save to keep the change."
+    if name == "add-step" and parts and parts[0] < len(phases):
+        action_id = _get(form, f"p{parts[0]}-new-action")
+        declaration = registry.actions.get(action_id)
+        if declaration is None:
+            return "Choose an action to add."
+        phases[parts[0]]["steps"].append({"action": action_id, "params": {}})
+        return f"Added a step ({declaration.label}); fill in its fields and save."
+    if name == "remove-step" and len(parts) == 2 and parts[0] < len(phases):
+        steps = phases[parts[0]]["steps"]
+        if parts[1] < len(steps):
+            steps.pop(parts[1])
+            return "Removed the step; save to keep the change."
+    if name in ("add-cond", "remove-cond") and parts and parts[0] < len(phases):
+        gate = phases[parts[0]].get("advance")
+        if not isinstance(gate, dict) or "on" not in gate:
+            return "Choose the gate kind \"on a trigger\" first."
+        leaves = leaves_of(gate.get("where")) or []
+        if name == "add-cond":
+            trigger = registry.triggers.get(gate["on"])
+            first = trigger.variables[0] if trigger and trigger.variables else None
+            var = first.name if first else ""
+            op = OPERATORS[first.type][0] if first else "eq"
+            leaves.append({"var": var, "op": op, "value": ""})
+        elif len(parts) == 2 and parts[1] < len(leaves):
+            leaves.pop(parts[1])
+        gate["where"] = None if not leaves else leaves[0] if len(leaves) == 1 else {"all": leaves}
+        return "Changed the conditions; save to keep them."
+    return "Updated the form; save to keep the changes."
+
+
+# ── spec -> the editor's view ──────────────────────────────────────────────────
+
+
+def leaves_of(where: Any) -> list[dict[str, Any]] | None:
+    """The comparisons of a condition the builder can show (one, or ``all`` of several),
+    or None for one it cannot."""
+    if where is None:
+        return []
+    if isinstance(where, dict) and "var" in where:
+        return [dict(where)]
+    if (
+        isinstance(where, dict)
+        and set(where) == {"all"}
+        and isinstance(where["all"], list)
+        and all(isinstance(c, dict) and "var" in c for c in where["all"])
+    ):
+        return [dict(c) for c in where["all"]]
+    return None
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(_shown(v) for v in value)
+    return str(value)
+
+
+def _after_parts(after: Any) -> tuple[str, str]:
+    match = _DURATION.fullmatch(after) if isinstance(after, str) else None
+    if match is None:
+        seconds = parse_after(after) if isinstance(after, str) else None
+        match = _DURATION.fullmatch(format_after(seconds)) if seconds else None
+    return (match.group(1), match.group(2)) if match else ("", "m")
+
+
+def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
+    """The spec laid out for the editor's template: every field's name, path and value."""
+    phases = []
+    for i, phase in enumerate(spec.get("phases") or []):
+        path = f"spec.phases[{i}]"
+        steps = []
+        for j, step in enumerate(phase.get("steps") or []):
+            declaration = registry.actions.get(step.get("action", ""))
+            params = step.get("params") or {}
+            fields = []
+            for param in declaration.params if declaration else []:
+                fields.append(
+                    {
+                        "name": f"p{i}-s{j}-param-{param.name}",
+                        "param": param,
+                        "value": _shown(params.get(param.name)),
+                        "path": f"{path}.steps[{j}].params.{param.name}",
+                    }
+                )
+            steps.append(
+                {
+                    "prefix": f"p{i}-s{j}",
+                    "path": f"{path}.steps[{j}]",
+                    "action": step.get("action", ""),
+                    "declaration": declaration,
+                    "label": step.get("label") or "",
+                    "on_failure": step.get("on_failure") or "",
+                    "fields": fields,
+                    "kept": (
+                        json.dumps({k: v for k, v in step.items() if k != "action"})
+                        if declaration is None
+                        else ""
+                    ),
+                }
+            )
+        gate = phase.get("advance")
+        kind = "none"
+        view_gate: dict[str, Any] = {"after_n": "", "after_unit": "m", "on": "", "count": 1}
+        if isinstance(gate, dict) and "after" in gate:
+            kind = "after"
+            view_gate["after_n"], view_gate["after_unit"] = _after_parts(gate["after"])
+        elif isinstance(gate, dict) and "on" in gate:
+            kind = "on"
+            view_gate["on"] = gate.get("on") or ""
+            view_gate["count"] = gate.get("count") or 1
+        leaves = leaves_of(gate.get("where")) if kind == "on" else []
+        trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
+        view_gate.update(
+            kind=kind,
+            path=f"{path}.advance",
+            trigger=trigger,
+            conds=[
+                {"var": c.get("var", ""), "op": c.get("op", ""), "value": _shown(c.get("value"))}
+                for c in (leaves or [])
+            ],
+            kept=json.dumps(gate.get("where")) if leaves is None else "",
+            sentence=render(gate.get("where")) if leaves is None else "",
+        )
+        phases.append(
+            {
+                "prefix": f"p{i}",
+                "path": path,
+                "key": phase.get("key") or "",
+                "label": phase.get("label") or "",
+                "steps": steps,
+                "gate": view_gate,
+            }
+        )
+    schedule = dict(spec.get("schedule") or {"kind": "manual"})
+    return {"schedule": schedule, "phases": phases}
+
+
+# ── validation messages -> fields ──────────────────────────────────────────────
+
+
+def place_errors(details: list[str]) -> dict[str, list[str]]:
+    """Each ``path: message`` by the path of the field it belongs to. A ``params`` message
+    naming a param (``"count" is required``) goes to that param's field."""
+    placed: dict[str, list[str]] = {}
+    for detail in details:
+        match = _PATH.match(detail)
+        if match is None:
+            placed.setdefault("", []).append(detail)
+            continue
+        path, message = match.groups()
+        path = path.removeprefix("body.")
+        if path.endswith(".params"):
+            named = _PARAM_NAME.match(message)
+            if named:
+                path = f"{path}.{named.group(1)}"
+        placed.setdefault(path, []).append(message)
+    return placed
+
+
+WEEKDAY_NAMES = WEEKDAYS

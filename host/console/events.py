@@ -1,0 +1,316 @@
+"""Events: the list, a new event, the editor (save, publish, start), and the read-only view.
+
+Every write calls the domain functions the API's routes call, in the same order of checks:
+the role (the page's role set, from :mod:`pageant.access.roles`), the event (404), the fields
+and the spec (every problem at once, each shown at its field), the role floor (403), then
+the state (409). The editor is for ``AUTHORS``; publish and start are ``ADMIN`` only; a
+moderator sees the event read-only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+
+from pageant.access.floor import check_role_floor
+from pageant.access.roles import ADMIN, AUTHORS, STAFF
+from pageant.console import editor
+from pageant.console.keys import host_of, render, require, see_other
+from pageant.errors import Invalid, NotFound, PageantError
+from pageant.events import definitions
+from pageant.events.slugs import slugify
+from pageant.events.spec import validator as specs
+from pageant.gates.conditions import OPERATORS
+from pageant.plugins.options import resolve_options
+from pageant.runs.console import runs_page
+from pageant.runs.create import start_now
+from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
+
+routes = web.RouteTableDef()
+
+MAX_TITLE = 200
+MAX_DESCRIPTION = 4000
+#: How many occurrences the schedule preview shows.
+PREVIEW = 5
+RISK_WORDS = {
+    "notify": "notify: only tells people",
+    "inspect": "inspect: reads the world",
+    "change": "change: changes the world",
+    "irreversible": "irreversible: cannot be undone",
+}
+
+
+def _event_id(request: web.Request) -> int:
+    raw = request.match_info["id"]
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise NotFound(f"There is no event {raw!r}.")
+    return int(raw)
+
+
+# ── the list ───────────────────────────────────────────────────────────────────
+
+
+@routes.get("/events")
+async def events_page(request: web.Request) -> web.Response:
+    require(request, STAFF)
+    host = host_of(request)
+    state = request.query.get("state") or None
+    if state is not None and state not in definitions.STATES:
+        raise Invalid(f"There is no state {state!r}; choose one of {', '.join(definitions.STATES)}.")
+    async with host.db.begin() as conn:
+        rows = await definitions.list_definitions(conn, state=state, limit=500)
+        items = await definitions.render_events(conn, rows, now=host.clock.now())
+    return render(request, "events.html", events=items, state=state, states=definitions.STATES)
+
+
+# ── a new event ────────────────────────────────────────────────────────────────
+
+
+def _check_fields(title: str, timezone: str, description: str, problems: list[str]) -> None:
+    if not title:
+        problems.append("title: a title is required")
+    elif len(title) > MAX_TITLE:
+        problems.append(f"title: at most {MAX_TITLE} characters; this one has {len(title)}")
+    try:
+        zone(timezone)
+    except ValueError:
+        problems.append(
+            f'timezone: "{timezone}" is not a known IANA time zone, such as "Europe/Berlin" '
+            'or "UTC"'
+        )
+    if len(description) > MAX_DESCRIPTION:
+        problems.append(f"description: at most {MAX_DESCRIPTION} characters")
+
+
+def _field(form: Any, name: str) -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+@routes.get("/events/new")
+async def new_event_page(request: web.Request) -> web.Response:
+    require(request, AUTHORS)
+    return render(request, "event_new.html", values={"timezone": "UTC"}, errors={})
+
+
+@routes.post("/events")
+async def create_event(request: web.Request) -> web.Response:
+    session = require(request, AUTHORS)
+    host = host_of(request)
+    form = await request.post()
+    title, timezone = _field(form, "title"), _field(form, "timezone") or "UTC"
+    description = _field(form, "description")
+    problems: list[str] = []
+    _check_fields(title, timezone, description, problems)
+    if problems:
+        values = {"title": title, "timezone": timezone, "description": description}
+        return render(
+            request,
+            "event_new.html",
+            status=400,
+            values=values,
+            errors=editor.place_errors(problems),
+        )
+    async with host.db.begin() as conn:
+        definition_id = await definitions.create_definition(
+            conn,
+            title=title,
+            slug=None,
+            derived_slug=slugify(title),
+            spec=specs.empty_spec(),
+            now=host.clock.now(),
+            actor=session.principal.actor,
+            description=description,
+            timezone=timezone,
+        )
+    return see_other(f"/events/{definition_id}")
+
+
+# ── the editor ─────────────────────────────────────────────────────────────────
+
+
+def preview(schedule: dict[str, Any], timezone: str, now: datetime) -> list[dict[str, Any]]:
+    """The next occurrences of a schedule in its zone, each with any DST adjustment."""
+    found: list[dict[str, Any]] = []
+    after = now
+    try:
+        for _ in range(PREVIEW):
+            occ = next_occurrence(schedule, timezone, after)
+            if occ is None:
+                break
+            found.append({"at": occ.at, "local": occ.local, "dst_adjusted": occ.dst_adjusted})
+            after = occ.at + timedelta(seconds=1)
+    except (ValueError, TypeError, AttributeError):
+        return found
+    return found
+
+
+async def _options(registry: Any) -> dict[str, dict[str, Any]]:
+    """Every option source's current values (a failing source answers its reason)."""
+    return {
+        source_id: await resolve_options(source)
+        for source_id, source in sorted(registry.option_sources.items())
+    }
+
+
+async def _editor(
+    request: web.Request,
+    event: dict[str, Any],
+    spec: dict[str, Any],
+    *,
+    status: int = 200,
+    errors: list[str] | None = None,
+    notice: str = "",
+    fields: dict[str, str] | None = None,
+) -> web.Response:
+    host = host_of(request)
+    registry = host.registry
+    catalog_actions = sorted(registry.actions.values(), key=lambda a: a.id)
+    runs, _ids = await runs_page(host, event["id"], after_id=0, limit=50)
+    fields = fields or {
+        "title": event["title"],
+        "timezone": event["timezone"],
+        "description": event["description"],
+    }
+    return render(
+        request,
+        "editor.html",
+        status=status,
+        event=event,
+        fields=fields,
+        view=editor.editor_view(spec, registry),
+        preview=preview(spec.get("schedule") or {}, fields["timezone"], host.clock.now()),
+        actions=catalog_actions,
+        triggers=sorted(registry.triggers.values(), key=lambda t: t.id),
+        options=await _options(registry),
+        operators=OPERATORS,
+        risk_words=RISK_WORDS,
+        weekdays=WEEKDAYS,
+        on_failure=specs.ON_FAILURE,
+        units=editor.AFTER_UNITS,
+        errors=editor.place_errors(errors or []),
+        all_errors=errors or [],
+        notice=notice,
+        runs=runs,
+        dormant=specs.dormant_items(event["spec"]),
+    )
+
+
+async def _event(request: web.Request, definition_id: int) -> dict[str, Any]:
+    host = host_of(request)
+    async with host.db.begin() as conn:
+        return await definitions.render_event(conn, definition_id, now=host.clock.now())
+
+
+@routes.get("/events/{id}")
+async def event_page(request: web.Request) -> web.Response:
+    session = require(request, STAFF)
+    event = await _event(request, _event_id(request))
+    if session.principal.role not in AUTHORS:
+        host = host_of(request)
+        runs, _ids = await runs_page(host, event["id"], after_id=0, limit=50)
+        return render(
+            request,
+            "event_view.html",
+            event=event,
+            view=editor.editor_view(event["spec"], host.registry),
+            preview=preview(event["spec"].get("schedule") or {}, event["timezone"], host.clock.now()),
+            runs=runs,
+        )
+    notice = "Saved." if request.query.get("saved") else ""
+    if request.query.get("published"):
+        notice = f"Published as version {event['current_version']['number']}."
+    return await _editor(request, event, event["spec"], notice=notice)
+
+
+@routes.post("/events/{id}")
+async def save_event(request: web.Request) -> web.Response:
+    """Every editor button posts here: ``op=save`` saves, the others change the form."""
+    session = require(request, AUTHORS)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    event = await _event(request, definition_id)
+    form = await request.post()
+    spec = editor.spec_from_form(form, host.registry)
+    fields = {
+        "title": _field(form, "title"),
+        "timezone": _field(form, "timezone") or "UTC",
+        "description": _field(form, "description"),
+    }
+    op = _field(form, "op") or "save"
+    if op != "save":
+        notice = editor.apply_op(spec, op, form, host.registry)
+        return await _editor(request, event, spec, notice=notice, fields=fields)
+    problems: list[str] = []
+    _check_fields(fields["title"], fields["timezone"], fields["description"], problems)
+    try:
+        async with host.db.begin() as conn:
+            row = await definitions.require_definition(conn, definition_id, lock=True)
+            try:
+                checked = specs.validate(spec, host.registry, stored=row.spec)
+            except Invalid as exc:
+                problems.extend(exc.details)
+                checked = None
+            if problems or checked is None:
+                raise Invalid(
+                    "The event was not saved; fix the fields marked below.", details=problems
+                )
+            check_role_floor(session.principal.role, row.spec, checked, host.registry)
+            definitions.refuse_unless_open(row, "edited")
+            await definitions.update_definition(
+                conn, definition_id, {**fields, "spec": checked}, now=host.clock.now()
+            )
+    except PageantError as exc:
+        return await _editor(
+            request, event, spec, status=exc.status, errors=exc.details or [exc.message],
+            notice=exc.message, fields=fields,
+        )
+    return see_other(f"/events/{definition_id}?saved=1")
+
+
+@routes.post("/events/{id}/publish")
+async def publish(request: web.Request) -> web.Response:
+    session = require(request, ADMIN)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    try:
+        async with host.db.begin() as conn:
+            await definitions.publish_definition(
+                conn,
+                definition_id,
+                host.registry,
+                now=host.clock.now(),
+                actor=session.principal.actor,
+                horizon_days=host.settings.horizon_days,
+            )
+    except PageantError as exc:
+        if isinstance(exc, NotFound):
+            raise
+        event = await _event(request, definition_id)
+        return await _editor(
+            request, event, event["spec"], status=exc.status,
+            errors=exc.details or [exc.message], notice=exc.message,
+        )
+    host.wake()
+    return see_other(f"/events/{definition_id}?published=1")
+
+
+@routes.post("/events/{id}/start")
+async def start(request: web.Request) -> web.Response:
+    session = require(request, ADMIN)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    try:
+        run_id, _created = await start_now(
+            host, definition_id, scope="", actor=session.principal.actor
+        )
+    except PageantError as exc:
+        if isinstance(exc, NotFound):
+            raise
+        event = await _event(request, definition_id)
+        return await _editor(
+            request, event, event["spec"], status=exc.status, errors=[], notice=exc.message
+        )
+    return see_other(f"/runs/{run_id}")

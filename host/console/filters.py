@@ -1,0 +1,44 @@
+"""Template filters: times as people read them, and DST notes in words."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import jinja2
+
+from pageant.schedules.recurrence import zone
+
+
+def when(value: datetime | None) -> str:
+    """An instant as ``2027-03-01 12:00:05 UTC`` (empty for None)."""
+    if value is None:
+        return ""
+    return value.astimezone(zone("UTC")).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def local(value: datetime | None, tz: str) -> str:
+    """An instant on the wall clock of ``tz``: ``Fri 2027-03-05 20:00 CET``."""
+    if value is None:
+        return ""
+    try:
+        return value.astimezone(zone(tz)).strftime("%a %Y-%m-%d %H:%M %Z")
+    except ValueError:
+        return when(value)
+
+
+def dst_note(adjusted: Any) -> str:
+    """What a DST rule did to an occurrence, in words (empty when nothing)."""
+    if not isinstance(adjusted, dict):
+        return ""
+    if adjusted.get("kind") == "gap":
+        return f"DST: the clocks skip this time; runs {adjusted.get('shift_minutes')} min later"
+    if adjusted.get("kind") == "fold":
+        return "DST: this time happens twice; runs the first time"
+    return ""
+
+
+def install(env: jinja2.Environment) -> None:
+    env.filters["when"] = when
+    env.filters["local"] = local
+    env.filters["dst_note"] = dst_note

@@ -1,0 +1,103 @@
+"""What every page shares: the app and request keys, who is asking, and rendering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS
+from pageant.console.session import CSRF_FIELD, Session, Sessions
+from pageant.errors import Forbidden
+from pageant.hosting import Host
+
+HOST = web.AppKey("console_host", Host)
+SESSIONS = web.AppKey("console_sessions", Sessions)
+SESSION_KEY: Any = (
+    web.RequestKey("console_session", object) if hasattr(web, "RequestKey") else "console.session"
+)
+#: Where the console starts once signed in.
+HOME = "/now"
+
+
+def see_other(location: str) -> web.Response:
+    """A 303 to ``location``: where every successful form post lands (post, redirect, get)."""
+    return web.Response(status=303, headers={"Location": location})
+
+
+def host_of(request: web.Request) -> Host:
+    return request.app[HOST]
+
+
+def session_of(request: web.Request) -> Session | None:
+    return request.get(SESSION_KEY)
+
+
+class SignInRequired(web.HTTPSeeOther):
+    """A page asked for without a session: off to sign in, and back afterwards."""
+
+    def __init__(self, request: web.Request) -> None:
+        target = request.path_qs if request.method == "GET" else HOME
+        super().__init__(location=f"/sign-in?next={_quote(target)}")
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="/")
+
+
+def require(request: web.Request, roles: tuple[str, ...]) -> Session:
+    """The session of a signed-in person whose role is among ``roles``; otherwise off to
+    sign in (no session) or a 403 page (the role may not)."""
+    session = session_of(request)
+    if session is None:
+        raise SignInRequired(request)
+    if session.principal.role not in roles:
+        raise Forbidden(f"This page needs the role {' or '.join(roles)}; you are signed in as "
+                        f"{session.principal.role}.")
+    return session
+
+
+def abilities(role: str | None) -> dict[str, bool]:
+    """What the role may do, for deciding which buttons exist (the server checks again)."""
+    return {
+        "author": role in AUTHORS,
+        "publish": role in ADMIN,
+        "start": role in ADMIN,
+        "control": role in CONTROLLERS,
+        "fire": role in FIRERS,
+    }
+
+
+def context(request: web.Request, **values: Any) -> dict[str, Any]:
+    session = session_of(request)
+    role = session.principal.role if session is not None else None
+    return {
+        "session": session,
+        "principal": session.principal if session is not None else None,
+        "can": abilities(role),
+        "csrf_field": CSRF_FIELD,
+        "csrf": session.csrf if session is not None else "",
+        "path": request.path,
+        "now": host_of(request).clock.now(),
+        **values,
+    }
+
+
+def render(
+    request: web.Request, template: str, status: int = 200, **values: Any
+) -> web.Response:
+    return aiohttp_jinja2.render_template(
+        template, request, context(request, **values), status=status
+    )
+
+
+def render_error(
+    request: web.Request, status: int, message: str, details: list[str] | None = None
+) -> web.Response:
+    return render(
+        request, "error.html", status=status, status_code=status, message=message,
+        details=details or [],
+    )

@@ -1,0 +1,19 @@
+"""Plugins: what loaded, and what was refused with the reason (``pageant plugins``'s list)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from pageant.access.roles import STAFF
+from pageant.console.keys import host_of, render, require
+from pageant.plugins.loader import plugin_listing
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/plugins")
+async def plugins_page(request: web.Request) -> web.Response:
+    require(request, STAFF)
+    host = host_of(request)
+    catalog = host.registry.catalog()
+    return render(request, "plugins.html", plugins=plugin_listing(host.plugins), catalog=catalog)

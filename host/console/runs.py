@@ -1,0 +1,189 @@
+"""The run console page: the phases as a timeline, the gate, the log, and the controls.
+
+The data is :func:`pageant.runs.console.console` (the same function behind
+``GET /api/v1/admin/runs/{id}``); the controls call :mod:`pageant.runs.controls`, the
+functions behind the API's control routes, with the same role set (``CONTROLLERS``). A
+control the run has moved past answers 409 with the server's sentence, shown on the page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from pageant.access.roles import CONTROLLERS, STAFF
+from pageant.console.keys import host_of, render, require, see_other
+from pageant.errors import Conflict, Invalid, NotFound
+from pageant.runs import controls
+from pageant.runs.console import console
+from pageant.runs.versions import phases_of
+
+routes = web.RouteTableDef()
+
+#: The statuses after which nothing changes: the page stops polling.
+TERMINAL = ("completed", "failed", "cancelled", "missed")
+#: How many of the newest log lines the page shows.
+LOG_LINES = 200
+MAX_REASON = 200
+MAX_NOTE = 2000
+
+#: control -> (statuses of the run it acts from, whether a reason is required).
+RUN_CONTROLS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "pause": (("starting", "running"), False),
+    "resume": (("paused",), False),
+    "advance": (("running", "paused"), True),
+    "cancel": (("scheduled", "starting", "running", "paused"), True),
+}
+STEP_CONTROLS = ("confirm", "skip", "retry")
+
+
+def _run_id(request: web.Request, name: str = "run_id") -> int:
+    raw = request.match_info[name]
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise NotFound(f"There is no run {raw!r}.")
+    return int(raw)
+
+
+async def _pinned_phases(request: web.Request, version_id: int) -> list[dict[str, Any]]:
+    from pageant.runs.versions import read_pinned
+
+    async with host_of(request).db.connect() as conn:
+        found = await read_pinned(conn, version_id)
+    return (phases_of(found[1]) if found else None) or []
+
+
+async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]:
+    """The run console's data arranged for the page: each authored phase with its state
+    (done, current, ahead) and its steps (the rows once made; the authored ones before)."""
+    run = data["run"]
+    phases = await _pinned_phases(request, run["version_id"])
+    keys = [p["key"] for p in phases]
+    current = keys.index(run["current_phase"]) if run["current_phase"] in keys else None
+    made: dict[str, list[dict[str, Any]]] = {}
+    for step in data["steps"]:
+        made.setdefault(step["phase"], []).append(step)
+    out = []
+    for i, phase in enumerate(phases):
+        if run["status"] == "completed" or (current is not None and i < current):
+            state = "done"
+        elif current == i:
+            state = "current" if run["status"] not in TERMINAL else "stopped here"
+        else:
+            state = "ahead"
+        out.append(
+            {
+                "key": phase["key"],
+                "label": phase.get("label") or phase["key"],
+                "state": state,
+                "steps": made.get(phase["key"], []),
+                "authored": phase.get("steps") or [],
+                "advance": phase.get("advance"),
+            }
+        )
+    waiting = run["waiting_on"] or {}
+    gate = data["gate"]
+    phase_settled = all(
+        st["status"] not in ("pending", "running")
+        for st in made.get(run["current_phase"] or "", [])
+    )
+    offered = {
+        name: run["status"] in statuses for name, (statuses, _) in RUN_CONTROLS.items()
+    }
+    offered["advance"] = (
+        offered["advance"]
+        and gate is not None
+        and gate.get("satisfied_at") is None
+        and phase_settled
+    )
+    retry_step = waiting.get("step_id") if run["status"] == "paused" else None
+    return {
+        "run": run,
+        "phases": out,
+        "gate": gate,
+        "log": data["log"][-LOG_LINES:],
+        "log_total": len(data["log"]),
+        "live": run["status"] not in TERMINAL,
+        "offered": offered,
+        "retry_step": retry_step,
+    }
+
+
+async def _page(
+    request: web.Request, run_id: int, *, template: str, status: int = 200, **extra: Any
+) -> web.Response:
+    data = await console(host_of(request), run_id)
+    return render(request, template, status=status, **await timeline(request, data), **extra)
+
+
+@routes.get("/runs/{run_id}")
+async def run_page(request: web.Request) -> web.Response:
+    require(request, STAFF)
+    return await _page(request, _run_id(request), template="run.html")
+
+
+@routes.get("/runs/{run_id}/live")
+async def run_live(request: web.Request) -> web.Response:
+    """The part of the page htmx polls: everything but the page's frame."""
+    require(request, STAFF)
+    return await _page(request, _run_id(request), template="_run_live.html")
+
+
+def _text(form: Any, name: str, limit: int) -> str | None:
+    value = form.get(name)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if len(value) > limit:
+        raise Invalid(f"The {name} is at most {limit} characters; this one has {len(value)}.")
+    return value.strip()
+
+
+@routes.post("/runs/{run_id}/{control}")
+async def run_control(request: web.Request) -> web.Response:
+    session = require(request, CONTROLLERS)
+    host = host_of(request)
+    run_id = _run_id(request)
+    name = request.match_info["control"]
+    if name not in RUN_CONTROLS:
+        raise NotFound(f"There is no run control {name!r}.")
+    await controls.require_run(host, run_id)
+    form = await request.post()
+    reason = _text(form, "reason", MAX_REASON)
+    actor = session.principal.actor
+    try:
+        if RUN_CONTROLS[name][1] and reason is None:
+            raise Invalid(f"A reason is required to {name} a run; it is kept in the log.")
+        act = getattr(controls, name)
+        await act(host, run_id, actor=actor, reason=reason)
+    except (Conflict, Invalid) as exc:
+        return await _page(
+            request, run_id, template="run.html", status=exc.status, error=exc.message
+        )
+    return see_other(f"/runs/{run_id}")
+
+
+@routes.post("/runs/{run_id}/steps/{step_id}/{control}")
+async def step_control(request: web.Request) -> web.Response:
+    session = require(request, CONTROLLERS)
+    host = host_of(request)
+    run_id = _run_id(request)
+    step_id = _run_id(request, "step_id")
+    name = request.match_info["control"]
+    if name not in STEP_CONTROLS:
+        raise NotFound(f"There is no step control {name!r}.")
+    await controls.require_step(host, run_id, step_id)
+    form = await request.post()
+    actor = session.principal.actor
+    try:
+        if name == "confirm":
+            await controls.confirm(
+                host, run_id, step_id, actor=actor, note=_text(form, "note", MAX_NOTE)
+            )
+        else:
+            act = getattr(controls, name)
+            await act(host, run_id, step_id, actor=actor, reason=_text(form, "reason", MAX_REASON))
+    except (Conflict, Invalid) as exc:
+        return await _page(
+            request, run_id, template="run.html", status=exc.status, error=exc.message
+        )
+    return see_other(f"/runs/{run_id}")

@@ -1,0 +1,69 @@
+"""Signing in: an API token pasted once becomes a signed, expiring session cookie.
+
+The cookie holds the token's sha256 hash (never the token) and a per-session CSRF token,
+signed with itsdangerous and stamped with the time it was issued. On every request the
+hash is looked up again (:func:`pageant.access.tokens.principal_for_hash`), so the role a
+page is rendered for is the token's role *now*, and a revoked token ends its sessions.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from pageant.access.tokens import Principal, hash_token, principal_for_hash
+
+COOKIE = "pageant_session"
+#: The hidden field every form post carries (and the header htmx would send).
+CSRF_FIELD = "csrf_token"
+_SALT = "pageant.console.session"
+
+
+@dataclass(frozen=True)
+class Session:
+    """A signed-in browser: who (checked against the tokens table now) and its CSRF token."""
+
+    principal: Principal
+    csrf: str
+
+
+class Sessions:
+    """Issues and reads session cookies with one secret and one lifetime."""
+
+    def __init__(self, secret: str, *, max_age_seconds: int) -> None:
+        # An empty secret is a random one: sessions then end when the process does.
+        self._serializer = URLSafeTimedSerializer(secret or secrets.token_hex(32), salt=_SALT)
+        self.max_age = max_age_seconds
+
+    def issue(self, token: str) -> str:
+        """The cookie value for a session of ``token`` (checked by the caller)."""
+        return self._serializer.dumps({"h": hash_token(token), "c": secrets.token_urlsafe(24)})
+
+    def read(self, value: str | None) -> dict[str, Any] | None:
+        """The cookie's payload, or None when it is missing, forged or expired."""
+        if not value:
+            return None
+        try:
+            data = self._serializer.loads(value, max_age=self.max_age)
+        except BadSignature:  # SignatureExpired is a BadSignature
+            return None
+        if not isinstance(data, dict) or not {"h", "c"} <= data.keys():
+            return None
+        return data
+
+    async def session(self, engine: Any, value: str | None) -> Session | None:
+        """The session a cookie stands for, or None (bad cookie, or its token is gone)."""
+        data = self.read(value)
+        if data is None:
+            return None
+        principal = await principal_for_hash(engine, str(data["h"]))
+        return None if principal is None else Session(principal, str(data["c"]))
+
+
+def csrf_ok(session: Session, sent: str | None) -> bool:
+    """Whether a form's CSRF field matches its session's (compared in constant time)."""
+    return bool(sent) and hmac.compare_digest(session.csrf, str(sent))

@@ -1,0 +1,87 @@
+"""Sign in with an API token, and sign out."""
+
+from __future__ import annotations
+
+import secrets
+
+from aiohttp import web
+
+from pageant.access.tokens import principal_for
+from pageant.console.keys import HOME, SESSIONS, host_of, render, see_other, session_of
+from pageant.console.session import COOKIE, CSRF_FIELD
+
+routes = web.RouteTableDef()
+
+#: The sign-in form's own CSRF token lives in a short cookie until a session exists.
+SIGNIN_COOKIE = "pageant_signin"
+
+
+def _safe_next(raw: str | None) -> str:
+    # Only a path on this host: never an absolute or scheme-relative URL (an open redirect).
+    if raw and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
+        return raw
+    return HOME
+
+
+def cookie_flags(request: web.Request) -> dict[str, object]:
+    return {
+        "httponly": True,
+        "samesite": "Strict",
+        "path": "/",
+        "secure": request.secure,
+    }
+
+
+@routes.get("/")
+async def root(request: web.Request) -> web.Response:
+    return see_other(HOME if session_of(request) else "/sign-in")
+
+
+def _signin_page(request: web.Request, status: int = 200, error: str = "") -> web.Response:
+    nonce = secrets.token_urlsafe(24)
+    response = render(
+        request,
+        "signin.html",
+        status=status,
+        signin_csrf=nonce,
+        next=_safe_next(request.query.get("next")),
+        error=error,
+    )
+    response.set_cookie(SIGNIN_COOKIE, nonce, max_age=3600, **cookie_flags(request))
+    return response
+
+
+@routes.get("/sign-in")
+async def signin_form(request: web.Request) -> web.Response:
+    return _signin_page(request)
+
+
+@routes.post("/sign-in")
+async def signin(request: web.Request) -> web.Response:
+    form = await request.post()
+    nonce = request.cookies.get(SIGNIN_COOKIE)
+    sent = form.get(CSRF_FIELD)
+    if not nonce or not isinstance(sent, str) or not secrets.compare_digest(nonce, sent):
+        return _signin_page(
+            request, 403, "The sign-in form was out of date or not from this page; try again."
+        )
+    token = form.get("token")
+    token = token.strip() if isinstance(token, str) else ""
+    principal = await principal_for(host_of(request).db, token) if token else None
+    if principal is None:
+        return _signin_page(request, 401, "That token is not valid (or has been revoked).")
+    sessions = request.app[SESSIONS]
+    nxt = form.get("next")
+    response = see_other(_safe_next(nxt if isinstance(nxt, str) else None))
+    response.set_cookie(
+        COOKIE, sessions.issue(token), max_age=sessions.max_age, **cookie_flags(request)
+    )
+    response.del_cookie(SIGNIN_COOKIE, path="/")
+    return response
+
+
+@routes.post("/sign-out")
+async def signout(request: web.Request) -> web.Response:
+    response = see_other("/sign-in")
+    response.del_cookie(COOKIE, path="/")
+    return response

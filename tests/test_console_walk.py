@@ -1,0 +1,316 @@
+"""The web console in a real browser: Debian's Chromium driven by Playwright, against a real
+``pageant serve`` on SQLite started here.
+
+One walk, as staff would do it: an admin signs in, authors a three-phase event without
+typing any JSON (an announce, a cue, an ``on`` gate with a condition on the wisps plugin's
+trigger, an ``after`` gate), publishes and starts it, sees the cue park and the banner
+appear, confirms it, the trigger is fired through the API, and the run console shows the
+run complete without a reload. Then an editor (no publish button) and a moderator (no
+editor), the cookie's flags, CSRF, a phone's width, and that every request the browser made
+went to the host.
+
+Chromium is never downloaded: the test uses ``/usr/bin/chromium`` (``.ci/run`` installs it
+with apt when missing) and fails, never skips, when it is absent. With
+``PAGEANT_CONSOLE_SCREENSHOTS=docs/console`` the walk writes the screenshots the console's
+guide shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+SHOTS = os.environ.get("PAGEANT_CONSOLE_SCREENSHOTS")
+#: The longest any one expectation waits (the run moves on a real engine, woken at once).
+WAIT_MS = 15_000
+
+
+def _pageant(*args: str, env: dict[str, str]) -> str:
+    exe = Path(sys.executable).with_name("pageant")
+    done = subprocess.run(
+        [str(exe), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A real ``pageant serve`` on a fresh SQLite file, with a token per staff role."""
+    workdir = tmp_path_factory.mktemp("console")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PAGEANT_DATABASE_URL": f"sqlite+aiosqlite:///{workdir / 'pageant.db'}",
+        "PAGEANT_PORT": str(port),
+        "PAGEANT_POLL_SECONDS": "1",
+    }
+    _pageant("db", "upgrade", env=env)
+    tokens = {
+        role: _pageant("token", "create", "--role", role, "--name", f"walk-{role}", env=env)
+        .splitlines()[-1]
+        .strip()
+        for role in ("admin", "editor", "moderator")
+    }
+    exe = Path(sys.executable).with_name("pageant")
+    log = open(workdir / "serve.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/sign-in", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        "pageant serve did not come up:\n" + (workdir / "serve.log").read_text()
+                    ) from None
+                time.sleep(0.2)
+        yield {"base": base, "tokens": tokens}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
+        ".ci/run does this when it is missing"
+    )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _shot(page: Any, name: str, *, full: bool = True) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=full)
+
+
+def _sign_in(context: Any, base: str, token: str) -> Any:
+    page = context.new_page()
+    page.goto(f"{base}/now")
+    assert page.url.startswith(f"{base}/sign-in"), page.url
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{base}/now")
+    return page
+
+
+def _fire(base: str, token: str, payload: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{base}/api/v1/triggers/wisps.caught/fire",
+        data=json.dumps(payload).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def _no_horizontal_scroll(page: Any) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    inner = page.evaluate("window.innerWidth")
+    assert width <= inner + 1, f"{page.url} scrolls sideways at {inner}px: {width}px wide"
+
+
+def test_staff_author_start_and_watch_an_event_in_chromium(
+    server: dict[str, Any], browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
+    base, tokens = server["base"], server["tokens"]
+    requested: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.on("request", lambda r: requested.append(r.url))
+
+    # ── sign in; the cookie is HttpOnly and SameSite=Strict ──
+    page = context.new_page()
+    page.goto(f"{base}/now")
+    _shot(page, "sign-in")
+    page.close()
+    page = _sign_in(context, base, tokens["admin"])
+    (cookie,) = [c for c in context.cookies() if c["name"] == "pageant_session"]
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    assert tokens["admin"] not in cookie["value"]
+
+    # ── author a three-phase event, without typing JSON ──
+    page.get_by_role("link", name="Events").click()
+    page.get_by_role("link", name="New event").click()
+    page.get_by_label("Title").fill("Wisp night")
+    page.get_by_label("Time zone (IANA name)").fill("Europe/Berlin")
+    page.get_by_role("button", name="Create the draft").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Wisp night")
+
+    page.get_by_label("Label", exact=True).first.fill("Gather")
+    page.locator("#p0-key").fill("gather")
+    page.select_option("#p0-new-action", "core.announce")
+    page.get_by_role("button", name="Add step to phase 1").click()
+    page.select_option("#p0-s0-param-leg", "core.log")
+    page.fill("#p0-s0-param-message", "The wisps are gathering over Yew")
+
+    page.get_by_role("button", name="Add a phase").click()
+    page.fill("#p1-label", "Hunt")
+    page.fill("#p1-key", "hunt")
+    page.select_option("#p1-new-action", "core.cue")
+    page.get_by_role("button", name="Add step to phase 2").click()
+    page.fill("#p1-s0-param-message", "GM: release the wisps")
+    page.select_option("#p1-gate", "on")  # the form updates itself
+    page.select_option("#p1-on", "wisps.caught")
+    page.get_by_role("button", name="Add a condition").click()
+    page.select_option("#p1-c0-var", "colour")
+    page.select_option("#p1-c0-op", "eq")
+    page.fill("#p1-c0-value", "north")
+
+    page.get_by_role("button", name="Add a phase").click()
+    page.fill("#p2-label", "Wind down")
+    page.fill("#p2-key", "wind-down")
+    page.select_option("#p2-new-action", "core.announce")
+    page.get_by_role("button", name="Add step to phase 3").click()
+    page.select_option("#p2-s0-param-leg", "core.log")
+    page.fill("#p2-s0-param-message", "Thanks for hunting")
+    page.select_option("#p2-gate", "after")
+    page.fill("#p2-after-n", "1")
+    page.select_option("#p2-after-unit", "s")
+
+    # A mistake is shown at its field, by the path the validator named.
+    page.fill("#p1-key", "Not A Key")
+    page.get_by_role("button", name="Save").first.click()
+    expect(page.locator("#p1-key")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#p1-key ~ .field-error")).to_contain_text("is not a phase key")
+    page.fill("#p1-key", "hunt")
+    page.get_by_role("button", name="Save").first.click()
+    expect(page.locator("#notice")).to_have_text("Saved.")
+    _shot(page, "editor")
+
+    page.get_by_role("button", name="Publish").click()
+    expect(page.locator("#notice")).to_contain_text("Published as version 1")
+
+    # ── start it; the cue parks and the Now page leads with the banner ──
+    page.get_by_role("button", name="Start a run now").click()
+    page.wait_for_url(f"{base}/runs/*")
+    run_url = page.url
+    expect(page.locator("#waiting-on")).to_contain_text("waiting for a person to confirm")
+    page.get_by_role("link", name="Now").click()
+    banner = page.locator(".banner")
+    expect(banner).to_contain_text("Waiting on a person (1)")
+    expect(banner).to_contain_text("Wisp night")
+    _shot(page, "now")
+    banner.get_by_role("link").first.click()
+    page.wait_for_url(run_url)
+    _shot(page, "run-parked")
+
+    # ── confirm; fire the trigger through the API; watch it complete without a reload ──
+    page.get_by_role("button", name="Confirm “Cue a person”").click()
+    page.wait_for_url(run_url)
+    expect(page.locator("#waiting-on")).to_contain_text("wisps.caught")
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    assert _fire(base, tokens["admin"], {"colour": "south", "weight": 1.0})["gates_closed"] == 0
+    expect(page.locator("#gate-tally")).to_have_text("0 of 1")
+    assert _fire(base, tokens["admin"], {"colour": "north", "weight": 2.5})["gates_closed"] == 1
+    expect(page.locator("#run-status")).to_have_text("completed")
+    assert navigations == [], f"the page reloaded: {navigations}"
+    expect(page.locator("#run-live")).not_to_have_attribute("hx-get", "/runs/1/live")
+    _shot(page, "run-completed")
+
+    # ── the other pages ──
+    page.get_by_role("link", name="Events").click()
+    expect(page.get_by_role("link", name="Wisp night")).to_be_visible()
+    _shot(page, "events")
+    page.get_by_role("link", name="Calendar").click()
+    expect(page.locator("table.month .occ-materialised")).to_contain_text("Wisp night")
+    _shot(page, "calendar")
+    page.get_by_role("link", name="Plugins").click()
+    expect(page.get_by_role("cell", name="wisps", exact=False).first).to_be_visible()
+    _shot(page, "plugins")
+
+    # ── a phone's width: nothing scrolls sideways ──
+    phone = context.new_page()
+    phone.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/now", "/events", run_url.removeprefix(base), "/events/1", "/plugins"):
+        phone.goto(base + path)
+        _no_horizontal_scroll(phone)
+    _shot(phone, "run-phone")
+    phone.close()
+
+    # ── CSRF: a form post without the session's token is refused and changes nothing ──
+    run_path = run_url.removeprefix(base)
+    refused = context.request.post(f"{base}{run_path}/cancel", form={"reason": "no token"})
+    assert refused.status == 403
+    forged = context.request.post(
+        f"{base}/events/1/publish", form={"csrf_token": "guessed", "reason": "x"}
+    )
+    assert forged.status == 403
+    page.goto(run_url)
+    expect(page.locator("#run-status")).to_have_text("completed")
+
+    # ── sign out ends the session ──
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{base}/sign-in")
+    page.goto(f"{base}/events")
+    assert page.url.startswith(f"{base}/sign-in")
+    context.close()
+
+    # ── an editor edits but sees no publish button; a moderator sees no editor ──
+    editor_ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    editor_ctx.on("request", lambda r: requested.append(r.url))
+    page = _sign_in(editor_ctx, base, tokens["editor"])
+    page.goto(f"{base}/events/1")
+    expect(page.locator("form#editor")).to_be_visible()
+    expect(page.get_by_role("button", name="Publish")).to_have_count(0)
+    expect(page.get_by_role("button", name="Start a run now")).to_have_count(0)
+    editor_ctx.close()
+
+    moderator_ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    moderator_ctx.on("request", lambda r: requested.append(r.url))
+    page = _sign_in(moderator_ctx, base, tokens["moderator"])
+    page.goto(f"{base}/events/1")
+    expect(page.get_by_text("Read-only")).to_be_visible()
+    expect(page.locator("form#editor")).to_have_count(0)
+    expect(page.get_by_role("link", name="New event")).to_have_count(0)
+    page.goto(f"{base}/events/new")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Not allowed")
+    moderator_ctx.close()
+
+    # ── nothing was fetched from anywhere but the host ──
+    assert requested, "the browser made no requests"
+    strangers = [url for url in requested if not url.startswith(base + "/")]
+    assert strangers == [], strangers
