@@ -78,7 +78,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         for role in ("admin", "editor", "moderator")
     }
     exe = Path(sys.executable).with_name("pageant")
-    log = open(workdir / "serve.log", "w")  # noqa: SIM115 - closed below
+    log = open(workdir / "serve.log", "w")
     proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

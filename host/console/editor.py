@@ -217,7 +217,7 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
     if name in ("add-cond", "remove-cond") and parts and parts[0] < len(phases):
         gate = phases[parts[0]].get("advance")
         if not isinstance(gate, dict) or "on" not in gate:
-            return "Choose the gate kind \"on a trigger\" first."
+            return 'Choose the gate kind "on a trigger" first.'
         leaves = leaves_of(gate.get("where")) or []
         if name == "add-cond":
             trigger = registry.triggers.get(gate["on"])

@@ -58,7 +58,9 @@ async def events_page(request: web.Request) -> web.Response:
     host = host_of(request)
     state = request.query.get("state") or None
     if state is not None and state not in definitions.STATES:
-        raise Invalid(f"There is no state {state!r}; choose one of {', '.join(definitions.STATES)}.")
+        raise Invalid(
+            f"There is no state {state!r}; choose one of {', '.join(definitions.STATES)}."
+        )
     async with host.db.begin() as conn:
         rows = await definitions.list_definitions(conn, state=state, limit=500)
         items = await definitions.render_events(conn, rows, now=host.clock.now())
@@ -216,7 +218,9 @@ async def event_page(request: web.Request) -> web.Response:
             "event_view.html",
             event=event,
             view=editor.editor_view(event["spec"], host.registry),
-            preview=preview(event["spec"].get("schedule") or {}, event["timezone"], host.clock.now()),
+            preview=preview(
+                event["spec"].get("schedule") or {}, event["timezone"], host.clock.now()
+            ),
             runs=runs,
         )
     notice = "Saved." if request.query.get("saved") else ""
@@ -264,8 +268,13 @@ async def save_event(request: web.Request) -> web.Response:
             )
     except PageantError as exc:
         return await _editor(
-            request, event, spec, status=exc.status, errors=exc.details or [exc.message],
-            notice=exc.message, fields=fields,
+            request,
+            event,
+            spec,
+            status=exc.status,
+            errors=exc.details or [exc.message],
+            notice=exc.message,
+            fields=fields,
         )
     return see_other(f"/events/{definition_id}?saved=1")
 
@@ -290,8 +299,12 @@ async def publish(request: web.Request) -> web.Response:
             raise
         event = await _event(request, definition_id)
         return await _editor(
-            request, event, event["spec"], status=exc.status,
-            errors=exc.details or [exc.message], notice=exc.message,
+            request,
+            event,
+            event["spec"],
+            status=exc.status,
+            errors=exc.details or [exc.message],
+            notice=exc.message,
         )
     host.wake()
     return see_other(f"/events/{definition_id}?published=1")

@@ -55,8 +55,10 @@ def require(request: web.Request, roles: tuple[str, ...]) -> Session:
     if session is None:
         raise SignInRequired(request)
     if session.principal.role not in roles:
-        raise Forbidden(f"This page needs the role {' or '.join(roles)}; you are signed in as "
-                        f"{session.principal.role}.")
+        raise Forbidden(
+            f"This page needs the role {' or '.join(roles)}; you are signed in as "
+            f"{session.principal.role}."
+        )
     return session
 
 
@@ -86,9 +88,7 @@ def context(request: web.Request, **values: Any) -> dict[str, Any]:
     }
 
 
-def render(
-    request: web.Request, template: str, status: int = 200, **values: Any
-) -> web.Response:
+def render(request: web.Request, template: str, status: int = 200, **values: Any) -> web.Response:
     return aiohttp_jinja2.render_template(
         template, request, context(request, **values), status=status
     )
@@ -98,6 +98,10 @@ def render_error(
     request: web.Request, status: int, message: str, details: list[str] | None = None
 ) -> web.Response:
     return render(
-        request, "error.html", status=status, status_code=status, message=message,
+        request,
+        "error.html",
+        status=status,
+        status_code=status,
+        message=message,
         details=details or [],
     )

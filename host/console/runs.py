@@ -87,9 +87,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         st["status"] not in ("pending", "running")
         for st in made.get(run["current_phase"] or "", [])
     )
-    offered = {
-        name: run["status"] in statuses for name, (statuses, _) in RUN_CONTROLS.items()
-    }
+    offered = {name: run["status"] in statuses for name, (statuses, _) in RUN_CONTROLS.items()}
     offered["advance"] = (
         offered["advance"]
         and gate is not None
