@@ -38,13 +38,13 @@ class Settings(BaseModel):
     horizon_days: int = Field(default=14, ge=1, le=366)
     dispatch_concurrency: int = Field(default=16, ge=1)
 
-    # The web console's session cookie: signed with this secret (empty: a random one per
-    # process, so sessions end when the host restarts and differ between hosts).
-    console_secret: str = ""
-    console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
-
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
+
+    # The web console's session cookie is signed with this secret (empty: a random one per
+    # process, so sessions end when the host restarts and are not shared between hosts).
+    console_secret: str = ""
+    console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
 
     @field_validator("webhook_urls", mode="before")
     @classmethod

@@ -179,6 +179,11 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     page.get_by_role("button", name="Create the draft").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("Wisp night")
 
+    page.select_option("#schedule-kind", "monthly")  # the form updates itself
+    page.select_option("#schedule-nth", "-1")
+    page.select_option("#schedule-weekday", "sunday")
+    page.fill("#schedule-time", "02:30")
+
     page.get_by_label("Label", exact=True).first.fill("Gather")
     page.locator("#p0-key").fill("gather")
     page.select_option("#p0-new-action", "core.announce")
@@ -218,6 +223,8 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     page.fill("#p1-key", "hunt")
     page.get_by_role("button", name="Save").first.click()
     expect(page.locator("#notice")).to_have_text("Saved.")
+    expect(page.locator(".preview li")).to_have_count(5)  # the next five, in local time
+    expect(page.locator("#preview-h")).to_contain_text("Europe/Berlin")
     _shot(page, "editor")
 
     page.get_by_role("button", name="Publish").click()
@@ -256,7 +263,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.get_by_role("link", name="Wisp night")).to_be_visible()
     _shot(page, "events")
     page.get_by_role("link", name="Calendar").click()
-    expect(page.locator("table.month .occ-materialised")).to_contain_text("Wisp night")
+    expect(page.locator("table.month .occ-materialised").first).to_contain_text("Wisp night")
     _shot(page, "calendar")
     page.get_by_role("link", name="Plugins").click()
     expect(page.get_by_role("cell", name="wisps", exact=False).first).to_be_visible()
@@ -265,7 +272,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     # ── a phone's width: nothing scrolls sideways ──
     phone = context.new_page()
     phone.set_viewport_size({"width": 390, "height": 844})
-    for path in ("/now", "/events", run_url.removeprefix(base), "/events/1", "/plugins"):
+    for path in ("/now", "/events", "/events/1", "/plugins", run_url.removeprefix(base)):
         phone.goto(base + path)
         _no_horizontal_scroll(phone)
     _shot(phone, "run-phone")

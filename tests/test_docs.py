@@ -86,7 +86,7 @@ def test_every_setting_is_documented_with_its_default() -> None:
         field = Settings.model_fields[name]
         assert flag == f"`--{name.replace('_', '-')}`"
         assert env == f"`{ENV_PREFIX}{name.upper()}`"
-        expected = "none" if field.default == () else f"`{field.default}`"
+        expected = "none" if field.default in ((), "") else f"`{field.default}`"
         assert default == expected, name
         assert meaning, name
 

@@ -24,10 +24,14 @@ async def doc(client: Any) -> dict[str, Any]:
 
 
 def served(client: Any) -> set[tuple[str, str]]:
-    """(method, path) of every route the running app's router holds."""
+    """(method, path) of every API route the running app's router holds (the web console's
+    pages and static files are HTML for browsers, not part of the API's document)."""
     found = set()
     for route in client.server.app.router.routes():
         if route.method in ("HEAD", "OPTIONS"):
+            continue
+        module = getattr(route.handler, "__module__", "") or ""
+        if module.startswith("pageant.console") or route.resource.canonical == "/static":
             continue
         found.add((route.method.lower(), route.resource.canonical))
     return found

@@ -18,7 +18,7 @@ import jinja2
 from aiohttp import web
 
 from pageant.console import filters
-from pageant.console.keys import HOST, SESSION_KEY, SESSIONS, render_error
+from pageant.console.keys import API_PATHS, HOST, SESSION_KEY, SESSIONS, render_error
 from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
 from pageant.db.errors import OperationalError
 from pageant.errors import PageantError
@@ -38,8 +38,10 @@ CSP = (
 )
 
 
-def is_console_path(path: str) -> bool:
-    return not path.startswith("/api/")
+def _is_api(request: web.Request) -> bool:
+    """Whether a request is the API's (answered in its JSON envelope, untouched here):
+    anything under /api/, and the few API routes outside it (``/healthz``)."""
+    return request.path.startswith("/api/") or request.path in request.app[API_PATHS]
 
 
 def mount(app: web.Application, host: Host) -> None:
@@ -52,6 +54,11 @@ def mount(app: web.Application, host: Host) -> None:
         undefined=jinja2.ChainableUndefined,
     )
     filters.install(env)
+    # The API's routes are added before the console mounts: what is outside /api/ among
+    # them (``/healthz``) stays the API's, errors included.
+    app[API_PATHS] = frozenset(
+        r.canonical for r in app.router.resources() if not r.canonical.startswith("/api/")
+    )
     app[HOST] = host
     hours = host.settings.console_session_hours
     app[SESSIONS] = Sessions(host.settings.console_secret, max_age_seconds=int(hours * 3600))
@@ -64,7 +71,7 @@ def mount(app: web.Application, host: Host) -> None:
 @web.middleware
 async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
     """The console's middleware: a no-op for the API, the session and CSRF for pages."""
-    if not is_console_path(request.path) or request.path.startswith("/static/"):
+    if _is_api(request) or request.path.startswith("/static/"):
         return await handler(request)
     try:
         sessions: Sessions = request.app[SESSIONS]

@@ -23,6 +23,11 @@ from pageant.schedules.calendar import calendar_items
 routes = web.RouteTableDef()
 
 VIEWS = ("month", "agenda")
+#: A month's day cell lists this many occurrences, then links to that day's agenda.
+PER_DAY = 6
+#: The agenda lists this many occurrences, then says how many more there are: a page of
+#: thousands is neither readable nor fast (choose a day or a series to see them).
+AGENDA_MAX = 300
 
 
 def _month(raw: str | None, today: date) -> date:
@@ -68,6 +73,16 @@ async def calendar_page(request: web.Request) -> web.Response:
             ids = await events_of_series(conn, series_id)
         items = await calendar_items(conn, start=start, end=end, now=now, definition_ids=ids)
         all_series = await list_series(conn, limit=200)
+    day = request.query.get("day") or ""
+    if day:
+        try:
+            date.fromisoformat(day)
+        except ValueError:
+            raise Invalid(f"{day!r} is not a day; expected YYYY-MM-DD") from None
+        items = [i for i in items if i["local_time"][:10] == day]
+    total = len(items)
+    if view == "agenda":
+        items = items[:AGENDA_MAX]
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         by_day[item["local_time"][:10]].append(item)
@@ -82,6 +97,9 @@ async def calendar_page(request: web.Request) -> web.Response:
         weeks=weeks,
         by_day=by_day,
         items=items,
+        total=total,
+        day=day,
+        per_day=PER_DAY,
         series=all_series,
         series_id=series_id,
         today=now.date(),

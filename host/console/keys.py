@@ -14,6 +14,7 @@ from pageant.hosting import Host
 
 HOST = web.AppKey("console_host", Host)
 SESSIONS = web.AppKey("console_sessions", Sessions)
+API_PATHS = web.AppKey("console_api_paths", frozenset)
 SESSION_KEY: Any = (
     web.RequestKey("console_session", object) if hasattr(web, "RequestKey") else "console.session"
 )

@@ -1,0 +1,143 @@
+"""How fast the web console's pages answer with 10,000 runs in the database.
+
+Seeds N finished runs over 100 events (each with two steps and four log lines, as
+``idle_tick.py`` does) plus a few live runs parked on a cue, starts the real app on a real
+port, signs in with an admin token, and times each page (p50 and p95 over R requests each).
+
+    python benchmarks/console_pages.py [--runs 10000] [--repeat 50] [--mysql URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import statistics
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+from benchdb import scratch_database
+from idle_tick import NOW, seed
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.access.tokens import create_token
+from pageant.api.app import make_app
+from pageant.clock import FakeClock
+from pageant.db.tables import event_run_log, event_run_steps, event_runs
+from pageant.hosting import Host
+from pageant.settings import Settings
+
+LIVE = 20
+
+
+async def seed_live(db: AsyncEngine, first_id: int) -> list[int]:
+    """``LIVE`` running runs, each parked on a cue (what the Now page's banner lists)."""
+    ids = []
+    async with db.begin() as conn:
+        for n in range(LIVE):
+            run_id = first_id + n
+            ids.append(run_id)
+            await conn.execute(
+                insert(event_runs).values(
+                    id=run_id,
+                    definition_id=n % 100 + 1,
+                    version_id=n % 100 + 1,
+                    scope=f"live-{n}",
+                    scheduled_for=NOW - timedelta(minutes=5),
+                    source="manual",
+                    status="running",
+                    current_phase="p",
+                    created_at=NOW,
+                    started_at=NOW,
+                )
+            )
+            await conn.execute(
+                insert(event_run_steps).values(
+                    run_id=run_id,
+                    phase="p",
+                    seq=0,
+                    label="Cue",
+                    action="core.cue",
+                    action_version=1,
+                    params={"message": "go"},
+                    on_failure="skip",
+                    status="running",
+                    attempts=1,
+                    idempotency_key=uuid.uuid4().hex,
+                    started_at=NOW,
+                )
+            )
+            await conn.execute(
+                insert(event_run_log).values(run_id=run_id, kind="run.created", detail={}, at=NOW)
+            )
+    return ids
+
+
+async def measure(mysql_url: str | None, runs: int, repeat: int) -> list[tuple[str, float, float]]:
+    async with scratch_database(mysql_url) as db:
+        await seed(db, runs)
+        live = await seed_live(db, runs + 1)
+        token = await create_token(db, role="admin", name="bench", now=NOW)
+        host = Host(Settings(), clock=FakeClock(NOW), db=db)
+        client = TestClient(TestServer(make_app(host, run_engine=False)))
+        await client.start_server()
+        try:
+            page = await client.get("/sign-in")
+            nonce = re.search(r'name="csrf_token" value="([^"]+)"', await page.text()).group(1)
+            signed = await client.post(
+                "/sign-in", data={"csrf_token": nonce, "token": token}, allow_redirects=False
+            )
+            assert signed.status == 303, await signed.text()
+            month = (NOW - timedelta(days=30)).strftime("%Y-%m")
+            pages = {
+                "Now": "/now",
+                "Now (polled part)": "/now/live",
+                "Events": "/events",
+                "Editor": "/events/1",
+                "New event": "/events/new",
+                "Run console (finished)": "/runs/1",
+                "Run console (parked)": f"/runs/{live[0]}",
+                "Run console (polled part)": f"/runs/{live[0]}/live",
+                f"Calendar month {month}": f"/calendar?month={month}",
+                f"Calendar agenda {month}": f"/calendar?view=agenda&month={month}",
+                "Calendar (this month)": "/calendar",
+                "Plugins": "/plugins",
+            }
+            results = []
+            for name, path in pages.items():
+                times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    answer = await client.get(path)
+                    await answer.read()
+                    times.append((time.perf_counter() - t0) * 1000)
+                    assert answer.status == 200, (path, answer.status, await answer.text())
+                times.sort()
+                p95 = times[max(0, int(len(times) * 0.95) - 1)]
+                results.append((f"{name} `{path}`", statistics.median(times), p95))
+            return results
+        finally:
+            await client.close()
+            await host.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--mysql", default=None)
+    args = parser.parse_args()
+    results: Any = asyncio.run(measure(args.mysql, args.runs, args.repeat))
+    dialect = "MariaDB" if args.mysql else "SQLite"
+    print(f"{dialect}, {args.runs} finished runs + {LIVE} live, {args.repeat} requests each\n")
+    print("| page | p50 ms | p95 ms |\n| --- | ---: | ---: |")
+    for name, p50, p95 in results:
+        print(f"| {name} | {p50:.1f} | {p95:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
