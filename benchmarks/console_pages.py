@@ -4,7 +4,10 @@ Seeds N finished runs over 100 events (each with two steps and four log lines, a
 ``idle_tick.py`` does) plus a few live runs parked on a cue, starts the real app on a real
 port, signs in with an admin token, and times each page (p50 and p95 over R requests each).
 
-    python benchmarks/console_pages.py [--runs 10000] [--repeat 50] [--mysql URL]
+    python benchmarks/console_pages.py [--runs 10000] [--repeat 50] [--spread-days 0] [--mysql URL]
+
+By default the runs are 20 seconds apart (all 10,000 within three days: the calendar's worst
+month); ``--spread-days 365`` spreads them evenly over the year before ``NOW`` instead.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 from benchdb import scratch_database
 from idle_tick import NOW, seed
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.tokens import create_token
@@ -77,9 +80,26 @@ async def seed_live(db: AsyncEngine, first_id: int) -> list[int]:
     return ids
 
 
-async def measure(mysql_url: str | None, runs: int, repeat: int) -> list[tuple[str, float, float]]:
+async def spread(db: AsyncEngine, runs: int, days: int) -> None:
+    """Move the seeded runs so they are evenly spread over ``days`` before ``NOW``."""
+    step = timedelta(days=days) / max(runs, 1)
+    rows = [{"rid": i, "at": NOW - step * (runs - i + 1)} for i in range(1, runs + 1)]
+    stmt = (
+        update(event_runs)
+        .where(event_runs.c.id == bindparam("rid"))
+        .values(scheduled_for=bindparam("at"))
+    )
+    async with db.begin() as conn:
+        await conn.execute(stmt, rows)
+
+
+async def measure(
+    mysql_url: str | None, runs: int, repeat: int, spread_days: int
+) -> list[tuple[str, float, float]]:
     async with scratch_database(mysql_url) as db:
         await seed(db, runs)
+        if spread_days:
+            await spread(db, runs, spread_days)
         live = await seed_live(db, runs + 1)
         token = await create_token(db, role="admin", name="bench", now=NOW)
         host = Host(Settings(), clock=FakeClock(NOW), db=db)
@@ -92,7 +112,7 @@ async def measure(mysql_url: str | None, runs: int, repeat: int) -> list[tuple[s
                 "/sign-in", data={"csrf_token": nonce, "token": token}, allow_redirects=False
             )
             assert signed.status == 303, await signed.text()
-            month = (NOW - timedelta(days=30)).strftime("%Y-%m")
+            month = (NOW - timedelta(days=30 if not spread_days else 45)).strftime("%Y-%m")
             pages = {
                 "Now": "/now",
                 "Now (polled part)": "/now/live",
@@ -129,11 +149,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--spread-days", type=int, default=0)
     parser.add_argument("--mysql", default=None)
     args = parser.parse_args()
-    results: Any = asyncio.run(measure(args.mysql, args.runs, args.repeat))
+    results: Any = asyncio.run(measure(args.mysql, args.runs, args.repeat, args.spread_days))
     dialect = "MariaDB" if args.mysql else "SQLite"
-    print(f"{dialect}, {args.runs} finished runs + {LIVE} live, {args.repeat} requests each\n")
+    spacing = f"over {args.spread_days} days" if args.spread_days else "20 s apart"
+    print(
+        f"{dialect}, {args.runs} finished runs ({spacing}) + {LIVE} live, "
+        f"{args.repeat} requests each\n"
+    )
     print("| page | p50 ms | p95 ms |\n| --- | ---: | ---: |")
     for name, p50, p95 in results:
         print(f"| {name} | {p50:.1f} | {p95:.1f} |")

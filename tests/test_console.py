@@ -487,3 +487,39 @@ async def test_the_vendored_htmx_is_served_and_recorded(client):
     recorded = (STATIC / "VENDORED.md").read_text()
     assert hashlib.sha256(body).hexdigest() in recorded
     assert "2.0.11" in recorded and (STATIC / "htmx.LICENSE.txt").exists()
+
+
+async def test_the_calendar_marks_projected_occurrences_and_dst(client, tokens):
+    from tests.conftest import bearer
+
+    schedule = {"kind": "monthly", "nth": -1, "weekday": "sunday", "time": "02:30"}
+    created = await client.post(
+        "/api/v1/admin/events",
+        headers=bearer(tokens["admin"]),
+        json={
+            "title": "Night hunt",
+            "timezone": "Europe/Berlin",
+            "spec": {
+                "schedule": schedule,
+                "phases": [{"key": "main", "label": "Main", "steps": []}],
+            },
+        },
+    )
+    event_id = (await created.json())["id"]
+    published = await client.post(
+        f"/api/v1/admin/events/{event_id}/publish", headers=bearer(tokens["admin"])
+    )
+    assert published.status == 200, await published.text()
+    await sign_in(client, tokens["moderator"])
+    html = await (await client.get("/calendar?month=2027-03")).text()
+    cell = html.split('<span class="day">28')[1].split("</td>")[0]
+    assert "Night hunt" in cell and "projected" in cell
+    assert "⚠ DST" in cell and "runs 30 min later" in cell
+    agenda = await (await client.get("/calendar?view=agenda&month=2027-04")).text()
+    assert "2027-04-25" in agenda and "Night hunt" in agenda
+    other = await client.post(
+        "/api/v1/admin/series", headers=bearer(tokens["admin"]), json={"title": "Other"}
+    )
+    series_id = (await other.json())["id"]
+    filtered = await (await client.get(f"/calendar?month=2027-03&series={series_id}")).text()
+    assert "Night hunt" not in filtered

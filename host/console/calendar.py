@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import calendar as cal
 from collections import defaultdict
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -40,6 +40,10 @@ def _month(raw: str | None, today: date) -> date:
         raise Invalid(f"{raw!r} is not a month; expected YYYY-MM, such as 2027-03") from None
 
 
+def _valid(month: date, day: int) -> bool:
+    return day <= cal.monthrange(month.year, month.month)[1]
+
+
 def _shift(month: date, by: int) -> date:
     index = month.year * 12 + month.month - 1 + by
     return date(index // 12, index % 12 + 1, 1)
@@ -62,9 +66,15 @@ async def calendar_page(request: web.Request) -> web.Response:
         if not (raw_series.isascii() and raw_series.isdigit()) or len(raw_series) > 18:
             raise Invalid(f"{raw_series!r} is not a series id.")
         series_id = int(raw_series)
-    # A day either side, so an occurrence that falls on the 1st in its own zone is shown.
-    start = datetime.combine(_shift(month, 0), datetime.min.time(), UTC)
-    end = datetime.combine(_shift(month, 1), datetime.min.time(), UTC)
+    weeks = cal.Calendar(firstweekday=0).monthdatescalendar(month.year, month.month)
+    # Days are each event's own: the window reaches a day past the grid either side (no zone
+    # is more than 14 hours from UTC), and what falls outside the shown days is dropped.
+    start = datetime.combine(weeks[0][0] - timedelta(days=1), datetime.min.time(), UTC)
+    end = datetime.combine(weeks[-1][-1] + timedelta(days=2), datetime.min.time(), UTC)
+    if view == "agenda":
+        shown = {month.replace(day=d).isoformat() for d in range(1, 32) if _valid(month, d)}
+    else:
+        shown = {d.isoformat() for week in weeks for d in week}
     async with host.db.connect() as conn:
         ids = None
         if series_id is not None:
@@ -73,6 +83,7 @@ async def calendar_page(request: web.Request) -> web.Response:
             ids = await events_of_series(conn, series_id)
         items = await calendar_items(conn, start=start, end=end, now=now, definition_ids=ids)
         all_series = await list_series(conn, limit=200)
+    items = [i for i in items if i["local_time"][:10] in shown]
     day = request.query.get("day") or ""
     if day:
         try:
@@ -86,7 +97,6 @@ async def calendar_page(request: web.Request) -> web.Response:
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         by_day[item["local_time"][:10]].append(item)
-    weeks = cal.Calendar(firstweekday=0).monthdatescalendar(month.year, month.month)
     return render(
         request,
         "calendar.html",
