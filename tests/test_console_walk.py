@@ -275,7 +275,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     for path in ("/now", "/events", "/events/1", "/plugins", run_url.removeprefix(base)):
         phone.goto(base + path)
         _no_horizontal_scroll(phone)
-    _shot(phone, "run-phone")
+    _shot(phone, "run-phone", full=False)
     phone.close()
 
     # ── CSRF: a form post without the session's token is refused and changes nothing ──
