@@ -7,7 +7,7 @@ from typing import Any
 import aiohttp_jinja2
 from aiohttp import web
 
-from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS
+from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS, STAFF
 from pageant.console.session import CSRF_FIELD, Session, Sessions
 from pageant.errors import Forbidden
 from pageant.hosting import Host
@@ -20,6 +20,14 @@ SESSION_KEY: Any = (
 )
 #: Where the console starts once signed in.
 HOME = "/now"
+#: The pages in the navigation: (path, name, the roles that see the link). A new page module
+#: (listed in ``app.PAGE_MODULES``) adds its row here.
+NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("/now", "Now", STAFF),
+    ("/events", "Events", STAFF),
+    ("/calendar", "Calendar", STAFF),
+    ("/plugins", "Plugins", STAFF),
+)
 
 
 def see_other(location: str) -> web.Response:
@@ -84,6 +92,7 @@ def context(request: web.Request, **values: Any) -> dict[str, Any]:
         "csrf_field": CSRF_FIELD,
         "csrf": session.csrf if session is not None else "",
         "path": request.path,
+        "nav": [(href, name) for href, name, roles in NAV if role in roles],
         "now": host_of(request).clock.now(),
         **values,
     }
