@@ -300,7 +300,8 @@ async def test_now_lists_live_runs_across_events_with_why_they_wait(host, client
         event = await publish_event(host.db, host.clock.now(), cue, title=title)
         await start_now(host, event.id, scope="", actor="admin:test")
     assert await live_run_views(host) == []  # scheduled: not under way yet
-    await Engine(host).tick()
+    async with Engine(host) as engine:
+        await engine.tick()
     live = await live_run_views(host)
     assert [r["definition_title"] for r in live] == ["One", "Two"]
     assert {r["waiting_on"]["reason"] for r in live} == {"parked"}

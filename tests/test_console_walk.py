@@ -317,6 +317,22 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.get_by_role("heading", level=1)).to_contain_text("Not allowed")
     moderator_ctx.close()
 
+    # ── the keyboard alone: the skip link first, then into the page ──
+    keyboard_ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    keyboard_ctx.on("request", lambda r: requested.append(r.url))
+    page = _sign_in(keyboard_ctx, base, tokens["moderator"])
+    page.goto(f"{base}/events")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to the content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "state"  # the page's first control
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # the Filter button
+    page.wait_for_url(f"{base}/events?state=")
+    keyboard_ctx.close()
+
     # ── nothing was fetched from anywhere but the host ──
     assert requested, "the browser made no requests"
     strangers = [url for url in requested if not url.startswith(base + "/")]
