@@ -13,13 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import update
 
 from pageant.console import editor
 from pageant.console.events import preview
 from pageant.console.session import COOKIE, Sessions
-from pageant.db.tables import api_tokens
-from pageant.runs.console import live_run_views
 from tests.factories import announce, phase, publish_event, spec
 
 STATIC = Path(__file__).parents[1] / "host" / "console" / "static"
@@ -135,7 +132,7 @@ async def test_a_bad_token_is_refused_with_a_sentence(client):
         "/sign-in", data={"csrf_token": csrf_of(await page.text()), "token": "pgt_nope"}
     )
     assert answer.status == 401
-    assert "That token is not valid" in await answer.text()
+    assert "That token is not valid." in await answer.text()
 
 
 async def test_sign_in_without_its_csrf_field_is_refused(client, tokens):
@@ -159,17 +156,36 @@ async def test_an_offsite_next_is_ignored(client, tokens):
     assert answer.headers["Location"] == "/now"
 
 
-async def test_revoking_the_token_ends_its_session(client, tokens, db):
+async def test_revoking_the_token_ends_its_session(client, tokens, db, clock):
+    from pageant.access.tokens import find_token, revoke_token
+
     await sign_in(client, tokens["moderator"])
     assert (await client.get("/now")).status == 200
-    async with db.begin() as conn:
-        await conn.execute(
-            update(api_tokens)
-            .where(api_tokens.c.name == "test-moderator")
-            .values(revoked_at=datetime(2027, 3, 1, tzinfo=UTC))
-        )
+    token_id = await find_token(db, "test-moderator")
+    await revoke_token(db, token_id, actor="admin:test", now=clock.now())
     answer = await client.get("/now", allow_redirects=False)
     assert answer.status == 303 and answer.headers["Location"].startswith("/sign-in")
+
+
+async def test_a_token_that_expires_ends_its_session_and_cannot_sign_in(client, db, clock):
+    from datetime import timedelta
+
+    from pageant.access.tokens import create_token
+
+    token = await create_token(
+        db, role="admin", name="brief", now=clock.now(), expires_in=timedelta(hours=1)
+    )
+    await sign_in(client, token)
+    assert (await client.get("/now")).status == 200
+    clock.advance(hours=2)
+    answer = await client.get("/now", allow_redirects=False)
+    assert answer.status == 303 and answer.headers["Location"].startswith("/sign-in")
+    page = await client.get("/sign-in")
+    refused = await client.post(
+        "/sign-in", data={"csrf_token": csrf_of(await page.text()), "token": token}
+    )
+    assert refused.status == 401
+    assert "the bearer token has expired" in await refused.text()
 
 
 async def test_a_game_token_may_sign_in_but_sees_no_staff_page(client, tokens):
@@ -299,16 +315,17 @@ async def test_now_lists_live_runs_across_events_with_why_they_wait(host, client
     for title in ("One", "Two"):
         event = await publish_event(host.db, host.clock.now(), cue, title=title)
         await start_now(host, event.id, scope="", actor="admin:test")
-    assert await live_run_views(host) == []  # scheduled: not under way yet
-    async with Engine(host) as engine:
-        await engine.tick()
-    live = await live_run_views(host)
-    assert [r["definition_title"] for r in live] == ["One", "Two"]
-    assert {r["waiting_on"]["reason"] for r in live} == {"parked"}
     await sign_in(client, tokens["moderator"])
     html = await (await client.get("/now")).text()
+    assert "No run is under way." in html  # scheduled: not under way yet
+    async with Engine(host) as engine:
+        await engine.tick()
+    html = await (await client.get("/now/live")).text()
     banner = html.split('class="banner"')[1].split("</section>")[0]
-    assert "Waiting on a person (2)" in banner and "waiting for a person to confirm" in banner
+    assert "Waiting on a person (2)" in banner
+    assert banner.count("waiting for a person to confirm") == 2
+    assert "One" in banner and "Two" in banner
+    assert "<strong>2</strong> waiting on a person" in html
 
 
 # ── the editor ─────────────────────────────────────────────────────────────────

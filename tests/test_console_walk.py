@@ -272,7 +272,14 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     # ── a phone's width: nothing scrolls sideways ──
     phone = context.new_page()
     phone.set_viewport_size({"width": 390, "height": 844})
-    for path in ("/now", "/events", "/events/1", "/calendar", "/plugins", run_url.removeprefix(base)):
+    for path in (
+        "/now",
+        "/events",
+        "/events/1",
+        "/calendar",
+        "/plugins",
+        run_url.removeprefix(base),
+    ):
         phone.goto(base + path)
         _no_horizontal_scroll(phone)
     _shot(phone, "run-phone", full=False)

@@ -76,7 +76,7 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
         sessions: Sessions = request.app[SESSIONS]
         host: Host = request.app[HOST]
-        session = await sessions.session(host.db, request.cookies.get(COOKIE))
+        session = await sessions.session(host.db, request.cookies.get(COOKIE), now=host.clock.now())
         request[SESSION_KEY] = session
         if request.method == "POST" and request.path != "/sign-in":
             form = await request.post()

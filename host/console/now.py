@@ -1,5 +1,10 @@
 """Now: the runs under way across every event, each with why it waits; those waiting on a
-person lead the page in a banner."""
+person lead the page in a banner.
+
+The data is :func:`pageant.runs.listing.list_runs`, the function behind
+``GET /api/v1/admin/runs`` and ``pageant runs list``, with its summary of what needs
+attention.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,29 @@ from aiohttp import web
 
 from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, require
-from pageant.runs.console import live_run_views
+from pageant.runs.listing import RunFilter, list_runs
 
 routes = web.RouteTableDef()
 
+#: The statuses of a run that is under way.
+UNDER_WAY = ("starting", "running", "paused", "ending")
+#: The most runs the page lists (newest first); the summary counts every one.
+LIMIT = 200
+
 
 async def _now(request: web.Request) -> dict[str, Any]:
-    runs = await live_run_views(host_of(request))
-    waiting = [r for r in runs if (r["waiting_on"] or {}).get("reason") == "parked"]
-    return {"runs": runs, "waiting_on_person": waiting}
+    found = await list_runs(
+        host_of(request), RunFilter(statuses=UNDER_WAY), before_id=None, limit=LIMIT
+    )
+    runs = found["items"]
+    # A person is what a parked step and a paused run both wait for (as the summary counts).
+    waiting = [r for r in runs if (r["waiting_on"] or {}).get("reason") in ("parked", "paused")]
+    return {
+        "runs": runs,
+        "waiting_on_person": waiting,
+        "summary": found["summary"],
+        "more": found["next_before"] is not None,
+    }
 
 
 @routes.get("/now")

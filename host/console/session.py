@@ -11,11 +11,13 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from pageant.access.tokens import Principal, hash_token, principal_for_hash
+from pageant.errors import Unauthenticated
 
 COOKIE = "pageant_session"
 #: The hidden field every form post carries (and the header htmx would send).
@@ -55,12 +57,16 @@ class Sessions:
             return None
         return data
 
-    async def session(self, engine: Any, value: str | None) -> Session | None:
-        """The session a cookie stands for, or None (bad cookie, or its token is gone)."""
+    async def session(self, engine: Any, value: str | None, *, now: datetime) -> Session | None:
+        """The session a cookie stands for, or None: a bad or expired cookie, or a token that
+        was removed, revoked or has expired since."""
         data = self.read(value)
         if data is None:
             return None
-        principal = await principal_for_hash(engine, str(data["h"]))
+        try:
+            principal = await principal_for_hash(engine, str(data["h"]), now=now)
+        except Unauthenticated:
+            return None
         return None if principal is None else Session(principal, str(data["c"]))
 
 

@@ -9,6 +9,7 @@ from aiohttp import web
 from pageant.access.tokens import principal_for
 from pageant.console.keys import HOME, SESSIONS, host_of, render, see_other, session_of
 from pageant.console.session import COOKIE, CSRF_FIELD
+from pageant.errors import Unauthenticated
 
 routes = web.RouteTableDef()
 
@@ -67,9 +68,13 @@ async def signin(request: web.Request) -> web.Response:
         )
     token = form.get("token")
     token = token.strip() if isinstance(token, str) else ""
-    principal = await principal_for(host_of(request).db, token) if token else None
+    host = host_of(request)
+    try:
+        principal = await principal_for(host.db, token, now=host.clock.now()) if token else None
+    except Unauthenticated as exc:  # revoked or expired: say which
+        return _signin_page(request, 401, f"That token cannot sign in: {exc.message}.")
     if principal is None:
-        return _signin_page(request, 401, "That token is not valid (or has been revoked).")
+        return _signin_page(request, 401, "That token is not valid.")
     sessions = request.app[SESSIONS]
     nxt = form.get("next")
     response = see_other(_safe_next(nxt if isinstance(nxt, str) else None))

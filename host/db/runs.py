@@ -237,16 +237,6 @@ _LIST_FOR_DEFINITION = (
     .limit(bindparam("limit"))
 )
 
-#: The statuses of a run that is under way (the "Now" page's runs).
-LIVE_STATUSES = ("starting", "running", "paused", "ending")
-_LIVE = (
-    select(*RUN_COLUMNS)
-    .select_from(RUN_FROM)
-    .where(r.status.in_(LIVE_STATUSES))
-    .order_by(r.id)
-    .limit(bindparam("limit"))
-)
-
 
 # ── functions ─────────────────────────────────────────────────────────────────
 
@@ -402,12 +392,6 @@ async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:
 async def concurrency_holder(conn: AsyncConnection, key: str, run_id: int) -> Row | None:
     """The live run (id, status) holding concurrency ``key``, other than ``run_id``."""
     return (await conn.execute(_HOLDER, {"key": key, "run_id": run_id})).first()
-
-
-async def live_runs(conn: AsyncConnection, *, limit: int) -> list[Row]:
-    """Up to ``limit`` runs under way (starting, running, paused, ending), across every
-    event, in id order."""
-    return list((await conn.execute(_LIVE, {"limit": limit})).all())
 
 
 async def runs_of_definition(

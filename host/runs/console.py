@@ -161,14 +161,6 @@ async def runs_page(
     return items, [row.id for row in rows]
 
 
-async def live_run_views(host: Host, *, limit: int = 200) -> list[dict[str, Any]]:
-    """The runs under way across every event (up to ``limit``, oldest first), each in the run
-    shape with its ``waiting_on``: what the web console's Now page lists."""
-    async with host.db.connect() as conn:
-        rows = await runs.live_runs(conn, limit=limit)
-        return await run_views(conn, host, rows, now=host.clock.now())
-
-
 async def step_view(host: Host, step_id: int) -> dict[str, Any]:
     """One step as the console shows it."""
     async with host.db.connect() as conn:
