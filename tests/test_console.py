@@ -541,3 +541,26 @@ async def test_the_calendar_marks_projected_occurrences_and_dst(client, tokens):
     series_id = (await other.json())["id"]
     filtered = await (await client.get(f"/calendar?month=2027-03&series={series_id}")).text()
     assert "Night hunt" not in filtered
+
+
+async def test_the_events_list_says_whether_the_published_version_is_verified(client, tokens, host):
+    from tests.conftest import bearer
+
+    created = await client.post(
+        "/api/v1/admin/events", headers=bearer(tokens["admin"]), json={"title": "Muster"}
+    )
+    event_id = (await created.json())["id"]
+    published = await client.post(
+        f"/api/v1/admin/events/{event_id}/publish", headers=bearer(tokens["admin"])
+    )
+    assert (await published.json())["version_verified"] is False
+    await sign_in(client, tokens["editor"])
+    html = await (await client.get("/events")).text()
+    row = html.split("Muster")[1].split("</tr>")[0]
+    assert 'data-label="Verified">✗ no<' in row
+    verified = await client.post(
+        f"/api/v1/admin/events/{event_id}/verify", headers=bearer(tokens["admin"])
+    )
+    assert verified.status == 200, await verified.text()
+    html = await (await client.get("/events")).text()
+    assert 'data-label="Verified">✓ yes<' in html.split("Muster")[1].split("</tr>")[0]

@@ -63,7 +63,9 @@ async def events_page(request: web.Request) -> web.Response:
         )
     async with host.db.begin() as conn:
         rows = await definitions.list_definitions(conn, state=state, limit=500)
-        items = await definitions.render_events(conn, rows, now=host.clock.now())
+        items = await definitions.render_events(
+            conn, rows, now=host.clock.now(), registry=host.registry
+        )
     return render(request, "events.html", events=items, state=state, states=definitions.STATES)
 
 
@@ -203,7 +205,9 @@ async def _editor(
 async def _event(request: web.Request, definition_id: int) -> dict[str, Any]:
     host = host_of(request)
     async with host.db.begin() as conn:
-        return await definitions.render_event(conn, definition_id, now=host.clock.now())
+        return await definitions.render_event(
+            conn, definition_id, now=host.clock.now(), registry=host.registry
+        )
 
 
 @routes.get("/events/{id}")
