@@ -81,7 +81,8 @@ class Host:
 
         ``may_invoke`` asks this before every dispatch and refuses with code
         ``unavailable``. It answers what :meth:`mark_unavailable` was told: the one place
-        the host learns that a plugin (or its game) is down or its owner is contested.
+        the host learns that a plugin (or its game) is down. A contested owner is
+        :meth:`unavailable`'s: its steps wait instead of being refused.
         """
         return self._unavailable.get(owner)
 
@@ -91,6 +92,14 @@ class Host:
             self._unavailable.pop(owner, None)
         else:
             self._unavailable[owner] = reason
+
+    def unavailable(self, action_id: str) -> str | None:
+        """Why steps of ``action_id`` must wait rather than run, or None: asked before a
+        step is claimed, so nothing is tried and no attempt spent. Today: its owner is
+        contested (two distributions claim it, both refused) until a restart settles it.
+        Unlike :meth:`plugin_unavailable`, which ``may_invoke`` turns into a refusal, this
+        holds the run (``waiting_on.reason`` ``unavailable``)."""
+        return self.plugins.unavailable(action_id)
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""

@@ -139,6 +139,7 @@ def test_plugins_json_is_the_one_listing() -> None:
         "contract": "^1.0",
         "status": "loaded",
         "reason": None,
+        "traceback": None,
     }
 
 
@@ -166,20 +167,33 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
 def test_plugins_shows_a_broken_plugin_refused_with_its_reason(site: Site) -> None:
     site.install("brokenplug", {"brokenplug": "brokenplug"}, {"brokenplug": source("brokenplug")})
     result = pageant("plugins")
-    assert result.exit_code == 0
+    # A refused plugin is a failure an operator's deploy script must see.
+    assert result.exit_code == 1
     lines = result.stdout.splitlines()
     at = lines.index("refused  brokenplug[brokenplug] 0.1")
     assert lines[at + 1] == (
         "           brokenplug[brokenplug]: cannot be imported (ModuleNotFoundError: No module "
-        "named 'pageant_missing_dependency'); expected 'brokenplug' to name an importable "
-        "module or class"
+        "named 'pageant_missing_dependency' at brokenplug.py:5 in <module>); expected "
+        "'pageant_missing_dependency', which the plugin imports, to be installed (a dependency "
+        "missing from brokenplug's requirements?)"
     )
+    # The traceback's last frames follow, ending at the plugin's line.
+    assert "           |     import pageant_missing_dependency" in "\n".join(lines)
     # The others still load.
     assert any(line.startswith("loaded   pageant-wisps[wisps]") for line in lines)
-    items = json.loads(pageant("plugins", "--json").stdout)["items"]
+    listed = pageant("plugins", "--json")
+    assert listed.exit_code == 1
+    items = json.loads(listed.stdout)["items"]
     broken = next(i for i in items if i["distribution"] == "brokenplug")
     assert broken["status"] == "refused"
     assert broken["reason"].startswith("brokenplug[brokenplug]: cannot be imported")
+
+
+def test_allow_refused_lists_a_refusal_and_exits_zero(site: Site) -> None:
+    site.install("brokenplug", {"brokenplug": "brokenplug"}, {"brokenplug": source("brokenplug")})
+    result = pageant("plugins", "--allow-refused")
+    assert result.exit_code == 0
+    assert "refused  brokenplug[brokenplug] 0.1" in result.stdout.splitlines()
 
 
 def test_the_console_script_shows_an_installed_broken_plugin(tmp_path: Path) -> None:
@@ -187,7 +201,9 @@ def test_the_console_script_shows_an_installed_broken_plugin(tmp_path: Path) -> 
     site = Site(tmp_path)
     site.install("brokenplug", {"brokenplug": "brokenplug"}, {"brokenplug": source("brokenplug")})
     done = pageant_process("plugins", "--json", env={"PYTHONPATH": str(tmp_path)})
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
+    # The listing says it all; the loader's log does not repeat it on standard error.
+    assert done.stderr == ""
     statuses = {i["distribution"]: i["status"] for i in json.loads(done.stdout)["items"]}
     assert statuses["brokenplug"] == "refused"
     assert statuses["pageant"] == statuses["pageant-wisps"] == "loaded"
@@ -302,6 +318,35 @@ def test_serve_refuses_an_out_of_date_database(migrated_url: str) -> None:
         f"error: the database schema is at 0000, this pageant needs {HEAD}; "
         "run `pageant db upgrade` first"
     ) in done.stderr
+
+
+def test_serve_prints_the_loaded_and_refused_plugins_at_start(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    site = Site(tmp_path)
+    site.install("brokenplug", {"brokenplug": "brokenplug"}, {"brokenplug": source("brokenplug")})
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    env = {**clean, "PAGEANT_DATABASE_URL": migrated_url, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.Popen(
+        [*console_script(), "serve", "--port", str(free_port())],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line.rstrip("\n"))
+            if line.startswith("loaded   pageant-wisps[wisps]"):  # the last one, sorted
+                break
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert any(line.startswith("loaded   pageant[core] ") for line in seen), seen
+    assert any(line.startswith("loaded   pageant-wisps[wisps] ") for line in seen), seen
+    assert "refused  brokenplug[brokenplug] 0.1" in seen
 
 
 # ── settings: flag > environment > TOML > default ─────────────────────────────

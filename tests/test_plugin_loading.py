@@ -608,12 +608,49 @@ def test_a_broken_installed_plugin_is_refused_and_the_others_load(site: Site) ->
     assert (broken.status, broken.version, broken.entry_point) == ("refused", "0.1", "brokenplug")
     assert broken.reason == (
         "brokenplug[brokenplug]: cannot be imported (ModuleNotFoundError: No module named "
-        "'pageant_missing_dependency'); expected 'brokenplug' to name an importable module "
-        "or class"
+        "'pageant_missing_dependency' at brokenplug.py:5 in <module>); expected "
+        "'pageant_missing_dependency', which the plugin imports, to be installed (a "
+        "dependency missing from brokenplug's requirements?)"
+    )
+    assert broken.traceback is not None
+    assert broken.traceback.splitlines()[-1] == (
+        "ModuleNotFoundError: No module named 'pageant_missing_dependency'"
     )
     assert record(manager, "pageant[core]").status == "loaded"
     assert record(manager, "pageant-wisps[wisps]").status == "loaded"
     assert "wisps.summon" in manager.registry.actions
+
+
+def test_a_module_that_raises_on_import_names_its_line_and_the_fitting_hint(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    site.install(
+        "typoplug",
+        {"typo": "typoplug"},
+        {"typoplug": 'PLUGIN_INFO = {"owner": "typo", "contract": "^1.0"}\n\nTIERS = tierz\n'},
+    )
+    manager = load_plugins()
+    typo = record(manager, "typoplug[typo]")
+    assert typo.reason == (
+        "typoplug[typo]: cannot be imported (NameError: name 'tierz' is not defined at "
+        "typoplug.py:3 in <module>); expected the plugin's module to import without raising"
+    )
+    # The last frames, as Python prints them, end at the plugin's line.
+    assert typo.traceback is not None
+    assert 'typoplug.py", line 3, in <module>' in typo.traceback
+    assert "TIERS = tierz" in typo.traceback
+    # The server log has the same traceback, naming the plugin.
+    logged = [r for r in caplog.records if "typoplug[typo]" in r.getMessage()]
+    assert logged and "TIERS = tierz" in logged[0].getMessage()
+
+
+def test_an_entry_point_naming_a_module_that_is_not_there_says_so(site: Site) -> None:
+    site.install("ghostplug", {"ghost": "ghostmod"}, {})
+    assert record(load_plugins(), "ghostplug[ghost]").reason == (
+        "ghostplug[ghost]: cannot be imported (ModuleNotFoundError: No module named "
+        "'ghostmod'); expected 'ghostmod' to name an importable module or class (is ghostplug "
+        "installed in this environment?)"
+    )
 
 
 def test_an_entry_point_naming_a_missing_attribute_is_refused(site: Site) -> None:
@@ -643,6 +680,7 @@ def test_an_installed_plugin_loads_with_its_distribution_and_version(site: Site)
         "contract": "^1.0",
         "status": "loaded",
         "reason": None,
+        "traceback": None,
     }
     assert manager.registry.owner_of("leases", "lantern.brightness") == "lantern-plug[lantern]"
 

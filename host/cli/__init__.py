@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -142,11 +143,20 @@ async def _current(engine: Any) -> str | None:
 @main.command()
 @click.option("--all", "show_all", is_flag=True, help="Also list what each loaded plugin declared.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option(
+    "--allow-refused",
+    is_flag=True,
+    help="Exit 0 even when a plugin is refused (by default a refusal exits 1).",
+)
 @settings_options
-def plugins(settings: Settings, show_all: bool, as_json: bool) -> None:
-    """List the plugins: loaded ones, and refused ones with their reason."""
+def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bool) -> None:
+    """List the plugins: loaded ones, and refused ones with their reason.
+
+    Exit 1 when any plugin is refused, unless --allow-refused.
+    """
     from pageant.plugins.loader import load_plugins, plugin_listing
 
+    _quiet_plugin_log()
     manager = load_plugins()
     items = plugin_listing(manager)
     if show_all:
@@ -155,16 +165,34 @@ def plugins(settings: Settings, show_all: bool, as_json: bool) -> None:
             item["declares"] = declared.get(f"{item['distribution']}[{item['name']}]", {})
     if as_json:
         click.echo(json.dumps({"items": items}, indent=2))
-        return
+    else:
+        for line in plugin_lines(items):
+            click.echo(line)
+    if any(item["status"] == "refused" for item in items) and not allow_refused:
+        sys.exit(1)
+
+
+def _quiet_plugin_log() -> None:
+    # The listing prints every refusal with its traceback; the loader's log lines would say
+    # it all again on standard error (``serve`` configures logging and keeps them).
+    logging.getLogger("pageant.plugins").addHandler(logging.NullHandler())
+
+
+def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
+    """The human rendering of the plugin list (``pageant plugins`` and ``serve``'s start)."""
+    lines = []
     for item in items:
         head = f"{item['distribution']}[{item['name']}] {item['version']}"
         if item["status"] == "loaded":
-            click.echo(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
+            lines.append(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
             for kind, ids in item.get("declares", {}).items():
-                click.echo(f"           {kind}: {', '.join(ids)}")
+                lines.append(f"           {kind}: {', '.join(ids)}")
         else:
-            click.echo(f"refused  {head}")
-            click.echo(f"           {item['reason']}")
+            lines.append(f"refused  {head}")
+            lines.append(f"           {item['reason']}")
+            for frame in (item.get("traceback") or "").splitlines():
+                lines.append(f"           | {frame}")
+    return lines
 
 
 def _declared_by(manager: Any) -> dict[str, dict[str, list[str]]]:
@@ -369,8 +397,6 @@ staff.register(main, settings_options)
 @settings_options
 def serve(settings: Settings) -> None:
     """Run the host: the engine and the HTTP API."""
-    import logging
-
     from aiohttp import web
 
     from pageant.api.app import make_app
@@ -394,9 +420,10 @@ def serve(settings: Settings) -> None:
     except PageantError as exc:
         click.echo(f"error: {exc.message}", err=True)
         sys.exit(1)
-    for record in host.plugins.records:
-        if record.status == "refused":
-            click.echo(f"refused plugin: {record.reason}", err=True)
+    from pageant.plugins.loader import plugin_listing
+
+    for line in plugin_lines(plugin_listing(host.plugins)):
+        click.echo(line, err=True)
     web.run_app(make_app(host), host=settings.host, port=settings.port, print=click.echo)
 
 

@@ -156,7 +156,12 @@ async def _wait(
 ) -> str:
     view = {**run, **state}
     found = waiting.describe(
-        view, phase_steps, now=now, max_attempts=host.settings.max_attempts, gate=gate
+        view,
+        phase_steps,
+        now=now,
+        max_attempts=host.settings.max_attempts,
+        gate=gate,
+        unavailable=host.unavailable,
     )
     if (found["reason"] if found else None) != state["waiting_reason"]:
         async with host.db.begin() as conn:
@@ -373,6 +378,10 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
                 return await _wait(host, run, state, [step], now=now)
             return "in-flight"
         if step["due_at"] is not None and step["due_at"] > now:
+            return await _wait(host, run, state, [step], now=now)
+        if host.unavailable(step["action"]) is not None:
+            # Not claimed, so nothing reaches any plugin and no attempt is spent; the run is
+            # looked at again every poll until a restart settles who owns the action.
             return await _wait(host, run, state, [step], now=now)
 
         await _clear_waiting(host, run_id, state, now=now)

@@ -24,6 +24,7 @@ import pluggy
 from pydantic import ValidationError
 
 from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
+from pageant.plugins import tracing
 from pageant.plugins.ranges import BadRange, parse_range
 from pageant.plugins.registry import KINDS, Registry
 
@@ -68,6 +69,8 @@ class PluginRecord:
     contract: str | None = None
     status: str = "refused"  # loaded | refused
     reason: str | None = None
+    #: The last frames of the traceback behind a refusal, when an exception caused it.
+    traceback: str | None = None
     plugin: Any = field(default=None, repr=False)
 
     @property
@@ -79,7 +82,20 @@ class PluginRecord:
 
 
 class Refusal(Exception):
-    """Raised inside the pipeline; becomes the record's reason."""
+    """Raised inside the pipeline; becomes the record's reason.
+
+    ``detail`` is what the server log shows beside it (a traceback's last frames).
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, Refusal):
+        return str(exc)
+    return f"raised {type(exc).__name__}: {exc} while loading; expected it to load without raising"
 
 
 def find_candidates() -> list[Candidate]:
@@ -112,16 +128,41 @@ def candidate_for(obj: Any, name: str, distribution: str = "inline") -> Candidat
     return Candidate(name, distribution, "0", f"<object {name}>", loaded=obj)
 
 
+def _import_hint(candidate: Candidate, module_name: str, exc: Exception) -> str:
+    """The expectation that fits what actually failed while importing the entry point."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name is not None:
+        if module_name == exc.name or module_name.startswith(exc.name + "."):
+            return (
+                f"expected {candidate.entry_point!r} to name an importable module or class "
+                f"(is {candidate.distribution} installed in this environment?)"
+            )
+        return (
+            f"expected {exc.name!r}, which the plugin imports, to be installed "
+            f"(a dependency missing from {candidate.distribution}'s requirements?)"
+        )
+    return "expected the plugin's module to import without raising"
+
+
 def _load(candidate: Candidate) -> Any:
     if candidate.loaded is not None:
         obj = candidate.loaded
     else:
         module_name, _, attr = candidate.entry_point.partition(":")
+        module_name = module_name.strip()
         try:
-            obj = importlib.import_module(module_name.strip())
+            obj = importlib.import_module(module_name)
+        except Exception as exc:
+            where = tracing.innermost_frame(exc)
+            at = f" at {where}" if where else ""
+            raise Refusal(
+                f"cannot be imported ({type(exc).__name__}: {exc}{at}); "
+                + _import_hint(candidate, module_name, exc),
+                detail=tracing.last_frames(exc),
+            ) from exc
+        try:
             for part in filter(None, attr.strip().split(".")):
                 obj = getattr(obj, part)
-        except Exception as exc:
+        except AttributeError as exc:
             raise Refusal(
                 f"cannot be imported ({type(exc).__name__}: {exc}); "
                 f"expected {candidate.entry_point!r} to name an importable module or class"
@@ -228,25 +269,85 @@ class PluginManager:
         self.pm.add_hookspecs(PageantSpecs)
         self.records: list[PluginRecord] = []
         self.registry = Registry()
+        #: owner -> the labels of every plugin claiming it (read before any registers).
+        self.claims: dict[str, list[str]] = {}
 
     # ── the pipeline ─────────────────────────────────────────────────────────
 
     def load(self, candidates: Iterable[Candidate]) -> list[PluginRecord]:
-        for candidate in candidates:
-            self.records.append(self._load_one(candidate))
+        # Every candidate is imported and its PLUGIN_INFO read before any is registered:
+        # an owner claimed by two distributions refuses both, whichever sorts first, so an
+        # impostor can never run an already-published event's steps.
+        prepared = [self._prepare(candidate) for candidate in candidates]
+        for candidate, _record, obj, info in prepared:
+            if obj is not None and info is not None:
+                self.claims.setdefault(info.owner, [])
+                if candidate.label not in self.claims[info.owner]:
+                    self.claims[info.owner].append(candidate.label)
+        for candidate, record, obj, info in prepared:
+            if obj is not None and info is not None:
+                contested = self.contest(info.owner)
+                if contested is not None:
+                    record.reason = f"{candidate.label}: {contested}"
+                else:
+                    self._register_one(candidate, record, obj, info)
+            self.records.append(record)
         return self.records
 
-    def _load_one(self, candidate: Candidate) -> PluginRecord:
+    def contest(self, owner: str) -> str | None:
+        """Why ``owner`` belongs to nobody, when more than one distribution claims it."""
+        claimants = self.claims.get(owner, [])
+        distributions = {label.partition("[")[0] for label in claimants}
+        if len(distributions) < 2:
+            return None
+        return (
+            f'owner "{owner}" is claimed by {" and ".join(claimants)}; expected each owner '
+            "to belong to one distribution (uninstall one of them and restart the host)"
+        )
+
+    def unavailable(self, action_id: str) -> str | None:
+        """Why the steps of ``action_id`` must wait rather than run, or None.
+
+        An action whose owner is contested belongs to no loaded plugin; running whatever
+        answers to its id would run someone else's code, and refusing the step would fail
+        a published event for a packaging mistake, so its steps wait until a restart
+        finds one claimant.
+        """
+        owner = action_id.partition(".")[0]
+        return self.contest(owner)
+
+    def _prepare(
+        self, candidate: Candidate
+    ) -> tuple[Candidate, PluginRecord, Any, PluginInfo | None]:
+        """Import the candidate and read its PLUGIN_INFO; a failure refuses it here."""
         record = PluginRecord(
             candidate.name, candidate.distribution, candidate.version, candidate.entry_point
         )
-        registered = False
         try:
             obj = _load(candidate)
             info = _read_info(obj)
             record.owner, record.contract = info.owner, info.contract
             if info.owner == CORE_OWNER and not candidate.builtin:
                 raise Refusal('claims the owner "core"; expected an owner of its own')
+        except Exception as exc:  # a plugin's failure must never stop the host
+            self._refuse(record, exc)
+            return candidate, record, None, None
+        return candidate, record, obj, info
+
+    def _refuse(self, record: PluginRecord, exc: Exception) -> None:
+        record.status, record.reason = "refused", f"{record.label}: {_why(exc)}"
+        detail = exc.detail if isinstance(exc, Refusal) else tracing.last_frames(exc)
+        record.traceback = detail
+        if detail:
+            log.error("plugin %s refused: %s\n%s", record.label, record.reason, detail)
+        else:
+            log.error("plugin %s refused: %s", record.label, record.reason)
+
+    def _register_one(
+        self, candidate: Candidate, record: PluginRecord, obj: Any, info: PluginInfo
+    ) -> None:
+        registered = False
+        try:
             _check_range(info)
             _check_hooks(self.pm, obj)
             if self.pm.is_registered(obj):
@@ -270,16 +371,9 @@ class PluginManager:
         except Exception as exc:  # a plugin's failure must never stop the host
             if registered:
                 self.pm.unregister(name=candidate.label)
-            why = (
-                str(exc)
-                if isinstance(exc, Refusal)
-                else f"raised {type(exc).__name__}: {exc} while loading; "
-                "expected it to load without raising"
-            )
-            record.status, record.reason = "refused", f"{candidate.label}: {why}"
-            return record
+            self._refuse(record, exc)
+            return
         record.status, record.plugin = "loaded", obj
-        return record
 
     def _check_pending(self) -> None:
         # A misspelt hook (``pageant_actionz``) registers silently. _check_hooks names it

@@ -134,6 +134,7 @@ async def run_views(
             max_attempts=host.settings.max_attempts,
             holder=holder,
             gate=gate,
+            unavailable=host.unavailable,
         )
         views.append(_run_json(row, waiting_on))
     return views

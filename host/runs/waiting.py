@@ -2,7 +2,9 @@
 
 ``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, step_id?, attempt?,
 of?, sentence}`` with a reason among ``not_due``, ``unverified``, ``concurrency``,
-``backoff``, ``parked``, ``paused`` and ``gate``. The engine persists the reason
+``backoff``, ``parked``, ``paused``, ``gate`` and ``unavailable`` (the next step's action
+belongs to no loaded plugin while its owner is contested: it waits rather than run someone
+else's code). The engine persists the reason
 (``event_runs.waiting_reason`` and ``waiting_since``) and logs ``run.waiting`` once per
 change; the run console derives the whole answer again from the rows, so the two cannot
 disagree about what the rows say.
@@ -10,7 +12,7 @@ disagree about what the rows say.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +22,19 @@ from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
 from pageant.timefmt import iso
 
-REASONS = ("not_due", "unverified", "concurrency", "backoff", "parked", "paused", "gate")
+REASONS = (
+    "not_due",
+    "unverified",
+    "concurrency",
+    "backoff",
+    "parked",
+    "paused",
+    "gate",
+    "unavailable",
+)
+
+#: Answers why an action's steps must wait rather than run, or None (``Host.unavailable``).
+Unavailable = Callable[[str], "str | None"]
 
 
 def _name(step: Mapping[str, Any]) -> str:
@@ -56,12 +70,14 @@ def describe(
     max_attempts: int,
     holder: Mapping[str, Any] | None = None,
     gate: dict[str, Any] | None = None,
+    unavailable: Unavailable | None = None,
 ) -> dict[str, Any] | None:
     """Why ``run`` is not advancing at ``now``, or None when it is (or has ended).
 
     ``phase_steps`` are the current phase's steps (any order); ``holder`` is the live run
     holding the concurrency key of a due scheduled run; ``gate`` is what
-    :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done.
+    :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done;
+    ``unavailable`` answers why a due step's action may not run at all.
     """
     status = run["status"]
     found: dict[str, Any] | None = None
@@ -105,7 +121,14 @@ def describe(
         else:
             found = {"reason": "paused", "sentence": "paused by a person; resume to continue"}
     elif status == "running":
-        found = _running(run, phase_steps, now=now, max_attempts=max_attempts, gate=gate)
+        found = _running(
+            run,
+            phase_steps,
+            now=now,
+            max_attempts=max_attempts,
+            gate=gate,
+            unavailable=unavailable,
+        )
     if found is None:
         return None
     reason = found["reason"]
@@ -120,6 +143,7 @@ def _running(
     now: datetime,
     max_attempts: int,
     gate: dict[str, Any] | None,
+    unavailable: Unavailable | None = None,
 ) -> dict[str, Any] | None:
     hold = run.get("hold_until")
     if hold is not None and hold > now:
@@ -144,7 +168,14 @@ def _running(
         return None  # being dispatched right now
     due = step["due_at"]
     if due is None or due <= now:
-        return None
+        why = unavailable(step["action"]) if unavailable is not None else None
+        if why is None:
+            return None
+        return {
+            "reason": "unavailable",
+            "step_id": step["id"],
+            "sentence": f"{_name(step)} waits: {step['action']} is unavailable ({why})",
+        }
     if step["attempts"] > 0:
         return {
             "reason": "backoff",

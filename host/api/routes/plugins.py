@@ -32,6 +32,7 @@ PLUGIN_LIST = {
                         "contract",
                         "status",
                         "reason",
+                        "traceback",
                     )
                 },
             },
