@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .models import Participant, Resource, ResultEntry, Results
@@ -49,6 +49,8 @@ class Envelope:
     #: Why the raw answer was reread (``exception``, ``timeout``, ``not a mapping``, ...).
     malformed: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The exception a callable raised (``malformed == "exception"``), for the host's log.
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 def _retryable(reason: str, error: str) -> Envelope:
@@ -174,5 +176,5 @@ async def run_with_envelope(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # any plugin failure is an answer, never a crash of the host
-        return _retryable("exception", f"{type(exc).__name__}: {exc}")
+        return replace(_retryable("exception", f"{type(exc).__name__}: {exc}"), exception=exc)
     return classify(answer)

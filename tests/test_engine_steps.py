@@ -147,7 +147,11 @@ async def test_a_perform_that_raises_or_times_out_is_a_retry(probe_host, clock, 
     run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
     await engine.tick()
     (made,) = await step_rows(probe_host.db, run_id)
-    assert (made.status, made.last_error) == ("pending", "RuntimeError: socket closed")
+    line = boom.__code__.co_firstlineno + 1
+    assert (made.status, made.last_error) == (
+        "pending",
+        f"RuntimeError: socket closed at test_engine_steps.py:{line} in boom",
+    )
 
 
 # ── dispositions ─────────────────────────────────────────────────────────────

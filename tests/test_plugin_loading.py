@@ -303,10 +303,11 @@ def test_a_hook_that_raises_is_refused() -> None:
         def pageant_triggers(self) -> list[Any]:
             raise RuntimeError("shard config missing")
 
+    line = Raising.pageant_triggers.__code__.co_firstlineno + 2
     manager = load(("raising", Raising()))
     assert refused(manager, "inline[raising]") == (
-        "inline[raising]: pageant_triggers() raised RuntimeError: shard config missing; "
-        "expected it to return a list"
+        "inline[raising]: pageant_triggers() raised RuntimeError: shard config missing at "
+        f"test_plugin_loading.py:{line} in pageant_triggers; expected it to return a list"
     )
 
 
@@ -560,6 +561,9 @@ class StartsBadly:
         raise RuntimeError("shard refused the handshake")
 
 
+STARTUP_LINE = StartsBadly.pageant_startup.__code__.co_firstlineno + 2
+
+
 class StartsWell:
     PLUGIN_INFO = info("goodstart")
 
@@ -585,7 +589,8 @@ async def test_a_plugin_whose_startup_raises_is_withdrawn() -> None:
         assert withdrawn.status == "refused"
         assert withdrawn.reason == (
             "inline[badstart]: pageant_startup raised RuntimeError: shard refused the "
-            "handshake; expected it to return"
+            f"handshake at test_plugin_loading.py:{STARTUP_LINE} in pageant_startup; "
+            "expected it to return"
         )
         assert "badstart.act" not in host.registry.actions
         assert not host.plugins.pm.is_registered(bad)

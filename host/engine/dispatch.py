@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
+from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
 
 if TYPE_CHECKING:
@@ -275,7 +276,10 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
         ),
     )
     envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
-    return await record(host, step, claim, envelope)
+    extra = None
+    if envelope.exception is not None:
+        envelope, extra = explain_exception(host, run, step, envelope)
+    return await record(host, step, claim, envelope, extra=extra)
 
 
 async def _record_outcome(
@@ -299,8 +303,39 @@ async def _record_outcome(
         )
 
 
-async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: Envelope) -> str:
-    """Record a classified answer under the claim that dispatched it."""
+def explain_exception(
+    host: Host, run: Mapping[str, Any], step: Mapping[str, Any], envelope: Envelope
+) -> tuple[Envelope, dict[str, Any]]:
+    """Log a plugin's exception with its whole traceback, naming the plugin, run and step;
+    answer the envelope whose error names the plugin's line, and the log line's detail."""
+    exc = envelope.exception
+    assert exc is not None
+    label = host.registry.owner_of("actions", step["action"]) or "an unknown plugin"
+    about = describe_exception(exc, host.plugins.code_roots())
+    at = f" at {about['at']}" if about["at"] else ""
+    log.error(
+        "plugin %s raised in %s.perform, run %s %s%s",
+        label,
+        step["action"],
+        run["id"],
+        _step_name(step),
+        at,
+        exc_info=exc,
+    )
+    error = f"{about['type']}: {about['message']}{at}"
+    return replace(envelope, error=error), {"exception": about, "plugin": label}
+
+
+async def record(
+    host: Host,
+    step: Mapping[str, Any],
+    claim: Claim,
+    envelope: Envelope,
+    *,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """Record a classified answer under the claim that dispatched it; ``extra`` goes on the
+    failure's log line (what a plugin's exception was, and where)."""
     settings = host.settings
     now = host.clock.now()
     run_id = step["run_id"]
@@ -384,6 +419,7 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
                     "of": settings.max_attempts,
                     "error": error,
                     "next_at": until,
+                    **(extra or {}),
                 },
             )
             # Degraded from the first retry: an event whose steps land on the second try
@@ -391,4 +427,4 @@ async def record(host: Host, step: Mapping[str, Any], claim: Claim, envelope: En
             await _degrade(conn, run_id, because=f"{_step_name(step)} is retrying", now=now)
         return CONTINUE
 
-    return await fail_step(host, step, claim, error, now=now)
+    return await fail_step(host, step, claim, error, now=now, extra=extra)

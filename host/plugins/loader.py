@@ -396,8 +396,11 @@ class PluginManager:
                 try:
                     declared = impl.function()
                 except Exception as exc:
+                    where = tracing.innermost_frame(exc, [tracing.plugin_root(obj)])
+                    at = f" at {where}" if where else ""
+                    log.error("plugin %s: %s() raised", label, hook_name, exc_info=exc)
                     problems.append(
-                        f"{hook_name}() raised {type(exc).__name__}: {exc}; "
+                        f"{hook_name}() raised {type(exc).__name__}: {exc}{at}; "
                         "expected it to return a list"
                     )
                     continue
@@ -479,10 +482,12 @@ class PluginManager:
                 try:
                     impl.function(context=context_for(record))
                 except Exception as exc:
-                    log.error("plugin %s failed at startup: %s", record.label, exc)
+                    log.error("plugin %s failed at startup", record.label, exc_info=exc)
+                    where = tracing.innermost_frame(exc, [tracing.plugin_root(record.plugin)])
+                    at = f" at {where}" if where else ""
                     self.refuse_after_load(
                         record,
-                        f"pageant_startup raised {type(exc).__name__}: {exc}; "
+                        f"pageant_startup raised {type(exc).__name__}: {exc}{at}; "
                         "expected it to return",
                     )
                     refused.add(record.label)
@@ -495,6 +500,10 @@ class PluginManager:
         if self.pm.is_registered(record.plugin):
             self.pm.unregister(record.plugin)
         record.status, record.reason = "refused", f"{record.label}: {why}"
+
+    def code_roots(self) -> list[Any]:
+        """Where each loaded plugin's code lives: what a traceback's plugin frame is in."""
+        return [tracing.plugin_root(r.plugin) for r in self.loaded()]
 
     def loaded(self) -> list[PluginRecord]:
         return [r for r in self.records if r.status == "loaded"]

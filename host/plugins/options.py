@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from pageant.hookspecs import OptionItem, OptionSource
+from pageant.plugins import tracing
+
+log = logging.getLogger("pageant.plugins")
 
 RESOLVE_TIMEOUT_SECONDS = 10
 
 
-async def resolve_options(source: OptionSource) -> dict[str, Any]:
-    """``{ok: true, items}`` or ``{ok: false, reason}``; a failing source never raises."""
+async def resolve_options(
+    source: OptionSource, roots: Sequence[Path | None] = ()
+) -> dict[str, Any]:
+    """``{ok: true, items}`` or ``{ok: false, reason}``; a failing source never raises.
+
+    An exception is logged with its traceback; the reason names the innermost frame in
+    ``roots`` (where the plugins' code lives).
+    """
     try:
         raw = await asyncio.wait_for(source.resolve(), RESOLVE_TIMEOUT_SECONDS)
     except TimeoutError:
@@ -22,7 +34,10 @@ async def resolve_options(source: OptionSource) -> dict[str, Any]:
             "reason": f"{source.id} did not answer within {RESOLVE_TIMEOUT_SECONDS} s",
         }
     except Exception as exc:  # a plugin's failure is an answer, never a 500
-        return {"ok": False, "reason": f"{source.id} raised {type(exc).__name__}: {exc}"}
+        where = tracing.innermost_frame(exc, roots)
+        at = f" at {where}" if where else ""
+        log.error("option source %s raised in resolve%s", source.id, at, exc_info=exc)
+        return {"ok": False, "reason": f"{source.id} raised {type(exc).__name__}: {exc}{at}"}
     if not isinstance(raw, list):
         return {
             "ok": False,

@@ -33,12 +33,16 @@ _STDLIB_ROOTS = tuple(
 
 def plugin_root(obj: Any) -> Path | None:
     """The folder (or single file) a plugin object's code lives in."""
-    module_name = obj.__name__ if hasattr(obj, "__file__") else type(obj).__module__
-    top = sys.modules.get((module_name or "").partition(".")[0])
+    module_name = (obj.__name__ if hasattr(obj, "__file__") else type(obj).__module__) or ""
+    top_name = module_name.partition(".")[0]
+    # The host's own plugins live inside the host's package: their folder, not the host's.
+    top = sys.modules.get(module_name if top_name == "pageant" else top_name)
     filename = getattr(top, "__file__", None)
     if not filename:
         return None
     path = Path(filename).resolve()
+    if top_name == "pageant":
+        return path.parent
     return path.parent if path.name == "__init__.py" else path
 
 

@@ -87,4 +87,4 @@ async def options(request: web.Request) -> web.Response:
     source = host.registry.option_sources.get(source_id)
     if source is None:
         raise NotFound(f"no plugin declares the option source {source_id!r}")
-    return respond(await resolve_options(source))
+    return respond(await resolve_options(source, host.plugins.code_roots()))
