@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from pageant.cli import main
+from pageant.testing import contract_check
 
 MANIFEST = Path(__file__).resolve().parents[1] / "contract-manifest.json"
 
 
 def test_wisps_passes_the_contract_check_against_its_committed_manifest() -> None:
-    result = CliRunner().invoke(
-        main, ["contract-check", "--plugin", "wisps", "--manifest", str(MANIFEST)]
-    )
-    assert result.exit_code == 0, result.output
-    outcomes = {line.split()[0] for line in result.output.splitlines() if line.startswith("  ")}
-    assert outcomes == {"pass"}
-    assert result.output.splitlines()[-1].startswith("contract-check passed")
+    code, report = contract_check("--plugin", "wisps", "--manifest", str(MANIFEST))
+    assert code == 0, report
+    (wisps,) = report["plugins"]
+    assert {check["outcome"] for check in wisps["checks"]} == {"pass"}

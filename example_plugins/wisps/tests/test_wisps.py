@@ -1,47 +1,79 @@
-"""The wisps plugin, through the host's own loader and envelope."""
+"""The wisps plugin, tested with pageant.testing alone: a real host over a throwaway SQLite
+database, the plugin loaded from its installed entry point."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import pytest
 
-import pageant_wisps
-from pageant.hookspecs import ActionContext, run_with_envelope
-from pageant.plugins.loader import load_plugins
+from pageant.testing import Kit, assert_failed, assert_log_kinds, assert_ok
 
-
-def ctx(key: str, **params: object) -> ActionContext:
-    return ActionContext(
-        params=params, idempotency_key=key, run=None, verify=False, deadline=datetime.now(UTC)
-    )
+SUMMON = {"colour": "north", "count": 2}
 
 
-def test_wisps_loads_from_its_entry_point() -> None:
-    manager = load_plugins()
-    record = next(r for r in manager.records if r.distribution == "pageant-wisps")
-    assert record.status == "loaded", record.reason
-    assert record.owner == "wisps"
-    assert "wisps.summon" in manager.registry.actions
-    assert manager.registry.owner_of("triggers", "wisps.caught") == "pageant-wisps[wisps]"
+@pytest.fixture
+def pageant_plugins() -> list[str]:
+    return ["pageant-wisps"]
 
 
-async def test_summon_twice_under_one_key_summons_once() -> None:
-    pageant_wisps.WORLD.clear()
-    first = await run_with_envelope(
-        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
-    )
-    again = await run_with_envelope(
-        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
-    )
-    assert first.ok and again.ok
+def test_wisps_loads_from_its_entry_point(pageant_kit: Kit) -> None:
+    assert pageant_kit.refused() == {}
+    assert "wisps.summon" in pageant_kit.registry.actions
+    assert pageant_kit.registry.owner_of("triggers", "wisps.caught") == "pageant-wisps[wisps]"
+
+
+async def test_summon_twice_under_one_key_summons_once(pageant_kit: Kit) -> None:
+    first = assert_ok(await pageant_kit.perform("wisps.summon", SUMMON, idempotency_key="k1"))
+    again = assert_ok(await pageant_kit.perform("wisps.summon", SUMMON, idempotency_key="k1"))
+    assert len(first.resources) == 2
     assert first.resources == again.resources
-    assert len(pageant_wisps.WORLD["k1"]) == 2
 
 
-async def test_dismiss_of_nothing_succeeds() -> None:
-    pageant_wisps.WORLD.clear()
-    answer = await run_with_envelope(pageant_wisps.dismiss, ctx("never-summoned"), timeout=1)
-    assert answer.ok
+async def test_an_unknown_colour_fails_for_good(pageant_kit: Kit) -> None:
+    answer = await pageant_kit.perform("wisps.summon", {"colour": "teal", "count": 1})
+    assert_failed(answer, retry=False, error="no such colour")
 
 
-def test_cost_counts_wisps() -> None:
-    assert pageant_wisps.cost({"colour": "north", "count": 4}) == {"wisps.wisps": 4}
+async def test_dismiss_of_nothing_succeeds(pageant_kit: Kit) -> None:
+    assert_ok(await pageant_kit.perform("wisps.summon", SUMMON, revert=True))
+
+
+async def test_the_colours_are_the_option_values(pageant_kit: Kit) -> None:
+    values = [item["value"] for item in await pageant_kit.resolve("wisps.options.colours")]
+    assert values == ["north", "south", "ember"]
+
+
+async def test_two_northern_catches_open_the_muster(pageant_kit: Kit) -> None:
+    event = {
+        "phases": [
+            {
+                "key": "muster",
+                "label": "Muster",
+                "steps": [
+                    {"action": "core.announce", "params": {"leg": "core.log", "message": "Go"}}
+                ],
+                "advance": {
+                    "on": "wisps.caught",
+                    "where": {"var": "colour", "op": "eq", "value": "north"},
+                    "count": 2,
+                },
+            },
+            {
+                "key": "done",
+                "label": "Done",
+                "steps": [{"action": "core.wait", "params": {"seconds": 5}}],
+            },
+        ]
+    }
+    caught = ("wisps.caught", {"colour": "north", "weight": 1.5})
+    console = await pageant_kit.run_to_completion(event, firings=[caught, caught])
+    assert console["run"]["status"] == "completed"
+    assert_log_kinds(
+        console,
+        [
+            "condition.evaluated",
+            "condition.evaluated",
+            "phase.gate",
+            "phase.advanced",
+            "run.status",
+        ],
+    )

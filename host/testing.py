@@ -1,0 +1,391 @@
+"""``pageant.testing``: what a plugin's own tests need, and nothing of pageant's internals.
+
+A pytest plugin (entry point ``pytest11``; installed with ``pip install pageant[testing]``,
+which brings pytest, pytest-asyncio and pytest-aiohttp, or named with ``-p
+pageant.testing``). Its fixtures:
+
+- ``pageant_plugins`` — which plugins the host loads: override it with a list of plugin
+  objects and/or installed entry-point or distribution names. The default is every
+  installed plugin, as ``serve`` would load them.
+- ``pageant_kit`` — a :class:`Kit`: a real host over a throwaway SQLite database with
+  exactly those plugins (and the built-ins), a virtual clock, its plugins started, one
+  token per role.
+- ``pageant_client`` — the real aiohttp app of that host under pytest-aiohttp's test
+  client; ``pageant_kit.headers("admin")`` authorizes a request.
+
+Everything a test drives goes through the same code ``serve`` runs: the loader, the spec
+validator, the engine's ticks, the emit path, the envelope's classification.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pageant.clock import FakeClock
+from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
+from pageant.hookspecs.envelope import classify
+from pageant.hosting import Host
+from pageant.plugins.loader import Candidate, candidate_for, find_candidates
+from pageant.settings import Settings
+
+__all__ = [
+    "Kit",
+    "assert_failed",
+    "assert_log_kinds",
+    "assert_ok",
+    "contract_check",
+    "kit_host",
+]
+
+#: Where the virtual clock starts: a fixed instant, so a test reads the same every day.
+EPOCH = datetime(2030, 1, 4, 19, 0, tzinfo=UTC)
+#: Run statuses after which nothing more happens.
+ENDED = ("completed", "failed", "cancelled")
+#: The actor the kit's own controls and publishes are logged as.
+ACTOR = "admin:pageant-testing"
+
+
+def _candidates(plugins: Iterable[Any]) -> list[Candidate]:
+    """Plugin objects and installed names (entry point or distribution) as candidates."""
+    installed = [c for c in find_candidates() if not c.builtin]
+    chosen: list[Candidate] = []
+    for i, plugin in enumerate(plugins):
+        if isinstance(plugin, str):
+            wanted = plugin.lower().replace("_", "-")
+            found = [
+                c
+                for c in installed
+                if wanted in (c.name.lower().replace("_", "-"), c.distribution.lower())
+            ]
+            if not found:
+                names = ", ".join(c.label for c in installed) or "none"
+                raise LookupError(f"no installed plugin is named {plugin!r}; installed: {names}")
+            chosen.extend(found)
+        else:
+            name = getattr(plugin, "__name__", None) or type(plugin).__name__.lower()
+            chosen.append(candidate_for(plugin, name.rpartition(".")[2] or f"plugin{i}"))
+    return chosen
+
+
+class Kit:
+    """A started host over a throwaway database, driven the way ``serve`` drives it."""
+
+    def __init__(self, host: Host, clock: FakeClock, tokens: dict[str, str]) -> None:
+        self.host = host
+        self.clock = clock
+        #: One bearer token per role (``admin``, ``editor``, ``moderator``, ``game``).
+        self.tokens = tokens
+
+    # ── plugins ──────────────────────────────────────────────────────────────
+
+    @property
+    def registry(self) -> Any:
+        """What the loaded plugins declared (``registry.actions["wisps.summon"]``, ...)."""
+        return self.host.registry
+
+    def refused(self) -> dict[str, str]:
+        """Each refused plugin's label and reason (a test asserts it is empty)."""
+        return {r.label: r.reason or "" for r in self.host.plugins.records if r.status != "loaded"}
+
+    def headers(self, role: str = "admin") -> dict[str, str]:
+        """The ``Authorization`` header of ``role``'s token."""
+        return {"Authorization": f"Bearer {self.tokens[role]}"}
+
+    # ── one call at a time ───────────────────────────────────────────────────
+
+    async def perform(
+        self,
+        action_id: str,
+        params: Mapping[str, Any],
+        *,
+        verify: bool = False,
+        idempotency_key: str | None = None,
+        revert: bool = False,
+    ) -> Envelope:
+        """Call ``action_id``'s ``perform`` (or ``revert``) as the engine does and answer the
+        classified envelope: a raise, a timeout past ``budget_ms``, a non-mapping answer and
+        a missing ``ok`` all come back as ``Envelope(ok=False, retry=True)``."""
+        action = self.host.registry.actions.get(action_id)
+        if action is None:
+            raise LookupError(f"no loaded plugin declares the action {action_id!r}")
+        fn = action.revert if revert else action.perform
+        if fn is None:
+            raise LookupError(f"{action_id} declares no revert")
+        context = ActionContext(
+            params=dict(params),
+            idempotency_key=idempotency_key or uuid.uuid4().hex,
+            run=RunInfo(id=0, scope="", definition_id=0, slug="pageant-testing"),
+            verify=verify,
+            deadline=self.clock.now() + timedelta(milliseconds=action.budget_ms),
+        )
+        return await run_with_envelope(fn, context, timeout=action.budget_ms / 1000)
+
+    async def resolve(self, source_id: str) -> list[dict[str, Any]]:
+        """An option source's values, checked as the catalog route checks them."""
+        from pageant.plugins.options import resolve_options
+
+        source = self.host.registry.option_sources.get(source_id)
+        if source is None:
+            raise LookupError(f"no loaded plugin declares the option source {source_id!r}")
+        answer = await resolve_options(source, self.host.plugins.code_roots())
+        if not answer["ok"]:
+            raise AssertionError(answer["reason"])
+        return answer["items"]
+
+    async def fire(self, trigger_id: str, payload: Mapping[str, Any]) -> dict[str, int]:
+        """Fire a trigger through the emit path that feeds phase gates: answers
+        ``{gates_matched, gates_closed}``; a payload that does not fit raises ``Invalid``."""
+        return await self.host.emit(trigger_id, dict(payload), actor="game:pageant-testing")
+
+    # ── whole runs ───────────────────────────────────────────────────────────
+
+    async def publish(self, event_spec: Mapping[str, Any], *, title: str = "Test event") -> int:
+        """Validate ``event_spec`` against the loaded plugins, create and publish it; its id."""
+        from pageant.events import definitions
+        from pageant.events.slugs import slugify
+        from pageant.events.spec import validator as specs
+
+        raw = {"schedule": {"kind": "manual"}, **event_spec}
+        async with self.host.db.begin() as conn:
+            spec = specs.validate(raw, self.host.registry, stored=None)
+            definition_id = await definitions.create_definition(
+                conn,
+                title=title,
+                slug=None,
+                derived_slug=slugify(title),
+                spec=spec,
+                now=self.clock.now(),
+                actor=ACTOR,
+                description="",
+                timezone=definitions.DEFAULT_TIMEZONE,
+                grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
+                concurrency_key=None,
+                series_id=None,
+                visibility="staff",
+            )
+        async with self.host.db.begin() as conn:
+            await definitions.publish_definition(
+                conn,
+                definition_id,
+                self.host.registry,
+                now=self.clock.now(),
+                actor=ACTOR,
+                horizon_days=self.host.settings.horizon_days,
+            )
+        return definition_id
+
+    async def run_to_completion(
+        self,
+        event_spec: Mapping[str, Any],
+        *,
+        firings: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        confirm_parked: bool = True,
+        max_ticks: int = 200,
+    ) -> dict[str, Any]:
+        """Publish ``event_spec``, start a run and drive it until it ends or nothing more
+        can move it; answer its run console (``{run, steps, gate, log}``).
+
+        Time is virtual: a wait, a backoff or a timed gate moves the kit's clock to the
+        instant it ends. A gate waiting on a trigger gets the next of ``firings`` (each
+        ``(trigger_id, payload)``, fired in order). A parked step is confirmed unless
+        ``confirm_parked`` is false. A run that pauses, or waits on a gate with no firing
+        left, is answered as it stands: the test asserts on the console.
+        """
+        from pageant.runs import controls
+        from pageant.runs.console import console
+        from pageant.runs.create import start_now
+
+        definition_id = await self.publish(event_spec)
+        run_id, _ = await start_now(self.host, definition_id, scope="", actor=ACTOR)
+        pending = list(firings)
+        for _ in range(max_ticks):
+            await self.host.engine.tick()
+            view = await console(self.host, run_id)
+            run = view["run"]
+            if run["status"] in ENDED or run["status"] == "paused":
+                return view
+            waiting = run["waiting_on"]
+            if waiting is None:
+                continue
+            reason = waiting["reason"]
+            if reason == "gate" and pending:
+                trigger_id, payload = pending.pop(0)
+                await self.fire(trigger_id, payload)
+            elif reason == "parked" and confirm_parked:
+                await controls.confirm(self.host, run_id, waiting["step_id"], actor=ACTOR)
+            elif waiting.get("until") is not None:
+                self.clock.set(max(self.clock.now(), _instant(waiting["until"])))
+            else:
+                return view
+        raise AssertionError(f"run {run_id} did not end within {max_ticks} ticks")
+
+    async def console(self, run_id: int) -> dict[str, Any]:
+        """A run's console, as ``GET /api/v1/admin/runs/{run_id}`` answers it."""
+        from pageant.runs.console import console
+
+        return await console(self.host, run_id)
+
+
+def _instant(value: Any) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+# ── assertions ────────────────────────────────────────────────────────────────
+
+
+def assert_ok(envelope: Envelope | Mapping[str, Any]) -> Envelope:
+    """Assert an answer reads as success (a raw mapping is classified first); answers it."""
+    found = envelope if isinstance(envelope, Envelope) else classify(envelope)
+    assert found.ok, f"expected ok, got a failure: {found.error} (malformed: {found.malformed})"
+    return found
+
+
+def assert_failed(
+    envelope: Envelope | Mapping[str, Any],
+    *,
+    retry: bool | None = None,
+    error: str | None = None,
+) -> Envelope:
+    """Assert an answer reads as a failure, optionally its ``retry`` and a part of its
+    error; answers the classified envelope."""
+    found = envelope if isinstance(envelope, Envelope) else classify(envelope)
+    assert not found.ok, "expected a failure, got ok"
+    if retry is not None:
+        assert found.retry is retry, f"expected retry={retry}, got retry={found.retry}"
+    if error is not None:
+        assert error in (found.error or ""), f"expected {error!r} in the error {found.error!r}"
+    return found
+
+
+def assert_log_kinds(console: Mapping[str, Any], expected: Sequence[str]) -> None:
+    """Assert the run log holds ``expected`` kinds in this order (others may come between)."""
+    kinds = [line["kind"] for line in console["log"]]
+    at = 0
+    for kind in expected:
+        try:
+            at = kinds.index(kind, at) + 1
+        except ValueError:
+            raise AssertionError(
+                f"expected the log kinds {list(expected)} in order; missing {kind!r} "
+                f"after position {at}; the log: {kinds}"
+            ) from None
+
+
+# ── the contract ──────────────────────────────────────────────────────────────
+
+
+def contract_check(*args: str) -> tuple[int, dict[str, Any]]:
+    """Run ``pageant contract-check --json ARGS`` in this process, as a plugin's CI runs it;
+    answers the exit code (0 pass, 1 violations, 2 usage) and the JSON report."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pageant.cli import main
+
+    result = CliRunner().invoke(main, ["contract-check", "--json", *args])
+    if result.exit_code == 2:
+        return 2, {"usage": result.output}
+    return result.exit_code, json.loads(result.stdout)
+
+
+# ── the host ──────────────────────────────────────────────────────────────────
+
+_TEMPLATES: dict[str, Path] = {}
+
+
+async def _migrated_copy(folder: Path) -> str:
+    """A migrated SQLite file in ``folder``: one migration per process, copied after."""
+    from pageant.db.engine import create_engine
+    from pageant.db.migrate import upgrade
+
+    template = _TEMPLATES.get("sqlite")
+    if template is None or not template.exists():
+        scratch = tempfile.mkdtemp(prefix="pageant-testing-")
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        template = Path(scratch) / "template.db"
+        engine = create_engine(f"sqlite+aiosqlite:///{template}")
+        try:
+            await upgrade(engine)
+        finally:
+            await engine.dispose()
+        _TEMPLATES["sqlite"] = template
+    target = folder / "pageant.db"
+    shutil.copyfile(template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@contextlib.asynccontextmanager
+async def kit_host(
+    plugins: Iterable[Any] | None = None,
+    *,
+    folder: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Kit]:
+    """A :class:`Kit` for the block: ``plugins`` are plugin objects and installed names
+    (None: every installed plugin); ``folder`` holds the database (a temporary one if
+    None); ``settings`` are host settings to change."""
+    from pageant.access.tokens import ROLES, create_token
+    from pageant.engine import Engine
+
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        url = await _migrated_copy(folder)
+        clock = FakeClock(EPOCH)
+        host = Host(
+            Settings(database_url=url, **dict(settings or {})),
+            plugins=_candidates(plugins) if plugins is not None else (),
+            discover=plugins is None,
+            clock=clock,
+        )
+        engine = Engine(host)
+        try:
+            await host.start_plugins()
+            tokens = {
+                role: await create_token(host.db, role=role, name=f"test-{role}", now=clock.now())
+                for role in ROLES
+            }
+            yield Kit(host, clock, tokens)
+        finally:
+            await engine.stop()
+            await host.close()
+
+
+# ── the pytest plugin ─────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+def pageant_plugins() -> Sequence[Any] | None:
+    """Which plugins ``pageant_kit`` loads; override it in a plugin's ``conftest.py``.
+
+    A list of plugin objects and installed entry-point or distribution names, or None for
+    every installed plugin.
+    """
+    return None
+
+
+@pytest.fixture
+async def pageant_kit(pageant_plugins: Sequence[Any] | None, tmp_path: Path) -> AsyncIterator[Kit]:
+    """A :class:`Kit` over a throwaway SQLite database in ``tmp_path``."""
+    async with kit_host(pageant_plugins, folder=tmp_path) as kit:
+        yield kit
+
+
+@pytest.fixture
+async def pageant_client(pageant_kit: Kit, aiohttp_client: Any) -> Any:
+    """The host's real aiohttp app under pytest-aiohttp's test client (engine not started:
+    ``pageant_kit.run_to_completion`` ticks it)."""
+    from pageant.api.app import make_app
+
+    return await aiohttp_client(make_app(pageant_kit.host, run_engine=False))
