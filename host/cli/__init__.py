@@ -241,6 +241,35 @@ def contract_check(
     sys.exit(0 if report.ok else 1)
 
 
+@main.command("new-plugin")
+@click.argument("name")
+@click.option(
+    "--directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Where the new folder NAME is made.",
+)
+def new_plugin(name: str, directory: Path) -> None:
+    """Scaffold a working plugin distribution in the new folder NAME.
+
+    NAME becomes the plugin's owner (the prefix of every id it declares). The folder holds
+    pyproject.toml with the entry point, a module with one action, one trigger and one
+    option source, tests written with pageant.testing, the committed contract manifest, a
+    README and a CI workflow running `pageant contract-check --plugin NAME`.
+    """
+    from pageant.cli.scaffold import ScaffoldError, scaffold
+
+    try:
+        folder = scaffold(name, directory)
+    except ScaffoldError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(f"created {folder}")
+    click.echo(f"next: cd {folder} && pip install -e '.[test]' && pytest")
+    click.echo(f"      pageant contract-check --plugin {name}")
+    click.echo("      a running `pageant serve` loads it once restarted")
+
+
 # ── tokens ────────────────────────────────────────────────────────────────────
 
 
