@@ -91,10 +91,29 @@ class PluginInfo(_Declaration):
 
     ``owner`` is the first segment of every id the plugin declares; ``contract`` is the
     range of contract versions it was written against (``^1.0``, ``~1.2``, ``>=1.2 <2``).
+
+    ``settings`` (contract 1.1) is a pydantic model class: the host fills it from
+    ``PAGEANT_PLUGIN_<OWNER>_<FIELD>`` environment variables or the ``[plugins.<owner>]``
+    table of the settings file, refuses the plugin naming the field when it does not
+    validate, and hands the instance over as ``context.settings`` at startup. Fields typed
+    ``SecretStr`` are never shown.
+
+    ``snapshot`` (contract 1.1) is an ``async def`` answering a JSON-able picture of the
+    world the plugin changes. Only ``pageant contract-check`` calls it: before and after
+    every ``verify=True`` perform and every revert of nothing, so a dry run that writes is
+    seen. The host never calls it.
     """
 
     owner: str
     contract: str
+    settings: type[BaseModel] | None = None
+    snapshot: Callable[..., Any] | None = None
+
+    @model_validator(mode="after")
+    def _snapshot_is_async(self) -> PluginInfo:
+        if self.snapshot is not None and not is_async_callable(self.snapshot):
+            raise ValueError("snapshot must be an async def function")
+        return self
 
     @field_validator("owner")
     @classmethod
@@ -192,10 +211,13 @@ class Lease(_Declaration):
 
     ``read(target)`` answers the current value; ``apply(target, value)`` sets it and answers
     the baseline it replaced; ``restore(target, baseline)`` puts the baseline back.
+    ``example`` (contract 1.1) is a value ``pageant contract-check`` applies to its own
+    target (``"contract-check"``); without one it applies the value it read.
     """
 
     id: str
     label: str = Field(min_length=1)
+    example: Any = None
     read: Callable[..., Any]
     apply: Callable[..., Any]
     restore: Callable[..., Any]
@@ -372,10 +394,14 @@ class ActionContext:
 
 @dataclass(frozen=True)
 class SendContext:
-    """What an announce leg's ``send`` receives besides the message."""
+    """What an announce leg's ``send`` receives besides the message.
+
+    ``verify`` (contract 1.1) asks for a dry run: check the message could go, send nothing.
+    """
 
     run: RunInfo | None
     step_id: int | None
     idempotency_key: str
     deadline: datetime
     services: Any = None
+    verify: bool = False

@@ -47,7 +47,9 @@ class Host:
         self.settings = settings or Settings()
         self.clock: Clock = clock or SystemClock()
         self.identity = make_identity()
-        self.plugins: PluginManager = load_plugins(plugins, discover=discover)
+        self.plugins: PluginManager = load_plugins(
+            plugins, discover=discover, settings=self.settings
+        )
         self.registry = self.plugins.registry
         self._own_db = db is None
         self._db = db
@@ -110,6 +112,7 @@ class Host:
                 registry=self.registry,
                 emit=self.emit,
                 reconcile=getattr(self, "reconcile", None),
+                settings=record.settings,
             )
         )
         self.started = True

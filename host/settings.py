@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pageant.errors import Invalid
 
@@ -46,6 +46,19 @@ class Settings(BaseModel):
     console_secret: str = ""
     console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
 
+    #: The settings file's ``[plugins.<owner>]`` tables: each plugin's own settings.
+    _plugin_tables: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
+
+    def plugin_table(self, owner: str) -> dict[str, Any]:
+        """The settings file's ``[plugins.<owner>]`` table (empty when there is none)."""
+        return dict(self._plugin_tables.get(owner, {}))
+
+    def with_plugin_tables(self, tables: Mapping[str, Any]) -> Settings:
+        """These settings, with ``tables`` as the plugins' own (``{owner: {name: value}}``)."""
+        copy = self.model_copy()
+        copy._plugin_tables = {str(k): dict(v) for k, v in tables.items()}
+        return copy
+
     @field_validator("webhook_urls", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
@@ -75,6 +88,17 @@ def _from_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def _plugin_tables(data: dict[str, Any], path: str | Path) -> dict[str, Any]:
+    """Take the ``[plugins.<owner>]`` tables out of a settings file's data."""
+    tables = data.pop("plugins", {})
+    if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
+        raise Invalid(
+            f"config file {str(path)!r}: plugins must be tables, one per owner "
+            "([plugins.<owner>] with name = value lines)"
+        )
+    return tables
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -86,8 +110,10 @@ def load_settings(
     """
     environ = os.environ if environ is None else environ
     config_path = config_path or environ.get(ENV_PREFIX + "CONFIG")
+    from_file = _from_file(config_path) if config_path else {}
+    tables = _plugin_tables(from_file, config_path) if config_path else {}
     layers = [
-        (f"config file {config_path}", _from_file(config_path) if config_path else {}),
+        (f"config file {config_path}", from_file),
         ("environment", _from_env(environ)),
         ("flag", {k: v for k, v in (flags or {}).items() if v is not None}),
     ]
@@ -98,7 +124,7 @@ def load_settings(
             merged[key] = value
             origin[key] = where
     try:
-        return Settings.model_validate(merged)
+        return Settings.model_validate(merged).with_plugin_tables(tables)
     except ValidationError as exc:
         details = []
         for e in exc.errors():

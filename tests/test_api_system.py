@@ -161,6 +161,7 @@ async def test_the_plugin_list_is_the_one_listing(
         "status",
         "reason",
         "traceback",
+        "settings",
     }
     assert all(set(item) == fields for item in items)
     loaded = {f"{i['distribution']}[{i['name']}]" for i in items if i["status"] == "loaded"}

@@ -140,6 +140,7 @@ def test_plugins_json_is_the_one_listing() -> None:
         "status": "loaded",
         "reason": None,
         "traceback": None,
+        "settings": None,
     }
 
 

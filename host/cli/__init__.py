@@ -157,7 +157,7 @@ def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bo
     from pageant.plugins.loader import load_plugins, plugin_listing
 
     _quiet_plugin_log()
-    manager = load_plugins()
+    manager = load_plugins(settings=settings)
     items = plugin_listing(manager)
     if show_all:
         declared = _declared_by(manager)
@@ -187,6 +187,9 @@ def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
             lines.append(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
             for kind, ids in item.get("declares", {}).items():
                 lines.append(f"           {kind}: {', '.join(ids)}")
+            if "declares" in item and item.get("settings") is not None:
+                shown = ", ".join(f"{k}={v}" for k, v in item["settings"].items())
+                lines.append(f"           settings: {shown or 'none'}")
         else:
             lines.append(f"refused  {head}")
             lines.append(f"           {item['reason']}")

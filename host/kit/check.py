@@ -135,7 +135,7 @@ async def contract_check(
     ``manager`` is a plugin manager already loaded (tests, embedding); by default the
     installed plugins are loaded exactly as ``serve`` loads them.
     """
-    manager = manager or load_plugins()
+    manager = manager or load_plugins(settings=settings)
     records = select(manager.records, names)
     report = Report(records)
     failed_startup = start(manager)

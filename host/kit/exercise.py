@@ -84,10 +84,13 @@ class KitContext:
     as the emit path does, then counts no gates (there are none); ``reconcile`` does nothing.
     """
 
-    def __init__(self, registry: Registry, plugin_label: str, owner: str) -> None:
+    def __init__(
+        self, registry: Registry, plugin_label: str, owner: str, *, settings: Any = None
+    ) -> None:
         self.registry = registry
         self.plugin = plugin_label
         self.owner = owner
+        self.settings = settings
         self.emitted: list[tuple[str, dict[str, Any]]] = []
 
     async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:
@@ -111,7 +114,9 @@ def start(manager: PluginManager) -> set[str]:
     source or budget, exactly as it would under ``serve``.
     """
     return manager.start(
-        lambda record: KitContext(manager.registry, record.label, record.owner or "")
+        lambda record: KitContext(
+            manager.registry, record.label, record.owner or "", settings=record.settings
+        )
     )
 
 

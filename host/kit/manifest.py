@@ -65,8 +65,35 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
             for item in items
             if item["plugin"] == record.label
         ]
+    model = getattr(record.info, "settings", None)
+    if model is not None:
+        # Only when declared: a manifest written before settings existed still matches.
+        entry["settings"] = settings_fields(model)
     # Through JSON and back, so what is compared is exactly what a file would hold.
     return json.loads(json.dumps(entry))
+
+
+def settings_fields(model: Any) -> list[dict[str, Any]]:
+    """A settings model's fields as the manifest records them: name, JSON type, whether
+    required and whether secret (never a value)."""
+    from pydantic import SecretStr
+
+    properties = model.model_json_schema().get("properties", {})
+    out = []
+    for name, info in model.model_fields.items():
+        schema = properties.get(name, {})
+        kind = schema.get("type") or " | ".join(
+            sorted(str(s.get("type")) for s in schema.get("anyOf", []) if s.get("type"))
+        )
+        out.append(
+            {
+                "name": name,
+                "type": kind or "any",
+                "required": info.is_required(),
+                "secret": info.annotation is SecretStr,
+            }
+        )
+    return out
 
 
 def build(registry: Registry, records: Iterable[PluginRecord]) -> dict[str, Any]:

@@ -21,7 +21,8 @@ class PluginContext:
 
     ``await emit(trigger_id, payload)`` feeds phase gates exactly as the HTTP fire route
     does; ``await reconcile()`` asks the host to reconcile this plugin's ledgered resources.
-    ``registry`` is the read-only view of what every plugin declared.
+    ``registry`` is the read-only view of what every plugin declared; ``settings`` is the
+    plugin's own settings model, filled (None when its ``PLUGIN_INFO`` declares none).
     """
 
     def __init__(
@@ -32,12 +33,14 @@ class PluginContext:
         registry: Any,
         emit: Emit,
         reconcile: Reconcile | None = None,
+        settings: Any = None,
     ) -> None:
         self.plugin = plugin_label
         self.owner = owner
         self._registry = registry
         self._emit = emit
         self._reconcile = reconcile
+        self.settings = settings
 
     @property
     def registry(self) -> Any:

@@ -15,7 +15,8 @@ import difflib
 import importlib
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from importlib.metadata import entry_points
 from typing import Any
@@ -27,6 +28,7 @@ from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, Plug
 from pageant.plugins import tracing
 from pageant.plugins.ranges import BadRange, parse_range
 from pageant.plugins.registry import KINDS, Registry
+from pageant.settings import Settings
 
 log = logging.getLogger("pageant.plugins.loader")
 
@@ -72,13 +74,25 @@ class PluginRecord:
     #: The last frames of the traceback behind a refusal, when an exception caused it.
     traceback: str | None = None
     plugin: Any = field(default=None, repr=False)
+    #: The plugin's own settings (its ``PLUGIN_INFO`` settings model, filled), if it has any.
+    settings: Any = field(default=None, repr=False)
+    info: Any = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
         return f"{self.distribution}[{self.name}]"
 
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "plugin"}
+        out = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("plugin", "settings", "info")
+        }
+        # JSON mode shows a SecretStr as asterisks: a secret never reaches a listing.
+        out["settings"] = (
+            self.settings.model_dump(mode="json") if self.settings is not None else None
+        )
+        return out
 
 
 class Refusal(Exception):
@@ -210,6 +224,39 @@ def _hook_arguments() -> dict[str, tuple[str, ...]]:
     }
 
 
+#: Where a plugin's own setting ``NAME`` is read from the environment.
+PLUGIN_ENV = "PAGEANT_PLUGIN_{owner}_{name}"
+
+
+def plugin_env_name(owner: str, name: str) -> str:
+    return PLUGIN_ENV.format(owner=owner.upper(), name=name.upper())
+
+
+def _fill_settings(info: PluginInfo, settings: Settings, environ: Mapping[str, str]) -> Any:
+    """The plugin's settings model filled from its ``[plugins.<owner>]`` table, overlaid by
+    ``PAGEANT_PLUGIN_<OWNER>_<NAME>`` variables; a refusal names each field that fails."""
+    model = info.settings
+    if model is None:
+        return None
+    values = settings.plugin_table(info.owner)
+    for name in model.model_fields:
+        key = plugin_env_name(info.owner, name)
+        if key in environ:
+            values[name] = environ[key]
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            name = ".".join(str(p) for p in e["loc"]) or "settings"
+            first = str(e["loc"][0]) if e["loc"] else name
+            problems.append(
+                f"{name}: {e['msg']} (set {plugin_env_name(info.owner, first)}, or {first} "
+                f"in [plugins.{info.owner}] of the settings file)"
+            )
+        raise Refusal(f"its settings are invalid: {'; '.join(problems)}") from None
+
+
 def _check_hooks(pm: pluggy.PluginManager, obj: Any) -> None:
     """Refuse the hook mistakes pluggy accepts silently or reports unreadably.
 
@@ -264,7 +311,11 @@ def _format_validation(exc: ValidationError) -> str:
 class PluginManager:
     """Builds one pluggy manager, loads every candidate into it, and fills a registry."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, settings: Settings | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.settings = settings or Settings()
+        self.environ = os.environ if environ is None else environ
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         self.pm.add_hookspecs(PageantSpecs)
         self.records: list[PluginRecord] = []
@@ -326,7 +377,7 @@ class PluginManager:
         try:
             obj = _load(candidate)
             info = _read_info(obj)
-            record.owner, record.contract = info.owner, info.contract
+            record.owner, record.contract, record.info = info.owner, info.contract, info
             if info.owner == CORE_OWNER and not candidate.builtin:
                 raise Refusal('claims the owner "core"; expected an owner of its own')
         except Exception as exc:  # a plugin's failure must never stop the host
@@ -349,6 +400,7 @@ class PluginManager:
         registered = False
         try:
             _check_range(info)
+            record.settings = _fill_settings(info, self.settings, self.environ)
             _check_hooks(self.pm, obj)
             if self.pm.is_registered(obj):
                 raise Refusal(
@@ -509,9 +561,19 @@ class PluginManager:
         return [r for r in self.records if r.status == "loaded"]
 
 
-def load_plugins(extra: Sequence[Candidate] = (), *, discover: bool = True) -> PluginManager:
-    """Build a new manager and load the built-ins, installed plugins and ``extra`` into it."""
-    manager = PluginManager()
+def load_plugins(
+    extra: Sequence[Candidate] = (),
+    *,
+    discover: bool = True,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PluginManager:
+    """Build a new manager and load the built-ins, installed plugins and ``extra`` into it.
+
+    ``settings`` (the settings file's plugin tables) and ``environ`` (default: the process
+    environment) fill each plugin's own settings.
+    """
+    manager = PluginManager(settings, environ)
     candidates = (
         find_candidates()
         if discover

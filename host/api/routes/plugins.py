@@ -34,7 +34,8 @@ PLUGIN_LIST = {
                         "reason",
                         "traceback",
                     )
-                },
+                }
+                | {"settings": {"type": ["object", "null"]}},
             },
         }
     },
