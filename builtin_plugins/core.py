@@ -24,7 +24,14 @@ from pageant.hookspecs import (
     hookimpl,
 )
 
-PLUGIN_INFO = {"owner": "core", "contract": "^1.0"}
+
+async def snapshot() -> dict[str, Any]:
+    """core keeps no world of its own: whatever it changes goes through the host's services
+    (the run log, webhook posts), which ``pageant contract-check`` intercepts and sees."""
+    return {}
+
+
+PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "snapshot": snapshot}
 
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400
@@ -112,6 +119,8 @@ def lifecycle_triggers() -> list[Trigger]:
 
 async def send_to_log(message: str, ctx: SendContext) -> dict[str, Any]:
     """Write the message into the run log (kind ``announce``)."""
+    if ctx.verify:
+        return {"ok": True}
     await ctx.services.write_log("announce", {"leg": "core.log", "message": message})
     return {"ok": True}
 
@@ -123,6 +132,9 @@ async def send_to_webhook(message: str, ctx: SendContext) -> dict[str, Any]:
     ``retry: false`` so no receiver is sent the message twice. Only when no request left at
     all (every connection refused, say) may the step be retried.
     """
+    if ctx.verify:
+        # A dry run sends nothing; whether URLs are configured is the operator's concern.
+        return {"ok": True}
     services = ctx.services
     urls = list(services.settings.webhook_urls)
     if not urls:

@@ -79,11 +79,21 @@ def lines(result: Result, outcome: str) -> list[str]:
     ]
 
 
+#: Checks every plugin gets besides the one a test is about: the dry runs repeated on a
+#: fresh host, and whether the world could be observed (tested on their own below).
+ALWAYS = ("perform_fresh", "world")
+
+
 def only_violations(name: str) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Record the plugin's manifest, then check it: its exit code, violations and warnings."""
+    """Record the plugin's manifest, then check it: its exit code, violations and warnings
+    (leaving out the checks of :data:`ALWAYS`)."""
     check("--plugin", name, "--write")
     code, report = check_json("--plugin", name)
-    return code, report["violations"], report["warnings"]
+    return (
+        code,
+        [v for v in report["violations"] if v["check"] not in ALWAYS],
+        [w for w in report["warnings"] if w["check"] not in ALWAYS],
+    )
 
 
 # ── the example plugin ────────────────────────────────────────────────────────
@@ -103,10 +113,13 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
         "revert",
         "option_example",
         "trigger",
+        "world",
+        "perform_fresh",
         "manifest",
     }
     assert any("wisps.summon: perform(verify=True)" in line for line in passed)
-    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 8 checks")
+    assert any("wisps.summon: revert of nothing" in line for line in passed)
+    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 10 checks")
 
 
 def test_the_committed_wisps_manifest_is_what_write_produces(tmp_path: Path) -> None:
@@ -123,7 +136,7 @@ def test_a_missing_manifest_is_a_violation_naming_write(site: Site) -> None:
     assert result.exit_code == 1
     assert lines(result, "violation") == [
         "violation manifest contract-manifest.json does not exist; run `pageant contract-check "
-        "--write` to record the contract, and commit the file"
+        "--plugin glimmer --write` to record the contract, and commit the file"
     ]
     assert "contract-check FAILED" in result.output
 
@@ -187,7 +200,10 @@ def test_a_changed_declaration_fails_naming_each_change(site: Site) -> None:
         "violation manifest removed legs/glimmer.flare" + against,
         "violation manifest added legs/glimmer.signal" + against,
     ]
-    assert "run `pageant contract-check --write` and commit the manifest" in result.output
+    assert (
+        "run `pageant contract-check --plugin glimmer --write` and commit the manifest"
+        in result.output
+    )
 
     code, report = check_json("--plugin", "glimmer")
     assert code == 1
@@ -255,7 +271,10 @@ def test_write_still_reports_the_other_checks(site: Site, workdir: Path) -> None
     result = check("--plugin", "balky", "--write")
     assert result.exit_code == 1
     assert (workdir / "contract-manifest.json").exists()
-    assert [line.split(" ")[1] for line in lines(result, "violation")] == ["perform"]
+    assert [line.split(" ")[1] for line in lines(result, "violation")] == [
+        "perform",
+        "perform_fresh",
+    ]
 
 
 def test_the_diff_ignores_order_and_tells_numbers_from_booleans() -> None:
@@ -294,7 +313,7 @@ def test_a_perform_failing_its_dry_run_is_a_violation_naming_action_and_answer(
         (
             "brittle",
             "brittle.shatter",
-            'error: "RuntimeError: the shard handle is None" (it raised)',
+            'error: "RuntimeError: the shard handle is None" (it raised at kitfaults.py:',
         ),
         ("dawdle", "dawdle.linger", "(it outlived budget_ms 50)"),
     ],
@@ -463,7 +482,12 @@ def test_a_distribution_name_selects_each_of_its_entry_points(site: Site) -> Non
 def test_json_output_shape(site: Site) -> None:
     code, report = check_json("--plugin", "glimmer", "--plugin", "balky")
     assert code == 1
-    assert set(report) == {"plugins", "violations", "warnings", "ok"}
+    assert set(report) == {"plugins", "checks", "violations", "warnings", "ok"}
+    # Every check, with its status, once: the plugins' own lists and the flat one agree.
+    assert len(report["checks"]) == sum(len(p["checks"]) for p in report["plugins"]) + sum(
+        1 for c in report["checks"] if c["plugin"] is None
+    )
+    assert {c["outcome"] for c in report["checks"]} <= {"pass", "warning", "violation"}
     assert report["ok"] is False
     assert [p["name"] for p in report["plugins"]] == ["glimmer", "balky"]
     for plugin in report["plugins"]:
@@ -476,7 +500,7 @@ def test_json_output_shape(site: Site) -> None:
     for v in report["violations"]:
         assert set(v) == {"plugin", "check", "subject", "outcome", "message"}
         assert v["outcome"] == "violation"
-    assert {v["check"] for v in report["violations"]} == {"perform", "manifest"}
+    assert {v["check"] for v in report["violations"]} == {"perform", "perform_fresh", "manifest"}
 
 
 def test_an_unknown_plugin_is_a_usage_error(site: Site) -> None:

@@ -134,11 +134,17 @@ from typing import Any
 
 from pageant import hookimpl
 
-PLUGIN_INFO = {"owner": "OWNER", "contract": "RANGE"}
-
 TIERS = ("bronze", "silver", "gold")
 #: The stand-in for a game world: idempotency key -> the prize drawn under it.
 WORLD: dict[str, str] = {}
+
+
+async def snapshot() -> dict[str, str]:
+    """The world as it stands: contract-check compares it around every dry run."""
+    return dict(WORLD)
+
+
+PLUGIN_INFO = {"owner": "OWNER", "contract": "RANGE", "snapshot": snapshot}
 
 
 async def draw(ctx: Any) -> dict[str, Any]:

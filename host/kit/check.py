@@ -26,7 +26,7 @@ from typing import Any
 
 from pageant.hookspecs import CONTRACT_VERSION
 from pageant.kit import manifest as manifests
-from pageant.kit.exercise import Check, KitServices, exercise, start
+from pageant.kit.exercise import Check, KitServices, exercise, perform_again, start
 from pageant.plugins.loader import DEFAULT_PLUGINS, PluginManager, PluginRecord, load_plugins
 from pageant.plugins.registry import Registry
 from pageant.settings import Settings
@@ -44,6 +44,12 @@ class Report:
     checks: list[Check] = field(default_factory=list)
     #: The manifest was read and differs from what the plugins declare now.
     manifest_differs: bool = False
+    #: The entry-point names checked: every hint names them with ``--plugin``.
+    plugin_names: list[str] = field(default_factory=list)
+
+    def hint_flags(self) -> str:
+        """``--plugin NAME`` for each plugin checked, as the hints print it."""
+        return " ".join(f"--plugin {name}" for name in self.plugin_names)
 
     @property
     def violations(self) -> list[Check]:
@@ -58,7 +64,8 @@ class Report:
         return not self.violations
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``--json`` rendering: ``{plugins, violations, warnings, ok}``."""
+        """The ``--json`` rendering: ``{plugins, checks, violations, warnings, ok}``; each
+        plugin carries its own checks, and ``checks`` is every check with its outcome."""
         plugins = []
         for record in self.records:
             item = record.as_dict()
@@ -70,6 +77,7 @@ class Report:
             plugins.append(item)
         return {
             "plugins": plugins,
+            "checks": [c.as_dict() for c in self.checks],
             "violations": [c.as_dict() for c in self.violations],
             "warnings": [c.as_dict() for c in self.warnings],
             "ok": self.ok,
@@ -129,17 +137,31 @@ async def contract_check(
     write: bool = False,
     settings: Settings | None = None,
     manager: PluginManager | None = None,
+    fresh: PluginManager | None = None,
+    resolve_seconds: float | None = None,
 ) -> Report:
     """Load, select, exercise and compare; ``write`` regenerates the manifest instead.
 
     ``manager`` is a plugin manager already loaded (tests, embedding); by default the
-    installed plugins are loaded exactly as ``serve`` loads them.
+    installed plugins are loaded exactly as ``serve`` loads them. Every example's dry run
+    is repeated on ``fresh``, a second host loaded afresh (by default loaded here too).
+    ``write`` without ``names`` refuses (:class:`UnknownPlugin`) when more than one plugin
+    besides the host's own is installed: the manifest is one plugin's, not the machine's.
     """
     manager = manager or load_plugins(settings=settings)
+    if write and not names:
+        others = [r.label for r in manager.records if not is_builtin(r)]
+        if len(others) > 1:
+            raise UnknownPlugin(
+                f"--write without --plugin would record {len(others)} plugins "
+                f"({', '.join(others)}) in one manifest, and your plugin's CI would then "
+                "fail on the others; name yours: pageant contract-check --plugin NAME --write"
+            )
     records = select(manager.records, names)
-    report = Report(records)
+    report = Report(records, plugin_names=[r.name for r in records])
     failed_startup = start(manager)
     services = KitServices(manager.registry, settings or Settings())
+    loaded = []
     for record in records:
         if record.status != "loaded":
             which = "startup" if record.label in failed_startup else "load"
@@ -147,6 +169,7 @@ async def contract_check(
                 Check(record.label, which, record.label, "violation", record.reason or "refused")
             )
             continue
+        loaded.append(record)
         report.checks.append(
             Check(
                 record.label,
@@ -156,8 +179,21 @@ async def contract_check(
                 f"loaded; contract range {record.contract} admits {CONTRACT_VERSION}",
             )
         )
-        report.checks.extend(await exercise(manager.registry, record, services))
-    compared, report.manifest_differs = _manifest_checks(manager.registry, records, manifest, write)
+        report.checks.extend(
+            await exercise(manager.registry, record, services, resolve_seconds=resolve_seconds)
+        )
+    if loaded:
+        fresh = fresh or load_plugins(settings=settings)
+        start(fresh)
+        again = {r.label: r for r in fresh.loaded()}
+        fresh_services = KitServices(fresh.registry, settings or Settings())
+        for record in loaded:
+            if record.label in again:
+                checks = await perform_again(fresh.registry, again[record.label], fresh_services)
+                report.checks.extend(checks)
+    compared, report.manifest_differs = _manifest_checks(
+        manager.registry, records, manifest, write, hint=report.hint_flags()
+    )
     report.checks.extend(compared)
     return report
 
@@ -166,7 +202,7 @@ async def contract_check(
 
 
 def _manifest_checks(
-    registry: Registry, records: Iterable[PluginRecord], path: Path, write: bool
+    registry: Registry, records: Iterable[PluginRecord], path: Path, write: bool, *, hint: str
 ) -> tuple[list[Check], bool]:
     """The manifest's checks (or its writing), and whether it was read and differs."""
     records = list(records)
@@ -188,13 +224,13 @@ def _manifest_checks(
         recorded = manifests.read(path)
     except FileNotFoundError:
         missing = (
-            f"{where} does not exist; run `pageant contract-check --write` "
+            f"{where} does not exist; run `pageant contract-check {hint} --write` "
             "to record the contract, and commit the file"
         )
         return [Check(r.label, "manifest", where, "violation", missing) for r in loaded], False
     except (OSError, manifests.ManifestError) as exc:
         unreadable = (
-            f"{where} {exc}; expected a manifest written by `pageant contract-check --write`"
+            f"{where} {exc}; expected a manifest written by `pageant contract-check {hint} --write`"
         )
         return [Check(None, "manifest", where, "violation", unreadable)], False
     checks: list[Check] = []
@@ -236,8 +272,8 @@ def render(report: Report) -> str:
         lines.extend(_line(c) for c in loose)
     if report.manifest_differs:
         lines.append(
-            "if the contract change is intended, run `pageant contract-check --write` "
-            "and commit the manifest"
+            "if the contract change is intended, run "
+            f"`pageant contract-check {report.hint_flags()} --write` and commit the manifest"
         )
     verdict = "passed" if report.ok else "FAILED"
     count = len(report.records)

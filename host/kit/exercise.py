@@ -13,18 +13,29 @@ nothing a correct plugin does here changes its game.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pageant.engine.step_services import Posted
 from pageant.errors import Invalid, NotFound
 from pageant.gates.conditions import check_payload
-from pageant.hookspecs import Action, ActionContext, Envelope, run_with_envelope
+from pageant.hookspecs import (
+    Action,
+    ActionContext,
+    AnnounceLeg,
+    Envelope,
+    Lease,
+    SendContext,
+    run_with_envelope,
+)
 from pageant.hookspecs.models import check_literal
+from pageant.plugins import tracing
 from pageant.plugins.loader import PluginManager, PluginRecord
 from pageant.plugins.options import resolve_options
 from pageant.plugins.registry import Registry
@@ -34,6 +45,13 @@ Outcome = Literal["pass", "warning", "violation"]
 
 #: How many resolved values a warning shows before it says "...".
 SHOWN_VALUES = 10
+#: The target the kit walks each lease through: the plugin's own stand-in must accept it.
+LEASE_TARGET = "contract-check"
+#: What each announce leg is asked to send, with ``verify``.
+LEG_MESSAGE = "pageant contract-check: a dry run of this leg"
+#: The bound on a lease call, a leg's send and a snapshot.
+CALL_SECONDS = 10.0
+SNAPSHOT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -42,7 +60,8 @@ class Check:
 
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
-    #: load, startup, perform, cost, revert, option_source, option_example, trigger, manifest.
+    #: load, startup, perform, perform_fresh, cost, revert, option_source, option_example,
+    #: trigger, lease, leg, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -120,29 +139,40 @@ def start(manager: PluginManager) -> set[str]:
     )
 
 
-async def exercise(registry: Registry, record: PluginRecord, services: KitServices) -> list[Check]:
+async def exercise(
+    registry: Registry,
+    record: PluginRecord,
+    services: KitServices,
+    *,
+    resolve_seconds: float | None = None,
+) -> list[Check]:
     """The kit's checks of what one loaded plugin declared."""
     owned = {
         key: sorted(i for (k, i), o in registry.owners.items() if k == key and o == record.label)
-        for key in ("actions", "option_sources", "triggers")
+        for key in ("actions", "option_sources", "triggers", "leases", "legs")
     }
+    world = World.of(record)
     checks: list[Check] = []
     resolved: dict[str, dict[str, Any]] = {}
     for source_id in owned["option_sources"]:
-        resolved[source_id] = await resolve_options(registry.option_sources[source_id])
+        resolved[source_id] = await resolve_options(
+            registry.option_sources[source_id], timeout=resolve_seconds
+        )
         checks.append(_source_check(record.label, source_id, resolved[source_id]))
     for action_id in owned["actions"]:
         action = registry.actions[action_id]
         for params in example_param_sets(action):
-            checks.append(await _perform_check(record.label, action, params, services))
+            checks.append(await _perform_check(record.label, action, params, services, world))
             checks.append(_cost_check(record.label, action, params, registry))
-        checks.append(_revert_check(record.label, action))
+        checks.append(await _revert_check(record.label, action, services, world))
         for param in action.params:
             if param.option_source is None:
                 continue
             source = registry.option_sources.get(param.option_source)
             if param.option_source not in resolved and source is not None:
-                resolved[param.option_source] = await resolve_options(source)
+                resolved[param.option_source] = await resolve_options(
+                    source, timeout=resolve_seconds
+                )
             checks.append(
                 _example_check(
                     record.label,
@@ -155,7 +185,92 @@ async def exercise(registry: Registry, record: PluginRecord, services: KitServic
             )
     for trigger_id in owned["triggers"]:
         checks.append(_trigger_check(record.label, registry, trigger_id))
+    for lease_id in owned["leases"]:
+        checks.append(await _lease_check(record.label, registry.leases[lease_id]))
+    for leg_id in owned["legs"]:
+        checks.append(await _leg_check(record.label, registry.legs[leg_id], services, world))
+    checks.append(world.summary(record.label))
     return checks
+
+
+async def perform_again(
+    registry: Registry, record: PluginRecord, services: KitServices
+) -> list[Check]:
+    """Each example's dry run once more, on a host loaded afresh (check ``perform_fresh``):
+    a dry run that passes only once, or only on a host it has already run on, fails."""
+    world = World.of(record)
+    checks = []
+    owned = sorted(
+        i for (k, i), o in registry.owners.items() if k == "actions" and o == record.label
+    )
+    for action_id in owned:
+        action = registry.actions[action_id]
+        for params in example_param_sets(action):
+            found = await _perform_check(record.label, action, params, services, world)
+            checks.append(replace(found, check="perform_fresh"))
+    return checks
+
+
+class World:
+    """What the kit can see of a plugin's world: its ``PLUGIN_INFO["snapshot"]``, if any.
+
+    The kit cannot see a game; a plugin that declares ``snapshot`` lets it compare the
+    world before and after every dry run and every revert of nothing. Without one, those
+    checks can only see what reaches the host (posts through the services, resources in an
+    answer), and the report says so.
+    """
+
+    def __init__(self, snapshot: Any = None) -> None:
+        self.snapshot = snapshot
+
+    @classmethod
+    def of(cls, record: PluginRecord) -> World:
+        return cls(getattr(record.info, "snapshot", None))
+
+    async def take(self) -> tuple[Any, str | None]:
+        """``(picture, None)``, or ``(None, why)`` when the snapshot itself failed."""
+        if self.snapshot is None:
+            return None, None
+        try:
+            picture = await asyncio.wait_for(self.snapshot(), SNAPSHOT_SECONDS)
+            return json.loads(json.dumps(picture, sort_keys=True, default=repr)), None
+        except Exception as exc:  # the plugin's defect, reported rather than raised
+            return None, f"snapshot() raised {_raised(exc)}"
+
+    def summary(self, label: str) -> Check:
+        if self.snapshot is None:
+            return Check(
+                label,
+                "world",
+                label,
+                "warning",
+                "declares no PLUGIN_INFO snapshot: the kit cannot see whether a dry run or a "
+                "revert of nothing changed the game, only what reached the host; expected "
+                'PLUGIN_INFO["snapshot"], an async def answering a JSON-able picture of the '
+                "world the plugin changes",
+            )
+        return Check(
+            label,
+            "world",
+            label,
+            "pass",
+            "observed through PLUGIN_INFO snapshot before and after every dry run",
+        )
+
+
+async def _observed(world: World, call: Any) -> tuple[Envelope, str | None]:
+    """Run ``call()`` (an envelope coroutine) between two snapshots; answers the envelope
+    and, when the world changed or could not be seen, why."""
+    before, broken = await world.take()
+    envelope = await call()
+    if broken is not None:
+        return envelope, broken
+    after, broken = await world.take()
+    if broken is not None:
+        return envelope, broken
+    if before != after:
+        return envelope, f"changed the world: snapshot {_show(before)} became {_show(after)}"
+    return envelope, None
 
 
 def example_param_sets(action: Action) -> list[dict[str, Any]]:
@@ -167,7 +282,11 @@ def example_param_sets(action: Action) -> list[dict[str, Any]]:
 
 
 async def _perform_check(
-    label: str, action: Action, params: dict[str, Any], services: KitServices
+    label: str,
+    action: Action,
+    params: dict[str, Any],
+    services: KitServices,
+    world: World | None = None,
 ) -> Check:
     subject = action.id
     bad = [
@@ -181,22 +300,34 @@ async def _perform_check(
     before = len(services.posted)
     context = ActionContext(
         params=dict(params),
-        idempotency_key=f"contract-check:{action.id}",
+        idempotency_key=f"contract-check:{action.id}:{uuid.uuid4().hex[:12]}",
         run=None,  # a verification happens outside any run
         verify=True,
         deadline=datetime.now(UTC) + timedelta(milliseconds=action.budget_ms),
         services=services,
     )
-    envelope = await run_with_envelope(action.perform, context, timeout=action.budget_ms / 1000)
-    call = f"perform(verify=True) with {_show(params)}"
+
+    async def call() -> Envelope:
+        return await run_with_envelope(action.perform, context, timeout=action.budget_ms / 1000)
+
+    envelope, changed = await _observed(world or World(), call)
+    call_text = f"perform(verify=True) with {_show(params)}"
     if not envelope.ok:
         return Check(
             label,
             "perform",
             subject,
             "violation",
-            f"{subject}: {call} answered {describe(envelope, action)}; "
+            f"{subject}: {call_text} answered {describe(envelope, action)}; "
             "expected ok: a dry run of the declared examples must pass",
+        )
+    if changed is not None:
+        return Check(
+            label,
+            "perform",
+            subject,
+            "violation",
+            f"{subject}: {call_text} {changed}; expected a dry run to write nothing",
         )
     if len(services.posted) > before:
         return Check(
@@ -204,7 +335,7 @@ async def _perform_check(
             "perform",
             subject,
             "violation",
-            f"{subject}: {call} posted to {', '.join(services.posted[before:])}; "
+            f"{subject}: {call_text} posted to {', '.join(services.posted[before:])}; "
             "expected a dry run to send nothing",
         )
     if envelope.resources:
@@ -213,11 +344,11 @@ async def _perform_check(
             "perform",
             subject,
             "warning",
-            f"{subject}: {call} answered ok with resources "
+            f"{subject}: {call_text} answered ok with resources "
             f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; "
             "a dry run should create nothing",
         )
-    return Check(label, "perform", subject, "pass", f"{subject}: {call} answered ok")
+    return Check(label, "perform", subject, "pass", f"{subject}: {call_text} answered ok")
 
 
 def describe(envelope: Envelope, action: Action | None = None) -> str:
@@ -226,7 +357,8 @@ def describe(envelope: Envelope, action: Action | None = None) -> str:
         return "ok"
     text = f"ok: false, retry: {str(envelope.retry).lower()}, error: {_show(envelope.error)}"
     if envelope.malformed == "exception":
-        return f"{text} (it raised)"
+        where = tracing.innermost_frame(envelope.exception) if envelope.exception else None
+        return f"{text} (it raised{f' at {where}' if where else ''})"
     if envelope.malformed == "timeout" and action is not None:
         return f"{text} (it outlived budget_ms {action.budget_ms})"
     if envelope.malformed:
@@ -280,13 +412,154 @@ def _cost_check(label: str, action: Action, params: dict[str, Any], registry: Re
     return Check(label, "cost", subject, "pass", f"{subject}: {call} = {_show(dict(answer))}")
 
 
-def _revert_check(label: str, action: Action) -> Check:
+async def _revert_check(label: str, action: Action, services: KitServices, world: World) -> Check:
     # The loader refuses an action whose revert and reversibility disagree (the Action
-    # model), so a loaded action always agrees; the line tells the author what was seen.
-    said = "a revert is declared" if action.revert is not None else "no revert is declared"
-    return Check(
-        label, "revert", action.id, "pass", f"{action.id}: reversible {action.reversible}; {said}"
+    # model), so a loaded action always agrees. A revert may meet a step whose perform
+    # never happened (its answer was lost): reverting nothing must succeed and change
+    # nothing, so the kit reverts under a key nothing was performed with.
+    subject = action.id
+    said = f"reversible {action.reversible}"
+    if action.revert is None:
+        return Check(label, "revert", subject, "pass", f"{subject}: {said}; no revert declared")
+    revert = action.revert
+    context = ActionContext(
+        params={p.name: p.example for p in action.params},
+        idempotency_key=f"contract-check:never-performed:{uuid.uuid4().hex}",
+        run=None,
+        verify=False,
+        deadline=datetime.now(UTC) + timedelta(milliseconds=action.budget_ms),
+        services=services,
     )
+
+    async def call() -> Envelope:
+        return await run_with_envelope(revert, context, timeout=action.budget_ms / 1000)
+
+    envelope, changed = await _observed(world, call)
+    what = f"{subject}: revert of nothing (a fresh idempotency key)"
+    if not envelope.ok:
+        return Check(
+            label,
+            "revert",
+            subject,
+            "violation",
+            f"{what} answered {describe(envelope, action)}; expected ok: reverting what "
+            "was never done must succeed",
+        )
+    if changed is not None:
+        return Check(
+            label,
+            "revert",
+            subject,
+            "violation",
+            f"{what} {changed}; expected reverting nothing to change nothing",
+        )
+    return Check(label, "revert", subject, "pass", f"{what} answered ok ({said})")
+
+
+async def _bounded(fn: Any, *args: Any) -> Any:
+    return await asyncio.wait_for(fn(*args), CALL_SECONDS)
+
+
+async def _lease_check(label: str, lease: Lease) -> Check:
+    """``read`` -> ``apply`` -> ``read`` -> ``restore`` -> ``read`` on the kit's target."""
+    subject = lease.id
+    step = "read"
+    try:
+        original = await _bounded(lease.read, LEASE_TARGET)
+        value = lease.example if lease.example is not None else original
+        step = "apply"
+        baseline = await _bounded(lease.apply, LEASE_TARGET, value)
+        step = "read after apply"
+        applied = await _bounded(lease.read, LEASE_TARGET)
+        step = "restore"
+        await _bounded(lease.restore, LEASE_TARGET, baseline)
+        step = "read after restore"
+        restored = await _bounded(lease.read, LEASE_TARGET)
+    except TimeoutError:
+        return Check(
+            label,
+            "lease",
+            subject,
+            "violation",
+            f"{subject}: {step} on {_show(LEASE_TARGET)} did not answer within {CALL_SECONDS:g} s",
+        )
+    except Exception as exc:  # the plugin's defect, reported rather than raised
+        return Check(
+            label,
+            "lease",
+            subject,
+            "violation",
+            f"{subject}: {step} on {_show(LEASE_TARGET)} raised {_raised(exc)}",
+        )
+    problems = []
+    if _show(baseline) != _show(original):
+        problems.append(
+            f"apply answered the baseline {_show(baseline)}, but read had answered "
+            f"{_show(original)}; expected apply to answer the value it replaced"
+        )
+    if lease.example is not None and _show(applied) != _show(value):
+        problems.append(
+            f"read after apply answered {_show(applied)}; expected the applied {_show(value)}"
+        )
+    if _show(restored) != _show(original):
+        problems.append(
+            f"read after restore answered {_show(restored)}; expected the original "
+            f"{_show(original)} back"
+        )
+    if problems:
+        return Check(label, "lease", subject, "violation", f"{subject}: {'; '.join(problems)}")
+    return Check(
+        label,
+        "lease",
+        subject,
+        "pass",
+        f"{subject}: read {_show(original)}, applied {_show(value)}, restored on "
+        f"{_show(LEASE_TARGET)}",
+    )
+
+
+async def _leg_check(label: str, leg: AnnounceLeg, services: KitServices, world: World) -> Check:
+    """The leg's ``send`` with ``verify``: ok, nothing posted, the world unchanged."""
+    subject = leg.id
+    before = len(services.posted)
+    context = SendContext(
+        run=None,
+        step_id=None,
+        idempotency_key=f"contract-check:{leg.id}:{uuid.uuid4().hex[:12]}",
+        deadline=datetime.now(UTC) + timedelta(seconds=CALL_SECONDS),
+        services=services,
+        verify=True,
+    )
+
+    async def call() -> Envelope:
+        return await run_with_envelope(leg.send, LEG_MESSAGE, context, timeout=CALL_SECONDS)
+
+    envelope, changed = await _observed(world, call)
+    what = f"{subject}: send(verify=True)"
+    if not envelope.ok:
+        return Check(
+            label,
+            "leg",
+            subject,
+            "violation",
+            f"{what} answered {describe(envelope)}; expected ok",
+        )
+    if changed is not None:
+        return Check(label, "leg", subject, "violation", f"{what} {changed}; expected nothing sent")
+    if len(services.posted) > before:
+        return Check(
+            label,
+            "leg",
+            subject,
+            "violation",
+            f"{what} posted to {', '.join(services.posted[before:])}; expected nothing sent",
+        )
+    return Check(label, "leg", subject, "pass", f"{what} answered ok and sent nothing")
+
+
+def _raised(exc: BaseException) -> str:
+    where = tracing.innermost_frame(exc)
+    return f"{type(exc).__name__}: {exc}{f' at {where}' if where else ''}"
 
 
 def _source_check(label: str, source_id: str, answer: Mapping[str, Any]) -> Check:

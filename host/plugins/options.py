@@ -19,20 +19,22 @@ RESOLVE_TIMEOUT_SECONDS = 10
 
 
 async def resolve_options(
-    source: OptionSource, roots: Sequence[Path | None] = ()
+    source: OptionSource,
+    roots: Sequence[Path | None] = (),
+    *,
+    timeout: float | None = None,
 ) -> dict[str, Any]:
     """``{ok: true, items}`` or ``{ok: false, reason}``; a failing source never raises.
 
     An exception is logged with its traceback; the reason names the innermost frame in
     ``roots`` (where the plugins' code lives).
     """
+    if timeout is None:
+        timeout = RESOLVE_TIMEOUT_SECONDS
     try:
-        raw = await asyncio.wait_for(source.resolve(), RESOLVE_TIMEOUT_SECONDS)
+        raw = await asyncio.wait_for(source.resolve(), timeout)
     except TimeoutError:
-        return {
-            "ok": False,
-            "reason": f"{source.id} did not answer within {RESOLVE_TIMEOUT_SECONDS} s",
-        }
+        return {"ok": False, "reason": f"{source.id} did not answer within {timeout:g} s"}
     except Exception as exc:  # a plugin's failure is an answer, never a 500
         where = tracing.innermost_frame(exc, roots)
         at = f" at {where}" if where else ""

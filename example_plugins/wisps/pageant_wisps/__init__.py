@@ -11,13 +11,19 @@ from typing import Any
 
 from pageant import hookimpl
 
-PLUGIN_INFO = {"owner": "wisps", "contract": "^1.0"}
-
 COLOURS = ("north", "south", "ember")
 MAX_WISPS = 50
 
 #: The stand-in for a game world: idempotency key -> the wisps summoned under it.
 WORLD: dict[str, list[str]] = {}
+
+
+async def snapshot() -> dict[str, list[str]]:
+    """The world as it stands: contract-check compares it around every dry run."""
+    return {key: list(refs) for key, refs in WORLD.items()}
+
+
+PLUGIN_INFO = {"owner": "wisps", "contract": "^1.1", "snapshot": snapshot}
 
 
 def cost(params: dict[str, Any]) -> dict[str, float]:
