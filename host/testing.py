@@ -85,6 +85,8 @@ class Kit:
         self.clock = clock
         #: One bearer token per role (``admin``, ``editor``, ``moderator``, ``game``).
         self.tokens = tokens
+        #: What ``perform`` calls wrote with ``ctx.services.write_log``: ``(kind, detail)``.
+        self.logged: list[tuple[str, dict[str, Any]]] = []
 
     # ── plugins ──────────────────────────────────────────────────────────────
 
@@ -127,6 +129,7 @@ class Kit:
             run=RunInfo(id=0, scope="", definition_id=0, slug="pageant-testing"),
             verify=verify,
             deadline=self.clock.now() + timedelta(milliseconds=action.budget_ms),
+            services=_Services(self),
         )
         return await run_with_envelope(fn, context, timeout=action.budget_ms / 1000)
 
@@ -234,6 +237,31 @@ class Kit:
         from pageant.runs.console import console
 
         return await console(self.host, run_id)
+
+
+class _Services:
+    """``ctx.services`` of a ``Kit.perform`` call: outside any run, so the log lines it
+    writes are kept on the kit (``kit.logged``); ``post_json`` posts for real, through the
+    same code as a step's."""
+
+    def __init__(self, kit: Kit) -> None:
+        from pageant.engine.step_services import StepServices
+
+        self._kit = kit
+        self._real = StepServices(
+            kit.host, run_id=0, step_id=0, phase="", session=kit.host.engine.http_session
+        )
+        self.registry = kit.host.registry
+        self.settings = kit.host.settings
+        self.run_id = None
+        self.step_id = None
+        self.phase = None
+
+    async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
+        self._kit.logged.append((kind, dict(detail)))
+
+    async def post_json(self, url: str, body: Any) -> Any:
+        return await self._real.post_json(url, body)
 
 
 def _instant(value: Any) -> datetime:

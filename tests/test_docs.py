@@ -3,7 +3,10 @@ reference is the rendering of the docstrings, and every setting and hook is docu
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,41 @@ def test_the_plugin_guide_includes_the_whole_example_plugin() -> None:
     text = doc("plugin-authors.md")
     source = (ROOT / "example_plugins/wisps/pageant_wisps/__init__.py").read_text()
     assert f"```python\n{source}```" in text
+
+
+def test_the_guides_test_examples_run_as_written() -> None:
+    # As a plugin author runs them: pytest with only the configuration the guide shows
+    # (wisps' pyproject.toml), on the tests the guide includes.
+    text = doc("plugin-authors.md")
+    wisps = ROOT / "example_plugins" / "wisps"
+    examples = [
+        "example_plugins/wisps/tests/test_wisps.py",
+        "docs/examples/test_settings.py",
+        "docs/examples/test_second_author.py",
+    ]
+    for path in [*examples, "example_plugins/wisps/pyproject.toml"]:
+        assert f"<!-- include: {path} -->" in text, path
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PAGEANT_"))}
+    ran = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            *("-c", str(wisps / "pyproject.toml"), "--rootdir", str(wisps)),
+            *(str(ROOT / path) for path in examples),
+        ],
+        cwd=wisps,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert " passed" in ran.stdout and "skipped" not in ran.stdout
+
+
+def test_the_operators_guide_says_a_new_plugin_needs_a_restart() -> None:
+    text = doc("operators.md")
+    assert "restart" in text.split("## Plugins", 1)[1].split("\n## ", 1)[0]
 
 
 def test_the_hook_reference_is_the_rendering_of_the_docstrings() -> None:

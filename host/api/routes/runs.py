@@ -17,6 +17,7 @@ from pageant.events import definitions
 from pageant.runs import controls, listing
 from pageant.runs.console import console, run_view, runs_page, step_view
 from pageant.runs.create import start_now
+from pageant.runs.waiting import REASONS
 
 routes = RouteTable("runs")
 
@@ -25,9 +26,7 @@ _NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
 WAITING = {
     "type": ["object", "null"],
     "properties": {
-        "reason": {
-            "enum": ["not_due", "unverified", "concurrency", "backoff", "parked", "paused", "gate"]
-        },
+        "reason": {"enum": list(REASONS)},
         "since": {"type": "string", "format": "date-time"},
         "until": {"type": "string", "format": "date-time"},
         "holder_run_id": {"type": "integer"},
