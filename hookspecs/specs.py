@@ -114,7 +114,9 @@ class PageantSpecs:
 
         Parameters:
             context: the plugin's :class:`~pageant.plugins.context.PluginContext`; keep it.
-                ``await context.emit(trigger_id, payload)`` feeds phase gates.
+                ``await context.emit(trigger_id, payload)`` feeds phase gates;
+                ``context.settings`` is the plugin's own settings model, filled (contract
+                1.1; None when ``PLUGIN_INFO`` declares none).
 
         Returns: nothing.
 

@@ -313,18 +313,25 @@ def assert_log_kinds(console: Mapping[str, Any], expected: Sequence[str]) -> Non
 
 
 def contract_check(*args: str) -> tuple[int, dict[str, Any]]:
-    """Run ``pageant contract-check --json ARGS`` in this process, as a plugin's CI runs it;
-    answers the exit code (0 pass, 1 violations, 2 usage) and the JSON report."""
+    """Run ``pageant contract-check --json ARGS`` in a process of its own, as a plugin's CI
+    runs it; answers the exit code (0 pass, 1 violations, 2 usage) and the JSON report (for
+    a usage error, ``{"usage": <what it printed>}``)."""
     import json
+    import os
+    import subprocess
+    import sys
 
-    from click.testing import CliRunner
-
-    from pageant.cli import main
-
-    result = CliRunner().invoke(main, ["contract-check", "--json", *args])
-    if result.exit_code == 2:
-        return 2, {"usage": result.output}
-    return result.exit_code, json.loads(result.stdout)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pageant.cli", "contract-check", "--json", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if done.returncode == 2 or not done.stdout.strip():
+        return done.returncode, {"usage": done.stderr}
+    return done.returncode, json.loads(done.stdout)
 
 
 # ── the host ──────────────────────────────────────────────────────────────────

@@ -135,6 +135,13 @@ async def test_an_option_source_must_resolve_within_the_bound(
         assert "slow.values did not answer within 0.1 s" in found.message
 
 
+def test_a_non_mapping_and_a_missing_ok_read_as_the_host_reads_them(site: Site) -> None:
+    found = {c["subject"]: c["message"] for c in checks_of("sloppy", "perform")}
+    assert "answered ok: false, retry: true" in found["sloppy.listy"]
+    assert "(read as a failure: not a mapping)" in found["sloppy.listy"]
+    assert "(read as a failure: missing ok)" in found["sloppy.okless"]
+
+
 def test_without_a_snapshot_the_report_says_what_the_kit_cannot_see(site: Site) -> None:
     (found,) = checks_of("blind", "world")
     assert found["outcome"] == "warning"

@@ -90,3 +90,48 @@ async def test_a_failure_without_an_exception_carries_no_frame(probe_host, engin
     (retry,) = await log_lines(probe_host.db, run_id, "step.retry")
     assert retry.detail["error"] == "shard busy"
     assert "exception" not in retry.detail
+
+
+#: An installed plugin whose announce leg raises, reached through core.announce.
+HORN = """from pageant import hookimpl
+
+PLUGIN_INFO = {"owner": "horn", "contract": "^1.0"}
+
+
+async def blow(message, ctx):
+    raise ConnectionError("the horn is cracked")
+
+
+@hookimpl
+def pageant_announce_legs():
+    return [{"id": "horn.blow", "label": "Horn", "send": blow}]
+"""
+
+
+async def test_a_leg_raising_inside_core_announce_is_the_legs_plugins_exception(
+    site: Site, settings: Any, db: Any, clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    package = site.root / "pageant_horn"
+    package.mkdir()
+    (package / "__init__.py").write_text(HORN)
+    site.modules.add("pageant_horn")
+    site.install("pageant-horn", {"horn": "pageant_horn"}, {})
+    host = Host(settings, clock=clock, db=db)
+    engine = Engine(host)
+    try:
+        announce = step("core.announce", leg="horn.blow", message="to arms")
+        event = await publish_event(db, clock.now(), spec(phase("p", announce)))
+        run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+        with caplog.at_level(logging.ERROR, logger="pageant.engine"):
+            await engine.tick()
+        (retry,) = await log_lines(db, run_id, "step.retry")
+        assert retry.detail["plugin"] == "pageant-horn[horn]"
+        assert retry.detail["exception"]["at"] == "pageant_horn/__init__.py:7 in blow"
+        (logged,) = [r for r in caplog.records if r.name == "pageant.engine"]
+        assert logged.getMessage().startswith(
+            "plugin pageant-horn[horn] raised in core.announce.perform (called through "
+            "pageant[core])"
+        )
+    finally:
+        await engine.stop()
+        await host.close()

@@ -310,13 +310,16 @@ def explain_exception(
     answer the envelope whose error names the plugin's line, and the log line's detail."""
     exc = envelope.exception
     assert exc is not None
-    label = host.registry.owner_of("actions", step["action"]) or "an unknown plugin"
+    owner = host.registry.owner_of("actions", step["action"]) or "an unknown plugin"
+    label = host.plugins.raised_in(exc) or owner
+    through = f" (called through {owner})" if label != owner else ""
     about = describe_exception(exc, host.plugins.code_roots())
     at = f" at {about['at']}" if about["at"] else ""
     log.error(
-        "plugin %s raised in %s.perform, run %s %s%s",
+        "plugin %s raised in %s.perform%s, run %s %s%s",
         label,
         step["action"],
+        through,
         run["id"],
         _step_name(step),
         at,

@@ -557,6 +557,13 @@ class PluginManager:
         """Where each loaded plugin's code lives: what a traceback's plugin frame is in."""
         return [tracing.plugin_root(r.plugin) for r in self.loaded()]
 
+    def raised_in(self, exc: BaseException) -> str | None:
+        """The loaded plugin whose code raised ``exc`` (its innermost frame), or None: an
+        announce leg raising inside ``core.announce`` is the leg's plugin's exception."""
+        return tracing.innermost_owner(
+            exc, [(r.label, tracing.plugin_root(r.plugin)) for r in self.loaded()]
+        )
+
     def loaded(self) -> list[PluginRecord]:
         return [r for r in self.records if r.status == "loaded"]
 

@@ -79,6 +79,19 @@ def innermost_frame(exc: BaseException, roots: Iterable[Path | None] = ()) -> st
     return None
 
 
+def innermost_owner(exc: BaseException, roots: Iterable[tuple[str, Path | None]]) -> str | None:
+    """The label whose code holds the innermost frame of ``exc`` (``roots`` pairs each
+    plugin's label with where its code lives), or None."""
+    known = [(label, root) for label, root in roots if root is not None]
+    # The most specific root first: a plugin inside another's folder is its own.
+    known.sort(key=lambda pair: -len(str(pair[1])))
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        for label, root in known:
+            if _within(frame.filename, root):
+                return label
+    return None
+
+
 def last_frames(exc: BaseException, limit: int = 3) -> str:
     """The traceback's last ``limit`` frames and the exception, as Python prints them
     (the import machinery's own frames left out)."""

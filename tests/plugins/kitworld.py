@@ -220,6 +220,22 @@ class Slow:
         return [{"id": "slow.values", "label": "Values", "resolve": resolve}]
 
 
+class Sloppy:
+    """Dry runs answering the shapes the host reads as retryable failures."""
+
+    PLUGIN_INFO = info("sloppy")
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def listy(ctx: Any) -> Any:
+            return ["done"]
+
+        async def okless(ctx: Any) -> Any:
+            return {"done": True}
+
+        return [action("sloppy.listy", listy), action("sloppy.okless", okless)]
+
+
 class Blind:
     """Declares no snapshot: the kit cannot see its world."""
 
@@ -245,6 +261,7 @@ PLUGINS = {
         "Sticky",
         "Herald",
         "Slow",
+        "Sloppy",
         "Blind",
     )
 }
