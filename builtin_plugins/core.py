@@ -25,13 +25,13 @@ from pageant.hookspecs import (
 )
 
 
-async def snapshot() -> dict[str, Any]:
+async def observe() -> dict[str, Any]:
     """core keeps no world of its own: whatever it changes goes through the host's services
     (the run log, webhook posts), which ``pageant contract-check`` intercepts and sees."""
     return {}
 
 
-PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "snapshot": snapshot}
+PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "observe": observe}
 
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400

@@ -98,7 +98,7 @@ class PluginInfo(_Declaration):
     validate, and hands the instance over as ``context.settings`` at startup. Fields typed
     ``SecretStr`` are never shown.
 
-    ``snapshot`` (contract 1.1) is an ``async def`` answering a JSON-able picture of the
+    ``observe`` (contract 1.1) is an ``async def`` answering a JSON-able picture of the
     world the plugin changes. Only ``pageant contract-check`` calls it: before and after
     every ``verify=True`` perform and every revert of nothing, so a dry run that writes is
     seen. The host never calls it.
@@ -107,12 +107,12 @@ class PluginInfo(_Declaration):
     owner: str
     contract: str
     settings: type[BaseModel] | None = None
-    snapshot: Callable[..., Any] | None = None
+    observe: Callable[..., Any] | None = None
 
     @model_validator(mode="after")
-    def _snapshot_is_async(self) -> PluginInfo:
-        if self.snapshot is not None and not is_async_callable(self.snapshot):
-            raise ValueError("snapshot must be an async def function")
+    def _observe_is_async(self) -> PluginInfo:
+        if self.observe is not None and not is_async_callable(self.observe):
+            raise ValueError("observe must be an async def function")
         return self
 
     @field_validator("owner")

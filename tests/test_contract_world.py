@@ -1,5 +1,5 @@
 """contract-check misses nothing the host will meet: dry runs observed through the
-plugin's snapshot and repeated on a fresh host, a revert of nothing, each lease walked
+plugin's ``observe`` and repeated on a fresh host, a revert of nothing, each lease walked
 through read/apply/read/restore/read, each leg's send with verify, option sources within a
 time bound, and ``--plugin NAME`` wherever it matters."""
 
@@ -55,7 +55,10 @@ def outcome(checks: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_a_dry_run_that_writes_to_its_world_fails(site: Site) -> None:
     found = checks_of("careless", "perform", "perform_fresh")
     assert outcome(found) == [("perform", "violation"), ("perform_fresh", "violation")]
-    assert 'changed the world: snapshot {} became {"careless:contract-check:' in found[0]["message"]
+    assert (
+        'changed the world: observe() answered {} before and {"careless:contract-check:'
+        in (found[0]["message"])
+    )
     assert found[0]["message"].endswith("expected a dry run to write nothing")
 
 
@@ -142,7 +145,7 @@ def test_a_non_mapping_and_a_missing_ok_read_as_the_host_reads_them(site: Site) 
     assert "(read as a failure: missing ok)" in found["sloppy.okless"]
 
 
-def test_without_a_snapshot_the_report_says_what_the_kit_cannot_see(site: Site) -> None:
+def test_without_observe_the_report_says_what_the_kit_cannot_see(site: Site) -> None:
     (found,) = checks_of("blind", "world")
     assert found["outcome"] == "warning"
     assert (

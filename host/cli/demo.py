@@ -162,6 +162,8 @@ def _announce(message: str) -> dict[str, Any]:
 
 # ── the database ─────────────────────────────────────────────────────────────
 
+FAILED_CONNECT_GRACE_SECONDS = 0.1
+
 
 async def require_empty(db: AsyncEngine, url: str) -> None:
     """Refuse a database that holds anything but an empty pageant schema.
@@ -173,6 +175,10 @@ async def require_empty(db: AsyncEngine, url: str) -> None:
     try:
         foreign, counts = await foreign_tables_and_counts(db)
     except DatabaseError as exc:
+        # aiosqlite's failed connect queues its worker thread's stop with a future of this
+        # loop and does not await it; answered after asyncio.run closed the loop, the thread
+        # dies with "Event loop is closed". A moment here lets it answer a live loop.
+        await asyncio.sleep(FAILED_CONNECT_GRACE_SECONDS)
         raise DemoFailed(
             f"cannot open the database {shown_url(url)}",
             details=[str(getattr(exc, "orig", None) or exc)],

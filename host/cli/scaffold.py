@@ -139,12 +139,12 @@ TIERS = ("bronze", "silver", "gold")
 WORLD: dict[str, str] = {}
 
 
-async def snapshot() -> dict[str, str]:
+async def observe() -> dict[str, str]:
     """The world as it stands: contract-check compares it around every dry run."""
     return dict(WORLD)
 
 
-PLUGIN_INFO = {"owner": "OWNER", "contract": "RANGE", "snapshot": snapshot}
+PLUGIN_INFO = {"owner": "OWNER", "contract": "RANGE", "observe": observe}
 
 
 async def draw(ctx: Any) -> dict[str, Any]:

@@ -49,9 +49,9 @@ SHOWN_VALUES = 10
 LEASE_TARGET = "contract-check"
 #: What each announce leg is asked to send, with ``verify``.
 LEG_MESSAGE = "pageant contract-check: a dry run of this leg"
-#: The bound on a lease call, a leg's send and a snapshot.
+#: The bound on a lease call, a leg's send and an ``observe()``.
 CALL_SECONDS = 10.0
-SNAPSHOT_SECONDS = 10.0
+OBSERVE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -212,41 +212,41 @@ async def perform_again(
 
 
 class World:
-    """What the kit can see of a plugin's world: its ``PLUGIN_INFO["snapshot"]``, if any.
+    """What the kit can see of a plugin's world: its ``PLUGIN_INFO["observe"]``, if any.
 
-    The kit cannot see a game; a plugin that declares ``snapshot`` lets it compare the
+    The kit cannot see a game; a plugin that declares ``observe`` lets it compare the
     world before and after every dry run and every revert of nothing. Without one, those
     checks can only see what reaches the host (posts through the services, resources in an
     answer), and the report says so.
     """
 
-    def __init__(self, snapshot: Any = None) -> None:
-        self.snapshot = snapshot
+    def __init__(self, observe: Any = None) -> None:
+        self.observe = observe
 
     @classmethod
     def of(cls, record: PluginRecord) -> World:
-        return cls(getattr(record.info, "snapshot", None))
+        return cls(getattr(record.info, "observe", None))
 
     async def take(self) -> tuple[Any, str | None]:
-        """``(picture, None)``, or ``(None, why)`` when the snapshot itself failed."""
-        if self.snapshot is None:
+        """``(picture, None)``, or ``(None, why)`` when ``observe()`` itself failed."""
+        if self.observe is None:
             return None, None
         try:
-            picture = await asyncio.wait_for(self.snapshot(), SNAPSHOT_SECONDS)
+            picture = await asyncio.wait_for(self.observe(), OBSERVE_SECONDS)
             return json.loads(json.dumps(picture, sort_keys=True, default=repr)), None
         except Exception as exc:  # the plugin's defect, reported rather than raised
-            return None, f"snapshot() raised {_raised(exc)}"
+            return None, f"observe() raised {_raised(exc)}"
 
     def summary(self, label: str) -> Check:
-        if self.snapshot is None:
+        if self.observe is None:
             return Check(
                 label,
                 "world",
                 label,
                 "warning",
-                "declares no PLUGIN_INFO snapshot: the kit cannot see whether a dry run or a "
+                'declares no PLUGIN_INFO["observe"]: the kit cannot see whether a dry run or a '
                 "revert of nothing changed the game, only what reached the host; expected "
-                'PLUGIN_INFO["snapshot"], an async def answering a JSON-able picture of the '
+                'PLUGIN_INFO["observe"], an async def answering a JSON-able picture of the '
                 "world the plugin changes",
             )
         return Check(
@@ -254,12 +254,12 @@ class World:
             "world",
             label,
             "pass",
-            "observed through PLUGIN_INFO snapshot before and after every dry run",
+            'seen through PLUGIN_INFO["observe"] before and after every dry run',
         )
 
 
 async def _observed(world: World, call: Any) -> tuple[Envelope, str | None]:
-    """Run ``call()`` (an envelope coroutine) between two snapshots; answers the envelope
+    """Run ``call()`` (an envelope coroutine) between two observations; answers the envelope
     and, when the world changed or could not be seen, why."""
     before, broken = await world.take()
     envelope = await call()
@@ -269,7 +269,11 @@ async def _observed(world: World, call: Any) -> tuple[Envelope, str | None]:
     if broken is not None:
         return envelope, broken
     if before != after:
-        return envelope, f"changed the world: snapshot {_show(before)} became {_show(after)}"
+        return (
+            envelope,
+            f"changed the world: observe() answered {_show(before)} before and "
+            f"{_show(after)} after",
+        )
     return envelope, None
 
 

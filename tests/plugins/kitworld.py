@@ -1,7 +1,7 @@
 """kitworld: fixture plugins for what contract-check observes of a plugin's world.
 
 Each class is a plugin of its own, installed as one entry point. Their "game" is a
-dictionary each keeps, which their ``PLUGIN_INFO["snapshot"]`` shows the kit.
+dictionary each keeps, which their ``PLUGIN_INFO["observe"]`` shows the kit.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pageant import hookimpl
 WORLD: dict[str, Any] = {}
 
 
-async def snapshot() -> dict[str, Any]:
+async def observe() -> dict[str, Any]:
     return dict(WORLD)
 
 
 def info(owner: str, **more: Any) -> dict[str, Any]:
-    return {"owner": owner, "contract": "^1.1", "snapshot": snapshot, **more}
+    return {"owner": owner, "contract": "^1.1", "observe": observe, **more}
 
 
 def action(ident: str, perform: Any, **more: Any) -> dict[str, Any]:
@@ -237,7 +237,7 @@ class Sloppy:
 
 
 class Blind:
-    """Declares no snapshot: the kit cannot see its world."""
+    """Declares no ``observe``: the kit cannot see its world."""
 
     PLUGIN_INFO = {"owner": "blind", "contract": "^1.0"}  # noqa: RUF012 - read by the loader
 

@@ -18,12 +18,12 @@ MAX_WISPS = 50
 WORLD: dict[str, list[str]] = {}
 
 
-async def snapshot() -> dict[str, list[str]]:
+async def observe() -> dict[str, list[str]]:
     """The world as it stands: contract-check compares it around every dry run."""
     return {key: list(refs) for key, refs in WORLD.items()}
 
 
-PLUGIN_INFO = {"owner": "wisps", "contract": "^1.1", "snapshot": snapshot}
+PLUGIN_INFO = {"owner": "wisps", "contract": "^1.1", "observe": observe}
 
 
 def cost(params: dict[str, Any]) -> dict[str, float]:
