@@ -29,8 +29,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pageant.clock import FakeClock
 from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
 from pageant.hookspecs.envelope import classify
@@ -85,7 +83,8 @@ class Kit:
         self.clock = clock
         #: One bearer token per role (``admin``, ``editor``, ``moderator``, ``game``).
         self.tokens = tokens
-        #: What ``perform`` calls wrote with ``ctx.services.write_log``: ``(kind, detail)``.
+        #: What ``perform`` calls wrote with ``ctx.services.write_log``: ``(kind, detail)``
+        #: (only the run log's own kinds, as in a run: ``announce`` for a leg's message).
         self.logged: list[tuple[str, dict[str, Any]]] = []
 
     # ── plugins ──────────────────────────────────────────────────────────────
@@ -258,7 +257,10 @@ class _Services:
         self.phase = None
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
-        self._kit.logged.append((kind, dict(detail)))
+        from pageant.db.log_kinds import LogKind
+
+        # As a step's services do: a kind outside the run log's enumeration is refused.
+        self._kit.logged.append((LogKind(kind).value, dict(detail)))
 
     async def post_json(self, url: str, body: Any) -> Any:
         return await self._real.post_json(url, body)
@@ -399,28 +401,34 @@ async def kit_host(
 
 # ── the pytest plugin ─────────────────────────────────────────────────────────
 
+try:
+    import pytest
+except ModuleNotFoundError:  # a plain install has no pytest: the kit is still importable
+    pytest = None  # type: ignore[assignment]
 
-@pytest.fixture
-def pageant_plugins() -> Sequence[Any] | None:
-    """Which plugins ``pageant_kit`` loads; override it in a plugin's ``conftest.py``.
+if pytest is not None:
 
-    A list of plugin objects and installed entry-point or distribution names, or None for
-    every installed plugin.
-    """
-    return None
+    @pytest.fixture
+    def pageant_plugins() -> Sequence[Any] | None:
+        """Which plugins ``pageant_kit`` loads; override it in a plugin's ``conftest.py``.
 
+        A list of plugin objects and installed entry-point or distribution names, or None
+        for every installed plugin.
+        """
+        return None
 
-@pytest.fixture
-async def pageant_kit(pageant_plugins: Sequence[Any] | None, tmp_path: Path) -> AsyncIterator[Kit]:
-    """A :class:`Kit` over a throwaway SQLite database in ``tmp_path``."""
-    async with kit_host(pageant_plugins, folder=tmp_path) as kit:
-        yield kit
+    @pytest.fixture
+    async def pageant_kit(
+        pageant_plugins: Sequence[Any] | None, tmp_path: Path
+    ) -> AsyncIterator[Kit]:
+        """A :class:`Kit` over a throwaway SQLite database in ``tmp_path``."""
+        async with kit_host(pageant_plugins, folder=tmp_path) as kit:
+            yield kit
 
+    @pytest.fixture
+    async def pageant_client(pageant_kit: Kit, aiohttp_client: Any) -> Any:
+        """The host's real aiohttp app under pytest-aiohttp's test client (engine not
+        started: ``pageant_kit.run_to_completion`` ticks it)."""
+        from pageant.api.app import make_app
 
-@pytest.fixture
-async def pageant_client(pageant_kit: Kit, aiohttp_client: Any) -> Any:
-    """The host's real aiohttp app under pytest-aiohttp's test client (engine not started:
-    ``pageant_kit.run_to_completion`` ticks it)."""
-    from pageant.api.app import make_app
-
-    return await aiohttp_client(make_app(pageant_kit.host, run_engine=False))
+        return await aiohttp_client(make_app(pageant_kit.host, run_engine=False))

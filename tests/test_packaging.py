@@ -187,3 +187,28 @@ def test_setuptools_is_new_enough_for_the_package_dir_mapping() -> None:
 
     pinned = next(r for r in requires if r.replace(" ", "").startswith("setuptools>="))
     assert Version(pinned.split(">=")[1]) >= Version("69")
+
+
+def test_pageant_testing_imports_without_pytest() -> None:
+    # A plain install (no test extra) imports every module, pageant.testing included; only
+    # its fixtures need pytest.
+    found = python_run(
+        """
+        import json, sys
+        sys.modules["pytest"] = None  # as if pytest were not installed
+        import pageant.testing as kit
+        print(json.dumps({"kit_host": callable(kit.kit_host),
+                          "fixtures": hasattr(kit, "pageant_kit")}))
+        """
+    )
+    assert found == {"kit_host": True, "fixtures": False}
+
+
+def test_pageant_testing_is_a_pytest11_entry_point_named_as_its_module() -> None:
+    plugins = PYPROJECT["project"]["entry-points"]["pytest11"]
+    assert plugins == {"pageant.testing": "pageant.testing"}
+    assert set(PYPROJECT["project"]["optional-dependencies"]["testing"]) >= {
+        "pytest>=8",
+        "pytest-asyncio>=0.23",
+        "pytest-aiohttp>=1.0",
+    }

@@ -33,6 +33,10 @@ class Bell:
             return ["not", "a", "mapping"]
         if how == "no-ok":
             return {"done": True}
+        if how == "log":
+            await ctx.services.write_log("announce", {"message": "ding"})
+        if how == "odd-log":
+            await ctx.services.write_log("bell.rang", {})
         if not ctx.verify:
             self.rung.append(ctx.idempotency_key)
         return {"ok": True}
@@ -100,6 +104,15 @@ async def test_perform_answers_the_classified_envelope(pageant_kit: Kit) -> None
     before = len(BELL.rung)
     assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}, verify=True))
     assert len(BELL.rung) == before
+
+
+async def test_perform_keeps_log_lines_and_refuses_a_kind_a_run_would_refuse(
+    pageant_kit: Kit,
+) -> None:
+    assert_ok(await pageant_kit.perform("bell.ring", {"how": "log"}))
+    assert pageant_kit.logged == [("announce", {"message": "ding"})]
+    refused = await pageant_kit.perform("bell.ring", {"how": "odd-log"})
+    assert_failed(refused, retry=True, error="'bell.rang' is not a valid LogKind")
 
 
 def test_the_assertions_fail_with_a_reason() -> None:
