@@ -64,6 +64,16 @@ def test_a_scaffolded_plugin_installs_and_passes_its_tests_and_the_contract_chec
         in (folder / ".github/workflows/contract.yml").read_text()
     )
 
+    # What a new author starts from is clean and formatted by ruff's defaults.
+    for ruff in (["check", "--select", "E,F,W,I,B,UP"], ["format", "--check"]):
+        linted = subprocess.run(
+            [sys.executable, "-m", "ruff", *ruff, "--isolated", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+        )
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+
     python = _venv_seeing_this_environment(tmp_path / "venv")
     # --no-deps: pageant comes from this environment. The build is isolated, as an author's
     # is: pip brings the setuptools the scaffold's pyproject.toml asks for.

@@ -123,9 +123,9 @@ testpaths = ["tests"]
 MODULE = '''\
 """OWNER: a pageant plugin.
 
-One action (``OWNER.draw``), one trigger (``OWNER.drawn``) and one option source
-(``OWNER.options.tiers``). The game is the dictionary ``WORLD``: a real plugin talks to its
-game server where this one reads and writes it.
+One action (``OWNER.draw``), one trigger (``OWNER.drawn``) and one option
+source (``OWNER.options.tiers``). The game is the dictionary ``WORLD``: a real
+plugin talks to its game server where this one reads and writes it.
 """
 
 from __future__ import annotations
@@ -191,7 +191,12 @@ def pageant_option_sources() -> list[dict[str, Any]]:
 
 @hookimpl
 def pageant_triggers() -> list[dict[str, Any]]:
-    tier = {"name": "tier", "type": "string", "description": "The tier drawn.", "example": "gold"}
+    tier = {
+        "name": "tier",
+        "type": "string",
+        "description": "The tier drawn.",
+        "example": "gold",
+    }
     return [{"id": "OWNER.drawn", "label": "A prize was drawn", "variables": [tier]}]
 '''
 
@@ -203,9 +208,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from pageant.testing import Kit, assert_failed, assert_ok, contract_check
-
 
 GOLD = {"tier": "gold"}
 
@@ -216,13 +219,14 @@ def pageant_plugins() -> list[str]:
 
 
 async def test_a_draw_under_one_key_draws_once(pageant_kit: Kit) -> None:
-    first = assert_ok(await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k"))
-    again = assert_ok(await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k"))
-    assert first.resources == again.resources
+    first = await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k")
+    again = await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k")
+    assert assert_ok(first).resources == assert_ok(again).resources
 
 
 async def test_an_unknown_tier_fails_for_good(pageant_kit: Kit) -> None:
-    assert_failed(await pageant_kit.perform("OWNER.draw", {"tier": "tin"}), retry=False)
+    answer = await pageant_kit.perform("OWNER.draw", {"tier": "tin"})
+    assert_failed(answer, retry=False)
 
 
 async def test_the_tiers_are_the_options(pageant_kit: Kit) -> None:
@@ -244,7 +248,8 @@ async def test_a_drawn_prize_opens_the_gate(pageant_kit: Kit) -> None:
             }
         ]
     }
-    console = await pageant_kit.run_to_completion(event, firings=[("OWNER.drawn", GOLD)])
+    firings = [("OWNER.drawn", GOLD)]
+    console = await pageant_kit.run_to_completion(event, firings=firings)
     assert console["run"]["status"] == "completed"
 
 
