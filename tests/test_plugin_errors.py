@@ -17,6 +17,8 @@ from pageant.runs.create import start_now
 from tests.factories import log_lines, phase, publish_event, spec, step, step_rows
 from tests.plugins import Site, fake_site
 
+TESTS = Path(__file__).resolve().parent
+
 #: An installed plugin package whose action fails at line 9 of its ``__init__.py``.
 RAFFLE = """from pageant import hookimpl
 
@@ -135,3 +137,25 @@ async def test_a_leg_raising_inside_core_announce_is_the_legs_plugins_exception(
     finally:
         await engine.stop()
         await host.close()
+
+
+async def test_an_option_source_that_raises_is_logged_and_named_at_its_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from pageant.hookspecs import OptionSource
+    from pageant.plugins.options import resolve_options
+
+    async def resolve() -> list[dict[str, str]]:
+        raise LookupError("no tiers today")
+
+    line = resolve.__code__.co_firstlineno + 1
+    source = OptionSource(id="raffle.options.tiers", label="Tiers", resolve=resolve)
+    with caplog.at_level(logging.ERROR, logger="pageant.plugins"):
+        answer = await resolve_options(source, [TESTS])
+    where = f"tests/test_plugin_errors.py:{line} in resolve"
+    assert answer == {
+        "ok": False,
+        "reason": f"raffle.options.tiers raised LookupError: no tiers today at {where}",
+    }
+    (logged,) = caplog.records
+    assert logged.exc_info is not None and "raffle.options.tiers" in logged.getMessage()
