@@ -159,6 +159,31 @@ async def test_a_run_goes_to_completion_on_virtual_time(pageant_kit: Kit) -> Non
     assert (pageant_kit.clock.now() - start).total_seconds() >= 3600
 
 
+async def test_a_timed_gate_passes_on_the_kits_clock(pageant_kit: Kit) -> None:
+    start = pageant_kit.clock.now()
+    ring = {"action": "bell.ring", "params": {"how": "ok"}}
+    event = {
+        "phases": [
+            {"key": "wait", "label": "Wait", "steps": [ring], "advance": {"after": "10m"}},
+            {"key": "end", "label": "End", "steps": [ring]},
+        ]
+    }
+    console = await pageant_kit.run_to_completion(event)
+    assert console["run"]["status"] == "completed"
+    assert (pageant_kit.clock.now() - start).total_seconds() >= 600
+
+
+async def test_a_parked_step_is_confirmed_unless_asked_not_to(pageant_kit: Kit) -> None:
+    cue = {"action": "core.cue", "params": {"message": "open the gates"}}
+    event = {"phases": [{"key": "cue", "label": "Cue", "steps": [cue]}]}
+    confirmed = await pageant_kit.run_to_completion(event)
+    assert confirmed["run"]["status"] == "completed"
+    assert_log_kinds(confirmed, ["step.parked", "control.confirm", "run.status"])
+    left = await pageant_kit.run_to_completion(event, confirm_parked=False)
+    assert left["run"]["status"] == "running"
+    assert left["run"]["waiting_on"]["reason"] == "parked"
+
+
 async def test_a_gate_without_its_firing_is_answered_as_it_stands(pageant_kit: Kit) -> None:
     event = {
         "phases": [
