@@ -102,6 +102,25 @@ class Kit:
         """The ``Authorization`` header of ``role``'s token."""
         return {"Authorization": f"Bearer {self.tokens[role]}"}
 
+    async def enable(
+        self, action_id: str, *, caps: Mapping[str, int | None] | None = None
+    ) -> dict[str, Any]:
+        """Enable ``action_id`` on the switchboard (and set its per-run ``caps``), as an
+        admin would: a ``change`` or ``irreversible`` action is off until enabled, and a run
+        refuses its steps (``step.refused``, code ``disabled``) until then."""
+        from pageant.switchboard import board
+
+        async with self.host.db.begin() as conn:
+            return await board.set_action(
+                conn,
+                self.host.registry,
+                action_id,
+                enabled=True,
+                caps=dict(caps) if caps is not None else None,
+                actor=ACTOR,
+                now=self.clock.now(),
+            )
+
     # ── one call at a time ───────────────────────────────────────────────────
 
     async def perform(

@@ -93,6 +93,20 @@ async def test_installed_plugins_are_chosen_by_name(tmp_path: Path) -> None:
             pass
 
 
+async def test_a_change_action_runs_once_enabled_on_the_switchboard(tmp_path: Path) -> None:
+    summon = {"action": "wisps.summon", "params": {"colour": "north", "count": 2}}
+    event = {"phases": [{"key": "summon", "label": "Summon", "steps": [summon]}]}
+    async with kit_host(["pageant-wisps"], folder=tmp_path) as kit:
+        refused = await kit.run_to_completion(event)
+        (line,) = [line for line in refused["log"] if line["kind"] == "step.refused"]
+        assert line["detail"]["code"] == "disabled"
+        assert refused["steps"][0]["status"] == "refused"
+        await kit.enable("wisps.summon", caps={"wisps.wisps": 10})
+        done = await kit.run_to_completion(event)
+        assert done["run"]["status"] == "completed", done["run"]
+        assert [s["status"] for s in done["steps"]] == ["done"]
+
+
 async def test_perform_answers_the_classified_envelope(pageant_kit: Kit) -> None:
     assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}, idempotency_key="k"))
     assert BELL.rung[-1] == "k"
