@@ -20,9 +20,8 @@ that did happen is made harmless by the step's idempotency key.
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,22 +156,3 @@ def _results(raw: object) -> tuple[Results | None, str | None]:
             return None, f"results.entries[{i}].rank must be a whole number from 1"
         found.append(ResultEntry(name=entry["name"].strip(), detail=detail, rank=rank))
     return Results(title=raw["title"].strip(), entries=tuple(found)), None
-
-
-async def run_with_envelope(
-    fn: Callable[..., Awaitable[object]], *args: object, timeout: float
-) -> Envelope:
-    """Await ``fn(*args)`` within ``timeout`` seconds and classify what it answered.
-
-    An exception or a timeout is a retryable failure; cancellation of the caller itself
-    is passed on.
-    """
-    try:
-        answer = await asyncio.wait_for(fn(*args), timeout)
-    except TimeoutError:
-        return _retryable("timeout", f"no answer within {timeout:g} s")
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # any plugin failure is an answer, never a crash of the host
-        return _retryable("exception", f"{type(exc).__name__}: {exc}")
-    return classify(answer)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -30,6 +30,9 @@ OWNER_PATTERN = re.compile(rf"^{SEGMENT}\Z")
 ParamType = Literal["string", "integer", "number", "boolean"]
 Risk = Literal["notify", "inspect", "change", "irreversible"]
 Reversible = Literal["full", "partial", "none"]
+
+if TYPE_CHECKING:
+    from .context import StepServices
 
 MAX_BUDGET_MS = 600_000
 
@@ -366,8 +369,9 @@ class ActionContext:
     verify: bool
     deadline: datetime
     resources: tuple[Resource, ...] = ()
-    #: Host services for the built-ins and for plugins that want them (``log``, ``announce``).
-    services: Any = None
+    #: What the host lends this call (see :class:`~pageant.hookspecs.StepServices`);
+    #: ``None`` where no host lends anything, as in a plugin's own tests.
+    services: StepServices | None = None
 
 
 @dataclass(frozen=True)
@@ -378,4 +382,5 @@ class SendContext:
     step_id: int | None
     idempotency_key: str
     deadline: datetime
-    services: Any = None
+    #: What the host lends this call; ``None`` where no host lends anything.
+    services: StepServices | None = None

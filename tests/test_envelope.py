@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from pageant.hookspecs import Envelope, Resource, classify, run_with_envelope
+from pageant.engine.envelope import run_with_envelope
+from pageant.hookspecs import Envelope, Resource, classify
 from pageant.hookspecs.envelope import MAX_HOLD_SECONDS
 
 

@@ -1,11 +1,11 @@
-"""The wisps plugin, through the host's own loader and envelope."""
+"""The wisps plugin, through the host's own loader and the contract's envelope reader."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import pageant_wisps
-from pageant.hookspecs import ActionContext, run_with_envelope
+from pageant.hookspecs import ActionContext, classify
 from pageant.plugins.loader import load_plugins
 
 
@@ -26,12 +26,8 @@ def test_wisps_loads_from_its_entry_point() -> None:
 
 async def test_summon_twice_under_one_key_summons_once() -> None:
     pageant_wisps.WORLD.clear()
-    first = await run_with_envelope(
-        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
-    )
-    again = await run_with_envelope(
-        pageant_wisps.summon, ctx("k1", colour="north", count=2), timeout=1
-    )
+    first = classify(await pageant_wisps.summon(ctx("k1", colour="north", count=2)))
+    again = classify(await pageant_wisps.summon(ctx("k1", colour="north", count=2)))
     assert first.ok and again.ok
     assert first.resources == again.resources
     assert len(pageant_wisps.WORLD["k1"]) == 2
@@ -39,7 +35,7 @@ async def test_summon_twice_under_one_key_summons_once() -> None:
 
 async def test_dismiss_of_nothing_succeeds() -> None:
     pageant_wisps.WORLD.clear()
-    answer = await run_with_envelope(pageant_wisps.dismiss, ctx("never-summoned"), timeout=1)
+    answer = classify(await pageant_wisps.dismiss(ctx("never-summoned")))
     assert answer.ok
 
 
