@@ -45,12 +45,26 @@ class PageantSpecs:
                 ref = await game.spawn(ctx.params["npc"], key=ctx.idempotency_key)
                 return {"ok": True, "resources": [{"kind": "npc", "ref": ref}]}
 
+
             @hookimpl
             def pageant_actions() -> list[Action]:
-                npc = Param(name="npc", type="string", required=True,
-                            description="Which NPC to spawn.", example="dragon")
-                return [Action(id="mygame.spawn", label="Spawn an NPC", risk="change",
-                               budget_ms=5_000, params=[npc], perform=spawn)]
+                npc = Param(
+                    name="npc",
+                    type="string",
+                    required=True,
+                    description="Which NPC to spawn.",
+                    example="dragon",
+                )
+                return [
+                    Action(
+                        id="mygame.spawn",
+                        label="Spawn an NPC",
+                        risk="change",
+                        budget_ms=5_000,
+                        params=[npc],
+                        perform=spawn,
+                    )
+                ]
 
         Added in contract 1.0.
         """
@@ -89,16 +103,26 @@ class PageantSpecs:
             async def read(target: str) -> float:
                 return await game.get_rate(target)
 
+
             async def apply(target: str, value: float) -> float:
                 return await game.set_rate(target, value)  # answers the rate it replaced
+
 
             async def restore(target: str, baseline: float) -> None:
                 await game.set_rate(target, baseline)
 
+
             @hookimpl
             def pageant_leases() -> list[Lease]:
-                return [Lease(id="mygame.xp_rate", label="XP rate",
-                              read=read, apply=apply, restore=restore)]
+                return [
+                    Lease(
+                        id="mygame.xp_rate",
+                        label="XP rate",
+                        read=read,
+                        apply=apply,
+                        restore=restore,
+                    )
+                ]
 
         Added in contract 1.0.
         """
@@ -120,10 +144,10 @@ class PageantSpecs:
             async def regions() -> list[dict[str, str]]:
                 return [{"value": r.id, "label": r.name} for r in await game.regions()]
 
+
             @hookimpl
             def pageant_option_sources() -> list[OptionSource]:
-                return [OptionSource(id="mygame.options.regions", label="Regions",
-                                     resolve=regions)]
+                return [OptionSource(id="mygame.options.regions", label="Regions", resolve=regions)]
 
         Added in contract 1.0.
         """
@@ -144,12 +168,20 @@ class PageantSpecs:
 
             @hookimpl
             def pageant_triggers() -> list[dict[str, Any]]:
-                return [{
-                    "id": "mygame.boss_slain",
-                    "label": "A boss was slain",
-                    "variables": [{"name": "region", "type": "string",
-                                   "description": "Where it fell.", "example": "yew"}],
-                }]
+                return [
+                    {
+                        "id": "mygame.boss_slain",
+                        "label": "A boss was slain",
+                        "variables": [
+                            {
+                                "name": "region",
+                                "type": "string",
+                                "description": "Where it fell.",
+                                "example": "yew",
+                            }
+                        ],
+                    }
+                ]
 
         Added in contract 1.0.
         """
@@ -169,6 +201,7 @@ class PageantSpecs:
             async def to_chat(message: str, ctx: SendContext) -> dict[str, Any]:
                 await game.broadcast(message)
                 return {"ok": True}
+
 
             @hookimpl
             def pageant_announce_legs() -> list[AnnounceLeg]:

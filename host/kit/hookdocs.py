@@ -10,6 +10,7 @@ Every hookspec docstring must follow the template (a summary, then ``When:``,
 contract X.Y.``), and so must every protocol the contract hands a plugin (a summary,
 ``When:``, ``Example::`` and ``Added in contract``); :func:`render` raises
 :class:`UndocumentedHook` naming the hook or protocol and the missing part otherwise.
+Write an example as ``ruff format`` would: CI checks the code blocks of ``docs/hooks.md``.
 """
 
 from __future__ import annotations
