@@ -10,7 +10,7 @@ implementations of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .context import HeldResource, PluginContext
@@ -24,7 +24,7 @@ class PageantSpecs:
     """The hook namespace registered with every host's plugin manager."""
 
     @hookspec
-    def pageant_actions(self) -> Sequence[Action | Mapping[str, Any]]:
+    def pageant_actions(self) -> Sequence[Action | dict[str, Any]]:
         """Declare the actions this plugin can perform.
 
         When: once, while the host loads plugins, after the plugin's contract range has
@@ -70,7 +70,7 @@ class PageantSpecs:
         """
 
     @hookspec
-    def pageant_budgets(self) -> Sequence[Budget | Mapping[str, Any]]:
+    def pageant_budgets(self) -> Sequence[Budget | dict[str, Any]]:
         """Declare the budget dimensions this plugin's actions spend against.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -89,7 +89,7 @@ class PageantSpecs:
         """
 
     @hookspec
-    def pageant_leases(self) -> Sequence[Lease | Mapping[str, Any]]:
+    def pageant_leases(self) -> Sequence[Lease | dict[str, Any]]:
         """Declare the borrowed values this plugin can set for a while and put back.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -128,7 +128,7 @@ class PageantSpecs:
         """
 
     @hookspec
-    def pageant_option_sources(self) -> Sequence[OptionSource | Mapping[str, Any]]:
+    def pageant_option_sources(self) -> Sequence[OptionSource | dict[str, Any]]:
         """Declare the live value lists that params may draw their values from.
 
         When: once, at load, as :meth:`pageant_actions`. ``resolve()`` is called later,
@@ -153,7 +153,7 @@ class PageantSpecs:
         """
 
     @hookspec
-    def pageant_triggers(self) -> Sequence[Trigger | Mapping[str, Any]]:
+    def pageant_triggers(self) -> Sequence[Trigger | dict[str, Any]]:
         """Declare the things that happen in the game and can advance a phase gate.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -187,7 +187,7 @@ class PageantSpecs:
         """
 
     @hookspec
-    def pageant_announce_legs(self) -> Sequence[AnnounceLeg | Mapping[str, Any]]:
+    def pageant_announce_legs(self) -> Sequence[AnnounceLeg | dict[str, Any]]:
         """Declare places an announcement can be sent (a chat channel, a broadcast).
 
         When: once, at load, as :meth:`pageant_actions`.

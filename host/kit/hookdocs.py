@@ -63,6 +63,7 @@ class Hook:
 
     name: str
     arguments: tuple[str, ...]
+    returns: str
     is_async: bool
     group: str
     doc: str
@@ -70,7 +71,7 @@ class Hook:
     @property
     def signature(self) -> str:
         prefix = "async def " if self.is_async else "def "
-        return f"{prefix}{self.name}({', '.join(self.arguments)})"
+        return f"{prefix}{self.name}({', '.join(self.arguments)}) -> {self.returns}"
 
     @property
     def summary(self) -> str:
@@ -108,8 +109,10 @@ def hooks() -> list[Hook]:
         fn = getattr(PageantSpecs, name)
         doc = inspect.getdoc(fn) or ""
         check_docstring(name, doc)
-        arguments = tuple(p for p in inspect.signature(fn).parameters if p != "self")
-        out.append(Hook(name, arguments, name in ASYNC_HOOKS, groups[name], doc))
+        signature = inspect.signature(fn)
+        arguments = tuple(_parameter(p) for n, p in signature.parameters.items() if n != "self")
+        returns = str(signature.return_annotation)
+        out.append(Hook(name, arguments, returns, name in ASYNC_HOOKS, groups[name], doc))
     return out
 
 
@@ -172,17 +175,20 @@ def protocols() -> list[ProtocolDoc]:
     return out
 
 
+def _parameter(parameter: inspect.Parameter) -> str:
+    """``name: annotation`` as written in the source (annotations are strings there)."""
+    if parameter.annotation is parameter.empty:
+        return parameter.name
+    return f"{parameter.name}: {parameter.annotation}"
+
+
 def _member(name: str, value: Any) -> Member:
     if isinstance(value, property):
         fget: Any = value.fget
         shown = f"{name}: {fget.__annotations__.get('return', 'Any')}"
         return Member(shown, inspect.getdoc(fget) or "")
     signature = inspect.signature(value)
-    parameters = [
-        p.name if p.annotation is p.empty else f"{p.name}: {p.annotation}"
-        for p in signature.parameters.values()
-        if p.name != "self"
-    ]
+    parameters = [_parameter(p) for p in signature.parameters.values() if p.name != "self"]
     prefix = "async def " if inspect.iscoroutinefunction(value) else "def "
     returns = signature.return_annotation
     shown = f"{prefix}{name}({', '.join(parameters)}) -> {returns}"
