@@ -9,18 +9,21 @@ declaration models, the contexts the host hands over (:class:`PluginContext`,
 from __future__ import annotations
 
 from .context import (
+    ActionContext,
     Declarations,
     HeldResource,
     HostSettings,
     PluginContext,
     Posted,
+    Resource,
+    RunInfo,
+    SendContext,
     StepServices,
 )
 from .envelope import Envelope, classify
 from .markers import PROJECT_NAME, hookimpl, hookspec
 from .models import (
     Action,
-    ActionContext,
     AnnounceLeg,
     Budget,
     Lease,
@@ -29,11 +32,8 @@ from .models import (
     Param,
     Participant,
     PluginInfo,
-    Resource,
     ResultEntry,
     Results,
-    RunInfo,
-    SendContext,
     Trigger,
     TriggerVariable,
 )

@@ -1,4 +1,5 @@
-"""What the host hands a plugin: its context at startup and the services a call may use.
+"""What the host hands a plugin: its context at startup, what a call receives and the
+services it may use.
 
 These are :class:`typing.Protocol`\\ s: the host's own objects (and the kit's stand-ins during
 ``pageant contract-check``) satisfy them, and a plugin types against them without importing
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
@@ -90,7 +92,8 @@ class StepServices(Protocol):
         async def perform(ctx: ActionContext) -> dict[str, Any]:
             if ctx.services is None:
                 return {"ok": False, "retry": False, "error": "no host services here"}
-            await ctx.services.write_log("note", {"says": ctx.params["message"]})
+            detail = {"leg": "mygame.log", "message": ctx.params["message"]}
+            await ctx.services.write_log("announce", detail)
             return {"ok": True}
 
     Added in contract 1.1.
@@ -122,7 +125,9 @@ class StepServices(Protocol):
         ...
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
-        """Append a line of ``kind`` with ``detail`` to the run's log, naming this step."""
+        """Append a line of ``kind`` with ``detail`` to the run's log, naming this step.
+        ``kind`` is one of the run log's kinds (``docs/runs.md``), for a plugin
+        ``"announce"``; the host raises ``ValueError`` for any other string."""
         ...
 
     async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
@@ -192,3 +197,59 @@ class HeldResource:
     ref: str
     status: str
     payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ── what the host hands to the callables ───────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a step belongs to."""
+
+    id: int
+    scope: str
+    definition_id: int
+    slug: str
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Something a ``perform`` created in the world, reported in its envelope."""
+
+    kind: str
+    ref: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What ``perform`` and ``revert`` receive.
+
+    ``idempotency_key`` is fixed per step: the same on every retry and on every
+    re-dispatch after a crash, so a plugin can make a repeated call harmless.
+    ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
+    ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
+    whose answer was lost, so reverting something that does not exist must succeed).
+    """
+
+    params: dict[str, Any]
+    idempotency_key: str
+    run: RunInfo | None
+    verify: bool
+    deadline: datetime
+    resources: tuple[Resource, ...] = ()
+    #: What the host lends this call (see :class:`~pageant.hookspecs.StepServices`);
+    #: ``None`` where no host lends anything, as in a plugin's own tests.
+    services: StepServices | None = None
+
+
+@dataclass(frozen=True)
+class SendContext:
+    """What an announce leg's ``send`` receives besides the message."""
+
+    run: RunInfo | None
+    step_id: int | None
+    idempotency_key: str
+    deadline: datetime
+    #: What the host lends this call; ``None`` where no host lends anything.
+    services: StepServices | None = None

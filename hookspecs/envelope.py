@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Participant, Resource, ResultEntry, Results
+from .context import Resource
+from .models import Participant, ResultEntry, Results
 
 MAX_HOLD_SECONDS = 86_400
 #: The most participants one answer may report, and the most entries one results table holds.
