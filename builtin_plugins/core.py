@@ -11,7 +11,7 @@ HTTP session), which the engine supplies on every dispatch.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pageant.hookspecs import (
     Action,
@@ -21,9 +21,9 @@ from pageant.hookspecs import (
     Param,
     PluginContext,
     SendContext,
+    StepServices,
     Trigger,
     TriggerVariable,
-    StepServices,
     hookimpl,
 )
 
@@ -86,7 +86,7 @@ async def cue(ctx: ActionContext) -> object:
 # ── lifecycle triggers ─────────────────────────────────────────────────────
 
 #: The variables every lifecycle trigger carries: a run's public facts, never its errors.
-LIFECYCLE_VARIABLES = (
+LIFECYCLE_VARIABLES: tuple[tuple[str, Literal["string", "integer"], str, str | int], ...] = (
     ("event", "string", "The slug of the run's event.", "champion-muster"),
     ("run_id", "integer", "The run's id.", 42),
     ("scope", "string", 'The run\'s scope ("" when it has none).', "north"),

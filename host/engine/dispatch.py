@@ -127,7 +127,7 @@ async def _write_failure(
     *,
     now: datetime,
     status: str,
-    kind: str,
+    kind: LogKind,
     extra: dict[str, Any] | None,
     expired: bool,
 ) -> tuple[str, bool]:

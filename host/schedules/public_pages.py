@@ -151,7 +151,7 @@ async def event_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict
     }
 
 
-async def _last_completed(conn: AsyncConnection, event: Row[Any]) -> dict[str, Any] | None:
+async def _last_completed(conn: AsyncConnection, event: AnyRow) -> dict[str, Any] | None:
     """How the event's latest completed occurrence ended: when, how many took part, and the
     results tables its steps reported (titles and entries only: no step, no phase key)."""
     run = await outcomes.last_completed(conn, event.id)
