@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
-from pageant.engine.envelope import run_with_envelope
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
+from pageant.plugins.calls import run_with_envelope
 from pageant.runs import lifecycle, waiting
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pageant.engine.envelope import run_with_envelope
 from pageant.errors import Invalid, NotFound
 from pageant.gates.conditions import check_payload
 from pageant.hookspecs import Action, ActionContext, Envelope, Posted
 from pageant.hookspecs.models import check_literal
+from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
 from pageant.plugins.options import resolve_options
 from pageant.plugins.registry import Registry

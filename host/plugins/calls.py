@@ -1,7 +1,7 @@
 """Calling a plugin's callable the way the host does: within its budget, never raising.
 
 The answer's shape is the contract's (:mod:`pageant.hookspecs.envelope`); this is host
-mechanics, shared by the engine's dispatch and the kit's dry runs.
+mechanics, shared by the engine's dispatch, an event's verification and the kit's dry runs.
 """
 
 from __future__ import annotations
