@@ -3,14 +3,15 @@
 Registered through the same pipeline, hooks, validation and namespace checks as a
 third-party plugin; nothing in the engine names these ids.
 
-The bodies reach the host through ``ctx.services`` (the run log, the registry, the
-settings and an HTTP session), which the engine supplies on every dispatch.
+The bodies reach the host through ``ctx.services`` (the contract's
+:class:`~pageant.hookspecs.StepServices`: the run log, the registry, the settings and an
+HTTP session), which the engine supplies on every dispatch.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pageant.hookspecs import (
     Action,
@@ -18,7 +19,9 @@ from pageant.hookspecs import (
     AnnounceLeg,
     OptionSource,
     Param,
+    PluginContext,
     SendContext,
+    StepServices,
     Trigger,
     TriggerVariable,
     hookimpl,
@@ -36,14 +39,17 @@ PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "observe": observe}
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400
 
+NO_SERVICES = {"ok": False, "retry": False, "error": "no host services in this context"}
+
 
 # ── actions ───────────────────────────────────────────────────────────────────
 
 
-async def _send(ctx: ActionContext, leg_id: str, message: str) -> dict[str, Any]:
+async def _send(ctx: ActionContext, leg_id: str, message: str) -> object:
+    """The leg's answer, unread: the engine reads it as the step's envelope."""
     services = ctx.services
     if services is None:
-        return {"ok": False, "retry": False, "error": "no host services in this context"}
+        return dict(NO_SERVICES)
     leg = services.registry.legs.get(leg_id)
     if leg is None:
         return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
@@ -51,7 +57,7 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> dict[str, Any]
         return {"ok": True}
     send_ctx = SendContext(
         run=ctx.run,
-        step_id=getattr(services, "step_id", None),
+        step_id=services.step_id,
         idempotency_key=ctx.idempotency_key,
         deadline=ctx.deadline,
         services=services,
@@ -59,7 +65,7 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> dict[str, Any]
     return await leg.send(message, send_ctx)
 
 
-async def announce(ctx: ActionContext) -> dict[str, Any]:
+async def announce(ctx: ActionContext) -> object:
     """Send ``message`` to the announce leg ``leg``."""
     return await _send(ctx, ctx.params["leg"], ctx.params["message"])
 
@@ -76,7 +82,7 @@ async def wait(ctx: ActionContext) -> dict[str, Any]:
     return {"ok": True, "hold_for": seconds}
 
 
-async def cue(ctx: ActionContext) -> dict[str, Any]:
+async def cue(ctx: ActionContext) -> object:
     """Announce ``message`` (to ``leg``, the run log by default), then wait for a person."""
     sent = await _send(ctx, ctx.params.get("leg") or DEFAULT_LEG, ctx.params["message"])
     if not isinstance(sent, dict) or sent.get("ok") is not True:
@@ -87,7 +93,7 @@ async def cue(ctx: ActionContext) -> dict[str, Any]:
 # ── lifecycle triggers ─────────────────────────────────────────────────────
 
 #: The variables every lifecycle trigger carries: a run's public facts, never its errors.
-LIFECYCLE_VARIABLES = (
+LIFECYCLE_VARIABLES: tuple[tuple[str, Literal["string", "integer"], str, str | int], ...] = (
     ("event", "string", "The slug of the run's event.", "champion-muster"),
     ("run_id", "integer", "The run's id.", 42),
     ("scope", "string", 'The run\'s scope ("" when it has none).', "north"),
@@ -121,6 +127,8 @@ async def send_to_log(message: str, ctx: SendContext) -> dict[str, Any]:
     """Write the message into the run log (kind ``announce``)."""
     if ctx.verify:
         return {"ok": True}
+    if ctx.services is None:
+        return dict(NO_SERVICES)
     await ctx.services.write_log("announce", {"leg": "core.log", "message": message})
     return {"ok": True}
 
@@ -135,7 +143,9 @@ async def send_to_webhook(message: str, ctx: SendContext) -> dict[str, Any]:
     if ctx.verify:
         # A dry run sends nothing; whether URLs are configured is the operator's concern.
         return {"ok": True}
-    services = ctx.services
+    services: StepServices | None = ctx.services
+    if services is None:
+        return dict(NO_SERVICES)
     urls = list(services.settings.webhook_urls)
     if not urls:
         return {"ok": False, "retry": False, "error": "no webhook_urls are configured"}
@@ -169,7 +179,7 @@ class CorePlugin:
     PLUGIN_INFO = PLUGIN_INFO
 
     def __init__(self) -> None:
-        self.context: Any = None
+        self.context: PluginContext | None = None
 
     async def resolve_legs(self) -> list[dict[str, Any]]:
         if self.context is None:
@@ -179,13 +189,17 @@ class CorePlugin:
 
     @hookimpl
     def pageant_actions(self) -> list[Action]:
-        leg_param = dict(
-            name="leg",
-            type="string",
-            description="Where the message goes: an announce leg id.",
-            example=DEFAULT_LEG,
-            option_source="core.options.legs",
-        )
+
+        def leg_param(required: bool) -> Param:
+            return Param(
+                name="leg",
+                type="string",
+                required=required,
+                description="Where the message goes: an announce leg id.",
+                example=DEFAULT_LEG,
+                option_source="core.options.legs",
+            )
+
         message = Param(
             name="message",
             type="string",
@@ -199,7 +213,7 @@ class CorePlugin:
                 label="Announce",
                 risk="notify",
                 budget_ms=10_000,
-                params=[Param(**leg_param, required=True), message],
+                params=[leg_param(required=True), message],
                 perform=announce,
                 description="Send a message to an announce leg.",
             ),
@@ -225,7 +239,7 @@ class CorePlugin:
                 label="Cue a person",
                 risk="notify",
                 budget_ms=10_000,
-                params=[message, Param(**leg_param, required=False)],
+                params=[message, leg_param(required=False)],
                 perform=cue,
                 description="Announce a cue, then wait until a person confirms the step.",
             ),
@@ -249,5 +263,5 @@ class CorePlugin:
         ]
 
     @hookimpl
-    def pageant_startup(self, context: Any) -> None:
+    def pageant_startup(self, context: PluginContext) -> None:
         self.context = context

@@ -1,17 +1,29 @@
 """The plugin contract: what a pageant plugin implements and what it may declare.
 
-A plugin author imports ``hookimpl`` (re-exported as ``pageant.hookimpl``) and the
-declaration models from here. Everything in this package is part of the contract and
-versioned by :data:`CONTRACT_VERSION`.
+A plugin author imports ``hookimpl`` (re-exported as ``pageant.hookimpl``), the
+declaration models, the contexts the host hands over (:class:`PluginContext`,
+:class:`StepServices`) and the envelope's reader (:func:`classify`) from here. What
+``__all__`` names is the contract, versioned by :data:`CONTRACT_VERSION`.
 """
 
 from __future__ import annotations
 
-from .envelope import Envelope, classify, run_with_envelope
+from .context import (
+    ActionContext,
+    Declarations,
+    HeldResource,
+    HostSettings,
+    PluginContext,
+    Posted,
+    Resource,
+    RunInfo,
+    SendContext,
+    StepServices,
+)
+from .envelope import Envelope, classify
 from .markers import PROJECT_NAME, hookimpl, hookspec
 from .models import (
     Action,
-    ActionContext,
     AnnounceLeg,
     Budget,
     Lease,
@@ -20,11 +32,8 @@ from .models import (
     Param,
     Participant,
     PluginInfo,
-    Resource,
     ResultEntry,
     Results,
-    RunInfo,
-    SendContext,
     Trigger,
     TriggerVariable,
 )
@@ -42,23 +51,28 @@ __all__ = [
     "ActionContext",
     "AnnounceLeg",
     "Budget",
+    "Declarations",
     "Envelope",
+    "HeldResource",
+    "HostSettings",
     "Lease",
     "OptionItem",
     "OptionSource",
     "PageantSpecs",
     "Param",
     "Participant",
+    "PluginContext",
     "PluginInfo",
+    "Posted",
     "Resource",
     "ResultEntry",
     "Results",
     "RunInfo",
     "SendContext",
+    "StepServices",
     "Trigger",
     "TriggerVariable",
     "classify",
     "hookimpl",
     "hookspec",
-    "run_with_envelope",
 ]

@@ -20,13 +20,13 @@ that did happen is made harmless by the step's idempotency key.
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Participant, Resource, ResultEntry, Results
+from .context import Resource
+from .models import Participant, ResultEntry, Results
 
 MAX_HOLD_SECONDS = 86_400
 #: The most participants one answer may report, and the most entries one results table holds.
@@ -159,22 +159,3 @@ def _results(raw: object) -> tuple[Results | None, str | None]:
             return None, f"results.entries[{i}].rank must be a whole number from 1"
         found.append(ResultEntry(name=entry["name"].strip(), detail=detail, rank=rank))
     return Results(title=raw["title"].strip(), entries=tuple(found)), None
-
-
-async def run_with_envelope(
-    fn: Callable[..., Awaitable[object]], *args: object, timeout: float
-) -> Envelope:
-    """Await ``fn(*args)`` within ``timeout`` seconds and classify what it answered.
-
-    An exception or a timeout is a retryable failure; cancellation of the caller itself
-    is passed on.
-    """
-    try:
-        answer = await asyncio.wait_for(fn(*args), timeout)
-    except TimeoutError:
-        return _retryable("timeout", f"no answer within {timeout:g} s")
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # any plugin failure is an answer, never a crash of the host
-        return replace(_retryable("exception", f"{type(exc).__name__}: {exc}"), exception=exc)
-    return classify(answer)

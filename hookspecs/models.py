@@ -14,8 +14,7 @@ import inspect
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -317,17 +316,7 @@ class AnnounceLeg(_Declaration):
         return self
 
 
-# ── what the host hands to the callables ───────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """The run a step belongs to."""
-
-    id: int
-    scope: str
-    definition_id: int
-    slug: str
+# ── what an envelope may report besides resources ──────────────────────────────
 
 
 @dataclass(frozen=True)
@@ -360,48 +349,3 @@ class Results:
 
     title: str
     entries: tuple[ResultEntry, ...] = ()
-
-
-@dataclass(frozen=True)
-class Resource:
-    """Something a ``perform`` created in the world, reported in its envelope."""
-
-    kind: str
-    ref: str
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ActionContext:
-    """What ``perform`` and ``revert`` receive.
-
-    ``idempotency_key`` is fixed per step: the same on every retry and on every
-    re-dispatch after a crash, so a plugin can make a repeated call harmless.
-    ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
-    ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
-    whose answer was lost, so reverting something that does not exist must succeed).
-    """
-
-    params: dict[str, Any]
-    idempotency_key: str
-    run: RunInfo | None
-    verify: bool
-    deadline: datetime
-    resources: tuple[Resource, ...] = ()
-    #: Host services for the built-ins and for plugins that want them (``log``, ``announce``).
-    services: Any = None
-
-
-@dataclass(frozen=True)
-class SendContext:
-    """What an announce leg's ``send`` receives besides the message.
-
-    ``verify`` (contract 1.1) asks for a dry run: check the message could go, send nothing.
-    """
-
-    run: RunInfo | None
-    step_id: int | None
-    idempotency_key: str
-    deadline: datetime
-    services: Any = None
-    verify: bool = False

@@ -1,15 +1,21 @@
 """The hookspecs: every hook a pageant plugin may implement.
 
 Each docstring follows one template: what the hook is for; **when** the host calls it;
-its parameters; what it **returns**; what the host does **on failure**; and the contract
-version that added it. ``docs/hooks.md`` is rendered from these docstrings.
+its parameters; what it **returns**; what the host does **on failure**; an **example**; and
+the contract version that added it. ``docs/hooks.md`` is rendered from these docstrings.
+
+The bodies are their docstrings: the host never calls a hookspec, only the plugins'
+implementations of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from .context import HeldResource, PluginContext
 from .markers import hookspec
+from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
 
 # ── declarations: called once, at load, one plugin at a time ─────────────────
 
@@ -18,7 +24,7 @@ class PageantSpecs:
     """The hook namespace registered with every host's plugin manager."""
 
     @hookspec
-    def pageant_actions(self) -> list[Any]:
+    def pageant_actions(self) -> Sequence[Action | dict[str, Any]]:
         """Declare the actions this plugin can perform.
 
         When: once, while the host loads plugins, after the plugin's contract range has
@@ -31,11 +37,40 @@ class PageantSpecs:
         plugin's namespace or a duplicate of another plugin's id, the whole plugin is
         refused with every problem named, and the host runs on without it.
 
+        Example::
+
+            async def spawn(ctx: ActionContext) -> dict[str, Any]:
+                if ctx.verify:
+                    return {"ok": True}
+                ref = await game.spawn(ctx.params["npc"], key=ctx.idempotency_key)
+                return {"ok": True, "resources": [{"kind": "npc", "ref": ref}]}
+
+
+            @hookimpl
+            def pageant_actions() -> list[Action]:
+                npc = Param(
+                    name="npc",
+                    type="string",
+                    required=True,
+                    description="Which NPC to spawn.",
+                    example="dragon",
+                )
+                return [
+                    Action(
+                        id="mygame.spawn",
+                        label="Spawn an NPC",
+                        risk="change",
+                        budget_ms=5_000,
+                        params=[npc],
+                        perform=spawn,
+                    )
+                ]
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_budgets(self) -> list[Any]:
+    def pageant_budgets(self) -> Sequence[Budget | dict[str, Any]]:
         """Declare the budget dimensions this plugin's actions spend against.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -44,11 +79,17 @@ class PageantSpecs:
 
         On failure: the plugin is refused with its reasons; the host runs on.
 
+        Example::
+
+            @hookimpl
+            def pageant_budgets() -> list[Budget]:
+                return [Budget(dimension="mygame.npcs", label="NPCs spawned", unit="npcs")]
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_leases(self) -> list[Any]:
+    def pageant_leases(self) -> Sequence[Lease | dict[str, Any]]:
         """Declare the borrowed values this plugin can set for a while and put back.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -57,11 +98,37 @@ class PageantSpecs:
 
         On failure: the plugin is refused with its reasons; the host runs on.
 
+        Example::
+
+            async def read(target: str) -> float:
+                return await game.get_rate(target)
+
+
+            async def apply(target: str, value: float) -> float:
+                return await game.set_rate(target, value)  # answers the rate it replaced
+
+
+            async def restore(target: str, baseline: float) -> None:
+                await game.set_rate(target, baseline)
+
+
+            @hookimpl
+            def pageant_leases() -> list[Lease]:
+                return [
+                    Lease(
+                        id="mygame.xp_rate",
+                        label="XP rate",
+                        read=read,
+                        apply=apply,
+                        restore=restore,
+                    )
+                ]
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_option_sources(self) -> list[Any]:
+    def pageant_option_sources(self) -> Sequence[OptionSource | dict[str, Any]]:
         """Declare the live value lists that params may draw their values from.
 
         When: once, at load, as :meth:`pageant_actions`. ``resolve()`` is called later,
@@ -72,11 +139,21 @@ class PageantSpecs:
         On failure: the plugin is refused with its reasons; the host runs on. A
         ``resolve()`` that raises later answers ``{ok: false, reason}``, never a 500.
 
+        Example::
+
+            async def regions() -> list[dict[str, str]]:
+                return [{"value": r.id, "label": r.name} for r in await game.regions()]
+
+
+            @hookimpl
+            def pageant_option_sources() -> list[OptionSource]:
+                return [OptionSource(id="mygame.options.regions", label="Regions", resolve=regions)]
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_triggers(self) -> list[Any]:
+    def pageant_triggers(self) -> Sequence[Trigger | dict[str, Any]]:
         """Declare the things that happen in the game and can advance a phase gate.
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -87,11 +164,30 @@ class PageantSpecs:
 
         On failure: the plugin is refused with its reasons; the host runs on.
 
+        Example::
+
+            @hookimpl
+            def pageant_triggers() -> list[dict[str, Any]]:
+                return [
+                    {
+                        "id": "mygame.boss_slain",
+                        "label": "A boss was slain",
+                        "variables": [
+                            {
+                                "name": "region",
+                                "type": "string",
+                                "description": "Where it fell.",
+                                "example": "yew",
+                            }
+                        ],
+                    }
+                ]
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_announce_legs(self) -> list[Any]:
+    def pageant_announce_legs(self) -> Sequence[AnnounceLeg | dict[str, Any]]:
         """Declare places an announcement can be sent (a chat channel, a broadcast).
 
         When: once, at load, as :meth:`pageant_actions`.
@@ -100,20 +196,31 @@ class PageantSpecs:
 
         On failure: the plugin is refused with its reasons; the host runs on.
 
+        Example::
+
+            async def to_chat(message: str, ctx: SendContext) -> dict[str, Any]:
+                await game.broadcast(message)
+                return {"ok": True}
+
+
+            @hookimpl
+            def pageant_announce_legs() -> list[AnnounceLeg]:
+                return [AnnounceLeg(id="mygame.chat", label="Game chat", send=to_chat)]
+
         Added in contract 1.0.
         """
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
     @hookspec
-    def pageant_startup(self, context: Any) -> None:
+    def pageant_startup(self, context: PluginContext) -> None:
         """Receive the plugin context once the host has started.
 
         When: once per host start, after every plugin has loaded and the database is
         reachable, before the engine's first tick.
 
         Parameters:
-            context: the plugin's :class:`~pageant.plugins.context.PluginContext`; keep it.
+            context: the plugin's :class:`~pageant.hookspecs.PluginContext`; keep it.
                 ``await context.emit(trigger_id, payload)`` feeds phase gates;
                 ``context.settings`` is the plugin's own settings model, filled (contract
                 1.1; None when ``PLUGIN_INFO`` declares none).
@@ -123,21 +230,42 @@ class PageantSpecs:
         On failure: the plugin is marked refused with the exception as its reason and
         its declarations are withdrawn; the host runs on with the others.
 
+        Example::
+
+            class MyGame:
+                @hookimpl
+                def pageant_startup(self, context: PluginContext) -> None:
+                    self.context = context  # emit later, from the game's own handlers
+
+                async def on_boss_slain(self, region: str) -> None:
+                    await self.context.emit("mygame.boss_slain", {"region": region})
+
         Added in contract 1.0.
         """
 
     @hookspec
-    def pageant_reconcile(self, resources: list[Any]) -> Any:
+    async def pageant_reconcile(self, resources: Sequence[HeldResource]) -> Sequence[str]:
         """Say which recorded resources still exist in the world.
 
-        When: at boot, and whenever the plugin asks through its context. ``async def``.
+        When: not yet: this host keeps no ledger of resources, so it never calls the hook.
+        The ledger will call it at boot and whenever the plugin asks through its context;
+        its argument and answer are fixed now so a plugin can implement it ahead.
+        ``async def``.
 
         Parameters:
-            resources: the ledger rows the host holds for this plugin's actions.
+            resources: a :class:`~pageant.hookspecs.HeldResource` for each resource the host
+                holds on record for this plugin's actions.
 
-        Returns: the refs still in force.
+        Returns: the ``ref`` of each of those resources still in force in the world.
 
-        On failure: logged; the ledger is left as it was.
+        On failure: the ledger is left as it was.
+
+        Example::
+
+            @hookimpl
+            async def pageant_reconcile(resources: Sequence[HeldResource]) -> list[str]:
+                alive = set(await game.npc_refs())
+                return [r.ref for r in resources if r.kind == "npc" and r.ref in alive]
 
         Added in contract 1.0.
         """

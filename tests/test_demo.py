@@ -235,9 +235,16 @@ def test_a_database_with_other_tables_is_refused_and_left_as_it_was(
 
 
 def test_a_database_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
-    url = f"sqlite+aiosqlite:///{tmp_path / 'no-such-folder' / 'demo.db'}"
+    # A file that is not a database: the driver connects, the first statement fails, and
+    # the connection is closed. (A path in a missing folder fails inside aiosqlite's
+    # connect, whose worker thread may outlive the event loop and error a later test.)
+    garbage = tmp_path / "demo.db"
+    garbage.write_bytes(b"not a database " * 64)
+    url = f"sqlite+aiosqlite:///{garbage}"
 
     result = pageant("demo", "--database-url", url)
 
     assert result.exit_code == 1
     assert f"error: cannot open the database {url}" in result.stderr
+    assert "file is not a database" in result.stderr
+    assert garbage.read_bytes() == b"not a database " * 64  # nothing was written into it

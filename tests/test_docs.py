@@ -11,8 +11,18 @@ from pathlib import Path
 
 import pytest
 
+import pageant.hookspecs
 from pageant.hookspecs import CONTRACT_VERSION
-from pageant.kit.hookdocs import REQUIRED, UndocumentedHook, check_docstring, hooks, render
+from pageant.kit.hookdocs import (
+    PROTOCOL_REQUIRED,
+    PROTOCOLS,
+    REQUIRED,
+    UndocumentedHook,
+    check_docstring,
+    hooks,
+    protocols,
+    render,
+)
 from pageant.settings import ENV_PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +102,8 @@ def test_every_hook_is_in_the_reference_and_the_guide() -> None:
 
 def test_a_hook_docstring_without_the_template_is_refused() -> None:
     complete = (
-        "Do a thing.\n\nWhen: now.\n\nReturns: x.\n\nOn failure: y.\n\nAdded in contract 1.0."
+        "Do a thing.\n\nWhen: now.\n\nReturns: x.\n\nOn failure: y.\n\n"
+        "Example::\n\n    do_it()\n\nAdded in contract 1.0."
     )
     check_docstring("pageant_x", complete)
     for part in REQUIRED:
@@ -103,6 +114,34 @@ def test_a_hook_docstring_without_the_template_is_refused() -> None:
         check_docstring("pageant_x", complete.split("\n\n", 1)[1])
     with pytest.raises(UndocumentedHook):
         check_docstring("pageant_x", "")
+
+
+def test_an_example_without_code_is_refused() -> None:
+    with pytest.raises(UndocumentedHook, match="pageant_x: the docstring lacks Example: code"):
+        check_docstring(
+            "pageant_x",
+            "Do a thing.\n\nWhen: now.\n\nReturns: x.\n\nOn failure: y.\n\n"
+            "Example: none.\n\nAdded in contract 1.0.",
+        )
+
+
+def test_a_protocol_docstring_without_an_example_is_refused() -> None:
+    complete = "A thing.\n\nWhen: always.\n\nExample::\n\n    use(it)\n\nAdded in contract 1.1."
+    check_docstring("Thing", complete, PROTOCOL_REQUIRED)
+    without = complete.replace("Example::\n\n    use(it)\n\n", "")
+    with pytest.raises(UndocumentedHook, match="Thing: the docstring lacks Example:"):
+        check_docstring("Thing", without, PROTOCOL_REQUIRED)
+
+
+def test_every_hook_and_protocol_of_the_contract_shows_an_example() -> None:
+    exported = [getattr(pageant.hookspecs, name) for name in pageant.hookspecs.__all__]
+    contract_protocols = {o for o in exported if getattr(o, "_is_protocol", False)}
+    # A protocol the reference does not list would escape the Example check.
+    assert contract_protocols == set(PROTOCOLS)
+    reference = doc("hooks.md")
+    for name in [h.name for h in hooks()] + [p.name for p in protocols()]:
+        section = reference.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
+        assert "**Example:**\n\n```python\n" in section, name
 
 
 def test_the_rendering_turns_roles_into_code() -> None:

@@ -250,12 +250,13 @@ async def test_a_slow_perform_holds_only_its_own_run(probe_host, clock, engine, 
     probe.script["slow"] = [blocker]
     slow_run = await _start(probe_host, spec(phase("p", probe_step("slow"))))
     quick_run = await _start(probe_host, spec(phase("p", wait(5), probe_step("quick"))))
-    await engine.tick(drain=False)
-    await blocker.entered.wait()
-    await _eventually(lambda: _not_inflight(engine, quick_run))
+    # The two runs' first claims are concurrent; on MariaDB they may deadlock, and the engine
+    # leaves the loser to its next tick, so tick until each one has got where it should.
+    await _tick_until(engine, lambda: _entered_one(blocker))
+    await _tick_until(engine, lambda: _waiting_on_hold(probe_host.db, engine, quick_run))
     clock.advance(5)
-    await engine.tick(drain=False)  # the slow run is still mid-perform
-    await _eventually(lambda: _status_is(probe_host.db, quick_run, "completed"))
+    # The slow run is still mid-perform.
+    await _tick_until(engine, lambda: _status_is(probe_host.db, quick_run, "completed"))
     assert (await run_row(probe_host.db, slow_run)).status == "running"
     blocker.release.set()
     await engine.drain()
@@ -264,6 +265,29 @@ async def test_a_slow_perform_holds_only_its_own_run(probe_host, clock, engine, 
 
 async def _not_inflight(engine, run_id):
     return run_id not in engine.inflight
+
+
+async def _entered_one(blocker):
+    return blocker.entered.is_set()
+
+
+async def _waiting_on_hold(db, engine, run_id):
+    """The run's wait step is done and nothing of it is being dispatched."""
+    first = (await step_rows(db, run_id))[0]
+    return first.status == "done" and await _not_inflight(engine, run_id)
+
+
+async def _tick_until(engine, check, *, timeout=5.0):
+    """Tick (without draining) until ``check()`` holds, at most ``timeout`` real seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        await engine.tick(drain=False)
+        for _ in range(10):
+            if await check():
+                return
+            await asyncio.sleep(0.01)
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
 
 
 async def test_dispatch_concurrency_bounds_the_performs_in_flight(settings, db, clock, probe):

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from pageant.hookspecs import Envelope, Resource, classify, run_with_envelope
+from pageant.hookspecs import Envelope, Resource, classify
 from pageant.hookspecs.envelope import MAX_HOLD_SECONDS
+from pageant.plugins.calls import run_with_envelope
 
 
 def answering(value: Any):  # type: ignore[no-untyped-def]

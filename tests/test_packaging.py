@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import textwrap
 import tomllib
 from pathlib import Path
@@ -41,14 +42,17 @@ def shipped_roots() -> list[Path]:
 
 
 def python_run(script: str) -> Any:
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        cwd=ROOT.parent,  # not the source tree: import what is installed
-    ).stdout
+    # Run in an empty folder, so what is imported is what is installed: neither the source
+    # tree nor its parent (where a clone named "pageant" would be found as the package).
+    with tempfile.TemporaryDirectory() as empty:
+        out = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(script)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+            cwd=empty,
+        ).stdout
     return json.loads(out)
 
 

@@ -133,7 +133,7 @@ async def issue_token(
                 "expires_at": now + expires_in if expires_in is not None else None,
             },
         )
-        row = await token_rows.get_token(conn, token_id)
+        row = await token_rows.read_back(conn, token_id)
     audit.info("token %s (%s, %s) created by %s", token_id, name.strip(), role, actor)
     return {**token_json(row, now), "token": token}
 
@@ -210,6 +210,6 @@ async def revoke_token(
             raise Conflict(
                 f"token {token_id} was already revoked (by {row.revoked_by or 'someone'})"
             )
-        row = await token_rows.get_token(conn, token_id)
+        row = await token_rows.read_back(conn, token_id)
     audit.info("token %s (%s, %s) revoked by %s", token_id, row.name, row.role, actor)
     return token_json(row, now)

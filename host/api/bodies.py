@@ -19,6 +19,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
+from pydantic.json_schema import JsonDict
 
 from pageant.api.routing import MAX_ID, parse_json, validation_details
 from pageant.errors import Invalid
@@ -39,7 +40,7 @@ Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 
 #: The ``slug`` field's documented shape (checked by :func:`check_slug`, whose message is
 #: kinder than a regular expression's).
-SLUG_SCHEMA = {"pattern": SLUG_RE.pattern, "maxLength": MAX_SLUG}
+SLUG_SCHEMA: JsonDict = {"pattern": SLUG_RE.pattern, "maxLength": MAX_SLUG}
 
 
 def no_defaults(schema: dict[str, Any]) -> None:

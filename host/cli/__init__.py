@@ -29,7 +29,7 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Add ``--config`` and one flag per setting; hand the command a merged ``settings``."""
 
     @functools.wraps(fn)
-    def wrapper(**kwargs: Any) -> Any:
+    def merged(**kwargs: Any) -> Any:
         flags = {name: kwargs.pop(name, None) for name in Settings.model_fields}
         config = kwargs.pop("config", None)
         try:
@@ -38,6 +38,7 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise click.UsageError("; ".join(exc.details) or exc.message) from exc
         return fn(settings=settings, **kwargs)
 
+    wrapper: Callable[..., Any] = merged
     for name, field in reversed(list(Settings.model_fields.items())):
         flag = "--" + name.replace("_", "-")
         multiple = name == "webhook_urls"

@@ -301,7 +301,7 @@ async def _play(
     when it did not end within ``timeout`` real seconds."""
     started = host.clock.now()
     follow = asyncio.create_task(_follow(host, run_id, say, started))
-    tasks = [follow]
+    tasks: list[asyncio.Task[Any]] = [follow]
     if with_wisps:
         tasks.append(asyncio.create_task(_fire_when_mustered(host, run_id, say, started)))
     try:

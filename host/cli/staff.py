@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from pageant.errors import NotFound
 from pageant.settings import Settings
 from pageant.timefmt import iso
 
@@ -376,7 +377,10 @@ def register(main: click.Group, settings_options: Callable[..., Any]) -> None:
                 run_id = await controls.run_of_step(host, step_id)
                 await act(host, run_id, step_id, actor=actor(), **{extra: text})
                 async with host.db.connect() as conn:
-                    return step_json((await step_rows.get_step(conn, step_id))._mapping)
+                    row = await step_rows.get_step(conn, step_id)
+                if row is None:  # gone since the control acted on it
+                    raise NotFound(f"no such step: {step_id}")
+                return step_json(row._mapping)
 
             step = with_host(settings, _go)
             if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import TypedDict
 
 from aiohttp import web
 
@@ -24,7 +25,16 @@ def _safe_next(raw: str | None) -> str:
     return HOME
 
 
-def cookie_flags(request: web.Request) -> dict[str, object]:
+class CookieFlags(TypedDict):
+    """The flags every console cookie is set with."""
+
+    httponly: bool
+    samesite: str
+    path: str
+    secure: bool
+
+
+def cookie_flags(request: web.Request) -> CookieFlags:
     return {
         "httponly": True,
         "samesite": "Strict",

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, insert, null, or_, select, update
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import AnyRow
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_budget, event_run_steps, event_runs
 
 b = event_run_budget.c
@@ -85,12 +85,12 @@ async def unpin_budget(conn: AsyncConnection, run_id: int) -> None:
     await conn.execute(_DELETE_OF_RUN, {"run_id": run_id})
 
 
-async def budget_of(conn: AsyncConnection, run_id: int) -> list[Row[Any]]:
+async def budget_of(conn: AsyncConnection, run_id: int) -> list[AnyRow]:
     """A run's budget rows, by dimension."""
     return list(await conn.execute(_OF_RUN, {"run_id": run_id}))
 
 
-async def budget_row(conn: AsyncConnection, run_id: int, dimension: str) -> Row[Any] | None:
+async def budget_row(conn: AsyncConnection, run_id: int, dimension: str) -> AnyRow | None:
     return (await conn.execute(_ROW, {"run_id": run_id, "dimension": dimension})).first()
 
 
@@ -118,7 +118,7 @@ async def unmark_spent(conn: AsyncConnection, step_id: int) -> None:
     await conn.execute(_UNMARK_SPENT, {"step_id": step_id})
 
 
-async def live_rows(conn: AsyncConnection, dimensions: Iterable[str]) -> list[Row[Any]]:
+async def live_rows(conn: AsyncConnection, dimensions: Iterable[str]) -> list[AnyRow]:
     """Budget rows of runs that have not ended, for ``dimensions``."""
     wanted = sorted(set(dimensions))
     if not wanted:

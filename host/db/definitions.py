@@ -12,10 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import AnyRow, inserted_id
 from pageant.db.runs import WAITING_ON_PERSON
 from pageant.db.tables import (
     event_definitions,
@@ -89,21 +89,21 @@ _ARCHIVE = (
 
 async def get_definition(
     conn: AsyncConnection, definition_id: int, *, lock: bool = False
-) -> Row[Any] | None:
+) -> AnyRow | None:
     """The ``event_definitions`` row, or None. ``lock`` holds it until the transaction ends
     (on MariaDB; SQLite's transactions already exclude each other)."""
     statement = _GET_LOCKED if lock else _GET
     return (await conn.execute(statement, {"definition_id": definition_id})).first()
 
 
-async def start_facts(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+async def start_facts(conn: AsyncConnection, definition_id: int) -> AnyRow | None:
     """``(id, state, current_version_id, concurrency_key)`` of a definition, or None."""
     return (await conn.execute(_START_FACTS, {"definition_id": definition_id})).first()
 
 
 async def list_view(
     conn: AsyncConnection, *, state: str | None = None, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` rows of the definition view in ascending id order, after
     ``after_id``, optionally only those in ``state``."""
     statement = _VIEW.order_by(defs.c.id).limit(limit)
@@ -114,7 +114,7 @@ async def list_view(
     return list(await conn.execute(statement))
 
 
-async def view_one(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+async def view_one(conn: AsyncConnection, definition_id: int) -> AnyRow | None:
     """One row of the definition view (the definition with its current version)."""
     return (await conn.execute(_VIEW_ONE, {"definition_id": definition_id})).first()
 
@@ -157,25 +157,25 @@ async def archive_if_open(conn: AsyncConnection, definition_id: int, *, now: dat
 # ── Versions ────────────────────────────────────────────────────────────────────────────────
 
 
-async def get_version_by_id(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+async def get_version_by_id(conn: AsyncConnection, version_id: int) -> AnyRow | None:
     """An ``event_versions`` row by its id (what a run is pinned to), or None."""
     return (await conn.execute(_VERSION_BY_ID, {"version_id": version_id})).first()
 
 
-async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> Row[Any] | None:
+async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> AnyRow | None:
     """Version ``number`` of a definition, or None."""
     params = {"definition_id": definition_id, "number": number}
     return (await conn.execute(_VERSION_BY_NUMBER, params)).first()
 
 
-async def pinned_version(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+async def pinned_version(conn: AsyncConnection, version_id: int) -> AnyRow | None:
     """``(id, number, spec)`` of a version, or None when there is no such row."""
     return (await conn.execute(_PINNED, {"version_id": version_id})).first()
 
 
 async def list_versions(
     conn: AsyncConnection, definition_id: int, *, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` versions of a definition in ascending id (and so number) order."""
     statement = (
         select(versions).where(_vc.definition_id == definition_id).order_by(_vc.id).limit(limit)
@@ -198,4 +198,4 @@ async def insert_version(conn: AsyncConnection, values: dict[str, Any]) -> int |
             result = await conn.execute(insert(versions).values(values))
     except IntegrityError:
         return None
-    return int(result.inserted_primary_key[0])
+    return inserted_id(result)

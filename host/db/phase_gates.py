@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, case, literal, or_, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
@@ -132,9 +132,10 @@ async def gate_of(conn: AsyncConnection, run_id: int, phase: str) -> Row | None:
     return (await conn.execute(_GATE, {"run_id": run_id, "phase": phase})).first()
 
 
-async def gate_by_id(conn: AsyncConnection, gate_id: int) -> Row | None:
-    """One gate row by its id, or None."""
-    return (await conn.execute(_GATE_BY_ID, {"gate_id": gate_id})).first()
+async def gate_by_id(conn: AsyncConnection, gate_id: int) -> RowMapping:
+    """A gate read again by its id, inside the transaction that read or changed it (so it
+    exists; a gate goes only with its run)."""
+    return (await conn.execute(_GATE_BY_ID, {"gate_id": gate_id})).one()._mapping
 
 
 async def open_on_gates(conn: AsyncConnection, trigger_id: str) -> list[Row]:

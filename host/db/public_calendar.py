@@ -9,14 +9,12 @@ belongs to it: the filter lives in the statement, not in the code that renders i
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import and_, bindparam, literal, select
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
+from pageant.db.rows import AnyRow
 from pageant.db.tables import event_definitions, event_run_log, event_runs, event_series
 from pageant.db.tables import event_versions as versions
 
@@ -68,7 +66,7 @@ _SUPERSEDED = select(r.id).where(
 )
 
 
-async def public_events(conn: AsyncConnection, *, series_id: int | None = None) -> list[Row[Any]]:
+async def public_events(conn: AsyncConnection, *, series_id: int | None = None) -> list[AnyRow]:
     """Every public ready event (id, slug, title, description, published zone, and its
     series' slug and title when that series is public), in id order; only those of
     ``series_id`` when given."""
@@ -77,13 +75,13 @@ async def public_events(conn: AsyncConnection, *, series_id: int | None = None) 
     return list((await conn.execute(_EVENTS_OF_SERIES, {"series_id": series_id})).all())
 
 
-async def public_event(conn: AsyncConnection, slug: str) -> Row[Any] | None:
+async def public_event(conn: AsyncConnection, slug: str) -> AnyRow | None:
     """The public ready event named ``slug``, as :func:`public_events` reads it; None for an
     unknown slug and for a staff, draft or archived event alike."""
     return (await conn.execute(_EVENT_BY_SLUG, {"slug": slug})).first()
 
 
-async def public_series(conn: AsyncConnection, slug: str) -> Row[Any] | None:
+async def public_series(conn: AsyncConnection, slug: str) -> AnyRow | None:
     """The public series named ``slug`` (id, slug, title, description); None for an unknown
     slug and for a staff series alike."""
     return (await conn.execute(_SERIES_BY_SLUG, {"slug": slug})).first()

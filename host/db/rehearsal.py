@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from pageant.db.engine import create_engine
+from pageant.db.rows import AnyRow
 from pageant.db.tables import (
     TERMINAL_RUN_STATUSES,
     event_action_settings,
@@ -55,10 +55,10 @@ _METERS = select(event_run_budget.c.dimension, event_run_budget.c.consumed).wher
 async def seed(
     conn: AsyncConnection,
     *,
-    definition: Row[Any],
-    version: Row[Any],
+    definition: AnyRow,
+    version: AnyRow,
     spec: Mapping[str, Any],
-    settings: Iterable[Row[Any]],
+    settings: Iterable[AnyRow],
     now: datetime,
 ) -> None:
     """Create the schema and copy in one definition, its version and the switchboard."""
@@ -96,7 +96,7 @@ async def seed(
         await conn.execute(insert(event_action_settings), rows)
 
 
-async def run_state(conn: AsyncConnection, run_id: int) -> tuple[Row[Any], list[int]]:
+async def run_state(conn: AsyncConnection, run_id: int) -> tuple[AnyRow, list[int]]:
     """The run's status and health, and the ids of its parked steps."""
     state = (await conn.execute(_STATE, {"run_id": run_id})).one()
     parked = list((await conn.execute(_PARKED, {"run_id": run_id})).scalars())
@@ -105,7 +105,7 @@ async def run_state(conn: AsyncConnection, run_id: int) -> tuple[Row[Any], list[
 
 async def outcome(
     conn: AsyncConnection, run_id: int
-) -> tuple[Row[Any], list[Row[Any]], dict[str, int]]:
+) -> tuple[AnyRow, list[AnyRow], dict[str, int]]:
     """The run row, its steps, and what it consumed per dimension."""
     run = (await conn.execute(_RUN, {"run_id": run_id})).one()
     steps = list(await conn.execute(_STEPS, {"run_id": run_id}))

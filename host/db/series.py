@@ -3,25 +3,23 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import bindparam, select
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import AnyRow
 from pageant.db.tables import event_series
 
 _GET = select(event_series).where(event_series.c.id == bindparam("series_id"))
 
 
-async def get_series(conn: AsyncConnection, series_id: int) -> Row[Any] | None:
+async def get_series(conn: AsyncConnection, series_id: int) -> AnyRow | None:
     """The series row, or None."""
     return (await conn.execute(_GET, {"series_id": series_id})).first()
 
 
 async def list_series(
     conn: AsyncConnection, *, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` series in ascending id order, after ``after_id``."""
     statement = select(event_series).order_by(event_series.c.id).limit(limit)
     if after_id is not None:

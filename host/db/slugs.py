@@ -14,6 +14,7 @@ from sqlalchemy import Select, Table, bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import inserted_id
 from pageant.db.tables import event_definitions, event_series
 
 #: The name of a table whose rows carry a slug.
@@ -58,7 +59,7 @@ async def insert_claiming_slug(
         if await slug_owner(conn, table, slug) is None:
             raise  # not the slug: a real error, not a race to hide
         return None
-    return int(result.inserted_primary_key[0])
+    return inserted_id(result)
 
 
 async def update_claiming_slug(

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import AnyRow
 from pageant.db.tables import event_action_settings, event_action_settings_history
 from pageant.errors import Conflict
 
@@ -50,12 +49,12 @@ _HISTORY = (
 )
 
 
-async def all_settings(conn: AsyncConnection) -> dict[str, Row[Any]]:
+async def all_settings(conn: AsyncConnection) -> dict[str, AnyRow]:
     """Every switchboard row, by action id."""
     return {row.action_id: row for row in await conn.execute(_ALL)}
 
 
-async def settings_for(conn: AsyncConnection, action_ids: Sequence[str]) -> dict[str, Row[Any]]:
+async def settings_for(conn: AsyncConnection, action_ids: Sequence[str]) -> dict[str, AnyRow]:
     """The rows of ``action_ids`` that exist (one query for all of them)."""
     if not action_ids:
         return {}
@@ -65,7 +64,7 @@ async def settings_for(conn: AsyncConnection, action_ids: Sequence[str]) -> dict
 
 async def get_setting(
     conn: AsyncConnection, action_id: str, *, lock: bool = False
-) -> Row[Any] | None:
+) -> AnyRow | None:
     """One action's row, or None when no admin has set it. ``lock`` holds it (MariaDB)."""
     statement = _ONE_LOCKED if lock else _ONE
     return (await conn.execute(statement, {"action_id": action_id})).first()
@@ -83,7 +82,7 @@ async def write_setting(
     *,
     enabled: bool,
     caps: dict[str, int | None],
-    before: Row[Any] | None,
+    before: AnyRow | None,
     actor: str | None,
     now: datetime,
 ) -> None:
@@ -118,6 +117,6 @@ async def write_setting(
     )
 
 
-async def history_of(conn: AsyncConnection, action_id: str) -> list[Row[Any]]:
+async def history_of(conn: AsyncConnection, action_id: str) -> list[AnyRow]:
     """Every change to one action's row, oldest first."""
     return list(await conn.execute(_HISTORY, {"action_id": action_id}))

@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.rows import AnyRow, inserted_id
 from pageant.db.tables import api_tokens
 
 t = api_tokens.c
@@ -49,7 +50,7 @@ _REVOKE = (
 
 async def insert_token(conn: AsyncConnection, values: dict[str, Any]) -> int:
     """Store a token (its hash, never the token); answers its id."""
-    return (await conn.execute(insert(api_tokens).values(**values))).inserted_primary_key[0]
+    return inserted_id(await conn.execute(insert(api_tokens).values(**values)))
 
 
 async def by_hash(conn: AsyncConnection, token_hash: str) -> Row | None:
@@ -75,6 +76,11 @@ async def list_tokens(conn: AsyncConnection, *, include_revoked: bool) -> list[R
 
 async def get_token(conn: AsyncConnection, token_id: int) -> Row | None:
     return (await conn.execute(select(*TOKEN_COLUMNS).where(t.id == token_id))).first()
+
+
+async def read_back(conn: AsyncConnection, token_id: int) -> AnyRow:
+    """A token read again inside the transaction that made or changed it (so it exists)."""
+    return (await conn.execute(select(*TOKEN_COLUMNS).where(t.id == token_id))).one()
 
 
 async def tokens_named(conn: AsyncConnection, name: str) -> list[Row]:

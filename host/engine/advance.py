@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import due, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
+from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
 from pageant.gates import phase as gates
@@ -126,9 +127,7 @@ async def _start(
     return None
 
 
-async def _blocked(
-    host: Host, run: Mapping[str, Any], holder: Mapping[str, Any], now: datetime
-) -> None:
+async def _blocked(host: Host, run: Record, holder: Record, now: datetime) -> None:
     # A held key keeps the run scheduled; its grace window decides whether it ever starts.
     if run["waiting_reason"] == "concurrency":
         return

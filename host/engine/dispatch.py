@@ -19,7 +19,8 @@ from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
-from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
+from pageant.hookspecs import ActionContext, Envelope, RunInfo
+from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
 
@@ -127,7 +128,7 @@ async def _write_failure(
     *,
     now: datetime,
     status: str,
-    kind: str,
+    kind: LogKind,
     extra: dict[str, Any] | None,
     expired: bool,
 ) -> tuple[str, bool]:

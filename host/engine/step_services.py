@@ -1,5 +1,8 @@
 """What the host lends an action or announce leg during one dispatch (``ctx.services``).
 
+The contract's :class:`pageant.hookspecs.StepServices` says what a plugin may rely on;
+this is the host's implementation of it.
+
 Bound to one run and one step: ``write_log`` writes into that run's log, ``post_json`` posts
 through the engine's one HTTP session, and ``registry``, ``settings``, ``run_id`` and
 ``step_id`` say where the call is.
@@ -9,33 +12,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from pageant.db import runlog
 from pageant.db.log_kinds import LogKind
+from pageant.hookspecs import Posted
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
-
-
-class Posted(NamedTuple):
-    """What became of one POST.
-
-    ``sent`` is False only when the request certainly never left this host (the connection
-    was refused, the name did not resolve, connecting timed out); a caller may retry only
-    then, because a post is not idempotent. ``status`` is the HTTP status when an answer
-    came back, and ``error`` says what went wrong, if anything did.
-    """
-
-    status: int | None
-    error: str | None
-    sent: bool
+    from pageant.plugins.registry import Registry
+    from pageant.settings import Settings
 
 
 class StepServices:
-    """Host services for one step's dispatch."""
+    """Host services for one step's dispatch (:class:`pageant.hookspecs.StepServices`)."""
 
     def __init__(
         self,
@@ -53,11 +45,11 @@ class StepServices:
         self.phase = phase
 
     @property
-    def registry(self) -> Any:
+    def registry(self) -> Registry:
         return self._host.registry
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         return self._host.settings
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import definitions as rows
+from pageant.db.rows import AnyRow
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
@@ -42,7 +42,7 @@ MIN_GRACE_SECONDS, MAX_GRACE_SECONDS = 0, 86_400
 
 async def get_definition(
     conn: AsyncConnection, definition_id: int, *, lock: bool = False
-) -> Row[Any] | None:
+) -> AnyRow | None:
     """The ``event_definitions`` row, or None. ``lock`` holds it until the transaction ends
     (on MariaDB; SQLite's transactions already exclude each other)."""
     return await rows.get_definition(conn, definition_id, lock=lock)
@@ -50,7 +50,7 @@ async def get_definition(
 
 async def require_definition(
     conn: AsyncConnection, definition_id: int, *, lock: bool = False
-) -> Row[Any]:
+) -> AnyRow:
     """:func:`get_definition`, or :class:`NotFound` naming the id."""
     row = await get_definition(conn, definition_id, lock=lock)
     if row is None:
@@ -73,7 +73,7 @@ async def find_event(conn: AsyncConnection, ref: str) -> int:
 
 async def list_definitions(
     conn: AsyncConnection, *, state: str | None = None, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` definitions (with their current version) in ascending id order,
     after ``after_id``, optionally only those in ``state``."""
     return await rows.list_view(conn, state=state, after_id=after_id, limit=limit)
@@ -96,7 +96,7 @@ async def next_occurrence_for(
     return await calendar.next_occurrences(conn, list(definition_ids), now=now)
 
 
-async def published_version(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+async def published_version(conn: AsyncConnection, definition_id: int) -> AnyRow | None:
     """The definition's current (latest published) ``event_versions`` row, or None."""
     row = await get_definition(conn, definition_id)
     if row is None or row.current_version_id is None:
@@ -104,19 +104,19 @@ async def published_version(conn: AsyncConnection, definition_id: int) -> Row[An
     return await get_version_by_id(conn, row.current_version_id)
 
 
-async def get_version_by_id(conn: AsyncConnection, version_id: int) -> Row[Any] | None:
+async def get_version_by_id(conn: AsyncConnection, version_id: int) -> AnyRow | None:
     """An ``event_versions`` row by its id (what a run is pinned to), or None."""
     return await rows.get_version_by_id(conn, version_id)
 
 
-async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> Row[Any] | None:
+async def get_version(conn: AsyncConnection, definition_id: int, number: int) -> AnyRow | None:
     """Version ``number`` of a definition, or None."""
     return await rows.get_version(conn, definition_id, number)
 
 
 async def list_versions(
     conn: AsyncConnection, definition_id: int, *, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` versions of a definition in ascending id (and so number) order."""
     return await rows.list_versions(conn, definition_id, after_id=after_id, limit=limit)
 
@@ -126,7 +126,7 @@ async def list_versions(
 
 async def render_events(
     conn: AsyncConnection,
-    rows: Sequence[Row[Any]],
+    rows: Sequence[AnyRow],
     *,
     now: datetime,
     registry: Registry | None = None,
@@ -161,7 +161,7 @@ def version_drift(spec: Any, registry: Registry | None) -> list[dict[str, Any]]:
     return drift
 
 
-async def view_definition(conn: AsyncConnection, definition_id: int) -> Row[Any] | None:
+async def view_definition(conn: AsyncConnection, definition_id: int) -> AnyRow | None:
     """One row of the definition view (the definition with its current version)."""
     return await rows.view_one(conn, definition_id)
 
@@ -181,7 +181,7 @@ async def render_event(
 
 
 def event_object(
-    row: Row[Any],
+    row: AnyRow,
     runs_waiting: int,
     next_occurrence: datetime | None,
     *,
@@ -218,7 +218,7 @@ def event_object(
     }
 
 
-def version_object(row: Row[Any]) -> dict[str, Any]:
+def version_object(row: AnyRow) -> dict[str, Any]:
     """The one rendering of a published version."""
     return {
         "id": row.id,
@@ -290,7 +290,7 @@ async def update_definition(
             await _refuse_self_waits(conn, definition_id)
 
 
-def refuse_unless_open(row: Row[Any], doing: str) -> None:
+def refuse_unless_open(row: AnyRow, doing: str) -> None:
     """:class:`Conflict` naming the state, unless the definition may still be ``doing``."""
     if row.state not in OPEN_STATES:
         raise Conflict(
@@ -307,7 +307,7 @@ async def publish_definition(
     now: datetime,
     actor: str | None,
     horizon_days: int,
-) -> Row[Any]:
+) -> AnyRow:
     """Freeze the working copy into the next numbered version and answer its row.
 
     The working copy is re-validated against the plugins installed now (``Invalid`` if it

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import series as rows
+from pageant.db.rows import AnyRow
 from pageant.db.schedules import definitions_of_series
 from pageant.errors import NotFound
 from pageant.events.slugs import insert_with_slug, update_with_slug
@@ -22,12 +22,12 @@ from pageant.events.slugs import insert_with_slug, update_with_slug
 FALLBACK_SLUG = "series"
 
 
-async def get_series(conn: AsyncConnection, series_id: int) -> Row[Any] | None:
+async def get_series(conn: AsyncConnection, series_id: int) -> AnyRow | None:
     """The series row, or None."""
     return await rows.get_series(conn, series_id)
 
 
-async def require_series(conn: AsyncConnection, series_id: int) -> Row[Any]:
+async def require_series(conn: AsyncConnection, series_id: int) -> AnyRow:
     """:func:`get_series`, or :class:`NotFound` naming the id."""
     row = await get_series(conn, series_id)
     if row is None:
@@ -37,7 +37,7 @@ async def require_series(conn: AsyncConnection, series_id: int) -> Row[Any]:
 
 async def list_series(
     conn: AsyncConnection, *, after_id: int | None = None, limit: int
-) -> list[Row[Any]]:
+) -> list[AnyRow]:
     """Up to ``limit`` series in ascending id order, after ``after_id``."""
     return await rows.list_series(conn, after_id=after_id, limit=limit)
 
@@ -47,7 +47,7 @@ async def events_of_series(conn: AsyncConnection, series_id: int) -> list[int]:
     return await definitions_of_series(conn, series_id)
 
 
-def series_object(row: Row[Any]) -> dict[str, Any]:
+def series_object(row: AnyRow) -> dict[str, Any]:
     """The one rendering of a series."""
     return {
         "id": row.id,

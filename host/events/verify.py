@@ -18,7 +18,8 @@ from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
 from pageant.events.option_values import check_option_values
 from pageant.events.spec import validator as specs
-from pageant.hookspecs import ActionContext, run_with_envelope
+from pageant.hookspecs import ActionContext
+from pageant.plugins.calls import run_with_envelope
 from pageant.switchboard.board import enablement
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 

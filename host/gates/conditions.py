@@ -204,7 +204,7 @@ class _Validator:
                 f"{path}.op: {_show(op)} is not an operator; {takes} {', '.join(allowed)}"
             )
             return None
-        if op not in allowed:
+        if type_ is not None and op not in allowed:
             self.errors.append(f"{path}.op: {_quote(op)} cannot be applied to {_TYPE_WORDS[type_]}")
             return None
         return op

@@ -12,7 +12,7 @@ transaction, and the engine is woken only to act on a gate that closed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +110,7 @@ async def fire(
 
 async def _observe(
     conn: AsyncConnection,
-    gate: Mapping[str, Any],
+    gate: gates.Gate,
     payload: dict[str, Any],
     *,
     now: datetime,
@@ -124,7 +124,7 @@ async def _observe(
         if not await gate_rows.count_firing(conn, gate["id"], now):
             return "gone"
         # Read back rather than assumed: a concurrent firing may have counted in between.
-        gate = (await gate_rows.gate_by_id(conn, gate["id"]))._mapping
+        gate = await gate_rows.gate_by_id(conn, gate["id"])
     elif not await gate_rows.note_near_miss(conn, gate["id"], now):
         return "gone"
     # Only the variables the condition names are kept: the log is read onto an admin screen,

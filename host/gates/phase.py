@@ -32,10 +32,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
+from pageant.db.rows import Record
 from pageant.gates.conditions import render
 from pageant.gates.durations import format_after, parse_after
 
-Gate = Mapping[str, Any]
+Gate = Record
 
 
 def _advance(phase: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -301,7 +302,7 @@ async def leave_phase(
     gate = row._mapping
     if gate["satisfied_at"] is None and gate["kind"] == "after":
         if await gate_rows.close_at_deadline(conn, gate["id"], now):
-            gate = (await gate_rows.gate_by_id(conn, gate["id"]))._mapping
+            gate = await gate_rows.gate_by_id(conn, gate["id"])
             await log_closed(conn, gate, now=now)
     if gate["satisfied_by"] in ("tally", "deadline"):
         await runlog.write(

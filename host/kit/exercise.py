@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pageant.engine.step_services import Posted
 from pageant.errors import Invalid, NotFound
 from pageant.gates.conditions import check_payload
 from pageant.hookspecs import (
@@ -31,11 +30,12 @@ from pageant.hookspecs import (
     AnnounceLeg,
     Envelope,
     Lease,
+    Posted,
     SendContext,
-    run_with_envelope,
 )
 from pageant.hookspecs.models import check_literal
 from pageant.plugins import tracing
+from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
 from pageant.plugins.options import resolve_options
 from pageant.plugins.registry import Registry

@@ -6,8 +6,11 @@ Markdown so the reference can never say something the code does not. Regenerate 
     python -m pageant.kit.hookdocs docs/hooks.md
 
 Every hookspec docstring must follow the template (a summary, then ``When:``,
-``Returns:``, ``On failure:`` and ``Added in contract X.Y.``); :func:`render` raises
-:class:`UndocumentedHook` naming the hook and the missing part otherwise.
+``Returns:``, ``On failure:``, ``Example::`` with an indented code block, and ``Added in
+contract X.Y.``), and so must every protocol the contract hands a plugin (a summary,
+``When:``, ``Example::`` and ``Added in contract``); :func:`render` raises
+:class:`UndocumentedHook` naming the hook or protocol and the missing part otherwise.
+Write an example as ``ruff format`` would: CI checks the code blocks of ``docs/hooks.md``.
 """
 
 from __future__ import annotations
@@ -15,13 +18,19 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
+from typing import Any
 
-from pageant.hookspecs import specs
+from pageant.hookspecs import Declarations, HostSettings, PluginContext, StepServices, specs
 from pageant.hookspecs.specs import PageantSpecs
 
 #: The parts every hookspec docstring must have, in the order they are written.
-REQUIRED = ("When:", "Returns:", "On failure:", "Added in contract")
+REQUIRED = ("When:", "Returns:", "On failure:", "Example:", "Added in contract")
+#: The parts every protocol's docstring must have.
+PROTOCOL_REQUIRED = ("When:", "Example:", "Added in contract")
+#: The protocols the contract hands a plugin, in the order the reference shows them.
+PROTOCOLS: tuple[type, ...] = (PluginContext, StepServices, Declarations, HostSettings)
 
 _BANNER = re.compile(r"^\s*#\s*──\s*(?P<title>[^─]+?)\s*─*\s*$")
 _ROLE = re.compile(r":\w+:`(?P<tilde>~?)(?P<target>[^`]+)`")
@@ -38,8 +47,9 @@ Every hook a pageant plugin may implement. A plugin marks each one with
 `@pageant.hookimpl`; the host refuses a plugin with a hook it does not know, a hook without
 the marker, or a hook that takes an argument the host does not pass (a hook may take fewer).
 Declaration hooks and `pageant_startup` are plain functions; `pageant_reconcile` is
-`async def`. How to write a plugin around these hooks is in
-[plugin-authors.md](plugin-authors.md).
+`async def`. What the host hands a plugin (its context, and the services a call may use) is
+described after the hooks, as the `typing.Protocol`s of `pageant.hookspecs` a plugin can type
+against. How to write a plugin around these hooks is in [plugin-authors.md](plugin-authors.md).
 """
 
 
@@ -53,6 +63,7 @@ class Hook:
 
     name: str
     arguments: tuple[str, ...]
+    returns: str
     is_async: bool
     group: str
     doc: str
@@ -60,7 +71,7 @@ class Hook:
     @property
     def signature(self) -> str:
         prefix = "async def " if self.is_async else "def "
-        return f"{prefix}{self.name}({', '.join(self.arguments)})"
+        return f"{prefix}{self.name}({', '.join(self.arguments)}) -> {self.returns}"
 
     @property
     def summary(self) -> str:
@@ -78,7 +89,7 @@ def _groups() -> dict[str, str]:
             title = banner.group("title")
             current = title[0].upper() + title[1:]
             continue
-        defined = re.match(r"^\s*def (pageant_\w+)\(", line)
+        defined = re.match(r"^\s*(?:async )?def (pageant_\w+)\(", line)
         if defined:
             found[defined.group(1)] = current
     return found
@@ -98,19 +109,90 @@ def hooks() -> list[Hook]:
         fn = getattr(PageantSpecs, name)
         doc = inspect.getdoc(fn) or ""
         check_docstring(name, doc)
-        arguments = tuple(p for p in inspect.signature(fn).parameters if p != "self")
-        out.append(Hook(name, arguments, name in ASYNC_HOOKS, groups[name], doc))
+        signature = inspect.signature(fn)
+        arguments = tuple(_parameter(p) for n, p in signature.parameters.items() if n != "self")
+        returns = str(signature.return_annotation)
+        out.append(Hook(name, arguments, returns, name in ASYNC_HOOKS, groups[name], doc))
     return out
 
 
-def check_docstring(name: str, doc: str) -> None:
-    """Raise :class:`UndocumentedHook` unless ``doc`` has a summary and every required part."""
-    missing = [part for part in REQUIRED if part not in doc]
-    if not doc.strip() or doc.lstrip().startswith(REQUIRED) or missing:
+def check_docstring(name: str, doc: str, required: tuple[str, ...] = REQUIRED) -> None:
+    """Raise :class:`UndocumentedHook` unless ``doc`` has a summary and every required part;
+    an ``Example:`` needs an indented code block after it."""
+    missing = [part for part in required if part not in doc]
+    if "Example:" in required and "Example:" in doc and not _example_code(doc):
+        missing.append("Example: code (indented under Example::)")
+    if not doc.strip() or doc.lstrip().startswith(required) or missing:
         raise UndocumentedHook(
             f"{name}: the docstring lacks {', '.join(missing) or 'a summary'}; "
-            f"expected a summary, then {', '.join(REQUIRED)}"
+            f"expected a summary, then {', '.join(required)}"
         )
+
+
+def _example_code(doc: str) -> str:
+    """The indented block after ``Example::``, dedented; empty when there is none."""
+    _, found, after = doc.partition("Example:")
+    if not found:
+        return ""
+    lines = after.lstrip(":").split("\n")[1:]
+    code: list[str] = []
+    for line in lines:
+        if line.strip() and not line.startswith("    "):
+            break
+        code.append(line)
+    return textwrap.dedent("\n".join(code)).strip("\n")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One attribute or method of a protocol, as the reference shows it."""
+
+    signature: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class ProtocolDoc:
+    """One protocol of the contract, as the reference shows it."""
+
+    name: str
+    doc: str
+    members: tuple[Member, ...]
+
+
+def protocols() -> list[ProtocolDoc]:
+    """Every protocol the contract hands a plugin, each checked against its template."""
+    out = []
+    for cls in PROTOCOLS:
+        doc = inspect.getdoc(cls) or ""
+        check_docstring(cls.__name__, doc, PROTOCOL_REQUIRED)
+        members = []
+        for name, value in vars(cls).items():
+            if name.startswith("_"):
+                continue
+            members.append(_member(name, value))
+        out.append(ProtocolDoc(cls.__name__, doc, tuple(members)))
+    return out
+
+
+def _parameter(parameter: inspect.Parameter) -> str:
+    """``name: annotation`` as written in the source (annotations are strings there)."""
+    if parameter.annotation is parameter.empty:
+        return parameter.name
+    return f"{parameter.name}: {parameter.annotation}"
+
+
+def _member(name: str, value: Any) -> Member:
+    if isinstance(value, property):
+        fget: Any = value.fget
+        shown = f"{name}: {fget.__annotations__.get('return', 'Any')}"
+        return Member(shown, inspect.getdoc(fget) or "")
+    signature = inspect.signature(value)
+    parameters = [_parameter(p) for p in signature.parameters.values() if p.name != "self"]
+    prefix = "async def " if inspect.iscoroutinefunction(value) else "def "
+    returns = signature.return_annotation
+    shown = f"{prefix}{name}({', '.join(parameters)}) -> {returns}"
+    return Member(shown, inspect.getdoc(value) or "")
 
 
 def _markdown(text: str) -> str:
@@ -138,12 +220,27 @@ def _parameters(body: str) -> list[str]:
 
 
 def _section(hook: Hook) -> list[str]:
-    paragraphs = hook.doc.split("\n\n")
     out = [f"### `{hook.name}`", "", "```python", hook.signature, "```", ""]
-    out += [_markdown(paragraphs[0]), ""]
+    return out + _body(hook.doc)
+
+
+def _body(doc: str, members: tuple[Member, ...] = ()) -> list[str]:
+    """A docstring as Markdown; ``members`` are listed before its example."""
+    paragraphs = doc.split("\n\n")
+    out = [_markdown(paragraphs[0]), ""]
     for paragraph in paragraphs[1:]:
         labelled = _LABEL.match(paragraph)
-        if labelled and labelled.group("label") == "Parameters":
+        if paragraph.startswith("    "):
+            continue  # the example's code, rendered with its label
+        if paragraph.startswith("Example:"):
+            if members:
+                out += ["**Members:**", ""]
+                for member in members:
+                    text = _markdown(member.doc).replace("\n", " ")
+                    out.append(f"- `{member.signature}`" + (f": {text}" if text else ""))
+                out.append("")
+            out += ["**Example:**", "", "```python", _example_code(doc), "```", ""]
+        elif labelled and labelled.group("label") == "Parameters":
             out += ["**Parameters:**", "", *_parameters(_markdown(labelled.group("rest"))), ""]
         elif labelled:
             out += [f"**{labelled.group('label')}:** {_markdown(labelled.group('rest'))}", ""]
@@ -154,9 +251,14 @@ def _section(hook: Hook) -> list[str]:
     return out
 
 
+def _protocol_section(protocol: ProtocolDoc) -> list[str]:
+    return [f"### `{protocol.name}`", "", *_body(protocol.doc, protocol.members)]
+
+
 def render() -> str:
     """The whole of ``docs/hooks.md``."""
     all_hooks = hooks()
+    all_protocols = protocols()
     out = [HEADER, "| hook | called | summary |", "| --- | --- | --- |"]
     for hook in all_hooks:
         called = "awaited" if hook.is_async else "plainly"
@@ -168,6 +270,15 @@ def render() -> str:
             group = hook.group
             out += [f"## {group}", ""]
         out += _section(hook)
+    out += [
+        "## What the host hands a plugin",
+        "",
+        "Protocols in `pageant.hookspecs`: the host's objects satisfy them, and a plugin types",
+        "against them without importing anything of the host.",
+        "",
+    ]
+    for protocol in all_protocols:
+        out += _protocol_section(protocol)
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pageant.hookspecs import Declarations
+
 #: The emit path as the context calls it: ``(trigger_id, payload, actor=...)``.
 Emit = Callable[..., Awaitable[dict[str, int]]]
 #: Reconcile one owner's recorded resources.
@@ -17,7 +19,8 @@ Reconcile = Callable[[str], Awaitable[None]]
 
 
 class PluginContext:
-    """Handed to each plugin's ``pageant_startup``.
+    """Handed to each plugin's ``pageant_startup``: the host's implementation of the
+    contract's :class:`pageant.hookspecs.PluginContext`.
 
     ``await emit(trigger_id, payload)`` feeds phase gates exactly as the HTTP fire route
     does; ``await reconcile()`` asks the host to reconcile this plugin's ledgered resources.
@@ -30,7 +33,7 @@ class PluginContext:
         plugin_label: str,
         owner: str,
         *,
-        registry: Any,
+        registry: Declarations,
         emit: Emit,
         reconcile: Reconcile | None = None,
         settings: Any = None,
@@ -43,7 +46,7 @@ class PluginContext:
         self.settings = settings
 
     @property
-    def registry(self) -> Any:
+    def registry(self) -> Declarations:
         return self._registry
 
     async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:

@@ -24,7 +24,13 @@ from typing import Any
 import pluggy
 from pydantic import ValidationError
 
-from pageant.hookspecs import CONTRACT_VERSION, PROJECT_NAME, PageantSpecs, PluginInfo
+from pageant.hookspecs import (
+    CONTRACT_VERSION,
+    PROJECT_NAME,
+    PageantSpecs,
+    PluginContext,
+    PluginInfo,
+)
 from pageant.plugins import tracing
 from pageant.plugins.ranges import BadRange, parse_range
 from pageant.plugins.registry import KINDS, Registry
@@ -520,7 +526,7 @@ class PluginManager:
 
     # ── after load ───────────────────────────────────────────────────────────
 
-    def start(self, context_for: Callable[[PluginRecord], Any]) -> set[str]:
+    def start(self, context_for: Callable[[PluginRecord], PluginContext]) -> set[str]:
         """Call every loaded plugin's ``pageant_startup`` with ``context_for(record)``.
 
         A plugin whose startup raises is refused and its declarations withdrawn; answers

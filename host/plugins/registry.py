@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from pageant.hookspecs import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
 
 #: (hook name, model, the attribute holding the id, the catalog key).
-KINDS: tuple[tuple[str, type, str, str], ...] = (
+KINDS: tuple[tuple[str, type[BaseModel], str, str], ...] = (
     ("pageant_actions", Action, "id", "actions"),
     ("pageant_budgets", Budget, "dimension", "budgets"),
     ("pageant_leases", Lease, "id", "leases"),

@@ -11,7 +11,6 @@ the body (400), then calls the control (409).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
+from pageant.db.rows import Record
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 
-async def require_run(host: Host, run_id: int) -> Mapping[str, Any]:
+async def require_run(host: Host, run_id: int) -> Record:
     """The run, or NotFound."""
     async with host.db.connect() as conn:
         row = await runs.get_run(conn, run_id)
@@ -40,7 +40,7 @@ async def require_run(host: Host, run_id: int) -> Mapping[str, Any]:
     return row._mapping
 
 
-async def require_step(host: Host, run_id: int, step_id: int) -> Mapping[str, Any]:
+async def require_step(host: Host, run_id: int, step_id: int) -> Record:
     """The step of that run, or NotFound (also when the step belongs to another run)."""
     await require_run(host, run_id)
     async with host.db.connect() as conn:
@@ -73,7 +73,7 @@ async def _step_of(conn: AsyncConnection, run_id: int, step_id: int) -> Any:
     return row
 
 
-def _step_state(step: Mapping[str, Any]) -> str:
+def _step_state(step: Record) -> str:
     if step["status"] == "running":
         return "parked" if step["lease_until"] is None else "running (being dispatched)"
     return str(step["status"])
@@ -167,6 +167,7 @@ async def reschedule(
             before = await runs.get_run(conn, run_id)
             if before is None:
                 raise NotFound(f"no such run: {run_id}")
+            scope = before.scope
             if not await runs.reschedule(conn, run_id, scheduled_for):
                 status = await _run_status(conn, run_id)
                 raise Conflict(f"run {run_id} is {status}; reschedule acts on a scheduled run")
@@ -182,8 +183,7 @@ async def reschedule(
                 await waiting.note(conn, run_id, None, now=now, actor=actor)
     except IntegrityError:
         raise Conflict(
-            f"another run of this event (scope {before.scope!r}) is already at "
-            f"{iso(scheduled_for)}",
+            f"another run of this event (scope {scope!r}) is already at {iso(scheduled_for)}",
             details=[f"body.scheduled_for: {iso(scheduled_for)} is taken"],
         ) from None
     host.wake()
@@ -240,12 +240,12 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
         was_open = gates.satisfied(row._mapping, now)[0] is None
         # The CAS, not the read above, decides: a firing may close the gate in between.
         if not (was_open and await gate_rows.force(conn, row.id, now)):
-            at, by = gates.satisfied((await gate_rows.gate_by_id(conn, row.id))._mapping, now)
+            at, by = gates.satisfied(await gate_rows.gate_by_id(conn, row.id), now)
             raise Conflict(
                 f"phase {key!r} of run {run_id} is already past its gate "
                 f"(satisfied by {by} at {iso(at)})"
             )
-        forced = (await gate_rows.gate_by_id(conn, row.id))._mapping
+        forced = await gate_rows.gate_by_id(conn, row.id)
         await runlog.write(
             conn,
             run_id,
@@ -320,6 +320,8 @@ async def retry(
                 "refused step"
             )
         run = await runs.get_run(conn, run_id)
+        if run is None:
+            raise NotFound(f"no such run: {run_id}")
         if run.status != "paused":
             raise Conflict(f"run {run_id} is {run.status}; retry acts on a step of a paused run")
         if step.phase != run.current_phase:

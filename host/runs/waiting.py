@@ -12,7 +12,7 @@ disagree about what the rows say.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
+from pageant.db.rows import Record
 from pageant.timefmt import iso
 
 REASONS = (
@@ -37,11 +38,11 @@ REASONS = (
 Unavailable = Callable[[str], "str | None"]
 
 
-def _name(step: Mapping[str, Any]) -> str:
+def _name(step: Record) -> str:
     return f"step {step['id']} ({step['label']})"
 
 
-def furthest_failure(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def furthest_failure(phase_steps: Sequence[Record]) -> Record | None:
     """The step a paused run stopped at: the furthest step of the phase that has left
     pending, when that step failed or was refused (the one ``retry`` acts on)."""
     reached = [st for st in phase_steps if st["status"] != "pending"]
@@ -51,24 +52,24 @@ def furthest_failure(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, A
     return furthest if furthest["status"] in ("failed", "refused") else None
 
 
-def held_unverified(run: Mapping[str, Any]) -> bool:
+def held_unverified(run: Record) -> bool:
     """A scheduled occurrence whose version never passed verify: the scheduler holds it (a
     person's start-now is not held — that person is the review the gate asks for)."""
     return run.get("source") == "schedule" and run.get("version_verified_at") is None
 
 
-def _next_open(phase_steps: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def _next_open(phase_steps: Sequence[Record]) -> Record | None:
     open_steps = [st for st in phase_steps if st["status"] in ("pending", "running")]
     return min(open_steps, key=lambda st: st["seq"]) if open_steps else None
 
 
 def describe(
-    run: Mapping[str, Any],
-    phase_steps: Sequence[Mapping[str, Any]],
+    run: Record,
+    phase_steps: Sequence[Record],
     *,
     now: datetime,
     max_attempts: int,
-    holder: Mapping[str, Any] | None = None,
+    holder: Record | None = None,
     gate: dict[str, Any] | None = None,
     unavailable: Unavailable | None = None,
 ) -> dict[str, Any] | None:
@@ -137,8 +138,8 @@ def describe(
 
 
 def _running(
-    run: Mapping[str, Any],
-    phase_steps: Sequence[Mapping[str, Any]],
+    run: Record,
+    phase_steps: Sequence[Record],
     *,
     now: datetime,
     max_attempts: int,

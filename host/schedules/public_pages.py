@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
+from pageant.db.rows import AnyRow
 from pageant.errors import NotFound
 from pageant.schedules import calendar
 
@@ -49,7 +49,7 @@ PUBLIC_STATUS = {
 }
 
 
-def event_object(row: Row[Any]) -> dict[str, Any]:
+def event_object(row: AnyRow) -> dict[str, Any]:
     """The one public rendering of an event.
 
     Renders a row of :func:`pageant.db.public_calendar.public_events`.
@@ -79,7 +79,7 @@ def _occurrence(item: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
 
 async def _occurrences(
     conn: AsyncConnection,
-    events: Sequence[Row[Any]],
+    events: Sequence[AnyRow],
     *,
     start: datetime,
     end: datetime,
@@ -99,7 +99,7 @@ async def _occurrences(
 
 
 async def _upcoming(
-    conn: AsyncConnection, events: Sequence[Row[Any]], *, now: datetime
+    conn: AsyncConnection, events: Sequence[AnyRow], *, now: datetime
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for span in _PAGE_SPANS:
@@ -151,7 +151,7 @@ async def event_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict
     }
 
 
-async def _last_completed(conn: AsyncConnection, event: Row[Any]) -> dict[str, Any] | None:
+async def _last_completed(conn: AsyncConnection, event: AnyRow) -> dict[str, Any] | None:
     """How the event's latest completed occurrence ended: when, how many took part, and the
     results tables its steps reported (titles and entries only: no step, no phase key)."""
     run = await outcomes.last_completed(conn, event.id)

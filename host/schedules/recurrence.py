@@ -71,10 +71,9 @@ def _known_zones() -> frozenset[str]:
     # zone accepted on one host is accepted on every host. The system directory is not used
     # as the list: it also holds `localtime` (this machine's zone), which is not an IANA name.
     try:
-        names = files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+        return frozenset(files("tzdata").joinpath("zones").read_text(encoding="utf-8").split())
     except (ModuleNotFoundError, FileNotFoundError):  # pragma: no cover - tzdata is a dependency
-        names = available_timezones() - {"localtime"}
-    return frozenset(names)
+        return frozenset(available_timezones() - {"localtime"})
 
 
 def is_zone(name: str) -> bool:
@@ -304,7 +303,7 @@ def next_occurrence(schedule: dict[str, Any], tz: str, after: datetime) -> Occur
     kind = schedule.get("kind") if isinstance(schedule, dict) else None
     # A once slot may lie any distance ahead, so its window is unbounded.
     span = {"once": date.max.toordinal(), "monthly": _NEXT_MONTHLY_DAYS}.get(
-        kind, _NEXT_WEEKLY_DAYS
+        kind if isinstance(kind, str) else "", _NEXT_WEEKLY_DAYS
     )
     days, at = _slots(schedule, first, _clamp_ordinal(first + span))
     for day in days:

@@ -25,9 +25,13 @@ class ActionChange(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=no_defaults)
 
+    # Defaults are not validated: an absent field stays None, a null actually sent is refused.
+    # The annotations say what a sent value must be; the None default contradicts them on
+    # purpose, hence the ignores (for caps the pydantic plugin checks the None default as
+    # Field's argument, so mypy names it there).
     enabled: bool = Field(None, strict=True)  # type: ignore[assignment]
-    caps: dict[str, Cap | None] = Field(  # type: ignore[assignment]
-        None,
+    caps: dict[str, Cap | None] = Field(
+        None,  # type: ignore[arg-type]
         description="dimension -> a whole number of at least 0, or null (metered, unbounded)",
     )
 

@@ -58,7 +58,9 @@ class SeriesUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=no_defaults)
 
-    # Defaults are not validated: absent stays None, a null actually sent is refused.
+    # Defaults are not validated: absent stays None, a null actually sent is refused. The
+    # annotations say what a sent value must be (what the OpenAPI document shows); the None
+    # defaults contradict them on purpose, hence each ignore[assignment].
     title: Title = None  # type: ignore[assignment]
     slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]
     description: Description = None  # type: ignore[assignment]

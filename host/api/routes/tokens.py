@@ -4,6 +4,7 @@ token, and none holds its hash."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -16,7 +17,7 @@ from pageant.api.routing import RouteTable, int_param, principal, read_body, res
 routes = RouteTable("tokens")
 
 _TIME = {"type": ["string", "null"], "format": "date-time"}
-TOKEN = {
+TOKEN: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},

@@ -1,0 +1,259 @@
+"""What the host hands a plugin: its context at startup, what a call receives and the
+services it may use.
+
+These are :class:`typing.Protocol`\\ s: the host's own objects (and the kit's stand-ins during
+``pageant contract-check``) satisfy them, and a plugin types against them without importing
+anything of the host. ``docs/hooks.md`` renders them with the hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
+
+from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
+
+
+class Declarations(Protocol):
+    """What every loaded plugin declared, by kind, each keyed by id. Read it; never change it.
+
+    When: reached as ``context.registry`` and ``ctx.services.registry``; it reflects the
+    plugins loaded now, so look an id up when you need it rather than keeping a copy.
+
+    Example::
+
+        legs = context.registry.legs
+        choices = [{"value": leg_id, "label": legs[leg_id].label} for leg_id in sorted(legs)]
+
+    Added in contract 1.1.
+    """
+
+    @property
+    def actions(self) -> Mapping[str, Action]: ...
+    @property
+    def budgets(self) -> Mapping[str, Budget]: ...
+    @property
+    def leases(self) -> Mapping[str, Lease]: ...
+    @property
+    def option_sources(self) -> Mapping[str, OptionSource]: ...
+    @property
+    def triggers(self) -> Mapping[str, Trigger]: ...
+    @property
+    def legs(self) -> Mapping[str, AnnounceLeg]: ...
+
+
+class HostSettings(Protocol):
+    """The host settings a plugin may read (``ctx.services.settings``).
+
+    When: any time during a call; they do not change while the host runs.
+
+    Example::
+
+        if not ctx.services.settings.webhook_urls:
+            return {"ok": False, "retry": False, "error": "no webhook_urls are configured"}
+
+    Added in contract 1.1.
+    """
+
+    @property
+    def webhook_urls(self) -> Sequence[str]:
+        """Where the built-in ``core.webhook`` leg posts; empty when none are configured."""
+        ...
+
+
+class Posted(NamedTuple):
+    """What became of one :meth:`StepServices.post_json`.
+
+    ``sent`` is False only when the request certainly never left this host (the connection
+    was refused, the name did not resolve, connecting timed out); a caller may retry only
+    then, because a post is not idempotent. ``status`` is the HTTP status when an answer
+    came back, and ``error`` says what went wrong, if anything did.
+    """
+
+    status: int | None
+    error: str | None
+    sent: bool
+
+
+class StepServices(Protocol):
+    """What the host lends one call of ``perform``, ``revert`` or a leg's ``send``.
+
+    When: ``ctx.services`` of an :class:`~pageant.hookspecs.ActionContext` or
+    :class:`~pageant.hookspecs.SendContext`, bound to one run and one step. During
+    ``pageant contract-check`` the kit lends a stand-in: the registry and settings are
+    real, the run log is a list, ``post_json`` sends nothing, and ``run_id`` and
+    ``step_id`` are ``None``. It is ``None`` where no host lends anything (a plugin's own
+    tests, say), so check before use.
+
+    Example::
+
+        async def perform(ctx: ActionContext) -> dict[str, Any]:
+            if ctx.services is None:
+                return {"ok": False, "retry": False, "error": "no host services here"}
+            detail = {"leg": "mygame.log", "message": ctx.params["message"]}
+            await ctx.services.write_log("announce", detail)
+            return {"ok": True}
+
+    Added in contract 1.1.
+    """
+
+    @property
+    def run_id(self) -> int | None:
+        """The run the call belongs to; ``None`` outside a run."""
+        ...
+
+    @property
+    def step_id(self) -> int | None:
+        """The step being called; ``None`` outside a run."""
+        ...
+
+    @property
+    def phase(self) -> str:
+        """The key of the phase the step belongs to."""
+        ...
+
+    @property
+    def registry(self) -> Declarations:
+        """What every loaded plugin declared."""
+        ...
+
+    @property
+    def settings(self) -> HostSettings:
+        """The host settings a plugin may read."""
+        ...
+
+    async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
+        """Append a line of ``kind`` with ``detail`` to the run's log, naming this step.
+        ``kind`` is one of the run log's kinds (``docs/runs.md``), for a plugin
+        ``"announce"``; the host raises ``ValueError`` for any other string."""
+        ...
+
+    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
+        """POST ``body`` (a JSON string, or data to encode) to ``url`` within the host's
+        webhook timeout. Never raises for a network failure: the answer says what happened."""
+        ...
+
+
+class PluginContext(Protocol):
+    """A plugin's way back into the host, handed to ``pageant_startup``; keep it.
+
+    When: received once per host start, before the engine's first tick; valid until the
+    host stops. During ``pageant contract-check`` the kit hands a stand-in whose ``emit``
+    checks the payload exactly as the host does and closes no gate.
+
+    Example::
+
+        async def on_boss_slain(context: PluginContext, region: str) -> None:
+            answer = await context.emit("mygame.boss_slain", {"region": region})
+            if answer["gates_closed"]:
+                log.info("the slaying advanced %d event(s)", answer["gates_closed"])
+
+    Added in contract 1.0; typed as a protocol in 1.1.
+    """
+
+    @property
+    def plugin(self) -> str:
+        """The plugin's label, ``distribution[entry point]``."""
+        ...
+
+    @property
+    def owner(self) -> str:
+        """The plugin's owner: the first segment of every id it declares."""
+        ...
+
+    @property
+    def registry(self) -> Declarations:
+        """What every loaded plugin declared."""
+        ...
+
+    async def emit(self, trigger_id: str, payload: dict[str, Any]) -> Mapping[str, int]:
+        """Fire ``trigger_id`` with ``payload``, feeding phase gates as the HTTP fire route
+        does; answers ``{"gates_matched": n, "gates_closed": m}``. Raises
+        ``pageant.errors.Invalid`` naming the variable when the payload does not fit the
+        trigger's declared variables, and ``pageant.errors.NotFound`` for a trigger no
+        plugin registers."""
+        ...
+
+    async def reconcile(self) -> None:
+        """Ask the host to reconcile this plugin's recorded resources now (through
+        ``pageant_reconcile``). This host keeps no ledger yet, so it does nothing."""
+        ...
+
+
+@dataclass(frozen=True)
+class HeldResource:
+    """A resource the host holds on record for a plugin: what ``pageant_reconcile`` checks.
+
+    ``owner`` is the plugin's owner; ``kind`` and ``ref`` are what the plugin's ``perform``
+    reported in its envelope's ``resources``; ``status`` is the host's record of it (for
+    example whether a revert has run); ``payload`` is the rest of what was reported beside
+    ``kind`` and ``ref``.
+    """
+
+    owner: str
+    kind: str
+    ref: str
+    status: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ── what the host hands to the callables ───────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a step belongs to."""
+
+    id: int
+    scope: str
+    definition_id: int
+    slug: str
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Something a ``perform`` created in the world, reported in its envelope."""
+
+    kind: str
+    ref: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What ``perform`` and ``revert`` receive.
+
+    ``idempotency_key`` is fixed per step: the same on every retry and on every
+    re-dispatch after a crash, so a plugin can make a repeated call harmless.
+    ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
+    ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
+    whose answer was lost, so reverting something that does not exist must succeed).
+    """
+
+    params: dict[str, Any]
+    idempotency_key: str
+    run: RunInfo | None
+    verify: bool
+    deadline: datetime
+    resources: tuple[Resource, ...] = ()
+    #: What the host lends this call (see :class:`~pageant.hookspecs.StepServices`);
+    #: ``None`` where no host lends anything, as in a plugin's own tests.
+    services: StepServices | None = None
+
+
+@dataclass(frozen=True)
+class SendContext:
+    """What an announce leg's ``send`` receives besides the message.
+
+    ``verify`` (contract 1.1) asks for a dry run: check the message could go, send nothing.
+    """
+
+    run: RunInfo | None
+    step_id: int | None
+    idempotency_key: str
+    deadline: datetime
+    #: What the host lends this call; ``None`` where no host lends anything.
+    services: StepServices | None = None
+    verify: bool = False

@@ -1,0 +1,36 @@
+"""Calling a plugin's callable the way the host does: within its budget, never raising.
+
+The answer's shape is the contract's (:mod:`pageant.hookspecs.envelope`); this is host
+mechanics, shared by the engine's dispatch, an event's verification and the kit's dry runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+from pageant.hookspecs.envelope import Envelope, classify
+
+
+def _retryable(reason: str, error: str) -> Envelope:
+    return Envelope(ok=False, retry=True, error=error, malformed=reason)
+
+
+async def run_with_envelope(
+    fn: Callable[..., Awaitable[object]], *args: object, timeout: float
+) -> Envelope:
+    """Await ``fn(*args)`` within ``timeout`` seconds and classify what it answered.
+
+    An exception or a timeout is a retryable failure; cancellation of the caller itself
+    is passed on.
+    """
+    try:
+        answer = await asyncio.wait_for(fn(*args), timeout)
+    except TimeoutError:
+        return _retryable("timeout", f"no answer within {timeout:g} s")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # any plugin failure is an answer, never a crash of the host
+        return replace(_retryable("exception", f"{type(exc).__name__}: {exc}"), exception=exc)
+    return classify(answer)
