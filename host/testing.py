@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from pageant.clock import FakeClock
-from pageant.hookspecs import ActionContext, Envelope, RunInfo, run_with_envelope
+from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.hookspecs.envelope import classify
 from pageant.hosting import Host
+from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import Candidate, candidate_for, find_candidates
 from pageant.settings import Settings
 
@@ -273,7 +274,8 @@ class _Services:
         self.settings = kit.host.settings
         self.run_id = None
         self.step_id = None
-        self.phase = None
+        # Outside a run there is no phase; the contract types it as a string.
+        self.phase = ""
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         from pageant.db.log_kinds import LogKind
