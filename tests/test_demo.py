@@ -20,7 +20,7 @@ from sqlalchemy import func, inspect, select, text
 
 from pageant.access.tokens import create_token
 from pageant.cli import main
-from pageant.cli.demo import NO_WISPS, TIMEOUT_SECONDS, console_json, run_demo, shown_url
+from pageant.cli.showcase import NO_WISPS, TIMEOUT_SECONDS, console_json, run_demo, shown_url
 from pageant.clock import FakeClock
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_definitions
@@ -28,6 +28,7 @@ from pageant.runs.console_text import render_console
 from pageant.settings import ENV_PREFIX, Settings
 from tests.conftest import bearer
 from tests.databases import empty_database
+from tests.test_cli import pageant_process
 
 PHASES = ["muster", "hunt", "wind-down"]
 
@@ -119,6 +120,17 @@ def test_a_run_that_does_not_complete_in_time_fails_with_its_console() -> None:
     result = pageant("demo", "--timeout", "1")
 
     assert result.exit_code == 1
+    assert "error: run 1 did not end within 1 s: it is running in phase muster" in result.stderr
+    assert "status     running (health ok)" in result.stdout
+
+
+def test_the_installed_command_runs_the_demo_in_a_process_of_its_own() -> None:
+    # In this process the test module has imported the demo's module, which hides a name
+    # clash between it and the click command; a fresh process meets the command as an
+    # operator does.
+    result = pageant_process("demo", "--timeout", "1", env={})
+
+    assert result.returncode == 1, result.stderr
     assert "error: run 1 did not end within 1 s: it is running in phase muster" in result.stderr
     assert "status     running (health ok)" in result.stdout
 

@@ -405,7 +405,7 @@ def demo(settings: Settings, as_json: bool, timeout: float) -> None:
     Uses a SQLite database in a temporary folder unless --database-url names an empty
     one. Exit 0 when the run completed, 1 otherwise.
     """
-    from pageant.cli import demo as showcase
+    from pageant.cli import showcase
     from pageant.runs.console_text import render_console
 
     say = functools.partial(click.echo, err=as_json)
