@@ -163,3 +163,170 @@ async def test_a_bad_token_request_is_shown_at_its_fields(client, tokens):
     assert 'aria-invalid="true" aria-describedby="err-name-1"' in html
     _status, data = await call(client, "GET", "/api/v1/admin/tokens", tokens["admin"])
     assert len(data["items"]) == len(tokens)
+
+
+# ── verify and rehearse in the editor ──────────────────────────────────────────
+
+
+def _summon(count: int) -> dict:
+    return {"action": "wisps.summon", "params": {"colour": "north", "count": count}}
+
+
+async def _wisps_event(client, tokens, *steps: dict, advance: dict | None = None) -> int:
+    from tests.schedules import spec_with
+    from tests.test_events_api import EVENTS, create
+
+    main = {"key": "main", "label": "Main", "steps": list(steps)}
+    if advance is not None:
+        main["advance"] = advance
+    event = await create(
+        client, tokens["admin"], title="Wisps", spec=spec_with({"kind": "manual"}, main)
+    )
+    status, data = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    assert status == 200, data
+    return event["id"]
+
+
+async def test_verify_shows_every_problem_at_the_field_its_path_names(client, tokens):
+    event_id = await _wisps_event(client, tokens, _summon(5))
+    await sign_in(client, tokens["editor"])
+    html = await (await client.get(f"/events/{event_id}")).text()
+    assert ">Verify v1</button>" in html and ">Rehearse v1</button>" in html
+    answer = await client.post(f"/events/{event_id}/verify", data={"csrf_token": csrf_of(html)})
+    assert answer.status == 400
+    html = await answer.text()
+    assert "did not pass verification; nothing was recorded" in html
+    # at the step's own field, and in the summary at the top
+    assert re.search(
+        r'id="err-spec-phases_0-steps_0-1">⚠ wisps.summon is a change action, disabled', html
+    )
+    assert "<code>spec.phases[0].steps[0]: wisps.summon is a change action" in html
+    _status, data = await call(client, "GET", f"/api/v1/admin/events/{event_id}", tokens["admin"])
+    assert data["version_verified"] is False
+
+
+async def test_verify_records_the_version_verified_and_shows_the_spend(client, tokens):
+    event_id = await _wisps_event(client, tokens, _summon(5), _summon(7))
+    status, data = await call(
+        client,
+        "PUT",
+        "/api/v1/admin/actions/wisps.summon",
+        tokens["admin"],
+        {"enabled": True, "caps": {"wisps.wisps": 30}},
+    )
+    assert status == 200, data
+    await sign_in(client, tokens["editor"])
+    csrf = await page_csrf(client, f"/events/{event_id}")
+    answer = await client.post(f"/events/{event_id}/verify", data={"csrf_token": csrf})
+    assert answer.status == 200
+    html = await answer.text()
+    assert "Version 1 passed verification and is recorded verified." in html
+    assert "✓ Verified</strong> v1" in html and "editor:test-editor" in html
+    spend = re.search(r'<div id="verified">(.*?)</div>', html, re.S).group(1)
+    assert "12 wisps" in spend and "30 wisps" in spend
+    assert 'href="/switchboard/wisps.summon"' in spend
+    assert '<meter min="0" max="30" value="12"' in spend
+    status, data = await call(client, "GET", f"/api/v1/admin/events/{event_id}", tokens["admin"])
+    assert data["version_verified"] is True
+
+
+async def test_a_moderator_may_not_verify_or_rehearse(client, tokens):
+    event_id = await _wisps_event(client, tokens, _summon(5))
+    await sign_in(client, tokens["moderator"])
+    html = await (await client.get(f"/events/{event_id}")).text()
+    assert "Verify v1" not in html and "Rehearse v1" not in html
+    for what in ("verify", "rehearse"):
+        answer = await client.post(f"/events/{event_id}/{what}", data={"csrf_token": csrf_of(html)})
+        assert answer.status == 403
+
+
+async def test_verify_before_publishing_says_so_on_the_editor(client, tokens, host):
+    from tests.factories import publish_event
+
+    event = await publish_event(host.db, host.clock.now(), published=False)
+    await sign_in(client, tokens["admin"])
+    html = await (await client.get(f"/events/{event.id}")).text()
+    assert "Publish a version first" in html
+    answer = await client.post(f"/events/{event.id}/verify", data={"csrf_token": csrf_of(html)})
+    assert answer.status == 409
+    assert "has no published version; publish it, then verify" in await answer.text()
+
+
+async def test_rehearse_draws_the_timeline_the_spend_and_the_stall(client, tokens):
+    gate = {"on": "wisps.caught", "count": 1}
+    event_id = await _wisps_event(client, tokens, _summon(5), _summon(40), advance=gate)
+    await call(
+        client,
+        "PUT",
+        "/api/v1/admin/actions/wisps.summon",
+        tokens["admin"],
+        {"enabled": True, "caps": {"wisps.wisps": 30}},
+    )
+    await sign_in(client, tokens["admin"])
+    csrf = await page_csrf(client, f"/events/{event_id}")
+    answer = await client.post(f"/events/{event_id}/rehearse", data={"csrf_token": csrf})
+    assert answer.status == 200, await answer.text()
+    html = await answer.text()
+    assert "Rehearsed version 1" in html and "nothing was performed" in html
+    drawn = re.search(r'<div id="rehearsal">(.*)</div>\s*</section>', html, re.S).group(1)
+    assert drawn.count('class="tl-phase"') == 1
+    assert drawn.count('class="tl-step"') == 2
+    assert re.search(r'class="tl-bar[^"]* l-\d+ w-\d+"', drawn)
+    assert "45 wisps" in drawn and "⚠ over the cap" in drawn
+    assert "Refusals" in drawn and "wisps.summon" in drawn
+    status, data = await call(
+        client,
+        "POST",
+        f"/api/v1/admin/events/{event_id}/rehearse",
+        tokens["admin"],
+    )
+    assert status == 200
+    assert len(data["refusals"]) == drawn.count("<li>✗")
+
+
+def test_the_axis_words_and_bars():
+    from pageant.console.rehearsal import _bar, drawn, duration
+
+    assert [duration(s) for s in (0, 45, 300, 5400, 200000)] == [
+        "0 s",
+        "45 s",
+        "5 min",
+        "1 h 30 min",
+        "2 d 7 h",
+    ]
+    assert _bar(30, 60, 120) == {
+        "left": 25,
+        "width": 25,
+        "from": "30 s",
+        "to": "1 min",
+        "open": False,
+    }
+    assert _bar(119.9, None, 120)["width"] == 1
+    report = {
+        "outcome": {"status": "running", "health": "stalled", "ended_seconds": None},
+        "timeline": {"phases": [{"key": "a", "entered_seconds": 0, "left_seconds": None}]},
+        "stalls": [{"phase": "a", "stalled_seconds": 600}],
+    }
+    out = drawn(report)
+    assert out["span"] == 600 and out["ticks"][-1] == "10 min"
+    assert out["placed"][0]["bar"]["open"] and out["stall_marks"][0]["at"] == 100
+
+
+async def test_rehearse_marks_where_the_run_stalls_at_a_gate_nobody_fires(client, tokens):
+    gate = {"on": "wisps.caught", "count": 1}
+    event_id = await _wisps_event(
+        client,
+        tokens,
+        {"action": "core.announce", "params": {"leg": "core.log", "message": "hi"}},
+        advance=gate,
+    )
+    await sign_in(client, tokens["editor"])
+    csrf = await page_csrf(client, f"/events/{event_id}")
+    html = await (
+        await client.post(f"/events/{event_id}/rehearse", data={"csrf_token": csrf})
+    ).text()
+    drawn = re.search(r'<div id="rehearsal">(.*)</div>\s*</section>', html, re.S).group(1)
+    assert '<span class="status h-stalled">stalled</span>' in drawn
+    assert 'class="tl-bar open l-0 w-100"' in drawn and 'class="tl-stall l-100"' in drawn
+    assert "stalled after 1 h, waiting for <code>wisps.caught</code>" in drawn
+    assert "This version spends nothing metered." in drawn
