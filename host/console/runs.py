@@ -172,8 +172,8 @@ async def _reschedule(
 ) -> web.Response:
     """Move a scheduled run (``controls.reschedule``, behind ``POST .../reschedule``): the
     new start is a UTC date and time; a bad one is shown at its field."""
-    raw = form.get("scheduled_for")
-    raw = raw.strip() if isinstance(raw, str) else ""
+    sent = form.get("scheduled_for")
+    raw = sent.strip() if isinstance(sent, str) else ""
     problem = ""
     try:
         when = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else None
