@@ -355,6 +355,7 @@ async def test_the_outline_completed_is_the_calendar_itself(client, tokens, tick
         assert await calendar.complete(conn, outline) == whole
         some = [outline[0], outline[-1]]
         assert await calendar.complete(conn, some) == [whole[0], whole[-1]]
-        assert await calendar.calendar_outline(
-            conn, start=NOW, end=end, now=NOW, definition_ids=[]
-        ) == []
+        assert (
+            await calendar.calendar_outline(conn, start=NOW, end=end, now=NOW, definition_ids=[])
+            == []
+        )
