@@ -333,3 +333,29 @@ async def test_a_bad_status_filter_is_400(client, tokens):
     status, data = await window(client, tokens["admin"], status="asleep")
     assert status == 400
     assert data["error"]["details"][0].startswith("query.status: 'asleep' is not one of")
+
+
+async def test_the_outline_completed_is_the_calendar_itself(client, tokens, ticking, db, host):
+    """What the console reads (every occurrence placed, the shown ones completed) is item for
+    item what GET /api/v1/admin/calendar reads, materialised and projected alike."""
+    from pageant.runs.create import start_now
+
+    event_id = await scheduled_event(client, tokens, weekly("friday", at="20:00"))
+    await ticking.tick()
+    await start_now(host, event_id, scope="extra", actor="admin:test")
+    end = NOW + timedelta(days=120)
+    async with db.connect() as conn:
+        whole = await calendar.calendar_items(conn, start=NOW, end=end, now=NOW)
+        outline = await calendar.calendar_outline(conn, start=NOW, end=end, now=NOW)
+        assert [(i["scheduled_for"], i["run_id"], i["local_time"]) for i in outline] == [
+            (i["scheduled_for"], i["run_id"], i["local_time"]) for i in whole
+        ]
+        assert {i["kind"] for i in outline} == {"materialised", "projected"}
+        assert all(i.get("outline") for i in outline if i["kind"] == "materialised")
+        assert await calendar.complete(conn, outline) == whole
+        some = [outline[0], outline[-1]]
+        assert await calendar.complete(conn, some) == [whole[0], whole[-1]]
+        assert (
+            await calendar.calendar_outline(conn, start=NOW, end=end, now=NOW, definition_ids=[])
+            == []
+        )

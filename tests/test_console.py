@@ -564,3 +564,26 @@ async def test_the_events_list_says_whether_the_published_version_is_verified(cl
     assert verified.status == 200, await verified.text()
     html = await (await client.get("/events")).text()
     assert 'data-label="Verified">✓ yes<' in html.split("Muster")[1].split("</tr>")[0]
+
+
+async def test_a_calendar_day_shows_six_and_counts_the_rest_and_the_agenda_is_capped(
+    client, tokens, host, monkeypatch
+):
+    from pageant.console import calendar as calendar_page
+    from pageant.runs.create import start_now
+
+    event = await publish_event(host.db, host.clock.now(), title="Crowded")
+    for n in range(8):
+        await start_now(host, event.id, scope=f"s{n}", actor="admin:test")
+    await sign_in(client, tokens["moderator"])
+    html = await (await client.get("/calendar?month=2027-03")).text()
+    cell = html.split('<span class="day">1 <span class="visually-hidden">(today)')[1]
+    cell = cell.split("</td>")[0]
+    assert cell.count("Crowded") == 6
+    assert "day=2027-03-01" in cell and ">and 2 more</a>" in cell
+    agenda = await (await client.get("/calendar?view=agenda&month=2027-03&day=2027-03-01")).text()
+    assert agenda.count("Crowded") == 8
+    monkeypatch.setattr(calendar_page, "AGENDA_MAX", 5)
+    agenda = await (await client.get("/calendar?view=agenda&month=2027-03")).text()
+    assert agenda.count("Crowded") == 5
+    assert "Showing the first 5 of 8 occurrences" in agenda

@@ -3,11 +3,12 @@
 
 One walk, as staff would do it: an admin signs in, authors a three-phase event without
 typing any JSON (an announce, a cue, an ``on`` gate with a condition on the wisps plugin's
-trigger, an ``after`` gate), publishes and starts it, sees the cue park and the banner
-appear, confirms it, the trigger is fired through the API, and the run console shows the
-run complete without a reload. Then an editor (no publish button) and a moderator (no
-editor), the cookie's flags, CSRF, a phone's width, and that every request the browser made
-went to the host.
+trigger, an ``after`` gate), publishes, verifies (and rehearses) and starts it, sees the cue
+park and the banner appear, confirms it, the trigger is fired through the API, and the run
+console shows the run complete without a reload. The admin caps an action on the
+switchboard and makes a token. Then an editor (no publish button, no switchboard form) and
+a moderator (no editor, no tokens page), the cookie's flags, CSRF, a phone's width, and
+that every request the browser made went to the host.
 
 Chromium is never downloaded: the test uses ``/usr/bin/chromium`` (``.ci/run`` installs it
 with apt when missing) and fails, never skips, when it is absent. With
@@ -229,6 +230,19 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
 
     page.get_by_role("button", name="Publish").click()
     expect(page.locator("#notice")).to_contain_text("Published as version 1")
+    expect(page.locator("h1")).to_contain_text("✗ not verified")
+
+    # ── verify it through the button; rehearse it and see the timeline drawn ──
+    page.get_by_role("button", name="Verify v1").click()
+    expect(page.locator("#notice")).to_contain_text("Version 1 passed verification")
+    expect(page.locator("h1")).to_contain_text("✓ verified")
+    page.get_by_role("button", name="Rehearse v1").click()
+    rehearsal = page.locator("#rehearsal")
+    expect(rehearsal.locator(".tl-phase")).to_have_count(2)  # it stalls at the hunt's gate
+    expect(rehearsal.locator("#stalls")).to_contain_text("waiting for wisps.caught")
+    rehearsal.scroll_into_view_if_needed()
+    if SHOTS:
+        rehearsal.screenshot(path=str(Path(SHOTS) / "rehearsal.png"))
 
     # ── start it; the cue parks and the Now page leads with the banner ──
     page.get_by_role("button", name="Start a run now").click()
@@ -269,6 +283,33 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.get_by_role("cell", name="wisps", exact=False).first).to_be_visible()
     _shot(page, "plugins")
 
+    # ── the switchboard: enable and cap an action; a bad cap is shown at its field ──
+    page.get_by_role("link", name="Switchboard").click()
+    expect(page.locator('tr[data-action="wisps.summon"]')).to_contain_text("✗ disabled")
+    _shot(page, "switchboard")
+    page.get_by_role("link", name="Summon wisps").click()
+    page.get_by_label("Enabled").select_option("yes")
+    cap = page.get_by_label("Cap on Wisps summoned (wisps) per run")
+    cap.fill("many")
+    page.get_by_role("button", name="Save").click()
+    expect(cap).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#err-cap-wisps\\.wisps-1")).to_contain_text("Expected a whole number")
+    cap.fill("30")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#notice")).to_have_text("Saved.")
+    expect(page.locator("#history")).to_contain_text("admin:walk-admin")
+    _shot(page, "switchboard-action")
+
+    # ── tokens: make one (shown once) ──
+    page.get_by_role("link", name="Tokens").click()
+    page.get_by_label("Name").fill("night-shift")
+    page.get_by_label("Role").select_option("moderator")
+    page.get_by_label("Expires after (optional)").fill("12h")
+    page.get_by_role("button", name="Make the token").click()
+    expect(page.locator("#issued")).to_contain_text("shown this once")
+    expect(page.locator('tr:has-text("night-shift")')).to_contain_text("active")
+    _shot(page, "tokens")
+
     # ── a phone's width: nothing scrolls sideways ──
     phone = context.new_page()
     phone.set_viewport_size({"width": 390, "height": 844})
@@ -278,6 +319,9 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
         "/events/1",
         "/calendar",
         "/plugins",
+        "/switchboard",
+        "/switchboard/wisps.summon",
+        "/tokens",
         run_url.removeprefix(base),
     ):
         phone.goto(base + path)
@@ -311,6 +355,11 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.locator("form#editor")).to_be_visible()
     expect(page.get_by_role("button", name="Publish")).to_have_count(0)
     expect(page.get_by_role("button", name="Start a run now")).to_have_count(0)
+    expect(page.get_by_role("button", name="Verify v1")).to_be_visible()
+    page.goto(f"{base}/switchboard/wisps.summon")
+    expect(page.locator("#dimensions")).to_contain_text("at most 30 wisps")
+    expect(page.locator("form#switch")).to_have_count(0)
+    expect(page.get_by_role("button", name="Save")).to_have_count(0)
     editor_ctx.close()
 
     moderator_ctx = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -322,6 +371,10 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.get_by_role("link", name="New event")).to_have_count(0)
     page.goto(f"{base}/events/new")
     expect(page.get_by_role("heading", level=1)).to_contain_text("Not allowed")
+    expect(page.get_by_role("link", name="Tokens")).to_have_count(0)
+    page.goto(f"{base}/tokens")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("Not allowed")
+    expect(page.locator("#tokens")).to_have_count(0)
     moderator_ctx.close()
 
     # ── the keyboard alone: the skip link first, then into the page ──

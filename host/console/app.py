@@ -28,7 +28,16 @@ log = logging.getLogger("pageant.console")
 
 STATIC = Path(__file__).parent / "static"
 #: The console's page modules, each exposing ``routes`` (an aiohttp RouteTableDef).
-PAGE_MODULES = ("signin", "now", "runs", "events", "calendar", "plugins")
+PAGE_MODULES = (
+    "signin",
+    "now",
+    "runs",
+    "events",
+    "calendar",
+    "switchboard",
+    "plugins",
+    "tokens",
+)
 #: Everything a page may load comes from the host itself (the test walk proves it too).
 CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; "

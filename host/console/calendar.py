@@ -1,8 +1,10 @@
 """The calendar: a month grid or an agenda of every occurrence, materialised (a run exists)
 or projected (the schedule says so, past what is made), with DST markers and a series filter.
 
-The data is :func:`pageant.schedules.calendar.calendar_items`, the function behind
-``GET /api/v1/admin/calendar``; days are the days of each event's own zone.
+The occurrences are :func:`pageant.schedules.calendar.calendar_items`' (the function behind
+``GET /api/v1/admin/calendar``), read through its outline: every one placed on a day and
+counted, and only those the page shows (six a day, or the agenda's first 300) read whole.
+Days are the days of each event's own zone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, require
 from pageant.errors import Invalid, NotFound
 from pageant.events.series import events_of_series, get_series, list_series
-from pageant.schedules.calendar import calendar_items
+from pageant.schedules.calendar import calendar_outline, complete
 
 routes = web.RouteTableDef()
 
@@ -75,25 +77,36 @@ async def calendar_page(request: web.Request) -> web.Response:
         shown = {month.replace(day=d).isoformat() for d in range(1, 32) if _valid(month, d)}
     else:
         shown = {d.isoformat() for week in weeks for d in week}
-    async with host.db.connect() as conn:
-        ids = None
-        if series_id is not None:
-            if await get_series(conn, series_id) is None:
-                raise NotFound(f"There is no series {series_id}.")
-            ids = await events_of_series(conn, series_id)
-        items = await calendar_items(conn, start=start, end=end, now=now, definition_ids=ids)
-        all_series = await list_series(conn, limit=200)
-    items = [i for i in items if i["local_time"][:10] in shown]
     day = request.query.get("day") or ""
     if day:
         try:
             date.fromisoformat(day)
         except ValueError:
             raise Invalid(f"{day!r} is not a day; expected YYYY-MM-DD") from None
-        items = [i for i in items if i["local_time"][:10] == day]
-    total = len(items)
-    if view == "agenda":
-        items = items[:AGENDA_MAX]
+    async with host.db.connect() as conn:
+        ids = None
+        if series_id is not None:
+            if await get_series(conn, series_id) is None:
+                raise NotFound(f"There is no series {series_id}.")
+            ids = await events_of_series(conn, series_id)
+        # Every occurrence is placed and counted; only the ones the page shows are read whole.
+        items = await calendar_outline(conn, start=start, end=end, now=now, definition_ids=ids)
+        items = [i for i in items if i["local_time"][:10] in shown]
+        if day:
+            items = [i for i in items if i["local_time"][:10] == day]
+        total = len(items)
+        counts: dict[str, int] = defaultdict(int)
+        if view == "agenda":
+            items = items[:AGENDA_MAX]
+        else:
+            kept = []
+            for item in items:
+                counts[item["local_time"][:10]] += 1
+                if counts[item["local_time"][:10]] <= PER_DAY:
+                    kept.append(item)
+            items = kept
+        items = await complete(conn, items)
+        all_series = await list_series(conn, limit=200)
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in items:
         by_day[item["local_time"][:10]].append(item)
@@ -109,6 +122,7 @@ async def calendar_page(request: web.Request) -> web.Response:
         items=items,
         total=total,
         day=day,
+        day_counts=counts,
         per_day=PER_DAY,
         series=all_series,
         series_id=series_id,

@@ -18,8 +18,10 @@ from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
 from pageant.console import editor
 from pageant.console.keys import host_of, render, require, see_other
+from pageant.console.rehearsal import drawn
+from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
-from pageant.events import definitions
+from pageant.events import definitions, verify
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.gates.conditions import OPERATORS
@@ -168,6 +170,7 @@ async def _editor(
     errors: list[str] | None = None,
     notice: str = "",
     fields: dict[str, str] | None = None,
+    **extra: Any,
 ) -> web.Response:
     host = host_of(request)
     registry = host.registry
@@ -199,6 +202,7 @@ async def _editor(
         notice=notice,
         runs=runs,
         dormant=specs.dormant_items(event["spec"]),
+        **extra,
     )
 
 
@@ -331,3 +335,63 @@ async def start(request: web.Request) -> web.Response:
             request, event, event["spec"], status=exc.status, errors=[], notice=exc.message
         )
     return see_other(f"/runs/{run_id}")
+
+
+@routes.post("/events/{id}/verify")
+async def verify_published(request: web.Request) -> web.Response:
+    """Dry-run the published version (``POST /api/v1/admin/events/{id}/verify``'s function):
+    the answer on the editor, or every problem at the field its path names."""
+    session = require(request, AUTHORS)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    try:
+        answer = await verify.verify_event(host, definition_id, actor=session.principal.actor)
+    except PageantError as exc:
+        if isinstance(exc, NotFound):
+            raise
+        event = await _event(request, definition_id)
+        return await _editor(
+            request,
+            event,
+            event["spec"],
+            status=exc.status,
+            errors=exc.details or [exc.message],
+            notice=exc.message,
+        )
+    event = await _event(request, definition_id)
+    number = answer["version"]["number"]
+    notice = f"Version {number} passed verification and is recorded verified."
+    return await _editor(request, event, event["spec"], notice=notice, verified=answer)
+
+
+@routes.post("/events/{id}/rehearse")
+async def rehearse_published(request: web.Request) -> web.Response:
+    """Rehearse the published version on a virtual clock in a throwaway database
+    (``POST /api/v1/admin/events/{id}/rehearse``'s function, with no simulated firings):
+    the timeline drawn, the worst-case spend against the caps, refusals and stalls."""
+    require(request, AUTHORS)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    async with host.db.connect() as conn:
+        await definitions.require_definition(conn, definition_id)
+    try:
+        report = await rehearsal.rehearse(host, definition_id)
+    except PageantError as exc:
+        event = await _event(request, definition_id)
+        return await _editor(
+            request,
+            event,
+            event["spec"],
+            status=exc.status,
+            errors=exc.details or [exc.message],
+            notice=exc.message,
+        )
+    event = await _event(request, definition_id)
+    outcome = report["outcome"]
+    notice = (
+        f"Rehearsed version {report['version']['number']}: the run ended {outcome['status']}"
+        if outcome.get("ended_seconds") is not None
+        else f"Rehearsed version {report['version']['number']}: the run stopped "
+        f"{outcome['status']} ({outcome['health']})"
+    ) + f" in {report['took_ms']} ms of real time; nothing was performed."
+    return await _editor(request, event, event["spec"], notice=notice, rehearsed=drawn(report))

@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from pageant.console.rehearsal import duration
 from pageant.schedules.recurrence import zone
 
 
@@ -42,3 +43,4 @@ def install(env: jinja2.Environment) -> None:
     env.filters["when"] = when
     env.filters["local"] = local
     env.filters["dst_note"] = dst_note
+    env.filters["duration"] = duration

@@ -26,7 +26,9 @@ NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/now", "Now", STAFF),
     ("/events", "Events", STAFF),
     ("/calendar", "Calendar", STAFF),
+    ("/switchboard", "Switchboard", STAFF),
     ("/plugins", "Plugins", STAFF),
+    ("/tokens", "Tokens", ADMIN),
 )
 
 
@@ -79,6 +81,10 @@ def abilities(role: str | None) -> dict[str, bool]:
         "start": role in ADMIN,
         "control": role in CONTROLLERS,
         "fire": role in FIRERS,
+        "switchboard": role in ADMIN,
+        "tokens": role in ADMIN,
+        "verify": role in AUTHORS,
+        "reschedule": role in CONTROLLERS,
     }
 
 

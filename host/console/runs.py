@@ -8,6 +8,7 @@ control the run has moved past answers 409 with the server's sentence, shown on 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -34,6 +35,7 @@ RUN_CONTROLS: dict[str, tuple[tuple[str, ...], bool]] = {
     "resume": (("paused",), False),
     "advance": (("running", "paused"), True),
     "cancel": (("scheduled", "starting", "running", "paused"), True),
+    "reschedule": (("scheduled",), True),
 }
 STEP_CONTROLS = ("confirm", "skip", "retry")
 
@@ -104,6 +106,9 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "live": run["status"] not in TERMINAL,
         "offered": offered,
         "retry_step": retry_step,
+        "budget": data.get("budget") or [],
+        "participants": data.get("participants") or [],
+        "results": data.get("results") or [],
     }
 
 
@@ -151,11 +156,47 @@ async def run_control(request: web.Request) -> web.Response:
     try:
         if RUN_CONTROLS[name][1] and reason is None:
             raise Invalid(f"A reason is required to {name} a run; it is kept in the log.")
+        if name == "reschedule":
+            return await _reschedule(request, run_id, form, actor=actor, reason=reason or "")
         act = getattr(controls, name)
         await act(host, run_id, actor=actor, reason=reason)
     except (Conflict, Invalid) as exc:
         return await _page(
             request, run_id, template="run.html", status=exc.status, error=exc.message
+        )
+    return see_other(f"/runs/{run_id}")
+
+
+async def _reschedule(
+    request: web.Request, run_id: int, form: Any, *, actor: str, reason: str
+) -> web.Response:
+    """Move a scheduled run (``controls.reschedule``, behind ``POST .../reschedule``): the
+    new start is a UTC date and time; a bad one is shown at its field."""
+    sent = form.get("scheduled_for")
+    raw = sent.strip() if isinstance(sent, str) else ""
+    problem = ""
+    try:
+        when = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else None
+    except ValueError:
+        when = None
+    if when is None:
+        problem = f"Expected a date and time such as 2027-03-26T19:00; got {raw[:40]!r}."
+    else:
+        try:
+            await controls.reschedule(
+                host_of(request), run_id, actor=actor, scheduled_for=when, reason=reason
+            )
+        except Invalid as exc:
+            problem = "; ".join(d.split(": ", 1)[-1] for d in exc.details) or exc.message
+    if problem:
+        return await _page(
+            request,
+            run_id,
+            template="run.html",
+            status=400,
+            error=f"The run was not rescheduled: {problem}",
+            reschedule_error=problem,
+            reschedule_value=raw[:40],
         )
     return see_other(f"/runs/{run_id}")
 

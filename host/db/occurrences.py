@@ -231,6 +231,56 @@ async def next_scheduled(
     return found
 
 
+#: What the calendar needs to place a run on a day and count it: no title, no join.
+_PLACE_COLUMNS = (r.id, r.definition_id, r.scope, r.scheduled_for, r.occurrence_local, r.version_id)
+
+
+async def calendar_places(
+    conn: AsyncConnection,
+    start: datetime,
+    end: datetime,
+    *,
+    definition_ids: list[int] | None,
+    limit: int,
+) -> list[Row]:
+    """Like :func:`calendar_rows` (no status or scope filter), with only the columns that
+    place a run in time: a page that shows some of a window's runs reads this for all of
+    them and :func:`calendar_rows_of` for the ones it shows."""
+    statement = (
+        select(*_PLACE_COLUMNS)
+        .where(r.scheduled_for >= start, r.scheduled_for < end)
+        .order_by(r.scheduled_for, r.id)
+        .limit(limit)
+    )
+    if definition_ids is None:
+        statement = statement.where(r.status.in_(RUN_STATUSES))
+    else:
+        statement = statement.where(r.definition_id.in_(definition_ids))
+    return list((await conn.execute(statement)).all())
+
+
+async def version_timezones(conn: AsyncConnection, version_ids: list[int]) -> dict[int, str]:
+    """Each version's time zone, by version id."""
+    if not version_ids:
+        return {}
+    v = event_versions.c
+    rows = await conn.execute(select(v.id, v.timezone).where(v.id.in_(version_ids)))
+    return {row.id: row.timezone for row in rows}
+
+
+async def calendar_rows_of(conn: AsyncConnection, run_ids: list[int]) -> list[Row]:
+    """The calendar's rows (:data:`CALENDAR_COLUMNS`) of ``run_ids``, in instant order."""
+    if not run_ids:
+        return []
+    statement = (
+        select(*CALENDAR_COLUMNS)
+        .select_from(_CALENDAR_FROM)
+        .where(r.id.in_(run_ids))
+        .order_by(r.scheduled_for, r.id)
+    )
+    return list((await conn.execute(statement)).all())
+
+
 async def calendar_rows(
     conn: AsyncConnection,
     start: datetime,

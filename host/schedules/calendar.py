@@ -119,19 +119,89 @@ async def calendar_items(
     if len(rows) > MAX_ITEMS:
         raise _too_many()
     items = [_materialised(row) for row in rows]
-    projected_from = max(start, now)
-    if projected_from < end and not statuses and scope in (None, ""):
-        definitions = await schedules.published_schedules(conn, definition_ids=definition_ids)
-        held = await _held(conn, rows, projected_from, end, definition_ids)
-        for definition in definitions:
-            for occ in _projection(definition, projected_from, end):
-                if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
-                    continue
-                items.append(_projected(definition, occ))
-                if len(items) > MAX_ITEMS:
-                    raise _too_many()
-    items.sort(key=lambda item: (item["scheduled_for"], item["definition_id"], item["run_id"] or 0))
+    if not statuses and scope in (None, ""):
+        await _project(conn, items, rows, start=start, end=end, now=now, ids=definition_ids)
+    items.sort(key=_order)
     return items
+
+
+def _order(item: dict[str, Any]) -> tuple[Any, ...]:
+    return (item["scheduled_for"], item["definition_id"], item["run_id"] or 0)
+
+
+async def _project(
+    conn: AsyncConnection,
+    items: list[dict[str, Any]],
+    rows: Sequence[Row],
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    ids: list[int] | None,
+) -> None:
+    """Add to ``items`` the projections from ``max(start, now)`` to ``end`` that no row in
+    ``rows`` (or just past the window's edges) already holds."""
+    projected_from = max(start, now)
+    if projected_from >= end:
+        return
+    definitions = await schedules.published_schedules(conn, definition_ids=ids)
+    held = await _held(conn, rows, projected_from, end, ids)
+    for definition in definitions:
+        for occ in _projection(definition, projected_from, end):
+            if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
+                continue
+            items.append(_projected(definition, occ))
+            if len(items) > MAX_ITEMS:
+                raise _too_many()
+
+
+async def calendar_outline(
+    conn: AsyncConnection,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    definition_ids: list[int] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`calendar_items`' occurrences (no status or scope filter), in the same order, but
+    a run's item holds only what places it — ``definition_id``, ``scheduled_for``,
+    ``local_time``, ``run_id`` and ``outline: True`` — read without its title or anything
+    else. A page showing a few of many occurrences places and counts them all with this and
+    completes the ones it shows with :func:`complete`. Raises as :func:`calendar_items`."""
+    if definition_ids is not None and not definition_ids:
+        return []
+    rows = await occurrences.calendar_places(
+        conn, start, end, definition_ids=definition_ids, limit=MAX_ITEMS + 1
+    )
+    if len(rows) > MAX_ITEMS:
+        raise _too_many()
+    zones = await occurrences.version_timezones(conn, sorted({row.version_id for row in rows}))
+    items: list[dict[str, Any]] = [
+        {
+            "definition_id": row.definition_id,
+            "scheduled_for": row.scheduled_for,
+            "local_time": local_time(row.scheduled_for, zones.get(row.version_id, "UTC")),
+            "kind": "materialised",
+            "run_id": row.id,
+            "outline": True,
+        }
+        for row in rows
+    ]
+    await _project(conn, items, rows, start=start, end=end, now=now, ids=definition_ids)
+    items.sort(key=_order)
+    return items
+
+
+async def complete(conn: AsyncConnection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``items`` from :func:`calendar_outline` with each run's outline made its whole item
+    (as :func:`calendar_items` has it), in one query; a run gone since is left out."""
+    wanted = [item["run_id"] for item in items if item.get("outline")]
+    whole = {row.id: _materialised(row) for row in await occurrences.calendar_rows_of(conn, wanted)}
+    return [
+        whole[item["run_id"]] if item.get("outline") else item
+        for item in items
+        if not item.get("outline") or item["run_id"] in whole
+    ]
 
 
 async def _held(
