@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from aiohttp import web
 
 from pageant.schedules import calendar
-from pageant.timefmt import parse_instant
+from pageant.timefmt import OutOfRange, parse_instant
 
 
 def instant(
@@ -30,6 +30,9 @@ def instant(
         return None
     try:
         return parse_instant(raw)
+    except OutOfRange as exc:
+        problems.append(f"query.{name}: {exc}")
+        return None
     except ValueError:
         problems.append(
             f"query.{name}: {raw!r} is not an instant with an offset; "

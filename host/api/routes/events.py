@@ -377,7 +377,7 @@ async def create_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def get_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
         event = await definitions.render_event(
             conn, definition_id, now=_now(request), registry=request.app[HOST].registry
@@ -393,7 +393,7 @@ async def get_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def update_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     raw = await prefetch(request)
     host = request.app[HOST]
     who = principal(request)
@@ -421,7 +421,7 @@ async def update_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def publish_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
     async with host.db.begin() as conn:
         await definitions.publish_definition(
@@ -481,7 +481,7 @@ async def rehearse_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def archive_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
     async with host.db.begin() as conn:
         await definitions.archive_definition(
@@ -502,7 +502,7 @@ async def archive_event(request: web.Request) -> web.Response:
     query={k: LIST_QUERY[k] for k in ("limit", "cursor")},
 )
 async def list_versions(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
         await definitions.require_definition(conn, definition_id)
         page = page_from(request)
@@ -520,7 +520,7 @@ async def list_versions(request: web.Request) -> web.Response:
     response=VersionOut,
 )
 async def get_version(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     number = int_param(request, "number")
     async with request.app[HOST].db.begin() as conn:
         await definitions.require_definition(conn, definition_id)

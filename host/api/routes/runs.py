@@ -275,10 +275,7 @@ class ConfirmBody(_Body):
 
 async def _require_event(request: web.Request) -> int:
     host = request.app[HOST]
-    raw = request.match_info["id"]
-    if not raw.isdigit():
-        raise NotFound(f"no such event: {raw!r}")
-    definition_id = int(raw)
+    definition_id = int_param(request, "id", "event")
     async with host.db.connect() as conn:
         found = await definitions.get_definition(conn, definition_id)
     if found is None:

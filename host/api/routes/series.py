@@ -133,7 +133,7 @@ async def create(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/admin/series/{id}", roles=STAFF, summary="One series", response=SeriesOut)
 async def get_one(request: web.Request) -> web.Response:
-    series_id = int_param(request, "id")
+    series_id = int_param(request, "id", "series")
     async with request.app[HOST].db.begin() as conn:
         row = await require_series(conn, series_id)
     return respond(series_object(row))
@@ -147,7 +147,7 @@ async def get_one(request: web.Request) -> web.Response:
     response=SeriesOut,
 )
 async def update(request: web.Request) -> web.Response:
-    series_id = int_param(request, "id")
+    series_id = int_param(request, "id", "series")
     raw = await prefetch(request)
     async with request.app[HOST].db.begin() as conn:
         await require_series(conn, series_id)

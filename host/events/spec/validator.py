@@ -55,6 +55,7 @@ from pageant.events.spec.advance import (  # noqa: F401
 from pageant.events.spec.messages import refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.schedules.recurrence import WEEKDAYS
+from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
@@ -242,6 +243,10 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
             date(year, month, day)
         except ValueError:
             errors.append(f"{path}.at: {show(at)} is not a real date")
+            return dict(_MANUAL)
+        if not EARLIEST.year <= year < LATEST.year:
+            # Resolved in a zone, a date at either end of the calendar overflows.
+            errors.append(f"{path}.at: {show(at)} is outside the supported range ({SUPPORTED})")
             return dict(_MANUAL)
         # A wall clock in the definition's own zone, never an instant: the zone is a
         # sibling column, and the instant is derived when the occurrence is materialised.
