@@ -36,13 +36,33 @@ class Route:
     handler: Handler
     summary: str
     roles: tuple[str, ...] | None  # None: anyone
-    body: type[BaseModel] | dict[str, Any] | None = None
+    #: The body's model, its JSON schema, or a function of the registry answering the schema
+    #: (a body whose shape the installed plugins decide).
+    body: type[BaseModel] | dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None
     #: True where the handler accepts an empty body (every field of ``body`` is optional).
     body_optional: bool = False
     response: type[BaseModel] | dict[str, Any] | None = None
     status: int = 200
     tag: str = "admin"
-    query: dict[str, str] = field(default_factory=dict)  # name -> description
+    #: name -> its description, or a :class:`Query` where it is more than an optional string.
+    query: dict[str, str | Query] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A query parameter as the document declares it."""
+
+    description: str
+    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+    required: bool = False
+
+
+#: The page size of every list, as :func:`pageant.api.pagination.page_from` reads it.
+LIMIT = Query("page size, 1 to 200 (default 50)", {"type": "integer", "minimum": 1, "maximum": 200})
+CURSOR = Query("the next_cursor of the previous page")
+#: A query parameter naming a row by id, and an instant with an offset.
+ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
+INSTANT = {"type": "string", "format": "date-time"}
 
 
 class RouteTable:

@@ -24,7 +24,7 @@ from pageant.api.bodies import (
 )
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
-from pageant.api.routing import RouteTable, int_param, respond
+from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, respond
 from pageant.events.series import (
     FALLBACK_SLUG,
     create_series,
@@ -92,8 +92,8 @@ def _now(request: web.Request) -> datetime:
     summary="List series, in id order",
     response=SeriesList,
     query={
-        "limit": "page size, 1 to 200 (default 50)",
-        "cursor": "the next_cursor of the previous page",
+        "limit": LIMIT,
+        "cursor": CURSOR,
     },
 )
 async def list_all(request: web.Request) -> web.Response:

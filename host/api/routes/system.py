@@ -38,4 +38,4 @@ async def healthz(request: web.Request) -> web.Response:
 async def openapi(request: web.Request) -> web.Response:
     from pageant import __version__
 
-    return respond(document(request.app[ROUTES], __version__))
+    return respond(document(request.app[ROUTES], __version__, request.app[HOST].registry))
