@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from pageant.db import due
+from pageant.db import due, runlog, runs, steps
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
-
-#: How long ``stop()`` lets runs in flight finish before cancelling them. A cancelled
-#: dispatch keeps its step's claim lease, so the reclaim re-dispatches it (same idempotency key).
-STOP_GRACE_SECONDS = 10.0
 
 
 class Engine:
@@ -52,6 +48,8 @@ class Engine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
+        #: Set by ``stop()``: nothing new is claimed from then on (no run, no step).
+        self.stopping = False
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
@@ -60,21 +58,90 @@ class Engine:
         if self._task is None:
             self._task = asyncio.create_task(self._loop(), name="pageant-engine")
 
-    async def stop(self) -> None:
-        """Stop the loop, let runs in flight finish (briefly), and close the HTTP session."""
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop cleanly: claim nothing more, let the steps already in ``perform`` finish
+        within ``grace`` seconds (default: the ``stop_grace_seconds`` setting) and record
+        their outcomes, then hand back every claim this host holds.
+
+        A step still in ``perform`` when the grace runs out is cancelled and handed back to
+        ``pending`` unmarked - its attempt stands, and the next dispatcher runs it again
+        under the same idempotency key - and the log names it.
+        """
+        grace = self.host.settings.stop_grace_seconds if grace is None else grace
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        self.stopping = True
+        self.wake()
         if self._task is not None:
-            self._task.cancel()
+            # The loop ends at its next turn; a tick under way finishes its stages first
+            # (the advance stage hands nothing new to a task once stopping is set).
+            done, _ = await asyncio.wait({self._task}, timeout=max(0.0, deadline - loop.time()))
+            if not done:
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         tasks = list(self.inflight.values())
         if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_SECONDS)
+            log.info("stopping: %d run(s) in flight get %.0f s to finish", len(tasks), grace)
+            _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
             for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self._hand_back()
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    async def _hand_back(self) -> None:
+        """Release every step and run this host still holds (a clean stop's last act)."""
+        host, owner = self.host, self.host.identity
+        now = host.clock.now()
+        try:
+            async with host.db.connect() as conn:
+                held = await steps.steps_held_by(conn, owner)
+            for row in held:
+                step = row._mapping
+                async with host.db.begin() as conn:
+                    if not await steps.release_held_step(
+                        conn, step["id"], owner=owner, attempt=step["attempts"]
+                    ):
+                        continue
+                    await runlog.write(
+                        conn,
+                        step["run_id"],
+                        "step.status",
+                        at=now,
+                        phase=step["phase"],
+                        step_id=step["id"],
+                        detail={
+                            "to": "pending",
+                            "because": "the host stopped before perform answered",
+                            "action": step["action"],
+                            "attempt": step["attempts"],
+                            "claimed_by": owner,
+                        },
+                    )
+                log.warning(
+                    "stopping: step %s (%s) of run %s was still in perform when the grace "
+                    "ran out; handed back unmarked for another dispatch under the same "
+                    "idempotency key",
+                    step["id"],
+                    step["action"],
+                    step["run_id"],
+                    extra={
+                        "run_id": step["run_id"],
+                        "step_id": step["id"],
+                        "action": step["action"],
+                        "outcome": "released",
+                    },
+                )
+            async with host.db.begin() as conn:
+                released = await runs.release_claims_of(conn, owner)
+            if released:
+                log.info("stopping: handed back %d run claim(s)", released)
+        except Exception:
+            # The leases expire on their own and the reclaim takes them: slower, not lost.
+            log.exception("stopping: could not hand back this host's claims; they expire")
 
     async def __aenter__(self) -> Engine:
         return self
@@ -115,7 +182,7 @@ class Engine:
 
     def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         """Advance one run in a task of its own, bounded by ``dispatch_concurrency``."""
-        if run_id in self.inflight:
+        if run_id in self.inflight or self.stopping:
             work.close()
             return
         task = asyncio.create_task(self._advance_one(run_id, work), name=f"pageant-run-{run_id}")
@@ -168,10 +235,12 @@ class Engine:
 
     async def _loop(self) -> None:
         log.info("engine started as %s", self.host.identity)
-        while True:
+        while not self.stopping:
             # Cleared before the tick reads anything: a wake during the tick is kept and
             # ends the sleep that follows, so nothing it announced is slept through.
             self._wake.clear()
             await self.tick(drain=False)
+            if self.stopping:
+                break
             self.last_sleep = await self.next_sleep()
             await self._sleep(self.last_sleep)
