@@ -80,7 +80,7 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
                 str(route.status): {
                     "description": "success",
                     "content": {
-                        "application/json": {"schema": _hoist(_schema(route.response), components)}
+                        route.media_type: {"schema": _hoist(_schema(route.response), components)}
                     },
                 },
                 "default": {

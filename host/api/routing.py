@@ -43,6 +43,8 @@ class Route:
     body_optional: bool = False
     response: type[BaseModel] | dict[str, Any] | None = None
     status: int = 200
+    #: The success answer's media type (every error is JSON).
+    media_type: str = "application/json"
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
     query: dict[str, str | Query] = field(default_factory=dict)

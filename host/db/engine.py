@@ -8,6 +8,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from pageant.db import runlog
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -49,10 +51,10 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
         def _on_begin(connection: Any) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
-        return engine
+        return runlog.announce_on_commit(engine)
 
     kwargs.setdefault("isolation_level", "READ COMMITTED")
     kwargs.setdefault("pool_reset_on_return", None)
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_recycle", 3600)
-    return create_async_engine(url, **kwargs)
+    return runlog.announce_on_commit(create_async_engine(url, **kwargs))

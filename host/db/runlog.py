@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, literal, select
+from sqlalchemy import bindparam, event, insert, literal, select
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
@@ -51,6 +52,44 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
+log = logging.getLogger("pageant.runs")
+
+#: Where a transaction keeps the lines it wrote until it commits (``Connection.info``).
+_PENDING = "pageant.runlog.pending"
+
+
+def announce_on_commit(engine: AsyncEngine) -> AsyncEngine:
+    """Log every run-log line at INFO once its transaction commits (never one that rolled
+    back): the operator's log carries each run and step state change, with its fields."""
+
+    @event.listens_for(engine.sync_engine, "commit")
+    def _committed(connection: Any) -> None:
+        for line in connection.info.pop(_PENDING, ()):
+            _announce(*line)
+
+    @event.listens_for(engine.sync_engine, "rollback")
+    def _rolled_back(connection: Any) -> None:
+        connection.info.pop(_PENDING, None)
+
+    return engine
+
+
+def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any) -> None:
+    detail = detail or {}
+    outcome = detail.get("to") or kind.partition(".")[2] or kind
+    fields: dict[str, Any] = {"run_id": run_id, "event": kind, "outcome": outcome}
+    if step_id is not None:
+        fields["step_id"] = step_id
+    if phase is not None:
+        fields["phase"] = phase
+    for key in ("action", "attempt", "because", "error"):
+        if detail.get(key) is not None:
+            fields[key] = detail[key]
+    subject = f"run {run_id}" if step_id is None else f"run {run_id} step {step_id}"
+    why = detail.get("because") or detail.get("error")
+    log.info("%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
+
+
 async def write(
     conn: AsyncConnection,
     run_id: int,
@@ -62,7 +101,9 @@ async def write(
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
 ) -> None:
-    """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO strings)."""
+    """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
+    strings); it is also logged at INFO when the transaction commits."""
+    conn.info.setdefault(_PENDING, []).append((run_id, str(kind), phase, step_id, detail))
     await conn.execute(
         _WRITE,
         {

@@ -245,7 +245,15 @@ _LIST_FOR_DEFINITION = (
 )
 
 
+_BY_STATUS = select(r.status, func.count()).group_by(r.status)
+
 # ── functions ─────────────────────────────────────────────────────────────────
+
+
+async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
+    """How many runs are in each status, every status named (for the metrics)."""
+    found = {status: n for status, n in (await conn.execute(_BY_STATUS)).all()}
+    return {status: found.get(status, 0) for status in RUN_STATUSES}
 
 
 async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:

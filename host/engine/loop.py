@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
 from pageant.db import due, runlog, runs, steps
+from pageant.db.log_kinds import LogKind
+from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -50,12 +54,19 @@ class Engine:
         self._session: aiohttp.ClientSession | None = None
         #: Set by ``stop()``: nothing new is claimed from then on (no run, no step).
         self.stopping = False
+        #: When the last tick finished and when the loop started (``time.monotonic()``),
+        #: for /healthz; None before either.
+        self.last_tick_at: float | None = None
+        self.started_at: float | None = None
+        #: Run id -> lock collisions in a row while advancing it.
+        self._collisions: dict[int, int] = {}
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
     async def start(self) -> None:
         """Start the loop task (idempotent)."""
         if self._task is None:
+            self.started_at = time.monotonic()
             self._task = asyncio.create_task(self._loop(), name="pageant-engine")
 
     async def stop(self, grace: float | None = None) -> None:
@@ -109,7 +120,7 @@ class Engine:
                     await runlog.write(
                         conn,
                         step["run_id"],
-                        "step.status",
+                        LogKind.STEP_STATUS,
                         at=now,
                         phase=step["phase"],
                         step_id=step["id"],
@@ -167,11 +178,20 @@ class Engine:
         With ``drain`` (the default), wait until the runs this tick handed to tasks are done.
         """
         now = self.host.clock.now()
+        started = time.perf_counter()
         for stage in STAGES:
             try:
-                await stage(self.host, now)
+                await retrying(
+                    self.host, f"the {stage.__name__} stage", partial(stage, self.host, now)
+                )
+            except ContentionPersisted:
+                pass  # logged at the bound; the next tick runs the stage again
             except Exception:
                 log.exception("the %s stage failed; the tick goes on", stage.__name__)
+        metrics = self.host.metrics
+        metrics.tick_seconds.observe(time.perf_counter() - started)
+        metrics.last_tick.set(time.time())
+        self.last_tick_at = time.monotonic()
         if drain:
             await self.drain()
 
@@ -195,8 +215,18 @@ class Engine:
                 _, progressed = await work
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("advancing run %s failed; the next tick tries again", run_id)
+        except Exception as exc:
+            collisions = self._collisions.get(run_id, 0) + 1
+            if noted(self.host, f"advancing run {run_id}", exc, collisions):
+                # Nothing was written by the transaction that lost; look again soon, at a
+                # jittered moment so the two writers do not meet again in lockstep.
+                self._collisions[run_id] = collisions
+                asyncio.get_running_loop().call_later(jitter(collisions), self.wake)
+            else:
+                self._collisions.pop(run_id, None)
+                log.exception("advancing run %s failed; the next tick tries again", run_id)
+        else:
+            self._collisions.pop(run_id, None)
         finally:
             self.inflight.pop(run_id, None)
             # Look again at once only when something moved (the run may have more to do,
