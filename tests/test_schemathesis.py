@@ -210,6 +210,6 @@ def test_every_operation_answers_as_documented(case: Any, server: Server) -> Non
         base_url=f"http://127.0.0.1:{server.port}",
         headers={"Authorization": f"Bearer {server.token}"},
     )
-    key = f"{case.method} {case.path}"
+    key = f"{case.operation.method.upper()} {case.operation.path}"
     SEEN[key] = SEEN.get(key, 0) + 1
     assert response.status_code < 500
