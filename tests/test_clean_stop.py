@@ -107,3 +107,26 @@ async def test_the_grace_is_a_setting_with_a_30_second_default() -> None:
 
     assert Settings().stop_grace_seconds == 30
     assert load_settings(environ={"PAGEANT_STOP_GRACE_SECONDS": "5"}).stop_grace_seconds == 5
+
+
+async def test_a_dispatch_that_begins_after_the_signal_claims_nothing(probe_host, engine, probe):
+    # The run's loop looked before the signal, the claim would come after it: refused there.
+    from pageant.engine.advance import read_cursor
+    from pageant.engine.dispatch import STOP, dispatch_step
+
+    probe.script["a"] = [{"ok": False, "retry": True, "error": "busy"}]
+    run_id = await _start(probe_host, spec(phase("main", probe_step("a"))))
+    await engine.tick()  # a's first attempt asks for a retry: pending again, due later
+    probe_host.clock.advance(probe_host.settings.retry_seconds + 1)
+    run = dict((await run_row(probe_host.db, run_id))._mapping)
+    async with probe_host.db.connect() as conn:
+        found = await read_cursor(conn, run_id)
+    assert found is not None and found[1] is not None
+    step = found[1]
+    assert (step["status"], step["attempts"]) == ("pending", 1)
+
+    engine.stopping = True
+    assert await dispatch_step(probe_host, run, step) == STOP
+    [a] = await step_rows(probe_host.db, run_id)
+    assert (a.status, a.attempts, a.claimed_by) == ("pending", 1, None)
+    assert probe.names() == ["a"]  # only the attempt before the signal

@@ -112,6 +112,8 @@ async def _start(
         if holder is not None:
             await _blocked(host, run, holder._mapping, now)
             return "blocked"
+    if stopping(host):
+        return STOPPING
     try:
         async with host.db.begin() as conn:
             if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):

@@ -230,6 +230,8 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     action = host.registry.actions.get(step["action"])
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     now = host.clock.now()
+    if getattr(host.engine, "stopping", False):
+        return STOP  # the host began a clean stop since the run's loop looked: claim nothing
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + settings.step_lease_margin_seconds)
