@@ -27,7 +27,7 @@ from pageant.access.tokens import create_token
 from pageant.db.engine import create_engine
 from pageant.db.migrate import upgrade
 from pageant.db.tables import event_run_steps, event_runs
-from tests.conftest import MYSQL_ENV
+from tests.conftest import FIGURES, MYSQL_ENV
 from tests.databases import empty_database
 from tests.processes import Receiver, Serve, until
 
@@ -35,9 +35,7 @@ MESSAGES = ("muster", "march", "muster-out")
 
 
 def _report(request: pytest.FixtureRequest, text: str) -> None:
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"\n{request.node.name}: {text}")
+    FIGURES.append(f"{request.node.name}: {text}")
 
 
 def _sync(coro: Any) -> Any:

@@ -30,6 +30,7 @@ from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.plugins.loader import load_plugins
 from pageant.settings import Settings
+from tests.conftest import FIGURES
 
 #: Examples per operation: the suite's budget (about a minute on two cores).
 EXAMPLES = 25
@@ -139,18 +140,6 @@ class Server:
         self.thread.join(30)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tally(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Print how many operations were driven and how many requests each took."""
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and SEEN:
-        reporter.write_line(
-            f"schemathesis: {len(SEEN)} operations, {sum(SEEN.values())} requests "
-            f"(seed {SEED}, {EXAMPLES} examples per operation and phase)"
-        )
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = Server(tmp_path_factory.mktemp("schemathesis"))
@@ -213,3 +202,18 @@ def test_every_operation_answers_as_documented(case: Any, server: Server) -> Non
     key = f"{case.operation.method.upper()} {case.operation.path}"
     SEEN[key] = SEEN.get(key, 0) + 1
     assert response.status_code < 500
+
+
+def test_every_documented_operation_was_driven() -> None:
+    """Runs after the operations above (pytest keeps a module's order): each one of the
+    document was exercised, and the tally is printed for the record."""
+    operations = {
+        f"{method.upper()} {path}"
+        for path, methods in DOCUMENT["paths"].items()
+        for method in methods
+    }
+    assert set(SEEN) == operations, operations ^ set(SEEN)
+    FIGURES.append(
+        f"schemathesis: {len(SEEN)} operations, {sum(SEEN.values())} requests "
+        f"(seed {SEED}, at most {EXAMPLES} examples per operation and phase)"
+    )
