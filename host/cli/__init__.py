@@ -175,14 +175,14 @@ async def _open(url: str) -> Any:
 async def _placed(engine: Any) -> str | None:
     """The schema's current revision, refusing one the migrations cannot start from."""
     from pageant.cli.operator import OperatorError
-    from pageant.db.migrate import known_revisions, schema_state, table_names
+    from pageant.db.migrate import known_revisions, schema_state, tables_of_pageant
 
     current = (await schema_state(engine)).current
     if current is None:
-        ours = {t.name for t in _tables()} & set(await table_names(engine))
+        ours = await tables_of_pageant(engine)
         if ours:
             raise OperatorError(
-                f"the database has pageant's tables ({', '.join(sorted(ours)[:3])}, ...) but "
+                f"the database has pageant's tables ({', '.join(ours[:3])}, ...) but "
                 "no record of their schema revision (no alembic_version); if they match this "
                 "pageant's schema run `pageant db stamp head`, else upgrade into an empty "
                 "database and copy the data over"
@@ -195,12 +195,6 @@ async def _placed(engine: Any) -> str | None:
             "backup taken before its upgrade"
         )
     return current
-
-
-def _tables() -> list[Any]:
-    from pageant.db.tables import ALL_TABLES
-
-    return list(ALL_TABLES)
 
 
 # ── plugins ───────────────────────────────────────────────────────────────────

@@ -10,8 +10,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
+from pageant.db.engine import safe_url, sqlite_file
 from pageant.errors import PageantError
 
 
@@ -21,23 +20,13 @@ class OperatorError(PageantError):
     code = "operator"
 
 
-def safe_url(url: str) -> str:
-    """``url`` with its password hidden, for messages and logs."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparsable database URL>"
-
-
 def check_sqlite_folder(url: str) -> None:
     """Refuse a SQLite file whose folder does not exist (SQLite would say only "unable to
     open database file")."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+    path = sqlite_file(url)
+    if path is None:
         return
-    if parsed.database == ":memory:" or parsed.database.startswith("file:"):
-        return
-    folder = Path(parsed.database).expanduser().absolute().parent
+    folder = Path(path).expanduser().absolute().parent
     if not folder.is_dir():
         raise OperatorError(
             f"the folder {str(folder)!r} of the SQLite database does not exist; create it "

@@ -81,13 +81,15 @@ async def stamp(engine: AsyncEngine, revision: str = "head") -> SchemaState:
     return await schema_state(engine)
 
 
-async def table_names(engine: AsyncEngine) -> list[str]:
-    """The tables in the database (to tell an empty database from an unstamped one)."""
+async def tables_of_pageant(engine: AsyncEngine) -> list[str]:
+    """Which of pageant's tables the database holds, sorted (to tell an empty database from
+    one whose schema lost its ``alembic_version``)."""
+    from pageant.db.tables import ALL_TABLES
 
     def _names(connection: Connection) -> list[str]:
         return list(inspect(connection).get_table_names())
 
     async with engine.connect() as conn:
-        names = await conn.run_sync(_names)
+        names = set(await conn.run_sync(_names))
         await conn.rollback()
-    return names
+    return sorted(table.name for table in ALL_TABLES if table.name in names)

@@ -10,9 +10,9 @@ from aiohttp import web
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.openapi import document
 from pageant.api.routing import Query, RouteTable, respond
-from pageant.db import runs as run_rows
 from pageant.db.migrate import schema_state
 from pageant.hosting import Host
+from pageant.runs.console import runs_by_status
 
 routes = RouteTable("system")
 
@@ -109,10 +109,7 @@ async def healthz(request: web.Request) -> web.Response:
 )
 async def metrics(request: web.Request) -> web.Response:
     host = request.app[HOST]
-    async with host.db.connect() as conn:
-        counts = await run_rows.count_by_status(conn)
-        await conn.rollback()
-    for status, n in counts.items():
+    for status, n in (await runs_by_status(host)).items():
         host.metrics.runs.labels(status=status).set(n)
     from pageant.metrics import CONTENT_TYPE
 
