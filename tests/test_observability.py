@@ -224,12 +224,12 @@ async def test_contention_below_the_bound_is_retried_at_debug_and_counted(
         return "done"
 
     with caplog.at_level(logging.DEBUG, logger="pageant.engine"):
-        assert await retrying(probe_host, "the test leg", work) == "done"
+        assert await retrying(probe_host, "the test stage", work) == "done"
     assert len(calls) == BOUND
     levels = {r.levelno for r in caplog.records if r.name == "pageant.engine"}
     assert levels == {logging.DEBUG}
     text = probe_host.metrics.render().decode()
-    assert sample(text, "pageant_deadlocks_retried_total", where="the test leg") == BOUND - 1
+    assert sample(text, "pageant_deadlocks_retried_total", where="the test stage") == BOUND - 1
 
 
 async def test_contention_at_the_bound_is_one_warning(probe_host, caplog) -> None:
@@ -238,7 +238,7 @@ async def test_contention_at_the_bound_is_one_warning(probe_host, caplog) -> Non
 
     with caplog.at_level(logging.DEBUG, logger="pageant.engine"):
         with pytest.raises(ContentionPersisted):
-            await retrying(probe_host, "the test leg", work)
+            await retrying(probe_host, "the test stage", work)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and f"{BOUND} times in a row" in warnings[0].getMessage()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -252,13 +252,11 @@ async def test_other_errors_are_not_retried(probe_host) -> None:
         raise ValueError("a bug")
 
     with pytest.raises(ValueError):
-        await retrying(probe_host, "the test leg", work)
+        await retrying(probe_host, "the test stage", work)
     assert calls == [1]
 
 
-async def test_a_tick_leg_that_collides_is_not_an_error(probe_host, engine, caplog, monkeypatch):
-    from pageant.engine import tick as legs
-
+async def test_a_tick_stage_that_collides_is_not_an_error(probe_host, engine, caplog, monkeypatch):
     collided = []
 
     async def reclaim(host: Any, now: Any) -> None:
@@ -266,8 +264,7 @@ async def test_a_tick_leg_that_collides_is_not_an_error(probe_host, engine, capl
             collided.append(1)
             raise _deadlock()
 
-    monkeypatch.setattr(legs, "LEGS", (reclaim,))
-    monkeypatch.setattr("pageant.engine.loop.LEGS", (reclaim,))
+    monkeypatch.setattr("pageant.engine.loop.STAGES", (reclaim,))
     with caplog.at_level(logging.DEBUG, logger="pageant.engine"):
         await engine.tick()
     assert collided == [1]
