@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from pageant.db.engine import safe_url, sqlite_file
+from pageant.db.engine import shown_url, sqlite_file
 from pageant.errors import PageantError
 
 
@@ -38,7 +38,7 @@ def unreachable(url: str, exc: BaseException) -> OperatorError:
     """The database at ``url`` did not answer (or refused the login)."""
     reason = _root_cause(exc)
     return OperatorError(
-        f"cannot reach the database at {safe_url(url)}: {reason}; check that the server "
+        f"cannot reach the database at {shown_url(url)}: {reason}; check that the server "
         "is running and the URL, user and password (--database-url, PAGEANT_DATABASE_URL)"
     )
 

@@ -8,21 +8,11 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from pageant.db import runlog
-
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
-
-
-def safe_url(url: str) -> str:
-    """``url`` with its password hidden, for messages and logs."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparsable database URL>"
 
 
 def sqlite_file(url: str) -> str | None:
@@ -69,10 +59,10 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
         def _on_begin(connection: Any) -> None:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
-        return runlog.announce_on_commit(engine)
+        return engine
 
     kwargs.setdefault("isolation_level", "READ COMMITTED")
     kwargs.setdefault("pool_reset_on_return", None)
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_recycle", 3600)
-    return runlog.announce_on_commit(create_async_engine(url, **kwargs))
+    return create_async_engine(url, **kwargs)

@@ -6,9 +6,9 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, event, insert, literal, select
+from sqlalchemy import bindparam, insert, literal, select
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
@@ -54,25 +54,6 @@ def _json_ready(value: Any) -> Any:
 
 log = logging.getLogger("pageant.runs")
 
-#: Where a transaction keeps the lines it wrote until it commits (``Connection.info``).
-_PENDING = "pageant.runlog.pending"
-
-
-def announce_on_commit(engine: AsyncEngine) -> AsyncEngine:
-    """Log every run-log line at INFO once its transaction commits (never one that rolled
-    back): the operator's log carries each run and step state change, with its fields."""
-
-    @event.listens_for(engine.sync_engine, "commit")
-    def _committed(connection: Any) -> None:
-        for line in connection.info.pop(_PENDING, ()):
-            _announce(*line)
-
-    @event.listens_for(engine.sync_engine, "rollback")
-    def _rolled_back(connection: Any) -> None:
-        connection.info.pop(_PENDING, None)
-
-    return engine
-
 
 def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any) -> None:
     detail = detail or {}
@@ -102,8 +83,7 @@ async def write(
     actor: str | None = None,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings); it is also logged at INFO when the transaction commits."""
-    conn.info.setdefault(_PENDING, []).append((run_id, str(kind), phase, step_id, detail))
+    strings), and log it at INFO for the operator."""
     await conn.execute(
         _WRITE,
         {
@@ -116,6 +96,7 @@ async def write(
             "at": at,
         },
     )
+    _announce(run_id, str(kind), phase, step_id, detail)
 
 
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:
