@@ -304,3 +304,29 @@ async def test_a_405_names_the_allowed_methods_in_allow(client, tokens) -> None:
     assert response.status == 405
     assert set(response.headers["Allow"].split(", ")) == {"GET", "POST"}
     envelope(await response.json())
+
+
+async def test_a_revoked_or_expired_token_on_a_route_that_needs_none_is_anonymous(
+    client, db, clock
+) -> None:
+    from datetime import timedelta
+
+    from pageant.access.tokens import find_token, issue_token, revoke_token
+
+    revoked = await issue_token(db, role="admin", name="gone", now=clock.now(), actor="test")
+    await revoke_token(db, await find_token(db, "gone"), actor="admin:test", now=clock.now())
+    expired = await issue_token(
+        db,
+        role="admin",
+        name="old",
+        now=clock.now() - timedelta(days=2),
+        expires_in=timedelta(days=1),
+        actor="test",
+    )
+    for issued, why in ((revoked, "revoked"), (expired, "expired")):
+        headers = bearer(issued["token"])
+        for path in ("/healthz", "/api/v1/public/events", "/api/v1/openapi.json"):
+            assert (await client.get(path, headers=headers)).status == 200, (why, path)
+        response = await client.get(EVENTS, headers=headers)
+        assert response.status == 401
+        assert why in envelope(await response.json())["message"]

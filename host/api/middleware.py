@@ -14,7 +14,7 @@ from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
 from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
 from pageant.db.errors import OperationalError, is_retryable_conflict
-from pageant.errors import PageantError
+from pageant.errors import PageantError, Unauthenticated
 
 log = logging.getLogger("pageant.api")
 
@@ -79,7 +79,11 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
             request[AUTH_PROBLEM_KEY] = "malformed Authorization header; expected: Bearer <token>"
             return await handler(request)
         host = request.app[HOST]
-        found = await principal_for(host.db, token.strip(), now=host.clock.now())
+        try:
+            found = await principal_for(host.db, token.strip(), now=host.clock.now())
+        except Unauthenticated as exc:  # revoked or expired: the message says which
+            request[AUTH_PROBLEM_KEY] = exc.message
+            return await handler(request)
         if found is None:
             request[AUTH_PROBLEM_KEY] = "the bearer token is not valid"
         else:
