@@ -47,6 +47,7 @@ async def ids(client: Any, tokens: dict[str, str], host: Any) -> dict[str, Any]:
         "step_id": console["steps"][0]["id"],
         "number": 1,
         "trigger_id": sorted(host.registry.triggers)[0],
+        "action_id": "core.announce",
     }
 
 

@@ -226,3 +226,11 @@ async def test_the_spec_is_described(doc):
         "weekly",
         "monthly",
     }
+
+
+async def test_healthz_documents_its_503(doc):
+    responses = doc["paths"]["/healthz"]["get"]["responses"]
+    assert (
+        responses["503"]["content"]["application/json"]["schema"]
+        == (responses["200"]["content"]["application/json"]["schema"])
+    )

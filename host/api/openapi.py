@@ -91,6 +91,11 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
                 },
             },
         }
+        for status, schema in route.also.items():
+            operation["responses"][str(status)] = {
+                "description": "see the summary",
+                "content": {"application/json": {"schema": schema}},
+            }
         if route.roles is not None:
             operation["security"] = [{"bearer": []}]
             operation["description"] = requires(route.roles)

@@ -45,6 +45,8 @@ class Route:
     status: int = 200
     #: The success answer's media type (every error is JSON).
     media_type: str = "application/json"
+    #: Other answers the route gives with a body of their own shape (status -> schema).
+    also: dict[int, dict[str, Any]] = field(default_factory=dict)
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
     query: dict[str, str | Query] = field(default_factory=dict)

@@ -79,6 +79,7 @@ def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
     roles=None,
     summary="Health: 200 while the engine ticks and the schema is current, else 503",
     response=HEALTH,
+    also={503: HEALTH},
     query={
         "verbose": Query(
             "present (with any value, or none): always 200, with status ok or degraded - the "
