@@ -191,6 +191,21 @@ CONFIG = schemathesis.Config.from_dict(
             "positive_data_acceptance": {
                 "expected-statuses": ["2xx", "400", "401", "403", "404", "409"]
             },
+            # A body past 1 MiB is refused as too large (413) before it is read.
+            "negative_data_rejection": {
+                "expected-statuses": [
+                    "400",
+                    "401",
+                    "403",
+                    "404",
+                    "405",
+                    "406",
+                    "409",
+                    "413",
+                    "415",
+                    "422",
+                ]
+            },
         },
     }
 )
