@@ -41,6 +41,13 @@ class NotFound(PageantError):
     status = 404
 
 
+class UnsupportedMediaType(PageantError):
+    """A body sent as something other than JSON."""
+
+    code = "unsupported_media_type"
+    status = 415
+
+
 class Conflict(PageantError):
     """The resource is not in a state that allows this; the message names the actual one."""
 

@@ -58,6 +58,17 @@ class Host:
         self.started = False
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
+        self._metrics: Any = None
+
+    @property
+    def metrics(self) -> Any:
+        """This host's :class:`pageant.metrics.Metrics` (made on first use)."""
+        if self._metrics is None:
+            from pageant.metrics import Metrics
+
+            self._metrics = Metrics()
+            self._metrics.count_plugins(self.plugins.records)
+        return self._metrics
 
     def attach_engine(self, engine: Any) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's

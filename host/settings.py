@@ -7,13 +7,14 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from pageant.errors import Invalid
 
 ENV_PREFIX = "PAGEANT_"
+_LEVELS = ("debug", "info", "warning", "error")
 
 
 class Settings(BaseModel):
@@ -23,7 +24,7 @@ class Settings(BaseModel):
 
     database_url: str = "sqlite+aiosqlite:///./pageant.db"
     host: str = "127.0.0.1"
-    port: int = Field(default=8080, ge=1, le=65535)
+    port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (printed at start)
 
     # The engine (defaults as in the reference).
     max_attempts: int = Field(default=3, ge=1, le=100)
@@ -37,6 +38,12 @@ class Settings(BaseModel):
     stall_seconds: float = Field(default=3600, gt=0)
     horizon_days: int = Field(default=14, ge=1, le=366)
     dispatch_concurrency: int = Field(default=16, ge=1)
+    #: How long a clean stop (SIGTERM, SIGINT) lets steps already in perform finish.
+    stop_grace_seconds: float = Field(default=30, ge=0, le=3600)
+
+    #: How ``serve`` writes its log: ``kv`` (key=value) or ``json`` (one object a line).
+    log_format: Literal["kv", "json"] = "kv"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
@@ -58,6 +65,15 @@ class Settings(BaseModel):
         copy = self.model_copy()
         copy._plugin_tables = {str(k): dict(v) for k, v in tables.items()}
         return copy
+
+    @field_validator("log_format", "log_level", mode="before")
+    @classmethod
+    def _case(cls, value: Any) -> Any:
+        return (
+            value.upper()
+            if isinstance(value, str) and value.lower() in _LEVELS
+            else (value.lower() if isinstance(value, str) else value)
+        )
 
     @field_validator("webhook_urls", mode="before")
     @classmethod

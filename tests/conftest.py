@@ -201,3 +201,18 @@ async def engine(probe_host: Any) -> AsyncIterator[Any]:
         yield e
     finally:
         await e.stop()
+
+
+#: Figures a test wants on the record (the proofs' counts), printed at the end of the run.
+FIGURES: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    # The tests append to ``tests.conftest.FIGURES``; pytest may have loaded this file under
+    # another module name, so the list is read from the one the tests import.
+    import tests.conftest as shared
+
+    if shared.FIGURES:
+        terminalreporter.section("figures")
+        for line in shared.FIGURES:
+            terminalreporter.write_line(line)

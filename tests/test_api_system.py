@@ -45,6 +45,7 @@ async def test_healthz_answers_ok_with_the_schema_state_and_needs_no_token(clien
     assert await response.json() == {
         "status": "ok",
         "schema": {"current": HEAD, "head": HEAD, "up_to_date": True},
+        "engine": {"running": False},
     }
 
 
@@ -54,7 +55,7 @@ def empty_url(dialect: str, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-async def test_healthz_is_degraded_on_an_unmigrated_database(
+async def test_healthz_is_unhealthy_on_an_unmigrated_database(
     empty_url: str, clock: FakeClock, aiohttp_client: Any
 ) -> None:
     engine = create_engine(empty_url)
@@ -62,11 +63,17 @@ async def test_healthz_is_degraded_on_an_unmigrated_database(
     try:
         client = await aiohttp_client(make_app(host, run_engine=False))
         response = await client.get("/healthz")
-        assert response.status == 200
-        assert await response.json() == {
-            "status": "degraded",
+        assert response.status == 503
+        unhealthy = {
             "schema": {"current": None, "head": HEAD, "up_to_date": False},
+            "engine": {"running": False},
+            "problems": [f"schema: at nothing, this pageant needs {HEAD}"],
         }
+        assert await response.json() == {"status": "unhealthy", **unhealthy}
+        # The state without the verdict, for a person reading it.
+        response = await client.get("/healthz?verbose")
+        assert response.status == 200
+        assert await response.json() == {"status": "degraded", **unhealthy}
     finally:
         await engine.dispose()
 

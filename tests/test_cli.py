@@ -476,9 +476,9 @@ def test_every_setting_has_a_flag_listed_once_under_pageant_help() -> None:
 
 def test_load_settings_names_every_bad_setting_at_once() -> None:
     with pytest.raises(Invalid) as caught:
-        load_settings({"port": "0"}, {"PAGEANT_RUNS_PER_TICK": "none"})
+        load_settings({"port": "-1"}, {"PAGEANT_RUNS_PER_TICK": "none"})
     assert caught.value.details == [
-        "port (from flag --port): Input should be greater than or equal to 1",
+        "port (from flag --port): Input should be greater than or equal to 0",
         "runs_per_tick (from environment variable PAGEANT_RUNS_PER_TICK): "
         "Input should be a valid integer, unable to parse string as an integer",
     ]

@@ -84,11 +84,9 @@ async def test_every_route_with_a_body_documents_it(doc):
             continue
         schema = op["requestBody"]["content"]["application/json"]["schema"]
         assert schema.get("type") == "object", (method, path)
-        # Either the fields are named, or (a trigger's payload) any object is documented.
-        assert schema.get("properties") or schema.get("additionalProperties") is True, (
-            method,
-            path,
-        )
+        # Either the fields are named, or (a trigger's payload) one closed object per
+        # registered trigger.
+        assert schema.get("properties") or schema.get("anyOf"), (method, path)
     # Every edit takes a body.
     assert {(m, p) for m, p, _ in _operations(doc) if m == "put"} <= declared
 
@@ -129,7 +127,10 @@ async def test_every_operation_is_well_formed(doc):
         assert op.get("summary"), where
         success = [code for code in op["responses"] if code.startswith("2")]
         assert len(success) == 1, where
-        assert "schema" in op["responses"][success[0]]["content"]["application/json"], where
+        # JSON, but for the metrics (the Prometheus text format).
+        [(media, content)] = op["responses"][success[0]]["content"].items()
+        assert media == ("text/plain" if path == "/metrics" else "application/json"), where
+        assert "schema" in content, where
         params = op.get("parameters", [])
         in_path = {p["name"] for p in params if p["in"] == "path"}
         assert in_path == set(re.findall(r"{(\w+)}", path)), where
@@ -187,3 +188,49 @@ async def test_a_body_is_required_unless_every_field_is_optional(doc):
     optional = {r.path.rsplit("/", 1)[-1] for r in all_routes() if r.body_optional}
     assert {"pause", "resume", "confirm", "skip", "retry"} <= optional
     assert not {"cancel", "advance", "events", "publish"} & optional
+
+
+async def test_a_triggers_payload_is_documented_closed_as_the_route_checks_it(client, doc, host):
+    schema = doc["paths"]["/api/v1/triggers/{trigger_id}/fire"]["post"]["requestBody"]
+    variants = schema["content"]["application/json"]["schema"]["anyOf"]
+    assert [v["title"] for v in variants] == sorted(host.registry.triggers)
+    for variant in variants:
+        trigger = host.registry.triggers[variant["title"]]
+        assert variant["additionalProperties"] is False
+        assert {k: v["type"] for k, v in variant["properties"].items()} == {
+            v.name: v.type for v in trigger.variables
+        }
+
+
+async def test_list_and_calendar_parameters_are_typed_and_required_as_read(doc):
+    def params(path: str) -> dict[str, Any]:
+        return {p["name"]: p for p in doc["paths"][path]["get"]["parameters"]}
+
+    calendar = params("/api/v1/admin/calendar")
+    assert calendar["from"]["required"] and calendar["to"]["required"]
+    assert calendar["from"]["schema"] == {"type": "string", "format": "date-time"}
+    public = params("/api/v1/public/events")
+    assert not public["from"]["required"] and not public["to"]["required"]
+    for path in ("/api/v1/admin/events", "/api/v1/admin/series", "/api/v1/admin/events/{id}/runs"):
+        assert params(path)["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 200}
+
+
+async def test_the_spec_is_described(doc):
+    spec = doc["paths"]["/api/v1/admin/events"]["post"]["requestBody"]["content"][
+        "application/json"
+    ]["schema"]["properties"]["spec"]
+    assert spec["properties"]["phases"]["items"]["properties"]["steps"]
+    assert {s["properties"]["kind"]["const"] for s in spec["properties"]["schedule"]["oneOf"]} == {
+        "manual",
+        "once",
+        "weekly",
+        "monthly",
+    }
+
+
+async def test_healthz_documents_its_503(doc):
+    responses = doc["paths"]["/healthz"]["get"]["responses"]
+    assert (
+        responses["503"]["content"]["application/json"]["schema"]
+        == (responses["200"]["content"]["application/json"]["schema"])
+    )

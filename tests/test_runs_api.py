@@ -150,8 +150,14 @@ async def test_start_now_checks_role_then_event_then_body(api, tokens, probe_hos
         assert (await response.json())["error"]["message"] == "requires role admin"
     assert (await _start(api, tokens, 999_999, {"scope": 7})).status == 404
     assert (await _start(api, tokens, "nope", {})).status == 404
-    malformed = await api.post(path, data=b"{", headers=bearer(tokens["admin"]))
+    json_ = {**bearer(tokens["admin"]), "Content-Type": "application/json"}
+    malformed = await api.post(path, data=b"{", headers=json_)
     assert malformed.status == 400
+    # Sent as anything but JSON, the body is a 415 - still after the role and the event.
+    not_json = await api.post(path, data=b"{", headers=bearer(tokens["admin"]))
+    assert not_json.status == 415
+    missing = f"/api/v1/admin/events/{event.id + 1000}/runs"
+    assert (await api.post(missing, data=b"{", headers=bearer(tokens["admin"]))).status == 404
 
 
 # ── the list ──────────────────────────────────────────────────────────────────

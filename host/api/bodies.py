@@ -21,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from pydantic.json_schema import JsonDict
 
-from pageant.api.routing import MAX_ID, parse_json, validation_details
+from pageant.api.routing import MAX_ID, parse_json, read_raw, validation_details
 from pageant.errors import Invalid
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 
@@ -75,8 +75,8 @@ READ_ONLY = {
 
 
 async def prefetch(request: web.Request) -> bytes:
-    """Read the whole body now (aiohttp keeps it for the later parse)."""
-    return await request.read()
+    """Read the whole body now (aiohttp keeps it for the later parse), with its media type."""
+    return await read_raw(request)
 
 
 @dataclass

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
-from pageant.api.routing import PRINCIPAL_KEY, Handler, respond
+from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
 from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError, Unauthenticated
 
@@ -45,11 +45,14 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         )
     except web.HTTPMethodNotAllowed as exc:
         allowed = ", ".join(sorted(exc.allowed_methods))
-        return error_response(
+        response = error_response(
             405,
             "method_not_allowed",
             f"{request.method} is not allowed on {request.path}; allowed: {allowed}",
         )
+        # RFC 9110: a 405 names the methods the resource does allow.
+        response.headers["Allow"] = allowed
+        return response
     except web.HTTPNotFound:
         return error_response(404, "not_found", f"no route for {request.method} {request.path}")
     except web.HTTPException as exc:
@@ -65,14 +68,24 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Who is calling. A header that names nobody is kept as a problem, not raised: a route
+    that needs a token answers 401 with it (see ``guarded``), and a route that needs none
+    serves the caller as anonymous - a stale token in a game's config must not take the
+    public calendar or ``/healthz`` away from it."""
     header = request.headers.get("Authorization")
     if header:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("malformed Authorization header; expected: Bearer <token>")
+            request[AUTH_PROBLEM_KEY] = "malformed Authorization header; expected: Bearer <token>"
+            return await handler(request)
         host = request.app[HOST]
-        found = await principal_for(host.db, token.strip(), now=host.clock.now())
+        try:
+            found = await principal_for(host.db, token.strip(), now=host.clock.now())
+        except Unauthenticated as exc:  # revoked or expired: the message says which
+            request[AUTH_PROBLEM_KEY] = exc.message
+            return await handler(request)
         if found is None:
-            raise Unauthenticated("the bearer token is not valid")
-        request[PRINCIPAL_KEY] = found
+            request[AUTH_PROBLEM_KEY] = "the bearer token is not valid"
+        else:
+            request[PRINCIPAL_KEY] = found
     return await handler(request)

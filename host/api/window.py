@@ -11,25 +11,28 @@ from datetime import datetime, timedelta
 from aiohttp import web
 
 from pageant.schedules import calendar
-from pageant.timefmt import parse_instant
+from pageant.timefmt import OutOfRange, parse_instant
 
 
 def instant(
     request: web.Request, name: str, problems: list[str], *, default: datetime | None = None
 ) -> datetime | None:
-    """The query parameter ``name`` as an aware instant. Absent (or blank), it is
-    ``default``, or - with no default - a problem; unparsable or without an offset, a
-    problem. Problems are appended to ``problems`` as ``query.<name>: ...``."""
+    """The query parameter ``name`` as an aware instant. Absent, it is ``default``, or -
+    with no default - a problem; blank, unparsable or without an offset, a problem.
+    Problems are appended to ``problems`` as ``query.<name>: ...``."""
     raw = request.query.get(name)
+    if raw is None and default is not None:
+        return default
     if raw is None or not raw.strip():
-        if default is not None:
-            return default
         problems.append(
             f"query.{name}: required, an instant with an offset such as 2027-03-26T19:00:00Z"
         )
         return None
     try:
         return parse_instant(raw)
+    except OutOfRange as exc:
+        problems.append(f"query.{name}: {exc}")
+        return None
     except ValueError:
         problems.append(
             f"query.{name}: {raw!r} is not an instant with an offset; "
@@ -53,7 +56,7 @@ def read_window(
     appended to ``problems``; an end that could not be read answers None.
     """
     start = instant(request, "from", problems, default=default_start)
-    end_given = (request.query.get("to") or "").strip() != ""
+    end_given = "to" in request.query
     if default_span is not None and not end_given:
         end = start + default_span if start is not None else None
     else:

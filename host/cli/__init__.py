@@ -114,13 +114,12 @@ def db() -> None:
 @settings_options
 def db_upgrade(settings: Settings) -> None:
     """Create or migrate the database schema to the newest revision."""
-    from pageant.db.engine import create_engine
     from pageant.db.migrate import upgrade
 
     async def _go() -> None:
-        engine = create_engine(settings.database_url)
+        engine = await _open(settings.database_url)
         try:
-            before = await _current(engine)
+            before = await _placed(engine)
             state = await upgrade(engine)
         finally:
             await engine.dispose()
@@ -132,10 +131,70 @@ def db_upgrade(settings: Settings) -> None:
     run(_go())
 
 
-async def _current(engine: Any) -> str | None:
-    from pageant.db.migrate import schema_state
+@db.command("stamp")
+@click.argument("revision", default="head")
+@settings_options
+def db_stamp(settings: Settings, revision: str) -> None:
+    """Record REVISION (default: head) as the schema's revision without migrating: for
+    tables that already match it but lack Alembic's record (restored, or made by hand)."""
+    from pageant.db.migrate import known_revisions, stamp
 
-    return (await schema_state(engine)).current
+    if revision != "head" and revision not in known_revisions():
+        raise click.UsageError(
+            f"unknown revision {revision!r}; this pageant knows: "
+            + ", ".join(sorted(known_revisions()))
+        )
+
+    async def _go() -> None:
+        engine = await _open(settings.database_url)
+        try:
+            state = await stamp(engine, revision)
+        finally:
+            await engine.dispose()
+        click.echo(f"schema stamped at {state.current}")
+
+    run(_go())
+
+
+async def _open(url: str) -> Any:
+    """An engine on ``url`` that has answered once, or an operator error saying why not."""
+    from pageant.cli.operator import check_sqlite_folder, unreachable
+    from pageant.db.engine import create_engine
+
+    check_sqlite_folder(url)
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as conn:
+            await conn.rollback()
+    except Exception as exc:
+        await engine.dispose()
+        raise unreachable(url, exc) from exc
+    return engine
+
+
+async def _placed(engine: Any) -> str | None:
+    """The schema's current revision, refusing one the migrations cannot start from."""
+    from pageant.cli.operator import OperatorError
+    from pageant.db.migrate import known_revisions, schema_state, tables_of_pageant
+
+    current = (await schema_state(engine)).current
+    if current is None:
+        ours = await tables_of_pageant(engine)
+        if ours:
+            raise OperatorError(
+                f"the database has pageant's tables ({', '.join(ours[:3])}, ...) but "
+                "no record of their schema revision (no alembic_version); if they match this "
+                "pageant's schema run `pageant db stamp head`, else upgrade into an empty "
+                "database and copy the data over"
+            )
+        return None
+    if current not in known_revisions():
+        raise OperatorError(
+            f"the database's schema is at revision {current!r}, which this pageant does not "
+            "know (a newer pageant migrated it); run that newer pageant, or restore the "
+            "backup taken before its upgrade"
+        )
+    return current
 
 
 # ── plugins ───────────────────────────────────────────────────────────────────
@@ -368,11 +427,15 @@ def token_revoke(settings: Settings, ref: str, as_json: bool) -> None:
         click.echo(f"token {revoked['id']} ({revoked['name']}, {revoked['role']}) revoked")
 
 
-async def _require_schema(engine: Any) -> None:
+async def _require_schema(engine: Any, url: str | None = None) -> None:
+    from pageant.cli.operator import unreachable
     from pageant.db.migrate import schema_state
     from pageant.errors import SchemaOutOfDate
 
-    state = await schema_state(engine)
+    try:
+        state = await schema_state(engine)
+    except Exception as exc:
+        raise unreachable(url or str(engine.url), exc) from exc
     if not state.up_to_date:
         raise SchemaOutOfDate(
             f"the database schema is at {state.current or 'nothing (empty database)'}, "
@@ -429,35 +492,33 @@ staff.register(main, settings_options)
 @main.command()
 @settings_options
 def serve(settings: Settings) -> None:
-    """Run the host: the engine and the HTTP API."""
-    from aiohttp import web
+    """Run the host: the engine and the HTTP API.
 
-    from pageant.api.app import make_app
+    The address is bound before the engine starts. SIGTERM or SIGINT stops cleanly: nothing
+    new is claimed, steps in perform get ``stop_grace_seconds`` to finish, every claim is
+    handed back, and the exit status is 0. Exit 1: an error named on one line.
+    """
+    from pageant.cli.serving import configure_logging, serve_host
     from pageant.hosting import Host
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # Alembic announces its dialect every time /healthz reads the schema revision.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+    configure_logging(settings)
     host = Host(settings)
 
     async def _check() -> None:
         try:
-            await _require_schema(host.db)
+            from pageant.cli.operator import check_sqlite_folder
+
+            check_sqlite_folder(settings.database_url)
+            await _require_schema(host.db, settings.database_url)
         finally:
             await host.close()  # this loop ends here; the app opens its own pool
 
-    try:
-        asyncio.run(_check())
-    except PageantError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        sys.exit(1)
+    run(_check())
     from pageant.plugins.loader import plugin_listing
 
     for line in plugin_lines(plugin_listing(host.plugins)):
         click.echo(line, err=True)
-    web.run_app(make_app(host), host=settings.host, port=settings.port, print=click.echo)
+    run(serve_host(host, settings, say=click.echo))
 
 
 # ── the switchboard and the dry runs ────────────────────────────────────────────

@@ -15,6 +15,16 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+def sqlite_file(url: str) -> str | None:
+    """The file a SQLite URL names (None for another server, memory or a ``file:`` URI)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    if parsed.database == ":memory:" or parsed.database.startswith("file:"):
+        return None
+    return parsed.database
+
+
 def shown_url(url: str) -> str:
     """``url`` as it may be printed: any password masked."""
     return make_url(url).render_as_string(hide_password=True)

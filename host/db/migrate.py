@@ -9,6 +9,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -25,6 +26,13 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def head_revision() -> str | None:
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def known_revisions() -> set[str]:
+    """Every revision this pageant's migrations know."""
+    return {
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    }
 
 
 @dataclass(frozen=True)
@@ -59,3 +67,29 @@ async def schema_state(engine: AsyncEngine) -> SchemaState:
         current = await conn.run_sync(_current)
         await conn.rollback()
     return SchemaState(current=current, head=head_revision())
+
+
+async def stamp(engine: AsyncEngine, revision: str = "head") -> SchemaState:
+    """Record ``revision`` as the schema's without running any migration (for tables made
+    by hand or restored without their ``alembic_version``)."""
+
+    def _stamp(connection: Connection) -> None:
+        command.stamp(alembic_config(connection), revision)
+
+    async with engine.begin() as conn:
+        await conn.run_sync(_stamp)
+    return await schema_state(engine)
+
+
+async def tables_of_pageant(engine: AsyncEngine) -> list[str]:
+    """Which of pageant's tables the database holds, sorted (to tell an empty database from
+    one whose schema lost its ``alembic_version``)."""
+    from pageant.db.tables import ALL_TABLES
+
+    def _names(connection: Connection) -> list[str]:
+        return list(inspect(connection).get_table_names())
+
+    async with engine.connect() as conn:
+        names = set(await conn.run_sync(_names))
+        await conn.rollback()
+    return sorted(table.name for table in ALL_TABLES if table.name in names)

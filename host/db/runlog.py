@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -51,6 +52,25 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
+log = logging.getLogger("pageant.runs")
+
+
+def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any) -> None:
+    detail = detail or {}
+    outcome = detail.get("to") or kind.partition(".")[2] or kind
+    fields: dict[str, Any] = {"run_id": run_id, "event": kind, "outcome": outcome}
+    if step_id is not None:
+        fields["step_id"] = step_id
+    if phase is not None:
+        fields["phase"] = phase
+    for key in ("action", "attempt", "because", "error"):
+        if detail.get(key) is not None:
+            fields[key] = detail[key]
+    subject = f"run {run_id}" if step_id is None else f"run {run_id} step {step_id}"
+    why = detail.get("because") or detail.get("error")
+    log.info("%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
+
+
 async def write(
     conn: AsyncConnection,
     run_id: int,
@@ -62,7 +82,8 @@ async def write(
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
 ) -> None:
-    """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO strings)."""
+    """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
+    strings), and log it at INFO for the operator."""
     await conn.execute(
         _WRITE,
         {
@@ -75,6 +96,7 @@ async def write(
             "at": at,
         },
     )
+    _announce(run_id, str(kind), phase, step_id, detail)
 
 
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:

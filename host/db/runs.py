@@ -118,6 +118,13 @@ _RELEASE = (
     .values(claimed_by=None, lease_until=None)
 )
 
+# A stopping host hands back every run it still holds, whatever state each is in.
+_RELEASE_ALL = (
+    update(event_runs)
+    .where(r.claimed_by == bindparam("owner"))
+    .values(claimed_by=None, lease_until=None)
+)
+
 _RECLAIM = (
     update(event_runs)
     .where(
@@ -238,7 +245,15 @@ _LIST_FOR_DEFINITION = (
 )
 
 
+_BY_STATUS = select(r.status, func.count()).group_by(r.status)
+
 # ── functions ─────────────────────────────────────────────────────────────────
+
+
+async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
+    """How many runs are in each status, every status named (for the metrics)."""
+    found = {status: n for status, n in (await conn.execute(_BY_STATUS)).all()}
+    return {status: found.get(status, 0) for status in RUN_STATUSES}
 
 
 async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
@@ -296,6 +311,11 @@ async def claim_tick(
 async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> None:
     """Hand back this owner's claim on a run still in flight, so the next tick may take it."""
     await conn.execute(_RELEASE, {"run_id": run_id, "owner": owner})
+
+
+async def release_claims_of(conn: AsyncConnection, owner: str) -> int:
+    """Hand back every run claim ``owner`` holds (a clean stop); answers how many."""
+    return (await conn.execute(_RELEASE_ALL, {"owner": owner})).rowcount
 
 
 async def reclaim_stale_runs(conn: AsyncConnection, now: datetime) -> int:

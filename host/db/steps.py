@@ -151,6 +151,24 @@ _RELEASE_EXPIRED = (
     .values(status="pending", claimed_by=None, lease_until=None)
 )
 
+# A stopping host's steps still in ``perform`` when its grace ran out: handed back to
+# pending unmarked (``attempts`` untouched, like a reclaim), so the next dispatcher runs them
+# under the same idempotency key. Parked steps (NULL lease) wait for a person and stay.
+_HELD_BY = (
+    select(*STEP_COLUMNS)
+    .where(
+        s.status == "running",
+        s.claimed_by == bindparam("owner"),
+        s.lease_until.is_not(None),
+    )
+    .order_by(s.id)
+)
+_RELEASE_HELD = (
+    update(event_run_steps)
+    .where(_fenced, s.lease_until.is_not(None))
+    .values(status="pending", claimed_by=None, lease_until=None)
+)
+
 _EXPIRED = (
     select(*STEP_COLUMNS)
     .where(
@@ -339,6 +357,21 @@ async def release_expired_step(
     """Return an expired step to pending, ``attempts`` untouched."""
     result = await conn.execute(
         _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
+    )
+    return result.rowcount == 1
+
+
+async def steps_held_by(conn: AsyncConnection, owner: str) -> list[Row]:
+    """Steps ``owner`` has claimed and not yet answered (in ``perform``; not parked)."""
+    return list((await conn.execute(_HELD_BY, {"owner": owner})).all())
+
+
+async def release_held_step(
+    conn: AsyncConnection, step_id: int, *, owner: str, attempt: int
+) -> bool:
+    """Hand a claimed, unanswered step back to pending, ``attempts`` untouched, unmarked."""
+    result = await conn.execute(
+        _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
     )
     return result.rowcount == 1
 

@@ -31,6 +31,13 @@ log = logging.getLogger("pageant.engine")
 
 #: Outcomes after which the run is done; its claim went with its last transition.
 FINISHED = ("completed", "failed")
+#: The outcome of a run whose host began to stop: it claimed nothing more.
+STOPPING = "stopping"
+
+
+def stopping(host: Host) -> bool:
+    """True once the host's engine began a clean stop: from then on nothing is claimed."""
+    return bool(getattr(host.engine, "stopping", False))
 
 
 async def advance(host: Host, now: datetime) -> None:
@@ -55,6 +62,8 @@ async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
     Answers ``(outcome, progressed)``; ``progressed`` is whether anything changed, which
     is what tells the engine to look again at once rather than at the next due instant.
     """
+    if stopping(host):
+        return STOPPING, False
     now = host.clock.now()
     owner = host.identity
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
@@ -103,6 +112,8 @@ async def _start(
         if holder is not None:
             await _blocked(host, run, holder._mapping, now)
             return "blocked"
+    if stopping(host):
+        return STOPPING
     try:
         async with host.db.begin() as conn:
             if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
@@ -383,6 +394,8 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
             # looked at again every poll until a restart settles who owns the action.
             return await _wait(host, run, state, [step], now=now)
 
+        if stopping(host):
+            return STOPPING  # the host is stopping: no new step, the claim goes back
         await _clear_waiting(host, run_id, state, now=now)
         outcome = await dispatch_step(host, run, step)
         if outcome == TAKEN:

@@ -8,6 +8,7 @@ claimed the step first).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
+from pageant.engine.contention import retrying
 from pageant.engine.policy import may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
@@ -163,6 +165,8 @@ async def _write_failure(
             },
         )
         await _degrade(conn, run_id, because=f"{_step_name(step)} {status}", now=now)
+        counter = host.metrics.steps_refused if status == "refused" else host.metrics.steps_failed
+        counter.labels(action=step["action"]).inc()
         because = f"{_step_name(step)} {status}: {error}"
         if step["on_failure"] == "abort_run":
             cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
@@ -226,6 +230,8 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     action = host.registry.actions.get(step["action"])
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     now = host.clock.now()
+    if getattr(host.engine, "stopping", False):
+        return STOP  # the host began a clean stop since the run's loop looked: claim nothing
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + settings.step_lease_margin_seconds)
@@ -244,6 +250,10 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     if decision is None:
         return TAKEN
     claim = Claim(host.identity, step["attempts"] + 1)
+    metrics = host.metrics
+    metrics.steps_dispatched.labels(action=step["action"]).inc()
+    if step["due_at"] is not None:
+        metrics.step_lateness_seconds.observe(max(0.0, (now - step["due_at"]).total_seconds()))
 
     if not decision.allowed or action is None:
         return await fail_step(
@@ -276,11 +286,19 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
             session=engine.http_session,
         ),
     )
+    started = time.perf_counter()
     envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    metrics.dispatch_seconds.labels(action=step["action"]).observe(time.perf_counter() - started)
     extra = None
     if envelope.exception is not None:
         envelope, extra = explain_exception(host, run, step, envelope)
-    return await record(host, step, claim, envelope, extra=extra)
+    # The answer is in hand: a collision while writing it must not cost a second delivery
+    # (the reclaim would dispatch again), so the write is retried as a whole.
+    return await retrying(
+        host,
+        f"recording step {step['id']}",
+        lambda: record(host, step, claim, envelope, extra=extra),
+    )
 
 
 async def _record_outcome(
@@ -429,6 +447,7 @@ async def record(
             # Degraded from the first retry: an event whose steps land on the second try
             # is in trouble now, and now is when an operator wants to know.
             await _degrade(conn, run_id, because=f"{_step_name(step)} is retrying", now=now)
+        host.metrics.steps_retried.labels(action=step["action"]).inc()
         return CONTINUE
 
     return await fail_step(host, step, claim, error, now=now, extra=extra)

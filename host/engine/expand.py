@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import schedules
+from pageant.engine.contention import noted
 from pageant.schedules import reconcile as schedule
 
 if TYPE_CHECKING:
@@ -42,7 +43,9 @@ async def expand(host: Host, now: datetime) -> None:
     for row in candidates:
         try:
             await expand_definition(host, row, now=now, end=end)
-        except Exception:
+        except Exception as exc:
+            if noted(host, f"expanding event {row.id}", exc):
+                continue  # nothing was written; the next tick expands it
             log.exception(
                 "could not expand the schedule of event %s; trying again in %s",
                 row.id,

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine
 from datetime import datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from pageant.db import due
+from pageant.db import due, runlog, runs, steps
+from pageant.db.log_kinds import LogKind
+from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -29,10 +33,6 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
-
-#: How long ``stop()`` lets runs in flight finish before cancelling them. A cancelled
-#: dispatch keeps its step's claim lease, so the reclaim re-dispatches it (same idempotency key).
-STOP_GRACE_SECONDS = 10.0
 
 
 class Engine:
@@ -52,29 +52,107 @@ class Engine:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
+        #: Set by ``stop()``: nothing new is claimed from then on (no run, no step).
+        self.stopping = False
+        #: When the last tick finished and when the loop started (``time.monotonic()``),
+        #: for /healthz; None before either.
+        self.last_tick_at: float | None = None
+        self.started_at: float | None = None
+        #: Run id -> lock collisions in a row while advancing it.
+        self._collisions: dict[int, int] = {}
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
     async def start(self) -> None:
         """Start the loop task (idempotent)."""
         if self._task is None:
+            self.started_at = time.monotonic()
             self._task = asyncio.create_task(self._loop(), name="pageant-engine")
 
-    async def stop(self) -> None:
-        """Stop the loop, let runs in flight finish (briefly), and close the HTTP session."""
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop cleanly: claim nothing more, let the steps already in ``perform`` finish
+        within ``grace`` seconds (default: the ``stop_grace_seconds`` setting) and record
+        their outcomes, then hand back every claim this host holds.
+
+        A step still in ``perform`` when the grace runs out is cancelled and handed back to
+        ``pending`` unmarked - its attempt stands, and the next dispatcher runs it again
+        under the same idempotency key - and the log names it.
+        """
+        grace = self.host.settings.stop_grace_seconds if grace is None else grace
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        self.stopping = True
+        self.wake()
         if self._task is not None:
-            self._task.cancel()
+            # The loop ends at its next turn; a tick under way finishes its stages first
+            # (the advance stage hands nothing new to a task once stopping is set).
+            done, _ = await asyncio.wait({self._task}, timeout=max(0.0, deadline - loop.time()))
+            if not done:
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         tasks = list(self.inflight.values())
         if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_SECONDS)
+            log.info("stopping: %d run(s) in flight get %.0f s to finish", len(tasks), grace)
+            _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
             for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self._hand_back()
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    async def _hand_back(self) -> None:
+        """Release every step and run this host still holds (a clean stop's last act)."""
+        host, owner = self.host, self.host.identity
+        now = host.clock.now()
+        try:
+            async with host.db.connect() as conn:
+                held = await steps.steps_held_by(conn, owner)
+            for row in held:
+                step = row._mapping
+                async with host.db.begin() as conn:
+                    if not await steps.release_held_step(
+                        conn, step["id"], owner=owner, attempt=step["attempts"]
+                    ):
+                        continue
+                    await runlog.write(
+                        conn,
+                        step["run_id"],
+                        LogKind.STEP_STATUS,
+                        at=now,
+                        phase=step["phase"],
+                        step_id=step["id"],
+                        detail={
+                            "to": "pending",
+                            "because": "the host stopped before perform answered",
+                            "action": step["action"],
+                            "attempt": step["attempts"],
+                            "claimed_by": owner,
+                        },
+                    )
+                log.warning(
+                    "stopping: step %s (%s) of run %s was still in perform when the grace "
+                    "ran out; handed back unmarked for another dispatch under the same "
+                    "idempotency key",
+                    step["id"],
+                    step["action"],
+                    step["run_id"],
+                    extra={
+                        "run_id": step["run_id"],
+                        "step_id": step["id"],
+                        "action": step["action"],
+                        "outcome": "released",
+                    },
+                )
+            async with host.db.begin() as conn:
+                released = await runs.release_claims_of(conn, owner)
+            if released:
+                log.info("stopping: handed back %d run claim(s)", released)
+        except Exception:
+            # The leases expire on their own and the reclaim takes them: slower, not lost.
+            log.exception("stopping: could not hand back this host's claims; they expire")
 
     async def __aenter__(self) -> Engine:
         return self
@@ -100,11 +178,20 @@ class Engine:
         With ``drain`` (the default), wait until the runs this tick handed to tasks are done.
         """
         now = self.host.clock.now()
+        started = time.perf_counter()
         for stage in STAGES:
             try:
-                await stage(self.host, now)
+                await retrying(
+                    self.host, f"the {stage.__name__} stage", partial(stage, self.host, now)
+                )
+            except ContentionPersisted:
+                pass  # logged at the bound; the next tick runs the stage again
             except Exception:
                 log.exception("the %s stage failed; the tick goes on", stage.__name__)
+        metrics = self.host.metrics
+        metrics.tick_seconds.observe(time.perf_counter() - started)
+        metrics.last_tick.set(time.time())
+        self.last_tick_at = time.monotonic()
         if drain:
             await self.drain()
 
@@ -115,7 +202,7 @@ class Engine:
 
     def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         """Advance one run in a task of its own, bounded by ``dispatch_concurrency``."""
-        if run_id in self.inflight:
+        if run_id in self.inflight or self.stopping:
             work.close()
             return
         task = asyncio.create_task(self._advance_one(run_id, work), name=f"pageant-run-{run_id}")
@@ -128,8 +215,18 @@ class Engine:
                 _, progressed = await work
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("advancing run %s failed; the next tick tries again", run_id)
+        except Exception as exc:
+            collisions = self._collisions.get(run_id, 0) + 1
+            if noted(self.host, f"advancing run {run_id}", exc, collisions):
+                # Nothing was written by the transaction that lost; look again soon, at a
+                # jittered moment so the two writers do not meet again in lockstep.
+                self._collisions[run_id] = collisions
+                asyncio.get_running_loop().call_later(jitter(collisions), self.wake)
+            else:
+                self._collisions.pop(run_id, None)
+                log.exception("advancing run %s failed; the next tick tries again", run_id)
+        else:
+            self._collisions.pop(run_id, None)
         finally:
             self.inflight.pop(run_id, None)
             # Look again at once only when something moved (the run may have more to do,
@@ -168,10 +265,12 @@ class Engine:
 
     async def _loop(self) -> None:
         log.info("engine started as %s", self.host.identity)
-        while True:
+        while not self.stopping:
             # Cleared before the tick reads anything: a wake during the tick is kept and
             # ends the sleep that follows, so nothing it announced is slept through.
             self._wake.clear()
             await self.tick(drain=False)
+            if self.stopping:
+                break
             self.last_sleep = await self.next_sleep()
             await self._sleep(self.last_sleep)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance import advance
+from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 
@@ -46,8 +47,9 @@ async def reclaim(host: Host, now: datetime) -> None:
         step = dict(row._mapping)
         try:
             await _reclaim_step(host, step, now)
-        except Exception:
-            log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
+        except Exception as exc:
+            if not noted(host, f"reclaiming step {step['id']}", exc):
+                log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
 
 
 async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
@@ -127,8 +129,9 @@ async def sweep_missed(host: Host, now: datetime) -> None:
                             "cancelled_steps": cancelled,
                         },
                     )
-        except Exception:
-            log.exception("could not mark run %s missed", row.id)
+        except Exception as exc:
+            if not noted(host, f"marking run {row.id} missed", exc):
+                log.exception("could not mark run %s missed", row.id)
 
 
 async def prune(host: Host, now: datetime) -> None:

@@ -205,3 +205,11 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
         "budget": budget,
         "log": [log_json(line) for line in lines],
     }
+
+
+async def runs_by_status(host: Host) -> dict[str, int]:
+    """How many runs the database holds in each status, every status named (the metrics)."""
+    async with host.db.connect() as conn:
+        counts = await runs.count_by_status(conn)
+        await conn.rollback()
+    return counts

@@ -30,6 +30,8 @@ from importlib.resources import files
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
+
 #: Weekday names as a spec writes them, in week order from Monday.
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -197,11 +199,15 @@ def _parse_time(text: Any, where: str) -> time:
 def _parse_local(text: Any, where: str) -> tuple[date, time]:
     try:
         day, clock = str(text).split("T")
-        return date.fromisoformat(day), _parse_time(clock, where)
+        parsed = date.fromisoformat(day), _parse_time(clock, where)
     except ValueError:
         raise ValueError(
             f'{where}: expected a local time "YYYY-MM-DDTHH:MM", got {text!r}'
         ) from None
+    # Resolved in a zone, a date at either end of Python's calendar overflows.
+    if not EARLIEST.year <= parsed[0].year < LATEST.year:
+        raise ValueError(f"{where}: {text!r} is outside the supported range ({SUPPORTED})")
+    return parsed
 
 
 def _weekday(name: Any, where: str) -> int:

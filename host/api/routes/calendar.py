@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
-from pageant.api.routing import MAX_ID, RouteTable, respond, whole_number
+from pageant.api.routing import ID, INSTANT, MAX_ID, Query, RouteTable, respond, whole_number
 from pageant.api.window import read_window
 from pageant.errors import Invalid, NotFound
 from pageant.events.definitions import get_definition
@@ -64,10 +64,16 @@ def _id(request: web.Request, name: str, problems: list[str]) -> int | None:
     summary="Occurrences in a window: runs, and projections past the horizon",
     response=CalendarList,
     query={
-        "from": "the window's start, an instant with an offset (inclusive)",
-        "to": "the window's end (exclusive), with an offset; at most 400 days after from",
-        "series": "only events of this series (an id)",
-        "definition": "only this event (an id)",
+        "from": Query(
+            "the window's start, an instant with an offset (inclusive)", INSTANT, required=True
+        ),
+        "to": Query(
+            "the window's end (exclusive), with an offset; at most 400 days after from",
+            INSTANT,
+            required=True,
+        ),
+        "series": Query("only events of this series (an id)", ID),
+        "definition": Query("only this event (an id)", ID),
         "status": "only runs in these statuses (repeat or comma-separate); drops projections",
         "scope": "only runs of this scope (projections are of the empty scope)",
     },

@@ -40,7 +40,16 @@ from pageant.api.bodies import (
 )
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
-from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
+from pageant.api.routing import (
+    CURSOR,
+    LIMIT,
+    Query,
+    RouteTable,
+    int_param,
+    principal,
+    read_body,
+    respond,
+)
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
@@ -78,16 +87,9 @@ ConcurrencyKey = Annotated[
 ]
 #: The spec is checked by :mod:`pageant.events.spec.validator` (against the registry, with its
 #: own paths), not by the model; the model only documents its shape.
-SpecBody = Annotated[
-    Any,
-    WithJsonSchema(
-        {
-            "type": "object",
-            "description": "The spec: {schedule, phases}; see the spec reference.",
-            "properties": {"schedule": {"type": "object"}, "phases": {"type": "array"}},
-        }
-    ),
-]
+SpecBody = Annotated[Any, WithJsonSchema(specs.SPEC_SCHEMA)]
+#: A spec as the server answers it: normalised, each step with its action's version.
+SpecOut = Annotated[dict[str, Any], WithJsonSchema(specs.SPEC_SCHEMA)]
 
 
 class EventCreate(BaseModel):
@@ -164,7 +166,7 @@ class EventOut(BaseModel):
     series_id: int | None
     visibility: Visibility
     state: Literal["draft", "ready", "archived"]
-    spec: dict[str, Any]
+    spec: SpecOut
     current_version: VersionRef | None
     version_verified: bool
     version_drift: list[Drift]
@@ -184,7 +186,7 @@ class VersionOut(BaseModel):
     number: int
     published_at: datetime
     published_by: str | None
-    spec: dict[str, Any]
+    spec: SpecOut
 
 
 class PlannedSpend(BaseModel):
@@ -295,9 +297,12 @@ def _now(request: web.Request) -> datetime:
 # ── Routes ──────────────────────────────────────────────────────────────────────────────────
 
 LIST_QUERY = {
-    "state": "only events in this state: draft, ready or archived",
-    "limit": "page size, 1 to 200 (default 50)",
-    "cursor": "the next_cursor of the previous page",
+    "state": Query(
+        "only events in this state: draft, ready or archived",
+        {"type": "string", "enum": list(STATES)},
+    ),
+    "limit": LIMIT,
+    "cursor": CURSOR,
 }
 
 
@@ -377,7 +382,7 @@ async def create_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def get_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
         event = await definitions.render_event(
             conn, definition_id, now=_now(request), registry=request.app[HOST].registry
@@ -393,7 +398,7 @@ async def get_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def update_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     raw = await prefetch(request)
     host = request.app[HOST]
     who = principal(request)
@@ -421,7 +426,7 @@ async def update_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def publish_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
     async with host.db.begin() as conn:
         await definitions.publish_definition(
@@ -481,7 +486,7 @@ async def rehearse_event(request: web.Request) -> web.Response:
     response=EventOut,
 )
 async def archive_event(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
     async with host.db.begin() as conn:
         await definitions.archive_definition(
@@ -502,7 +507,7 @@ async def archive_event(request: web.Request) -> web.Response:
     query={k: LIST_QUERY[k] for k in ("limit", "cursor")},
 )
 async def list_versions(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
         await definitions.require_definition(conn, definition_id)
         page = page_from(request)
@@ -520,7 +525,7 @@ async def list_versions(request: web.Request) -> web.Response:
     response=VersionOut,
 )
 async def get_version(request: web.Request) -> web.Response:
-    definition_id = int_param(request, "id")
+    definition_id = int_param(request, "id", "event")
     number = int_param(request, "number")
     async with request.app[HOST].db.begin() as conn:
         await definitions.require_definition(conn, definition_id)

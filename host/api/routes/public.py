@@ -15,7 +15,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, respond, whole_number
+from pageant.api.routing import INSTANT, Query, RouteTable, respond, whole_number
 from pageant.api.window import instant, read_window
 from pageant.errors import Invalid
 from pageant.schedules import public_pages as public
@@ -128,9 +128,14 @@ def _cacheable(data: object) -> web.Response:
     summary="The public calendar: occurrences of public events in a window",
     response=PublicCalendar,
     query={
-        "from": "the window's start, an instant with an offset (inclusive); default now",
-        "to": "the window's end (exclusive), with an offset; at most 400 days after from; "
-        "default 30 days after from",
+        "from": Query(
+            "the window's start, an instant with an offset (inclusive); default now", INSTANT
+        ),
+        "to": Query(
+            "the window's end (exclusive), with an offset; at most 400 days after from; "
+            "default 30 days after from",
+            INSTANT,
+        ),
         "series": "only events of this public series (a slug)",
     },
 )
@@ -168,16 +173,21 @@ async def event_page(request: web.Request) -> web.Response:
     summary="A public event's past occurrences, latest first, with how each ended",
     response=PublicHistory,
     query={
-        "before": "only occurrences scheduled before this instant (next_before of the "
-        "previous page)",
-        "limit": f"1 to {public.MAX_HISTORY} (default {public.DEFAULT_HISTORY})",
+        "before": Query(
+            "only occurrences scheduled before this instant (next_before of the previous page)",
+            INSTANT,
+        ),
+        "limit": Query(
+            f"1 to {public.MAX_HISTORY} (default {public.DEFAULT_HISTORY})",
+            {"type": "integer", "minimum": 1, "maximum": public.MAX_HISTORY},
+        ),
     },
 )
 async def event_history(request: web.Request) -> web.Response:
     host = request.app[HOST]
     problems: list[str] = []
     before = None
-    if (request.query.get("before") or "").strip():
+    if "before" in request.query:
         before = instant(request, "before", problems)
     limit = public.DEFAULT_HISTORY
     raw = request.query.get("limit")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import encode_cursor, page_from
-from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
+from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, principal, read_body, respond
 from pageant.errors import NotFound
 from pageant.events import definitions
 from pageant.runs import controls, listing
@@ -275,10 +275,7 @@ class ConfirmBody(_Body):
 
 async def _require_event(request: web.Request) -> int:
     host = request.app[HOST]
-    raw = request.match_info["id"]
-    if not raw.isdigit():
-        raise NotFound(f"no such event: {raw!r}")
-    definition_id = int(raw)
+    definition_id = int_param(request, "id", "event")
     async with host.db.connect() as conn:
         found = await definitions.get_definition(conn, definition_id)
     if found is None:
@@ -294,7 +291,7 @@ async def _require_event(request: web.Request) -> int:
     roles=STAFF,
     summary="An event's runs, oldest first (by id)",
     response=RUN_LIST,
-    query={"limit": "1 to 200 (default 50)", "cursor": "next_cursor of the previous page"},
+    query={"limit": LIMIT, "cursor": CURSOR},
 )
 async def list_runs(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -340,8 +337,8 @@ async def start_run(request: web.Request) -> web.Response:
         "scope": "only runs of this scope",
         "from": "only runs scheduled at or after this instant (with an offset)",
         "to": "only runs scheduled before this instant (with an offset)",
-        "limit": "1 to 200 (default 50)",
-        "cursor": "next_cursor of the previous page",
+        "limit": LIMIT,
+        "cursor": CURSOR,
     },
 )
 async def runs_now(request: web.Request) -> web.Response:

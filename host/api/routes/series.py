@@ -24,7 +24,7 @@ from pageant.api.bodies import (
 )
 from pageant.api.keys import HOST
 from pageant.api.pagination import page_from
-from pageant.api.routing import RouteTable, int_param, respond
+from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, respond
 from pageant.events.series import (
     FALLBACK_SLUG,
     create_series,
@@ -92,8 +92,8 @@ def _now(request: web.Request) -> datetime:
     summary="List series, in id order",
     response=SeriesList,
     query={
-        "limit": "page size, 1 to 200 (default 50)",
-        "cursor": "the next_cursor of the previous page",
+        "limit": LIMIT,
+        "cursor": CURSOR,
     },
 )
 async def list_all(request: web.Request) -> web.Response:
@@ -133,7 +133,7 @@ async def create(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/admin/series/{id}", roles=STAFF, summary="One series", response=SeriesOut)
 async def get_one(request: web.Request) -> web.Response:
-    series_id = int_param(request, "id")
+    series_id = int_param(request, "id", "series")
     async with request.app[HOST].db.begin() as conn:
         row = await require_series(conn, series_id)
     return respond(series_object(row))
@@ -147,7 +147,7 @@ async def get_one(request: web.Request) -> web.Response:
     response=SeriesOut,
 )
 async def update(request: web.Request) -> web.Response:
-    series_id = int_param(request, "id")
+    series_id = int_param(request, "id", "series")
     raw = await prefetch(request)
     async with request.app[HOST].db.begin() as conn:
         await require_series(conn, series_id)

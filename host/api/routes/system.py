@@ -1,21 +1,30 @@
-"""Liveness and the API's own description."""
+"""Liveness, metrics and the API's own description."""
 
 from __future__ import annotations
+
+import time
+from typing import Any
 
 from aiohttp import web
 
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.openapi import document
-from pageant.api.routing import RouteTable, respond
+from pageant.api.routing import Query, RouteTable, respond
 from pageant.db.migrate import schema_state
+from pageant.hosting import Host
+from pageant.runs.console import runs_by_status
 
 routes = RouteTable("system")
 
+#: The engine is unhealthy when it has not finished a tick for this many poll intervals.
+STALE_TICKS = 3
+
 HEALTH = {
     "type": "object",
-    "required": ["status", "schema"],
+    "required": ["status", "schema", "engine"],
     "properties": {
-        "status": {"enum": ["ok", "degraded"]},
+        "status": {"enum": ["ok", "degraded", "unhealthy"]},
+        "problems": {"type": "array", "items": {"type": "string"}},
         "schema": {
             "type": "object",
             "properties": {
@@ -24,18 +33,94 @@ HEALTH = {
                 "up_to_date": {"type": "boolean"},
             },
         },
+        "engine": {
+            "type": "object",
+            "required": ["running"],
+            "properties": {
+                "running": {
+                    "type": "boolean",
+                    "description": "whether this process runs an engine at all",
+                },
+                "stopping": {"type": "boolean"},
+                "identity": {"type": "string"},
+                "last_tick_seconds_ago": {"type": ["number", "null"]},
+                "runs_in_flight": {"type": "integer"},
+            },
+        },
     },
 }
 
 
-@routes.get("/healthz", roles=None, summary="Liveness and schema state", response=HEALTH)
+def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
+    """The engine's state and what is wrong with it (empty when nothing is)."""
+    engine = host.engine
+    if engine is None:
+        return {"running": False}, []
+    since = engine.last_tick_at if engine.last_tick_at is not None else engine.started_at
+    age = None if since is None else round(time.monotonic() - since, 3)
+    state = {
+        "running": True,
+        "stopping": engine.stopping,
+        "identity": host.identity,
+        "last_tick_seconds_ago": age,
+        "runs_in_flight": len(engine.inflight),
+    }
+    problems = []
+    limit = STALE_TICKS * host.settings.poll_seconds
+    if engine.stopping:
+        problems.append("engine: stopping")
+    elif age is not None and age > limit:
+        problems.append(f"engine: no tick for {age:.0f} s (more than {limit:g} s)")
+    return state, problems
+
+
+@routes.get(
+    "/healthz",
+    roles=None,
+    summary="Health: 200 while the engine ticks and the schema is current, else 503",
+    response=HEALTH,
+    also={503: HEALTH},
+    query={
+        "verbose": Query(
+            "present (with any value, or none): always 200, with status ok or degraded - the "
+            "state without the verdict"
+        )
+    },
+)
 async def healthz(request: web.Request) -> web.Response:
-    state = await schema_state(request.app[HOST].db)
-    return respond({"status": "ok" if state.up_to_date else "degraded", "schema": state.as_dict()})
+    host = request.app[HOST]
+    state = await schema_state(host.db)
+    engine, problems = engine_state(host)
+    if not state.up_to_date:
+        problems.append(f"schema: at {state.current or 'nothing'}, this pageant needs {state.head}")
+    body: dict[str, Any] = {"schema": state.as_dict(), "engine": engine}
+    if problems:
+        body["problems"] = problems
+    if "verbose" in request.query:
+        return respond({"status": "degraded" if problems else "ok", **body})
+    return respond({"status": "unhealthy" if problems else "ok", **body}, 503 if problems else 200)
+
+
+@routes.get(
+    "/metrics",
+    roles=("admin",),
+    summary="Metrics in the Prometheus text format",
+    response={"type": "string"},
+    media_type="text/plain",
+)
+async def metrics(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    for status, n in (await runs_by_status(host)).items():
+        host.metrics.runs.labels(status=status).set(n)
+    from pageant.metrics import CONTENT_TYPE
+
+    response = web.Response(body=host.metrics.render())
+    response.headers["Content-Type"] = CONTENT_TYPE
+    return response
 
 
 @routes.get("/api/v1/openapi.json", roles=None, summary="This API's OpenAPI document")
 async def openapi(request: web.Request) -> web.Response:
     from pageant import __version__
 
-    return respond(document(request.app[ROUTES], __version__))
+    return respond(document(request.app[ROUTES], __version__, request.app[HOST].registry))

@@ -7,12 +7,15 @@ before anything is written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from pageant.access.roles import FIRERS
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_json, respond
 from pageant.errors import NotFound
+from pageant.plugins.registry import Registry
 
 routes = RouteTable("triggers")
 
@@ -33,13 +36,33 @@ FIRED = {
 }
 
 
-#: A payload's keys are the trigger's own variables (see the catalog), so the document can
-#: only say that it is an object; the route checks it against the trigger's declaration.
-PAYLOAD = {
-    "type": "object",
-    "description": "the trigger's variables, each of its declared type (GET /api/v1/admin/catalog)",
-    "additionalProperties": True,
-}
+def payload_schema(registry: Registry) -> dict[str, Any]:
+    """The payload as the document declares it: for each registered trigger, an object of
+    exactly its declared variables (any may be left out), each of its declared type."""
+    variants = []
+    for trigger_id, trigger in sorted(registry.triggers.items()):
+        variants.append(
+            {
+                "type": "object",
+                "title": trigger_id,
+                "description": f"the payload of {trigger_id}: {trigger.label}",
+                "properties": {
+                    v.name: {"type": v.type, "description": v.description}
+                    for v in trigger.variables
+                },
+                "additionalProperties": False,
+            }
+        )
+    schema: dict[str, Any] = {
+        "type": "object",
+        "description": "the payload: only the fired trigger's declared variables, each of its "
+        "declared type (GET /api/v1/admin/catalog)",
+    }
+    if variants:
+        schema["anyOf"] = variants
+    else:
+        schema["maxProperties"] = 0
+    return schema
 
 
 @routes.post(
@@ -49,7 +72,7 @@ PAYLOAD = {
         "Fire a trigger; the JSON body is the payload, holding only the trigger's declared "
         "variables (each of its declared type)"
     ),
-    body=PAYLOAD,
+    body=payload_schema,
     response=FIRED,
 )
 async def fire(request: web.Request) -> web.Response:

@@ -55,6 +55,7 @@ from pageant.events.spec.advance import (  # noqa: F401
 from pageant.events.spec.messages import refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.schedules.recurrence import WEEKDAYS
+from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
@@ -242,6 +243,10 @@ def _schedule(raw: Any, errors: list[str]) -> dict[str, Any]:
             date(year, month, day)
         except ValueError:
             errors.append(f"{path}.at: {show(at)} is not a real date")
+            return dict(_MANUAL)
+        if not EARLIEST.year <= year < LATEST.year:
+            # Resolved in a zone, a date at either end of the calendar overflows.
+            errors.append(f"{path}.at: {show(at)} is outside the supported range ({SUPPORTED})")
             return dict(_MANUAL)
         # A wall clock in the definition's own zone, never an instant: the zone is a
         # sibling column, and the instant is derived when the occurrence is materialised.
@@ -472,3 +477,114 @@ def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict
             continue
         params[param.name] = value
     return params
+
+
+# ── the document ───────────────────────────────────────────────────────────────
+
+
+def _closed(properties: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+        **extra,
+    }
+
+
+_TIME = {"type": "string", "pattern": f"^{TIME.pattern}$", "description": "24-hour HH:MM"}
+_SCHEDULES = [
+    _closed({"kind": {"const": "manual"}}, ["kind"], description="started by hand only"),
+    _closed(
+        {
+            "kind": {"const": "once"},
+            "at": {
+                "type": "string",
+                "pattern": f"^{AT.pattern}$",
+                "description": f"a local date and time in the event's zone, {SUPPORTED}",
+            },
+        },
+        ["kind", "at"],
+    ),
+    _closed(
+        {
+            "kind": {"const": "weekly"},
+            "days": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"enum": list(WEEKDAYS)},
+            },
+            "time": _TIME,
+        },
+        ["kind", "days", "time"],
+    ),
+    _closed(
+        {
+            "kind": {"const": "monthly"},
+            "nth": {"enum": list(MONTHLY_NTH), "description": "-1 is the last"},
+            "weekday": {"enum": list(WEEKDAYS)},
+            "time": _TIME,
+        },
+        ["kind", "nth", "weekday", "time"],
+    ),
+]
+
+#: The spec's shape, as the HTTP API documents it. The validator checks more than a schema
+#: can say (each action and its params against the registry, conditions, the bounds across
+#: phases), and answers every problem with its path.
+SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The spec: when the event happens (schedule) and what it does (phases, "
+    "each a list of steps and an optional gate); see docs/schedules.md, docs/gates.md and the "
+    "catalog (GET /api/v1/admin/catalog) for the actions and their params.",
+    "properties": {
+        "schedule": {"oneOf": _SCHEDULES},
+        "phases": {
+            "type": "array",
+            "maxItems": MAX_PHASES,
+            "items": _closed(
+                {
+                    "key": {
+                        "type": "string",
+                        "pattern": f"^{PHASE_KEY.pattern}$",
+                        "maxLength": MAX_PHASE_KEY,
+                    },
+                    "label": {"type": "string", "maxLength": MAX_LABEL},
+                    "steps": {
+                        "type": "array",
+                        "maxItems": MAX_STEPS_PER_PHASE,
+                        "items": _closed(
+                            {
+                                "action": {
+                                    "type": "string",
+                                    "description": "an action id from the catalog",
+                                },
+                                "label": {"type": "string", "maxLength": MAX_LABEL},
+                                "params": {
+                                    "type": "object",
+                                    "description": "the action's declared params",
+                                },
+                                "on_failure": {"enum": list(ON_FAILURE)},
+                                "action_version": {
+                                    "type": "integer",
+                                    "description": "output only: recomputed when saved",
+                                },
+                                "dormant": {
+                                    "type": "boolean",
+                                    "description": "output only: recomputed when saved",
+                                },
+                            },
+                            ["action"],
+                        ),
+                    },
+                    "advance": {
+                        "type": ["object", "null"],
+                        "description": "the phase's gate (docs/gates.md)",
+                    },
+                },
+                ["key"],
+            ),
+        },
+    },
+    "additionalProperties": False,
+}

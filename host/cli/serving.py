@@ -1,0 +1,143 @@
+"""``pageant serve``: bind, then start the engine; on SIGTERM or SIGINT, stop cleanly.
+
+The order matters to an operator: a port that is taken is reported before the engine has
+touched the database, and a stop lets the engine finish (within its grace) while the HTTP
+API still answers ``/healthz``, then closes the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pageant.settings import Settings
+
+log = logging.getLogger("pageant")
+
+#: Attributes every LogRecord has; anything else on a record is a field of the line.
+_STANDARD = frozenset(
+    vars(logging.LogRecord("x", logging.INFO, "x", 0, "x", None, None)).keys()
+    | {"message", "asctime", "taskName"}
+)
+
+
+def fields_of(record: logging.LogRecord) -> dict[str, Any]:
+    """The structured fields passed with ``extra=`` (run_id, step_id, action, outcome...)."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+def _stamp(record: logging.LogRecord) -> str:
+    instant = datetime.fromtimestamp(record.created, UTC)
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ts, level, logger, msg, the record's fields, exc if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": _stamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **fields_of(record),
+        }
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+class KeyValueFormatter(logging.Formatter):
+    """``ts=... level=... logger=... msg="..." run_id=1 ...``; a traceback follows indented."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        pairs = {
+            "ts": _stamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **fields_of(record),
+        }
+        text = " ".join(f"{key}={_kv(value)}" for key, value in pairs.items())
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def _kv(value: Any) -> str:
+    text = str(value)
+    if text and not any(c in text for c in ' "=\\\n'):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def configure_logging(settings: Settings) -> None:
+    """Log to standard error in ``log_format`` at ``log_level``."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if settings.log_format == "json" else KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level)
+    # Alembic announces its dialect every time /healthz reads the schema revision, and
+    # aiohttp's access log is a line per request: both are for debugging, not operating.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any] = print) -> None:
+    """Serve ``host`` until SIGTERM or SIGINT, then stop cleanly (see the module doc)."""
+    from aiohttp import web
+
+    from pageant.api.app import make_app, start_engine
+    from pageant.cli.operator import port_in_use
+
+    app = make_app(host, run_engine=False)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise port_in_use(settings.host, settings.port, exc) from exc
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def _on_signal(signum: int) -> None:
+        # Set here, synchronously: from this instant on nothing is claimed.
+        if host.engine is not None:
+            host.engine.stopping = True
+        if not stop.is_set():
+            log.info(
+                "received %s; stopping (grace %.0f s)",
+                signal.Signals(signum).name,
+                settings.stop_grace_seconds,
+            )
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _on_signal, signum)
+    engine = None
+    try:
+        engine = await start_engine(host)
+        say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        if engine is not None:
+            await engine.stop()
+        await runner.cleanup()
+    log.info("stopped cleanly")
+
+
+def _bound_port(site: Any) -> int:
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or []
+    return sockets[0].getsockname()[1] if sockets else 0

@@ -1,0 +1,79 @@
+"""Lock contention inside the engine: retried with jitter, counted, and quiet.
+
+Two hosts on one MariaDB database deadlock now and then in normal operation (two reclaims,
+a claim beside an advance): the database rolls one transaction back whole, and doing the
+same work again is correct, because every write is a compare-and-set. Such a collision is
+logged at DEBUG and counted (``pageant_deadlocks_retried``); only the same work colliding
+:data:`BOUND` times in a row is a WARNING - by then something holds its locks too long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from pageant.db.errors import is_retryable_conflict
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+T = TypeVar("T")
+
+#: Collisions in a row before the same work is reported (and left to the next tick).
+BOUND = 5
+#: The first retry waits up to this long (seconds); each further one up to twice as long.
+FIRST_JITTER = 0.05
+
+
+class ContentionPersisted(Exception):
+    """The same work met lock contention :data:`BOUND` times in a row (already logged)."""
+
+
+def jitter(attempt: int) -> float:
+    """A random wait before retry ``attempt`` (1-based): two writers that collided once
+    must not collide again in lockstep."""
+    return random.uniform(0, FIRST_JITTER * 2 ** (attempt - 1))
+
+
+def noted(host: Host, where: str, exc: BaseException, attempt: int = 1) -> bool:
+    """If ``exc`` is lock contention, count and log it (DEBUG, or WARNING at the bound) and
+    answer True; otherwise answer False and log nothing."""
+    if not is_retryable_conflict(exc):
+        return False
+    host.metrics.deadlocks_retried.labels(where=where).inc()
+    if attempt >= BOUND:
+        log.warning(
+            "%s met lock contention %d times in a row; left to the next tick",
+            where,
+            attempt,
+            extra={"where": where, "attempts": attempt},
+        )
+    else:
+        log.debug(
+            "%s met lock contention (%s); retrying",
+            where,
+            type(exc).__name__,
+            extra={"where": where, "attempt": attempt},
+        )
+    return True
+
+
+async def retrying(host: Host, where: str, work: Callable[[], Awaitable[T]]) -> T:
+    """Run ``work`` (which opens its own transactions), again after a jittered wait each
+    time the database gives up on a lock; :class:`ContentionPersisted` at the bound."""
+    attempt = 1
+    while True:
+        try:
+            return await work()
+        except Exception as exc:
+            if not noted(host, where, exc, attempt):
+                raise
+            if attempt >= BOUND:
+                raise ContentionPersisted(where) from exc
+        await asyncio.sleep(jitter(attempt))
+        attempt += 1

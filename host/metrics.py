@@ -1,0 +1,108 @@
+"""The host's metrics, in the Prometheus text format (``GET /metrics``).
+
+Each :class:`~pageant.hosting.Host` has its own registry (nothing is registered at import or
+in a global), so two hosts in one process - the tests, an embedder - never mix counters. The
+engine counts as it goes; what is a fact of the database (runs by status) is read when
+scraped, so every host of a shared database reports the same numbers for it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+#: Seconds: from a fast webhook to an action's whole budget.
+DISPATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+#: Seconds a due step waited to be claimed: a healthy host claims within a poll.
+LATENESS_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 300, 900, 3600)
+TICK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class Metrics:
+    """Every family pageant exports, on a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.runs = Gauge(
+            "pageant_runs",
+            "Runs in the database, by status (read when scraped).",
+            ["status"],
+            registry=r,
+        )
+        self.steps_dispatched = Counter(
+            "pageant_steps_dispatched",
+            "Steps this host claimed and dispatched.",
+            ["action"],
+            registry=r,
+        )
+        self.steps_failed = Counter(
+            "pageant_steps_failed",
+            "Steps that failed for good (attempts used up or fatal).",
+            ["action"],
+            registry=r,
+        )
+        self.steps_refused = Counter(
+            "pageant_steps_refused",
+            "Steps refused before perform (not allowed, unavailable).",
+            ["action"],
+            registry=r,
+        )
+        self.steps_retried = Counter(
+            "pageant_steps_retried",
+            "Step attempts that failed and were rescheduled.",
+            ["action"],
+            registry=r,
+        )
+        self.dispatch_seconds = Histogram(
+            "pageant_dispatch_seconds",
+            "How long an action's perform took.",
+            ["action"],
+            buckets=DISPATCH_BUCKETS,
+            registry=r,
+        )
+        self.tick_seconds = Histogram(
+            "pageant_tick_seconds",
+            "How long one engine tick (every leg) took.",
+            buckets=TICK_BUCKETS,
+            registry=r,
+        )
+        self.step_lateness_seconds = Histogram(
+            "pageant_step_lateness_seconds",
+            "How long after its due_at a step was claimed.",
+            buckets=LATENESS_BUCKETS,
+            registry=r,
+        )
+        self.deadlocks_retried = Counter(
+            "pageant_deadlocks_retried",
+            "Deadlocks and lock waits the engine met and retried, by where.",
+            ["where"],
+            registry=r,
+        )
+        self.plugins = Gauge(
+            "pageant_plugins",
+            "Plugins by load status (loaded, refused).",
+            ["status"],
+            registry=r,
+        )
+        self.last_tick = Gauge(
+            "pageant_engine_last_tick_timestamp_seconds",
+            "When the engine last finished a tick (Unix time); 0 before the first.",
+            registry=r,
+        )
+        self.started = time.time()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def count_plugins(self, records: Any) -> None:
+        counts = {"loaded": 0, "refused": 0}
+        for record in records:
+            counts[record.status] = counts.get(record.status, 0) + 1
+        for status, n in counts.items():
+            self.plugins.labels(status=status).set(n)
