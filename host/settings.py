@@ -38,6 +38,11 @@ class Settings(BaseModel):
     horizon_days: int = Field(default=14, ge=1, le=366)
     dispatch_concurrency: int = Field(default=16, ge=1)
 
+    # The ledger: how many times cleanup tries to give one resource back, and the longest
+    # a core.lease may borrow a value.
+    revert_max_attempts: int = Field(default=3, ge=1, le=100)
+    lease_max_minutes: int = Field(default=24 * 60, ge=1)
+
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
 
