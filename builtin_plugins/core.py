@@ -96,7 +96,8 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
     another run holds is refused by name before anything is applied), apply ``value``, and
     record the baseline it replaced. The cleanup stage puts the baseline back at the
     deadline (``minutes``) or when the run ends, whichever is first."""
-    services = ctx.services
+    # The host's own step services: the ledger's lease calls are core's, not the contract's.
+    services: Any = ctx.services
     if services is None:
         return {"ok": False, "retry": False, "error": "no host services in this context"}
     lease_id, target, value = ctx.params["lease"], ctx.params["target"], ctx.params["value"]

@@ -25,8 +25,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
 from pageant.db.log_kinds import LogKind
-from pageant.hookspecs import ActionContext, Resource, RunInfo, run_with_envelope
+from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.ledger.state import released, settle
+from pageant.plugins.calls import run_with_envelope
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
