@@ -11,6 +11,7 @@ HTTP session), which the engine supplies on every dispatch.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any, Literal
 
 from pageant.hookspecs import (
@@ -88,6 +89,51 @@ async def cue(ctx: ActionContext) -> object:
     if not isinstance(sent, dict) or sent.get("ok") is not True:
         return sent
     return {"ok": True, "park": True}
+
+
+async def lease(ctx: ActionContext) -> dict[str, Any]:
+    """Borrow ``lease`` on ``target``: reserve the target's ledger row first (a target
+    another run holds is refused by name before anything is applied), apply ``value``, and
+    record the baseline it replaced. The cleanup stage puts the baseline back at the
+    deadline (``minutes``) or when the run ends, whichever is first."""
+    # The host's own step services: the ledger's lease calls are core's, not the contract's.
+    services: Any = ctx.services
+    if services is None:
+        return {"ok": False, "retry": False, "error": "no host services in this context"}
+    lease_id, target, value = ctx.params["lease"], ctx.params["target"], ctx.params["value"]
+    minutes = ctx.params["minutes"]
+    declared = services.registry.leases.get(lease_id)
+    if declared is None:
+        return {"ok": False, "retry": False, "error": f"no plugin declares the lease {lease_id!r}"}
+    longest = services.settings.lease_max_minutes
+    if not 1 <= minutes <= longest:
+        return {
+            "ok": False,
+            "retry": False,
+            "error": f"minutes must be between 1 and {longest} (lease_max_minutes), not {minutes}",
+        }
+    if ctx.verify:
+        return {"ok": True}
+    until = services.now() + timedelta(minutes=minutes)
+    row_id, holder = await services.reserve_lease(lease_id, target, value, until=until)
+    if row_id is None:
+        return {
+            "ok": False,
+            "retry": False,
+            "error": f"{lease_id} for {target} is already leased by run {holder}",
+        }
+    try:
+        baseline = await declared.apply(target, value)
+    except Exception as exc:
+        await services.forget_lease(row_id)
+        return {"ok": False, "retry": False, "error": f"apply failed: {type(exc).__name__}: {exc}"}
+    await services.lease_applied(row_id, lease_id, target, baseline, value)
+    return {"ok": True}
+
+
+async def lease_revert(ctx: ActionContext) -> dict[str, Any]:
+    """Nothing to do per step: a lease is given back through its own ledger row."""
+    return {"ok": True}
 
 
 # ── lifecycle triggers ─────────────────────────────────────────────────────
@@ -181,6 +227,12 @@ class CorePlugin:
     def __init__(self) -> None:
         self.context: PluginContext | None = None
 
+    async def resolve_leases(self) -> list[dict[str, Any]]:
+        if self.context is None:
+            return []
+        leases = self.context.registry.leases
+        return [{"value": lid, "label": leases[lid].label} for lid in sorted(leases)]
+
     async def resolve_legs(self) -> list[dict[str, Any]]:
         if self.context is None:
             return []
@@ -243,6 +295,48 @@ class CorePlugin:
                 perform=cue,
                 description="Announce a cue, then wait until a person confirms the step.",
             ),
+            Action(
+                id="core.lease",
+                label="Lease a value",
+                risk="change",
+                reversible="full",
+                budget_ms=10_000,
+                params=[
+                    Param(
+                        name="lease",
+                        type="string",
+                        required=True,
+                        description="Which borrowed value: a lease id a plugin declares.",
+                        example="wisps.weather",
+                        option_source="core.options.leases",
+                    ),
+                    Param(
+                        name="target",
+                        type="string",
+                        required=True,
+                        description="What it is borrowed for (a region, a shard).",
+                        example="north",
+                    ),
+                    Param(
+                        name="value",
+                        type="string",
+                        required=True,
+                        description="The value to set while the lease lasts.",
+                        example="storm",
+                    ),
+                    Param(
+                        name="minutes",
+                        type="integer",
+                        required=True,
+                        description="How long at most; it is given back at the run's end "
+                        "if that comes first (1 to lease_max_minutes).",
+                        example=60,
+                    ),
+                ],
+                perform=lease,
+                revert=lease_revert,
+                description="Set a plugin's borrowed value for a while and put it back.",
+            ),
         ]
 
     @hookimpl
@@ -259,7 +353,8 @@ class CorePlugin:
     @hookimpl
     def pageant_option_sources(self) -> list[OptionSource]:
         return [
-            OptionSource(id="core.options.legs", label="Announce legs", resolve=self.resolve_legs)
+            OptionSource(id="core.options.legs", label="Announce legs", resolve=self.resolve_legs),
+            OptionSource(id="core.options.leases", label="Leases", resolve=self.resolve_leases),
         ]
 
     @hookimpl

@@ -178,7 +178,15 @@ class PluginContext(Protocol):
 
     async def reconcile(self) -> None:
         """Ask the host to reconcile this plugin's recorded resources now (through
-        ``pageant_reconcile``). This host keeps no ledger yet, so it does nothing."""
+        ``pageant_reconcile``): call it when the game comes back. What the plugin no longer
+        reports is marked ``orphaned``, never reverted."""
+        ...
+
+    def set_available(self, available: bool, reason: str | None = None) -> None:
+        """Tell the host whether the plugin's game can take world-changing steps now.
+        While it cannot, its ``change`` and ``irreversible`` steps wait (``waiting_on.reason``
+        ``unavailable``, with ``reason``) and so do the reverts of what it holds, spending
+        no attempts; they go on once it is available again. Added in contract 1.1."""
         ...
 
 

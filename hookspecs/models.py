@@ -153,6 +153,11 @@ class Action(_Declaration):
     :mod:`pageant.hookspecs.envelope`). ``cost(params)`` is synchronous and pure and
     answers ``{dimension: amount}``. ``revert`` is present exactly when ``reversible`` is
     not ``none``. ``version`` is bumped whenever a param changes meaning.
+
+    ``revert`` is called by the host's cleanup once per recorded resource (``ctx.resources``
+    holds it), or with no resources at all when the perform's answer was lost (take back
+    whatever was made under ``ctx.idempotency_key``). Reverting something that does not
+    exist must succeed, and a revert may be repeated.
     """
 
     id: str

@@ -92,7 +92,10 @@ class PageantSpecs:
     def pageant_leases(self) -> Sequence[Lease | dict[str, Any]]:
         """Declare the borrowed values this plugin can set for a while and put back.
 
-        When: once, at load, as :meth:`pageant_actions`.
+        When: once, at load, as :meth:`pageant_actions`. A run borrows one with the core
+        action ``core.lease``; the host reserves the target, calls ``apply``, and at the
+        deadline or the run's end calls ``read`` and then ``restore`` (or, when someone else
+        changed the value meanwhile, leaves it alone: ``drifted``).
 
         Returns: a list of :class:`~pageant.hookspecs.Lease` models or dicts.
 
@@ -247,18 +250,22 @@ class PageantSpecs:
     async def pageant_reconcile(self, resources: Sequence[HeldResource]) -> Sequence[str]:
         """Say which recorded resources still exist in the world.
 
-        When: not yet: this host keeps no ledger of resources, so it never calls the hook.
-        The ledger will call it at boot and whenever the plugin asks through its context;
-        its argument and answer are fixed now so a plugin can implement it ahead.
+        When: once when the host starts (before the engine's first tick), and whenever the
+        plugin calls ``await context.reconcile()`` (after its game reconnects, say).
         ``async def``.
 
         Parameters:
-            resources: a :class:`~pageant.hookspecs.HeldResource` for each resource the host
-                holds on record for this plugin's actions.
+            resources: a :class:`~pageant.hookspecs.HeldResource` for each resource the host's
+                ledger holds for this plugin: what its actions reported (``kind``, ``ref``,
+                ``payload``) and the targets of its leases (``kind`` the lease id, ``ref`` the
+                target).
 
-        Returns: the ``ref`` of each of those resources still in force in the world.
+        Returns: the ``ref`` of each of those resources still in force in the world. The host
+        marks every row not returned ``orphaned`` — never reverted, since it is already
+        gone — and logs it.
 
-        On failure: the ledger is left as it was.
+        On failure: if it raises or answers something that is not a list, nothing changes
+        and each run concerned gets a ``resource.reconcile_failed`` log line.
 
         Example::
 

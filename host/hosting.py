@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant")
 
+#: The risks whose steps wait for a plugin that reported itself down (others are refused).
+WORLD_CHANGING = ("change", "irreversible")
+
 
 def make_identity() -> str:
     """Who claims rows: host name, pid and a random part (a restarted pid is a new owner)."""
@@ -99,10 +102,15 @@ class Host:
         """
         return self._unavailable.get(owner)
 
+    def unavailable_owners(self) -> tuple[str, ...]:
+        """The owners whose plugins are unavailable now."""
+        return tuple(sorted(self._unavailable))
+
     def mark_unavailable(self, owner: str, reason: str | None) -> None:
         """Record that ``owner``'s plugin is unavailable for ``reason`` (None: available)."""
         if reason is None:
-            self._unavailable.pop(owner, None)
+            if self._unavailable.pop(owner, None) is not None:
+                self.wake()  # what waited for the plugin may run now
         else:
             self._unavailable[owner] = reason
 
@@ -111,22 +119,63 @@ class Host:
         step is claimed, so nothing is tried and no attempt spent. Today: its owner is
         contested (two distributions claim it, both refused) until a restart settles it.
         Unlike :meth:`plugin_unavailable`, which ``may_invoke`` turns into a refusal, this
-        holds the run (``waiting_on.reason`` ``unavailable``)."""
-        return self.plugins.unavailable(action_id)
+        holds the run (``waiting_on.reason`` ``unavailable``). And: the action changes the
+        world (``change``, ``irreversible``) and its plugin reported itself down
+        (``context.set_available(False, reason)``): its steps, and its reverts, wait."""
+        contested = self.plugins.unavailable(action_id)
+        if contested is not None:
+            return contested
+        action = self.registry.actions.get(action_id)
+        if action is None or action.risk not in WORLD_CHANGING:
+            return None
+        return self.plugin_unavailable(action_id.split(".", 1)[0])
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
         self.plugins.start(
-            lambda record: PluginContext(
-                record.label,
-                record.owner or "",
-                registry=self.registry,
-                emit=self.emit,
-                reconcile=getattr(self, "reconcile", None),
-                settings=record.settings,
+            lambda record: self.context_for(
+                record.label, record.owner or "", settings=record.settings
             )
         )
         self.started = True
+
+    def context_for(self, label: str, owner: str, *, settings: Any = None) -> PluginContext:
+        """The context a plugin receives: what it may ask of this host, lent as callables."""
+        return PluginContext(
+            label,
+            owner,
+            registry=self.registry,
+            emit=self.emit,
+            reconcile=self.reconcile,
+            set_available=self.mark_unavailable,
+            settings=settings,
+        )
+
+    def reconcile_hook(self, owner: str) -> Any:
+        """The loaded plugin's ``pageant_reconcile`` for ``owner``, or None."""
+        for record in self.plugins.loaded():
+            if record.owner != owner:
+                continue
+            for impl in self.plugins.pm.hook.pageant_reconcile.get_hookimpls():
+                if impl.plugin is record.plugin:
+                    return impl.function
+        return None
+
+    async def reconcile(self, owner: str) -> dict[str, Any]:
+        """Ask ``owner``'s plugin which of its recorded resources are still in the world
+        (see :func:`pageant.ledger.reconcile.reconcile`)."""
+        from pageant.ledger.reconcile import reconcile
+
+        return await reconcile(self.db, self.clock, owner, self.reconcile_hook(owner))
+
+    async def reconcile_all(self) -> None:
+        """Reconcile every loaded plugin that implements ``pageant_reconcile`` (at start)."""
+        for record in self.plugins.loaded():
+            if record.owner and self.reconcile_hook(record.owner) is not None:
+                try:
+                    await self.reconcile(record.owner)
+                except Exception:
+                    log.exception("reconcile of %s failed", record.owner)
 
     async def emit(
         self, trigger_id: str, payload: Any, *, actor: str | None = None

@@ -45,6 +45,11 @@ class Settings(BaseModel):
     log_format: Literal["kv", "json"] = "kv"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    # The ledger: how many times cleanup tries to give one resource back, and the longest
+    # a core.lease may borrow a value.
+    revert_max_attempts: int = Field(default=3, ge=1, le=100)
+    lease_max_minutes: int = Field(default=24 * 60, ge=1)
+
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
 

@@ -152,11 +152,12 @@ def test_plugins_all_lists_what_each_declared() -> None:
     assert wisps["declares"] == {
         "actions": ["wisps.summon"],
         "budgets": ["wisps.wisps"],
+        "leases": ["wisps.weather"],
         "option_sources": ["wisps.options.colours"],
         "triggers": ["wisps.caught"],
     }
     core = next(i for i in items if i["name"] == "core")
-    assert core["declares"]["actions"] == ["core.announce", "core.cue", "core.wait"]
+    assert core["declares"]["actions"] == ["core.announce", "core.cue", "core.lease", "core.wait"]
 
 
 @pytest.fixture

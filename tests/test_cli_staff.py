@@ -147,7 +147,17 @@ def test_runs_start_list_and_show_across_events(migrated_url: str) -> None:
     shown = ok("runs", "show", str(north["id"]), url=migrated_url).stdout
     assert "Steps" in shown and "waiting for a person to confirm" in shown
     console = as_json("runs", "show", str(north["id"]), url=migrated_url)
-    assert set(console) == {"run", "steps", "gate", "participants", "results", "budget", "log"}
+    assert set(console) == {
+        "run",
+        "steps",
+        "gate",
+        "participants",
+        "results",
+        "budget",
+        "resources",
+        "cleanup_summary",
+        "log",
+    }
 
     bad = pageant("runs", "list", "--status", "asleep", "--database-url", migrated_url)
     assert bad.exit_code == 1

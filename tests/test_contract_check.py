@@ -116,10 +116,12 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
         "world",
         "perform_fresh",
         "manifest",
+        "lease",
     }
     assert any("wisps.summon: perform(verify=True)" in line for line in passed)
     assert any("wisps.summon: revert of nothing" in line for line in passed)
-    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 10 checks")
+    assert any(line.split(" ")[1:3] == ["lease", "wisps.weather:"] for line in passed)
+    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 11 checks")
 
 
 def test_the_committed_wisps_manifest_is_what_write_produces(tmp_path: Path) -> None:

@@ -154,7 +154,17 @@ def test_json_prints_the_console_and_keeps_the_progress_on_stderr(
 
     assert result.exit_code == 0, result.output
     found = json.loads(result.stdout)
-    assert set(found) == {"run", "steps", "gate", "participants", "results", "budget", "log"}
+    assert set(found) == {
+        "run",
+        "steps",
+        "gate",
+        "participants",
+        "results",
+        "budget",
+        "resources",
+        "cleanup_summary",
+        "log",
+    }
     assert found["run"]["status"] == "completed"
     assert found["run"]["ended_at"].endswith("Z")
     assert [line["phase"] for line in found["log"] if line["kind"] == "phase.entered"] == PHASES

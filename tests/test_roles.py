@@ -290,3 +290,52 @@ async def test_the_403_walk_of_the_staff_routes(
         for item in listing:
             item.pop("last_used_at")
     assert after == before
+
+
+# ── the ledger's cleanup route: admins only ──────────────────────────────────────────────
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "no-token")
+async def test_the_403_walk_of_the_cleanup_route(client, tokens, db, host, role):
+    from sqlalchemy import select
+
+    from pageant.db import resources
+    from pageant.db.tables import event_run_resources, event_runs
+
+    event = await create(client, tokens["admin"], title="Walk")
+    await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    _, run = await call(client, "POST", f"{EVENTS}/{event['id']}/runs", tokens["admin"])
+    now = host.clock.now()
+    async with db.begin() as conn:
+        await conn.execute(
+            event_runs.update().where(event_runs.c.id == run["id"]).values(status="completed")
+        )
+        await resources.hold(
+            conn,
+            run_id=run["id"],
+            step_id=None,
+            owner="wisps",
+            kind="wisp",
+            ref="w-1",
+            status="confirmed",
+            payload={"action": "wisps.summon"},
+            now=now,
+        )
+
+    async def ledger() -> list[dict[str, Any]]:
+        async with db.connect() as conn:
+            rows = await conn.execute(select(event_run_resources))
+            return [dict(r._mapping) for r in rows]
+
+    before = await ledger()
+    path = f"/api/v1/admin/runs/{run['id']}/cleanup"
+    status, data = await call(client, "POST", path, tokens[role] if role else None)
+    if role == "admin":
+        assert status == 200, data
+        assert data["run"]["id"] == run["id"]
+        return
+    if role is None:
+        assert (status, data["error"]["code"]) == (401, "unauthenticated")
+    else:
+        assert (status, data["error"]["message"]) == (403, "requires role admin")
+    assert await ledger() == before

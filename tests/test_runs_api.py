@@ -203,7 +203,21 @@ async def test_the_console_shows_run_steps_gate_and_log(
     response = await api.get(f"/api/v1/admin/runs/{run_id}", headers=bearer(tokens["editor"]))
     assert response.status == 200
     console = await response.json()
-    assert set(console) == {"run", "steps", "gate", "participants", "results", "budget", "log"}
+    assert set(console) == {
+        "run",
+        "steps",
+        "gate",
+        "participants",
+        "results",
+        "budget",
+        "resources",
+        "cleanup_summary",
+        "log",
+    }
+    assert (console["resources"], console["cleanup_summary"]) == (
+        [],
+        "This run has recorded nothing in the world.",
+    )
     assert set(console["run"]) == RUN_KEYS
     assert console["gate"] is None
     assert console["budget"] == []  # nothing here spends a budget

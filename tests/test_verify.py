@@ -227,7 +227,10 @@ async def test_wisps_summon_walk_enable_publish_verify_start_cap_pause_raise_ret
             "cap_source_action": "wisps.summon",
         }
     ]
-    assert sum(len(v) for v in WORLD.values()) == 30
+    # The run summoned 30 wisps, the ledger recorded each, and the run gave them all back.
+    assert [r["status"] for r in console["resources"]] == ["reverted"] * 30
+    assert console["run"]["cleanup_status"] == "complete"
+    assert WORLD == {}
 
     # A third summon past the cap: verify refuses the plan, a person starts it anyway.
     greedy = await _published(

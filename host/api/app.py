@@ -51,6 +51,9 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
             await host.start_plugins()
         runner = None
         if run_engine:
+            # The one reconnect the host can see is its own start: ask every plugin which
+            # of its recorded resources are still in the world before the first tick.
+            await host.reconcile_all()
             runner = await start_engine(host)
         yield
         if runner is not None:

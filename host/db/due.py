@@ -18,6 +18,7 @@ from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     event_definitions,
     event_run_phase_gates,
+    event_run_resources,
     event_run_steps,
     event_runs,
 )
@@ -129,6 +130,7 @@ def _min_after(column: Any, *where: Any, after: str = "now", joined: Any = None)
     return query.where(*where, column > bindparam(after)).scalar_subquery()
 
 
+_res = event_run_resources.c
 _gated_run = event_run_phase_gates.join(event_runs, r.id == _g.run_id)
 _held_gate = (_g.satisfied_at.is_(None), r.status == "running", r.current_phase == _g.phase)
 
@@ -142,6 +144,8 @@ _NEXT_INSTANT = select(
     _min_after(r.lease_until, r.status.in_(LIVE_RUN_STATUSES)),
     _min_after(r.hold_until, r.status == "running"),
     _min_after(_g.deadline, *_held_gate, joined=_gated_run),
+    # A lease's deadline: the cleanup stage gives it back then (read over the holding rows).
+    _min_after(_res.lease_until, _res.holding == 1),
     # Last, and read differently: when the next held gate's stall clock started (add
     # stall_seconds to it for the instant it stalls).
     _min_after(

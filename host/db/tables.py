@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from pageant.db.types import BigId, UTCDateTime
@@ -45,6 +46,14 @@ RUN_STATUSES = (
 TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "missed")
 STEP_STATUSES = ("pending", "running", "done", "failed", "refused", "skipped", "cancelled")
 TERMINAL_STEP_STATUSES = ("done", "failed", "refused", "skipped", "cancelled")
+#: A ledger row holds its target while it is ours to give back (``pending`` is the
+#: placeholder written before a dispatch, ``revert_failed`` is out there with nothing left
+#: to try) and releases it once it is not (``reverted``, ``drifted``: someone else changed
+#: it, ``orphaned``: the plugin no longer reports it).
+HOLDING_RESOURCE_STATUSES = ("pending", "confirmed", "revert_failed")
+RELEASED_RESOURCE_STATUSES = ("reverted", "drifted", "orphaned")
+RESOURCE_STATUSES = HOLDING_RESOURCE_STATUSES + RELEASED_RESOURCE_STATUSES
+HOLDING_SQL = "status IN ('pending', 'confirmed', 'revert_failed')"
 
 api_tokens = Table(
     "api_tokens",
@@ -310,8 +319,56 @@ event_run_budget = Table(
     UniqueConstraint("run_id", "dimension"),
 )
 
+event_run_resources = Table(
+    "event_run_resources",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", Integer, ForeignKey("event_runs.id"), nullable=False),
+    # The record of what was changed in the world outlives the row that scheduled it.
+    Column(
+        "step_id", Integer, ForeignKey("event_run_steps.id", ondelete="SET NULL"), nullable=True
+    ),
+    Column("owner", String(64), nullable=False),
+    # "@step" for the placeholder written before a dispatch (ref: the idempotency key),
+    # "@lease:<lease id>" for a lease (ref: its target), otherwise what the plugin reported.
+    Column("kind", String(120), nullable=False),
+    Column("ref", String(200), nullable=False),
+    Column("status", String(14), nullable=False),
+    # MariaDB has no partial index: 1 while the row holds its target, NULL once released, so
+    # the unique index below collides only among holding rows. It reads status alone: a
+    # stored column built on step_id would make MariaDB refuse its SET NULL (error 1901).
+    Column(
+        "holding",
+        Integer,
+        Computed(f"CASE WHEN {HOLDING_SQL} THEN 1 END", persisted=True),
+        nullable=True,
+    ),
+    # {action, detail} for a reported resource; {lease, target, baseline, applied} for a lease.
+    Column("payload", JSON, nullable=True),
+    Column("lease_until", UTCDateTime, nullable=True),
+    Column("revert_attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    # On SQLite the same key is also a partial index, so it reads status there as well.
+    Index(
+        "uq_event_run_resources_holding_key",
+        "owner",
+        "kind",
+        "ref",
+        "holding",
+        unique=True,
+        sqlite_where=text(HOLDING_SQL),
+    ),
+    # The cleanup stage starts from the rows that hold: its idle cost follows them, never
+    # the number of runs.
+    Index(None, "holding", "run_id"),
+    Index(None, "run_id", "id"),
+)
+
 #: Every table, in an order that respects foreign keys (for emptying between tests).
 ALL_TABLES = (
+    event_run_resources,
     event_run_budget,
     event_action_settings_history,
     event_action_settings,

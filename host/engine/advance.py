@@ -229,8 +229,9 @@ async def _complete(
             await runlog.write(
                 conn, run_id, LogKind.RUN_STATUS, at=now, detail={"from": "running", "to": "ending"}
             )
-        # ``ending`` is where cleanup of the run's resources will run; until then the run
-        # passes straight through it, and a run found there after a crash completes.
+        # The run passes straight through ``ending`` (a run found there after a crash
+        # completes); what it holds in the world is given back by the cleanup stage once it
+        # has ended, in this tick, from the ledger's rows.
         completed = await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now)
         if completed:
             await runlog.write(
@@ -391,7 +392,21 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
             return await _wait(host, run, state, [step], now=now)
         if host.unavailable(step["action"]) is not None:
             # Not claimed, so nothing reaches any plugin and no attempt is spent; the run is
-            # looked at again every poll until a restart settles who owns the action.
+            # looked at again every poll until a restart settles who owns the action, or
+            # until a plugin that reported itself down says it is back.
+            if host.plugin_unavailable(step["action"].split(".", 1)[0]) is not None:
+                async with host.db.begin() as conn:
+                    if await runs.escalate_health(conn, run_id, "degraded"):
+                        await runlog.write(
+                            conn,
+                            run_id,
+                            LogKind.RUN_HEALTH,
+                            at=now,
+                            detail={
+                                "to": "degraded",
+                                "because": f"{step['action']} is unavailable",
+                            },
+                        )
             return await _wait(host, run, state, [step], now=now)
 
         if stopping(host):

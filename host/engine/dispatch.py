@@ -24,7 +24,7 @@ from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
-from pageant.runs import lifecycle, waiting
+from pageant.runs import ledger, lifecycle, waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -247,6 +247,10 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
         # In the claim's transaction: after the claim (so two ticks cannot both spend) and
         # before the dispatch (a refusal means nothing reached the plugin).
         decision = await may_invoke(host, step, action, conn=conn) if claimed else None
+        if decision is not None and decision.allowed and ledger.recorded(action):
+            # Record before confirm: the placeholder is written with the claim, so no
+            # world-changing perform ever starts without a row that can give it back.
+            await ledger.record_placeholder(conn, step, action, now=now)  # type: ignore[arg-type]
     if decision is None:
         return TAKEN
     claim = Claim(host.identity, step["attempts"] + 1)
@@ -416,6 +420,9 @@ async def record(
                 detail=detail,
             )
             await _record_outcome(conn, step, envelope, now=now)
+            action = host.registry.actions.get(step["action"])
+            if ledger.recorded(action):
+                await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]
         return CONTINUE
 
     error = envelope.error or "failed without an error message"

@@ -175,11 +175,15 @@ class Engine:
     async def tick(self, *, drain: bool = True) -> None:
         """Run every stage once, in order, each in its own error boundary.
 
-        With ``drain`` (the default), wait until the runs this tick handed to tasks are done.
+        With ``drain`` (the default), wait until the runs this tick handed to tasks are done,
+        before the stages after advance (so a run that ends in this tick is cleaned up in
+        it). Without, a run task that moved wakes the loop, and the next tick cleans up.
         """
         now = self.host.clock.now()
         started = time.perf_counter()
         for stage in STAGES:
+            if drain and stage.__name__ == "cleanup":
+                await self.drain()
             try:
                 await retrying(
                     self.host, f"the {stage.__name__} stage", partial(stage, self.host, now)

@@ -52,6 +52,10 @@ class StepServices:
     def settings(self) -> Settings:
         return self._host.settings
 
+    def now(self) -> Any:
+        """The host's clock (injected, so a test's fake clock reaches the action)."""
+        return self._host.clock.now()
+
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         """Append a line of ``kind`` (a :class:`~pageant.db.log_kinds.LogKind` value) to this
         run's log, attributed to this step. Raises ValueError for a kind not in the enumeration."""
@@ -66,6 +70,81 @@ class StepServices:
                 step_id=self.step_id,
                 detail=detail,
             )
+
+    # ── leases (core.lease) ───────────────────────────────────────────────────
+
+    async def reserve_lease(
+        self, lease_id: str, target: str, value: Any, *, until: Any
+    ) -> tuple[int | None, int | None]:
+        """Reserve the ledger row for ``lease_id`` on ``target`` before anything is applied.
+
+        Answers ``(row id, None)``, or ``(None, holder run id)`` when another row already
+        holds the target. This step's own reservation (a retry, a re-dispatch) is reused.
+        """
+        from pageant.db import resources
+
+        owner = lease_id.split(".", 1)[0]
+        now = self._host.clock.now()
+        async with self._host.db.begin() as conn:
+            new = await resources.hold(
+                conn,
+                run_id=self.run_id,
+                step_id=self.step_id,
+                owner=owner,
+                kind=lease_id,
+                ref=target,
+                status="pending",
+                payload={"lease": lease_id, "target": target, "applied": value},
+                now=now,
+                lease_until=until,
+            )
+            if new is not None:
+                await runlog.write(
+                    conn,
+                    self.run_id,
+                    LogKind.RESOURCE_RESERVED,
+                    at=now,
+                    phase=self.phase,
+                    step_id=self.step_id,
+                    detail={"lease": lease_id, "target": target, "until": until},
+                )
+                await resources.set_cleanup_status(conn, self.run_id, "pending")
+                return new, None
+            held = await resources.holder(conn, owner, lease_id, target)
+        if (
+            held is not None
+            and held.step_id == self.step_id
+            and "baseline" not in (held.payload or {})
+        ):
+            return held.id, None
+        return None, None if held is None else held.run_id
+
+    async def lease_applied(
+        self, row_id: int, lease_id: str, target: str, baseline: Any, value: Any
+    ) -> None:
+        """Record what the lease replaced and what it set: the row is ``confirmed``."""
+        from pageant.db import resources
+
+        now = self._host.clock.now()
+        payload = {"lease": lease_id, "target": target, "baseline": baseline, "applied": value}
+        async with self._host.db.begin() as conn:
+            await resources.set_lease_payload(conn, row_id, payload, now)
+            await runlog.write(
+                conn,
+                self.run_id,
+                LogKind.RESOURCE_CONFIRMED,
+                at=now,
+                phase=self.phase,
+                step_id=self.step_id,
+                detail=payload,
+            )
+
+    async def forget_lease(self, row_id: int) -> None:
+        """Drop a reservation whose apply never happened (nothing to give back)."""
+        from pageant.db import resources
+
+        async with self._host.db.begin() as conn:
+            await resources.forget(conn, row_id)
 
     async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
         """POST ``body`` (a JSON string, or data to encode) to ``url`` within the webhook

@@ -15,6 +15,7 @@ from pageant.engine.advance import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
+from pageant.runs.ledger import cleanup
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -153,5 +154,6 @@ async def prune(host: Host, now: datetime) -> None:
         log.info("pruned %d run log line(s) of runs that ended before %s", total, cutoff)
 
 
-#: The tick, in order (the ledger's cleanup stage will join between advance and prune).
-STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, advance, prune)
+#: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
+#: the same one.
+STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, advance, cleanup, prune)

@@ -100,7 +100,8 @@ class KitContext:
     """What ``pageant_startup`` receives during a check: the plugin context without a host.
 
     ``emit`` refuses an unknown trigger or a payload that does not fit its variables exactly
-    as the emit path does, then counts no gates (there are none); ``reconcile`` does nothing.
+    as the emit path does, then counts no gates (there are none); ``reconcile`` does nothing,
+    and ``set_available`` is only kept.
     """
 
     def __init__(
@@ -124,6 +125,10 @@ class KitContext:
 
     async def reconcile(self) -> None:
         return None
+
+    def set_available(self, available: bool, reason: str | None = None) -> None:
+        """Kept, so a check can see what the plugin said; nothing waits on it here."""
+        self.available = (available, reason)
 
 
 def start(manager: PluginManager) -> set[str]:

@@ -15,7 +15,9 @@ from pageant.hookspecs import Declarations
 #: The emit path as the context calls it: ``(trigger_id, payload, actor=...)``.
 Emit = Callable[..., Awaitable[dict[str, int]]]
 #: Reconcile one owner's recorded resources.
-Reconcile = Callable[[str], Awaitable[None]]
+Reconcile = Callable[[str], Awaitable[Any]]
+#: Tell the host an owner's plugin is unavailable for a reason (None: available again).
+SetAvailable = Callable[[str, "str | None"], None]
 
 
 class PluginContext:
@@ -37,6 +39,7 @@ class PluginContext:
         emit: Emit,
         reconcile: Reconcile | None = None,
         settings: Any = None,
+        set_available: SetAvailable | None = None,
     ) -> None:
         self.plugin = plugin_label
         self.owner = owner
@@ -44,6 +47,7 @@ class PluginContext:
         self._emit = emit
         self._reconcile = reconcile
         self.settings = settings
+        self._set_available = set_available
 
     @property
     def registry(self) -> Declarations:
@@ -60,6 +64,20 @@ class PluginContext:
         return await self._emit(trigger_id, payload, actor=f"plugin:{self.owner}")
 
     async def reconcile(self) -> None:
-        """Ask the host to reconcile this plugin's recorded resources (ledger)."""
+        """Ask the host to call this plugin's ``pageant_reconcile`` with the ledger rows it
+        holds for it now (after the game came back, say). Rows it no longer reports become
+        ``orphaned``; a reconcile that raises changes nothing (and is logged)."""
         if self._reconcile is not None:
             await self._reconcile(self.owner)
+
+    def set_available(self, available: bool, reason: str | None = None) -> None:
+        """Tell the host whether this plugin's game can take world-changing steps now.
+
+        While unavailable, the plugin's ``change`` and ``irreversible`` steps wait (the run
+        says ``waiting_on.reason = "unavailable"`` with ``reason``) and so do the reverts of
+        what it holds, spending no attempts; they resume once it is available again.
+        """
+        if self._set_available is not None:
+            self._set_available(
+                self.owner, None if available else (reason or "the plugin reports itself down")
+            )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import outcomes, runlog, runs, steps
+from pageant.db import outcomes, resources, runlog, runs, steps
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
@@ -140,6 +140,60 @@ async def run_views(
     return views
 
 
+def resource_json(row: Any) -> dict[str, Any]:
+    """One ledger row as the console shows it."""
+    return {
+        "id": row.id,
+        "step_id": row.step_id,
+        "owner": row.owner,
+        "kind": row.kind,
+        "ref": row.ref,
+        "status": row.status,
+        "revert_attempts": row.revert_attempts,
+        "last_error": row.last_error,
+        "lease_until": row.lease_until,
+        "payload": row.payload,
+    }
+
+
+def _named(row: Any) -> str:
+    if row.kind == resources.PLACEHOLDER:
+        return f"what step {row.step_id} may have done (its answer never came)"
+    payload = row.payload or {}
+    if payload.get("lease"):
+        return f"{payload['lease']} for {payload.get('target', row.ref)}"
+    return f"{row.kind} {row.ref}"
+
+
+def cleanup_summary(rows: Sequence[Any], *, ended: bool) -> str:
+    """The one line a person reads about what the run did to the world."""
+    if not rows:
+        return "This run has recorded nothing in the world."
+    out = [r for r in rows if r.status in ("pending", "confirmed", "revert_failed")]
+    drifted = [r for r in rows if r.status == "drifted"]
+    orphaned = [r for r in rows if r.status == "orphaned"]
+    parts: list[str] = []
+    if not out:
+        parts.append("Everything this run created or borrowed has been given back")
+    elif not ended:
+        parts.append(f"{len(out)} held while the run goes on")
+    else:
+        parts.append(
+            f"{len(out)} of these {'is' if len(out) == 1 else 'are'} still out there"
+            + (
+                " (nothing is left to try; an admin can try cleanup again)"
+                if all(r.status == "revert_failed" for r in out)
+                or not any(r.status in ("pending", "confirmed") for r in out)
+                else ""
+            )
+        )
+    for row in drifted:
+        parts.append(f"someone else changed {_named(row)}; it was left alone")
+    if orphaned:
+        parts.append(f"{len(orphaned)} no longer in the game (orphaned), never reverted")
+    return "; ".join(parts)
+
+
 async def run_view(host: Host, run_id: int) -> dict[str, Any]:
     """One run in the shape the run list and start-now answer with."""
     async with host.db.connect() as conn:
@@ -172,9 +226,11 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
 
 
 async def console(host: Host, run_id: int) -> dict[str, Any]:
-    """The run console: ``{run, steps, gate, participants, results, budget, log}`` — the
-    run with why it is waiting, every step, the current phase's gate, who took part, how its
-    phases ended, its budget meters, and the whole log in order."""
+    """The run console: ``{run, steps, gate, participants, results, budget, resources,
+    cleanup_summary, log}`` — the run with why it is waiting, every step, the current
+    phase's gate, who took part, how its phases ended, its budget meters, what it recorded
+    in the world (the ledger) with the one line a person reads about it, and the whole log
+    in order."""
     now = host.clock.now()
     async with host.db.connect() as conn:
         row = await runs.get_run(conn, run_id)
@@ -191,6 +247,8 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
         people = await outcomes.participants_of(conn, run_id)
         tables = await outcomes.results_of(conn, run_id)
         budget = await run_budget(conn, run_id, host.registry)
+        ledger = await resources.resources_of_run(conn, run_id)
+    ended = row.status in ("completed", "failed", "cancelled", "missed")
     return {
         "run": view,
         "steps": [step_json(st) for st in all_steps],
@@ -203,6 +261,8 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
             for t in tables
         ],
         "budget": budget,
+        "resources": [resource_json(r) for r in ledger],
+        "cleanup_summary": cleanup_summary(ledger, ended=ended),
         "log": [log_json(line) for line in lines],
     }
 

@@ -21,11 +21,12 @@ Detail = Mapping[str, Any]
 
 
 def render_console(console: Mapping[str, Any]) -> str:
-    """The console ``{run, steps, gate, log}`` as lines of text: the run, its steps, the
-    current phase's gate, and the log in order."""
+    """The console ``{run, steps, gate, log}`` as lines of text: the run (with what it left
+    in the world, when the console says), its steps, the current phase's gate, and the log
+    in order."""
     run = console["run"]
     sections = [
-        _run(run),
+        _run(run, console.get("cleanup_summary")),
         _steps(console["steps"]),
         _gate(console["gate"], run["current_phase"]),
         *_outcome(console.get("participants") or [], console.get("results") or []),
@@ -86,7 +87,7 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
 # ── the run ───────────────────────────────────────────────────────────────────
 
 
-def _run(run: Mapping[str, Any]) -> list[str]:
+def _run(run: Mapping[str, Any], world: str | None = None) -> list[str]:
     lines = [
         f"Run {run['id']}: {run['definition_title']} ({run['definition_slug']}), "
         f"version {run['version_number']}"
@@ -106,6 +107,8 @@ def _run(run: Mapping[str, Any]) -> list[str]:
         rows.append(["last error", run["last_error"]])
     if run["cancel_reason"]:
         rows.append(["cancelled", run["cancel_reason"]])
+    if world:
+        rows.append(["world", f"{world} (cleanup {run['cleanup_status']})"])
     return lines + _table(rows)
 
 

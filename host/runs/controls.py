@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
-from pageant.db import runlog, runs, steps
+from pageant.db import resources, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
+from pageant.runs.ledger import give_back, leave_in_world
 from pageant.runs.versions import phases_of, read_pinned
 from pageant.timefmt import iso
 
@@ -117,9 +118,14 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
     host.wake()
 
 
-async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
+async def cancel(host: Host, run_id: int, *, actor: str, reason: str, cleanup: bool = True) -> None:
     """scheduled|starting|running|paused -> cancelled; pending and parked steps cancelled.
-    A step mid-dispatch keeps its claim and its answer is still recorded."""
+    A step mid-dispatch keeps its claim and its answer is still recorded.
+
+    With ``cleanup`` false (an admin's call, checked by the route) what the run holds is
+    left in the world as it is: its ``cleanup_status`` is ``incomplete`` at once, honestly,
+    and the cleanup stage passes it by until an admin asks for a cleanup.
+    """
     now = host.clock.now()
     async with host.db.begin() as conn:
         before = await _run_status(conn, run_id)
@@ -140,9 +146,12 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str) -> None:
                 "to": "cancelled",
                 "reason": reason,
                 "cancelled_steps": cancelled,
+                **({} if cleanup else {"cleanup": False}),
             },
             actor=actor,
         )
+        if not cleanup:
+            await leave_in_world(conn, run_id, now=now)
     host.wake()  # its concurrency key is free: a run waiting on it may start
     await lifecycle.announce(host, run_id, lifecycle.RUN_CANCELLED)
 
@@ -353,3 +362,24 @@ async def retry(
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
     host.wake()
+
+
+async def cleanup(host: Host, run_id: int, *, actor: str) -> str:
+    """An admin's "try cleanup again": every resource the run still holds is tried once
+    more now, ``revert_failed`` ones included (each a real attempt, counted). Refused (409)
+    while the run is in flight and when it recorded nothing; answers its cleanup_status."""
+    async with host.db.connect() as conn:
+        row = await runs.get_run(conn, run_id)
+        recorded = await resources.resources_of_run(conn, run_id)
+    if row is None:
+        raise NotFound(f"no such run: {run_id}")
+    if row.status not in resources.ENDED_RUN_STATUSES:
+        raise Conflict(
+            f"run {run_id} is {row.status}; cleanup acts on a run that has ended "
+            "(completed, failed, cancelled or missed)"
+        )
+    if not recorded:
+        raise Conflict(f"run {run_id} recorded nothing in the world; there is nothing to clean up")
+    status = await give_back(host, run_id, now=host.clock.now(), rescue=True, actor=actor)
+    host.wake()
+    return status

@@ -1,21 +1,31 @@
 """wisps: the smallest complete pageant plugin.
 
-One ``change`` action with ``cost``, ``perform`` and ``revert``; one budget dimension; one
-option source; one trigger. The "game" is a dictionary in this module: a real plugin
-would talk to its game server where this one reads and writes ``WORLD``.
+One ``change`` action with ``cost``, ``perform`` and ``revert``; one lease (a region's
+weather); one budget dimension; one option source; one trigger; and ``pageant_reconcile``.
+The "game" is two dictionaries in this module: a real plugin would talk to its game server
+where this one reads and writes ``WORLD`` and ``WEATHER``.
+
+What the host's ledger does with it: every wisp ``summon`` reports is recorded, and given
+back through ``dismiss`` when the run ends (whatever the ending); ``wisps.weather`` is
+borrowed by ``core.lease`` and put back; ``reconcile`` tells the host which recorded wisps
+are still in the world.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pageant import hookimpl
+from pageant.hookspecs import HeldResource
 
 COLOURS = ("north", "south", "ember")
 MAX_WISPS = 50
 
 #: The stand-in for a game world: idempotency key -> the wisps summoned under it.
 WORLD: dict[str, list[str]] = {}
+#: Each region's weather, which a run may borrow (the ``wisps.weather`` lease).
+WEATHER: dict[str, str] = dict.fromkeys(COLOURS, "clear")
 
 
 async def observe() -> dict[str, list[str]]:
@@ -47,10 +57,38 @@ async def summon(ctx: Any) -> dict[str, Any]:
 
 
 async def dismiss(ctx: Any) -> dict[str, Any]:
-    """Dismiss what was summoned under the step's key; dismissing nothing succeeds."""
-    if not ctx.verify:
+    """Dismiss the wisps named in ``ctx.resources`` — or, when the host has none to name
+    (the answer of the summon was lost), everything summoned under the step's key.
+    Dismissing what is not there succeeds: a revert must be safe to repeat."""
+    if ctx.verify:
+        return {"ok": True}
+    if not ctx.resources:
+        WORLD.pop(ctx.idempotency_key, None)
+        return {"ok": True}
+    gone = {res.ref for res in ctx.resources}
+    left = [ref for ref in WORLD.get(ctx.idempotency_key, []) if ref not in gone]
+    if left:
+        WORLD[ctx.idempotency_key] = left
+    else:
         WORLD.pop(ctx.idempotency_key, None)
     return {"ok": True}
+
+
+async def read_weather(region: str) -> str:
+    """The weather of ``region`` now (a region nobody changed is clear)."""
+    return WEATHER.get(region, "clear")
+
+
+async def apply_weather(region: str, value: str) -> str:
+    """Set the weather of ``region``; answers the weather it replaced (the baseline)."""
+    before = await read_weather(region)
+    WEATHER[region] = value
+    return before
+
+
+async def restore_weather(region: str, baseline: str) -> None:
+    """Put the weather the lease replaced back (safe to repeat)."""
+    WEATHER[region] = baseline
 
 
 async def colours() -> list[dict[str, str]]:
@@ -88,6 +126,32 @@ def pageant_actions() -> list[dict[str, Any]]:
             "perform": summon,
             "revert": dismiss,
         }
+    ]
+
+
+@hookimpl
+def pageant_leases() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": "wisps.weather",
+            "label": "A region's weather",
+            "read": read_weather,
+            "apply": apply_weather,
+            "restore": restore_weather,
+        }
+    ]
+
+
+@hookimpl
+async def pageant_reconcile(resources: Sequence[HeldResource]) -> list[str]:
+    """The ``ref`` of each recorded resource still in the world: the wisps still summoned
+    (a player may have caught one meanwhile) and every weather lease (a region's weather
+    always exists; whether it still holds the leased value is the restore's question)."""
+    summoned = {ref for refs in WORLD.values() for ref in refs}
+    return [
+        res.ref
+        for res in resources
+        if res.kind == "wisps.weather" or (res.kind == "wisp" and res.ref in summoned)
     ]
 
 

@@ -12,7 +12,7 @@ from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import encode_cursor, page_from
 from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, principal, read_body, respond
-from pageant.errors import NotFound
+from pageant.errors import Forbidden, NotFound
 from pageant.events import definitions
 from pageant.runs import controls, listing
 from pageant.runs.console import console, run_view, runs_page, step_view
@@ -171,9 +171,36 @@ BUDGET = {
         },
     },
 }
+RESOURCE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "step_id": {"type": ["integer", "null"]},
+        "owner": {"type": "string"},
+        "kind": {"type": "string", "description": '"@step" for a placeholder'},
+        "ref": {"type": "string"},
+        "status": {
+            "enum": ["pending", "confirmed", "revert_failed", "reverted", "drifted", "orphaned"]
+        },
+        "revert_attempts": {"type": "integer"},
+        "last_error": {"type": ["string", "null"]},
+        "lease_until": _NULLABLE_TIME,
+        "payload": {"type": ["object", "null"]},
+    },
+}
 CONSOLE = {
     "type": "object",
-    "required": ["run", "steps", "gate", "participants", "results", "budget", "log"],
+    "required": [
+        "run",
+        "steps",
+        "gate",
+        "participants",
+        "results",
+        "budget",
+        "resources",
+        "cleanup_summary",
+        "log",
+    ],
     "properties": {
         "run": RUN,
         "steps": {"type": "array", "items": STEP},
@@ -181,7 +208,18 @@ CONSOLE = {
         "participants": {"type": "array", "items": PARTICIPANT},
         "results": {"type": "array", "items": RESULTS},
         "budget": BUDGET,
+        "resources": {"type": "array", "items": RESOURCE},
+        "cleanup_summary": {"type": "string"},
         "log": {"type": "array", "items": LOG_LINE},
+    },
+}
+CLEANUP = {
+    "type": "object",
+    "required": ["run", "resources", "cleanup_summary"],
+    "properties": {
+        "run": RUN,
+        "resources": {"type": "array", "items": RESOURCE},
+        "cleanup_summary": {"type": "string"},
     },
 }
 RUN_LIST = {
@@ -232,7 +270,11 @@ class ReasonBody(_Body):
 
 
 class CancelBody(_Body):
+    """Why (required). ``cleanup: false`` (admins only) leaves what the run holds in the
+    world as it is; the run's cleanup_status is then ``incomplete``."""
+
     reason: str = Field(min_length=1, max_length=200)
+    cleanup: bool = True
 
 
 class AdvanceBody(_Body):
@@ -418,7 +460,39 @@ async def resume_run(request: web.Request) -> web.Response:
     response=RUN,
 )
 async def cancel_run(request: web.Request) -> web.Response:
-    return await _run_control(request, CancelBody, controls.cancel)
+    host = request.app[HOST]
+    run_id = int_param(request, "run_id")
+    await controls.require_run(host, run_id)
+    body = await read_body(request, CancelBody)
+    who = principal(request)
+    if not body.cleanup and who.role != "admin":
+        raise Forbidden(
+            f"cleanup: false leaves the world as it is and is an admin's call; a {who.role} "
+            "may cancel with cleanup"
+        )
+    await controls.cancel(host, run_id, actor=who.actor, **body.model_dump())
+    return respond(await run_view(host, run_id))
+
+
+@routes.post(
+    "/api/v1/admin/runs/{run_id}/cleanup",
+    roles=("admin",),
+    summary="Try again to give back what an ended run still holds in the world",
+    response=CLEANUP,
+)
+async def cleanup_run(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    run_id = int_param(request, "run_id")
+    await controls.require_run(host, run_id)
+    await controls.cleanup(host, run_id, actor=principal(request).actor)
+    view = await console(host, run_id)
+    return respond(
+        {
+            "run": view["run"],
+            "resources": view["resources"],
+            "cleanup_summary": view["cleanup_summary"],
+        }
+    )
 
 
 @routes.post(

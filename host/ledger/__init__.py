@@ -1,0 +1,1 @@
+"""The resource ledger's state and reconcile, below the host, the runs and the engine."""

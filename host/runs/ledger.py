@@ -1,0 +1,304 @@
+"""The ledger's engine half: record before confirm, give back, and reconcile.
+
+* **Record before confirm**: before a ``change`` or ``irreversible`` action is performed, a
+  placeholder row (kind ``@step``, ref = the step's idempotency key) is written in the
+  claim's transaction; the answer's ``resources`` become ``confirmed`` rows and the
+  placeholder is resolved. A retry or a re-dispatch after a crash finds its own placeholder
+  and reuses it; an answer that never comes leaves it, and cleanup calls ``revert`` with the
+  key and no resources.
+* **Cleanup** is one stage of the tick, after advance: every run with a holding row that
+  can still be tried — of a run that has ended, or of a lease past its deadline — is
+  selected from the rows themselves, and its rows are given back newest first. A failed
+  revert counts one attempt; at ``revert_max_attempts`` the row is ``revert_failed``.
+  ``cleanup_status`` is derived from the rows afterwards, never the other way round.
+* **Reconcile** asks a plugin which of the rows it holds are still in the world.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db import resources, runlog, runs
+from pageant.db.log_kinds import LogKind
+from pageant.hookspecs import ActionContext, Resource, RunInfo
+from pageant.ledger.state import released, settle
+from pageant.plugins.calls import run_with_envelope
+
+if TYPE_CHECKING:
+    from pageant.hookspecs import Action
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+#: The risks whose dispatch is recorded before it happens.
+RECORDED_RISKS = ("change", "irreversible")
+#: How long one revert, restore or reconcile may take.
+REVERT_BUDGET_MS = 10_000
+
+
+def owner_of(action_id: str) -> str:
+    return action_id.split(".", 1)[0]
+
+
+def recorded(action: Action | None) -> bool:
+    return action is not None and action.risk in RECORDED_RISKS
+
+
+async def record_placeholder(
+    conn: AsyncConnection, step: Mapping[str, Any], action: Action, *, now: datetime
+) -> None:
+    """The placeholder for a dispatch about to happen (in the claim's transaction)."""
+    new = await resources.record_placeholder(
+        conn,
+        run_id=step["run_id"],
+        step_id=step["id"],
+        owner=owner_of(action.id),
+        key=step["idempotency_key"],
+        action=action.id,
+        now=now,
+    )
+    if new:
+        await runlog.write(
+            conn,
+            step["run_id"],
+            LogKind.RESOURCE_PLACEHOLDER,
+            at=now,
+            phase=step["phase"],
+            step_id=step["id"],
+            detail={"action": action.id, "ref": step["idempotency_key"]},
+        )
+        await resources.set_cleanup_status(conn, step["run_id"], "pending")
+
+
+async def confirm(
+    conn: AsyncConnection,
+    step: Mapping[str, Any],
+    action: Action,
+    reported: tuple[Resource, ...],
+    *,
+    now: datetime,
+) -> None:
+    """The answer came: its resources are confirmed and the placeholder resolved."""
+    entries = await resources.confirm(
+        conn,
+        run_id=step["run_id"],
+        step_id=step["id"],
+        owner=owner_of(action.id),
+        key=step["idempotency_key"],
+        action=action.id,
+        resources=reported,
+        now=now,
+    )
+    if entries:
+        await runlog.write(
+            conn,
+            step["run_id"],
+            LogKind.RESOURCE_CONFIRMED,
+            at=now,
+            phase=step["phase"],
+            step_id=step["id"],
+            detail={"action": action.id, "resources": entries},
+        )
+    await settle(conn, step["run_id"], now=now)
+
+
+async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -> None:
+    """``cancel {cleanup: false}``: what the run holds stays in the world. Its rows are
+    left as they are (no attempt is spent on them: nothing tried them) and the run is
+    ``incomplete`` when it holds anything."""
+    counts = await resources.counts_of_run(conn, run_id)
+    if sum(counts.get(s, 0) for s in ("pending", "confirmed", "revert_failed")):
+        if await resources.set_cleanup_status(conn, run_id, "incomplete"):
+            await runlog.write(
+                conn,
+                run_id,
+                LogKind.RESOURCE_CLEANUP,
+                at=now,
+                detail={"to": "incomplete", "because": "cancelled without cleanup"},
+            )
+
+
+# ── cleanup ──────────────────────────────────────────────────────────────────
+
+
+async def cleanup(host: Host, now: datetime) -> None:
+    """The tick's cleanup stage: give back what ended runs and expired leases hold."""
+    async with host.db.connect() as conn:
+        run_ids = await resources.cleanup_candidates(
+            conn, now, limit=host.settings.runs_per_tick, skip_owners=host.unavailable_owners()
+        )
+    for run_id in run_ids:
+        try:
+            await give_back(host, run_id, now=now)
+        except Exception:
+            log.exception("could not clean up run %s", run_id)
+
+
+async def give_back(
+    host: Host, run_id: int, *, now: datetime, rescue: bool = False, actor: str | None = None
+) -> str:
+    """Try to give back what ``run_id`` holds, newest first; answers its cleanup_status.
+
+    The stage tries the rows of an ended run (and a lease past its deadline on a live
+    one). ``rescue`` is an admin's "try again": ``revert_failed`` rows are tried as well,
+    and a run left as it was by ``cancel {cleanup: false}`` is given back now.
+    """
+    async with host.db.connect() as conn:
+        run = await runs.get_run(conn, run_id)
+        rows = await resources.tryable_of_run(conn, run_id, include_failed=rescue)
+    if run is None:
+        return "not_required"
+    ended = run.status in resources.ENDED_RUN_STATUSES
+    left_alone = run.cleanup_status == "incomplete" and not rescue
+    info = RunInfo(id=run.id, scope=run.scope, definition_id=run.definition_id, slug=run.slug)
+    for row in rows:
+        due = row.lease_until is not None and row.lease_until <= now
+        if not due and (not ended or left_alone):
+            continue
+        if host.plugin_unavailable(row.owner) is not None:
+            continue  # waits for the plugin, spending nothing
+        try:
+            if (row.payload or {}).get("lease"):
+                await _restore(host, row, info, now=now, max_attempts=_max(host, rescue, row))
+            else:
+                await _revert(host, row, info, now=now, max_attempts=_max(host, rescue, row))
+        except Exception:
+            log.exception("could not give back resource %s of run %s", row.id, run_id)
+    async with host.db.begin() as conn:
+        status = await settle(conn, run_id, now=host.clock.now(), rescue=rescue)
+        if actor is not None:
+            await runlog.write(
+                conn,
+                run_id,
+                LogKind.CONTROL_CLEANUP,
+                at=now,
+                actor=actor,
+                detail={"result": status},
+            )
+    return status
+
+
+def _max(host: Host, rescue: bool, row: Any) -> int:
+    # A rescue's attempt is one more real attempt: a row already past the bound stays
+    # revert_failed if it fails again; one still inside it keeps the rest of its tries.
+    bound = host.settings.revert_max_attempts
+    return max(bound, row.revert_attempts + 1) if rescue else bound
+
+
+async def _fail(
+    host: Host, row: Any, error: str, *, now: datetime, max_attempts: int, kind: LogKind
+) -> None:
+    async with host.db.begin() as conn:
+        if await resources.revert_failed(
+            conn, row.id, error=error, max_attempts=max_attempts, now=now
+        ):
+            await runlog.write(
+                conn,
+                row.run_id,
+                kind,
+                at=now,
+                step_id=row.step_id,
+                detail={
+                    "resource_id": row.id,
+                    "kind": row.kind,
+                    "ref": row.ref,
+                    "attempt": row.revert_attempts + 1,
+                    "of": max_attempts,
+                    "error": error,
+                },
+            )
+
+
+async def _release(host: Host, row: Any, **kw: Any) -> None:
+    async with host.db.begin() as conn:
+        await released(conn, row, **kw)
+
+
+async def _revert(host: Host, row: Any, info: RunInfo, *, now: datetime, max_attempts: int) -> None:
+    action_id = (row.payload or {}).get("action", "")
+    action = host.registry.actions.get(action_id)
+    if action is None:
+        return  # its plugin is not loaded: the row waits for it, spending nothing
+    if action.revert is None:
+        async with host.db.begin() as conn:
+            await resources.give_up(conn, row.id, error=f"{action_id} declares no revert", now=now)
+        return
+    placeholder = row.kind == resources.PLACEHOLDER
+    key = row.ref if placeholder else (row.idempotency_key or row.ref)
+    detail = (row.payload or {}).get("detail") or {}
+    context = ActionContext(
+        params=dict(row.params or {}),
+        idempotency_key=key,
+        run=info,
+        verify=False,
+        deadline=now + timedelta(milliseconds=REVERT_BUDGET_MS),
+        resources=() if placeholder else (Resource(kind=row.kind, ref=row.ref, detail=detail),),
+    )
+    envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
+    now = host.clock.now()
+    if envelope.ok:
+        await _release(host, row, to="reverted", now=now, attempted=True)
+    else:
+        error = envelope.error or "revert failed without an error message"
+        await _fail(
+            host,
+            row,
+            error,
+            now=now,
+            max_attempts=max_attempts,
+            kind=LogKind.RESOURCE_REVERT_FAILED,
+        )
+
+
+async def _restore(
+    host: Host, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
+) -> None:
+    payload = dict(row.payload or {})
+    lease = host.registry.leases.get(payload["lease"])
+    if lease is None:
+        return  # its plugin is not loaded: the row waits for it
+    target = payload["target"]
+    try:
+        current = await lease.read(target)
+        if "baseline" not in payload:
+            # Reserved, and the answer of its apply never recorded (the host died between).
+            if current == payload.get("applied"):
+                async with host.db.begin() as conn:
+                    await resources.give_up(
+                        conn,
+                        row.id,
+                        error=f"{payload['lease']} for {target} was applied but its baseline "
+                        "was never recorded; it is left as it is",
+                        now=now,
+                    )
+            else:
+                await _release(host, row, to="reverted", now=now, attempted=False)
+            return
+        if current != payload.get("applied"):
+            await _release(
+                host,
+                row,
+                to="drifted",
+                now=now,
+                attempted=False,
+                payload={**payload, "found": current},
+                detail={"found": current, "applied": payload.get("applied")},
+            )
+            return
+        await lease.restore(target, payload.get("baseline"))
+    except Exception as exc:
+        await _fail(
+            host,
+            row,
+            f"{type(exc).__name__}: {exc}",
+            now=host.clock.now(),
+            max_attempts=max_attempts,
+            kind=LogKind.RESOURCE_REVERT_FAILED,
+        )
+        return
+    await _release(host, row, to="reverted", now=host.clock.now(), attempted=True)
