@@ -287,6 +287,28 @@ async def save_event(request: web.Request) -> web.Response:
     return see_other(f"/events/{definition_id}?saved=1")
 
 
+async def _refused(
+    request: web.Request,
+    definition_id: int,
+    exc: PageantError,
+    *,
+    errors: list[str] | None = None,
+) -> web.Response:
+    """The stored event's editor again, with the refusal of a publish, start or verify
+    (an unknown event stays a 404)."""
+    if isinstance(exc, NotFound):
+        raise exc
+    event = await _event(request, definition_id)
+    return await _editor(
+        request,
+        event,
+        event["spec"],
+        status=exc.status,
+        errors=exc.details or [exc.message] if errors is None else errors,
+        notice=exc.message,
+    )
+
+
 @routes.post("/events/{id}/publish")
 async def publish(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
@@ -303,17 +325,7 @@ async def publish(request: web.Request) -> web.Response:
                 horizon_days=host.settings.horizon_days,
             )
     except PageantError as exc:
-        if isinstance(exc, NotFound):
-            raise
-        event = await _event(request, definition_id)
-        return await _editor(
-            request,
-            event,
-            event["spec"],
-            status=exc.status,
-            errors=exc.details or [exc.message],
-            notice=exc.message,
-        )
+        return await _refused(request, definition_id, exc)
     host.wake()
     return see_other(f"/events/{definition_id}?published=1")
 
@@ -328,12 +340,7 @@ async def start(request: web.Request) -> web.Response:
             host, definition_id, scope="", actor=session.principal.actor
         )
     except PageantError as exc:
-        if isinstance(exc, NotFound):
-            raise
-        event = await _event(request, definition_id)
-        return await _editor(
-            request, event, event["spec"], status=exc.status, errors=[], notice=exc.message
-        )
+        return await _refused(request, definition_id, exc, errors=[])
     return see_other(f"/runs/{run_id}")
 
 
@@ -347,17 +354,7 @@ async def verify_published(request: web.Request) -> web.Response:
     try:
         answer = await verify.verify_event(host, definition_id, actor=session.principal.actor)
     except PageantError as exc:
-        if isinstance(exc, NotFound):
-            raise
-        event = await _event(request, definition_id)
-        return await _editor(
-            request,
-            event,
-            event["spec"],
-            status=exc.status,
-            errors=exc.details or [exc.message],
-            notice=exc.message,
-        )
+        return await _refused(request, definition_id, exc)
     event = await _event(request, definition_id)
     number = answer["version"]["number"]
     notice = f"Version {number} passed verification and is recorded verified."
