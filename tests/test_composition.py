@@ -143,6 +143,11 @@ async def test_a_failure_fires_without_its_staff_only_detail(
         api, tokens, "siege", _phase("p", probe_step("boom", on_failure="abort_run"))
     )
     watch_run, _ = await start_now(probe_host, watcher, scope="", actor="admin:test")
+    # The watcher waits before the siege starts: a gate counts firings from its phase's
+    # entry, and two runs started in one tick may be dispatched in either order.
+    await engine.tick()
+    watching = await run_row(probe_host.db, watch_run)
+    assert (watching.status, watching.current_phase) == ("running", "wait")
     siege_run, _ = await start_now(probe_host, siege, scope="", actor="admin:test")
     await engine.tick()
     await engine.tick()

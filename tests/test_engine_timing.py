@@ -194,11 +194,15 @@ async def test_a_real_time_walk_holds_a_two_second_wait_for_about_two_seconds(se
         )
         await _eventually(lambda: _status_is(db, run_id, "completed"), timeout=10)
         took = time.monotonic() - began
-        assert 2 <= took < 3.5, took
+        # Never shorter than the wait; and far less than one poll interval longer, so the
+        # engine slept until the wait's instant rather than until its next poll. The upper
+        # bound leaves room for a loaded machine: precision is measured by the benchmarks.
+        slack = host.settings.poll_seconds / 3
+        assert 2 <= took < 2 + slack, (took, slack)
         messages = [ln.detail["message"] for ln in await log_lines(db, run_id, "announce")]
         assert messages == ["doors open", "doors close"]
         gap = [ln.at for ln in await log_lines(db, run_id, "announce")]
-        assert timedelta(seconds=2) <= gap[1] - gap[0] < timedelta(seconds=3)
+        assert timedelta(seconds=2) <= gap[1] - gap[0] < timedelta(seconds=2 + slack)
     finally:
         await engine.stop()
         await host.close()
