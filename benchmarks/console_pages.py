@@ -113,6 +113,8 @@ async def measure(
             )
             assert signed.status == 303, await signed.text()
             month = (NOW - timedelta(days=30 if not spread_days else 45)).strftime("%Y-%m")
+            agenda = await (await client.get(f"/calendar?view=agenda&month={month}")).text()
+            later = re.search(r'href="([^"]+)" rel="next"', agenda)
             pages = {
                 "Now": "/now",
                 "Now (polled part)": "/now/live",
@@ -124,6 +126,11 @@ async def measure(
                 "Run console (polled part)": f"/runs/{live[0]}/live",
                 f"Calendar month {month}": f"/calendar?month={month}",
                 f"Calendar agenda {month}": f"/calendar?view=agenda&month={month}",
+                **(
+                    {"Calendar agenda, next page": later.group(1).replace("&amp;", "&")}
+                    if later
+                    else {}
+                ),
                 "Calendar (this month)": "/calendar",
                 "Plugins": "/plugins",
             }

@@ -566,7 +566,7 @@ async def test_the_events_list_says_whether_the_published_version_is_verified(cl
     assert 'data-label="Verified">✓ yes<' in html.split("Muster")[1].split("</tr>")[0]
 
 
-async def test_a_calendar_day_shows_six_and_counts_the_rest_and_the_agenda_is_capped(
+async def test_a_calendar_day_shows_six_and_counts_the_rest_and_the_agenda_is_paged(
     client, tokens, host, monkeypatch
 ):
     from pageant.console import calendar as calendar_page
@@ -583,7 +583,26 @@ async def test_a_calendar_day_shows_six_and_counts_the_rest_and_the_agenda_is_ca
     assert "day=2027-03-01" in cell and ">and 2 more</a>" in cell
     agenda = await (await client.get("/calendar?view=agenda&month=2027-03&day=2027-03-01")).text()
     assert agenda.count("Crowded") == 8
-    monkeypatch.setattr(calendar_page, "AGENDA_MAX", 5)
+    # The agenda is paged; the eight share one instant, and a page boundary falls among
+    # them: following "later" shows the rest, each run exactly once, in the same order.
+    monkeypatch.setattr(calendar_page, "AGENDA_PAGE", 5)
     agenda = await (await client.get("/calendar?view=agenda&month=2027-03")).text()
-    assert agenda.count("Crowded") == 5
-    assert "Showing the first 5 of 8 occurrences" in agenda
+    first = re.findall(r'href="/runs/(\d+)"', agenda)
+    assert len(first) == 5 and agenda.count("Crowded") == 5
+    later = re.search(r'href="([^"]+)" rel="next"', agenda).group(1).replace("&amp;", "&")
+    assert "after=" in later
+    rest = await (await client.get(later)).text()
+    second = re.findall(r'href="/runs/(\d+)"', rest)
+    assert len(second) == 3 and 'rel="next"' not in rest
+    assert "Continued from" in rest and "From the start of the month" in rest
+    everything = [int(n) for n in first + second]
+    assert everything == sorted(everything) and len(set(everything)) == 8
+    # exactly one page: no "later" link
+    monkeypatch.setattr(calendar_page, "AGENDA_PAGE", 8)
+    agenda = await (await client.get("/calendar?view=agenda&month=2027-03")).text()
+    assert agenda.count("Crowded") == 8 and 'rel="next"' not in agenda
+    # a cursor that is not one is a clear 400, never a 500
+    for bad in ("yesterday", "2027-03-01T10:00:00,1", "2027-03-01T10:00:00,1,2", "x,y,z"):
+        answer = await client.get(f"/calendar?view=agenda&month=2027-03&after={bad}")
+        assert answer.status == 400, bad
+        assert "is not a place in the agenda" in await answer.text()

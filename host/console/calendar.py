@@ -3,7 +3,8 @@ or projected (the schedule says so, past what is made), with DST markers and a s
 
 The occurrences are :func:`pageant.schedules.calendar.calendar_items`' (the function behind
 ``GET /api/v1/admin/calendar``), read through its outline: every one placed on a day and
-counted, and only those the page shows (six a day, or the agenda's first 300) read whole.
+counted, and only those the page shows (six a day) read whole. The agenda is paged: each
+page reads a window that ends where its hundredth occurrence does, and links to the next.
 Days are the days of each event's own zone.
 """
 
@@ -18,6 +19,7 @@ from aiohttp import web
 
 from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, require
+from pageant.db import occurrences
 from pageant.errors import Invalid, NotFound
 from pageant.events.series import events_of_series, get_series, list_series
 from pageant.schedules.calendar import calendar_outline, complete
@@ -27,9 +29,71 @@ routes = web.RouteTableDef()
 VIEWS = ("month", "agenda")
 #: A month's day cell lists this many occurrences, then links to that day's agenda.
 PER_DAY = 6
-#: The agenda lists this many occurrences, then says how many more there are: a page of
-#: thousands is neither readable nor fast (choose a day or a series to see them).
-AGENDA_MAX = 300
+#: The agenda lists this many occurrences a page, then links to the next page ("later"):
+#: a page of thousands is neither readable nor fast.
+AGENDA_PAGE = 100
+#: What the agenda's ``after`` names: an occurrence's instant, event and run (0: projected).
+Key = tuple[datetime, int, int]
+
+
+def _key(item: dict[str, Any]) -> Key:
+    """An occurrence's place in the agenda's order (the calendar's: instant, event, run)."""
+    return (item["scheduled_for"], item["definition_id"], item["run_id"] or 0)
+
+
+def _after(raw: str) -> Key | None:
+    """The agenda's cursor, ``<UTC instant>,<event id>,<run id>``; None when not given."""
+    if not raw:
+        return None
+    parts = raw.split(",")
+    try:
+        if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts[1:]):
+            raise ValueError
+        at = datetime.fromisoformat(parts[0])
+        if at.tzinfo is None or len(parts[1]) > 18 or len(parts[2]) > 18:
+            raise ValueError
+    except ValueError:
+        raise Invalid(
+            f"{raw[:80]!r} is not a place in the agenda; follow the page's own links"
+        ) from None
+    return (at.astimezone(UTC), int(parts[1]), int(parts[2]))
+
+
+def _cursor(key: Key) -> str:
+    return f"{key[0].astimezone(UTC).isoformat()},{key[1]},{key[2]}"
+
+
+async def _agenda_page(
+    conn: Any,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    ids: list[int] | None,
+    shown: set[str],
+    after: Key | None,
+) -> tuple[list[dict[str, Any]], Key | None]:
+    """Up to :data:`AGENDA_PAGE` outlined occurrences in the calendar's order after
+    ``after`` (on the ``shown`` days), and the key to continue after (None at the end).
+
+    Each round reads only the window up to the instant of the page-plus-one-th run (one
+    indexed read), so a page costs what it shows, not what the month holds; rounds repeat
+    while what falls on the shown days does not fill the page."""
+    lo = max(start, after[0]) if after else start
+    found: list[dict[str, Any]] = []
+    while lo < end and len(found) <= AGENDA_PAGE:
+        nth = await occurrences.nth_instant(
+            conn, lo, end, definition_ids=ids, n=AGENDA_PAGE + 1 - len(found)
+        )
+        # A window never splits an instant: runs at the last instant are all read.
+        top = end if nth is None else max(nth, lo + timedelta(microseconds=1))
+        for item in await calendar_outline(conn, start=lo, end=top, now=now, definition_ids=ids):
+            if item["local_time"][:10] in shown and (after is None or _key(item) > after):
+                found.append(item)
+        lo = top
+    if len(found) > AGENDA_PAGE:
+        return found[:AGENDA_PAGE], _key(found[AGENDA_PAGE - 1])
+    return found, None
 
 
 def _month(raw: str | None, today: date) -> date:
@@ -71,34 +135,44 @@ async def calendar_page(request: web.Request) -> web.Response:
     weeks = cal.Calendar(firstweekday=0).monthdatescalendar(month.year, month.month)
     # Days are each event's own: the window reaches a day past the grid either side (no zone
     # is more than 14 hours from UTC), and what falls outside the shown days is dropped.
-    start = datetime.combine(weeks[0][0] - timedelta(days=1), datetime.min.time(), UTC)
-    end = datetime.combine(weeks[-1][-1] + timedelta(days=2), datetime.min.time(), UTC)
+    first_day, last_day = weeks[0][0], weeks[-1][-1]
     if view == "agenda":
         shown = {month.replace(day=d).isoformat() for d in range(1, 32) if _valid(month, d)}
+        first_day, last_day = month, _shift(month, 1) - timedelta(days=1)
     else:
         shown = {d.isoformat() for week in weeks for d in week}
     day = request.query.get("day") or ""
     if day:
         try:
-            date.fromisoformat(day)
+            on = date.fromisoformat(day)
         except ValueError:
             raise Invalid(f"{day!r} is not a day; expected YYYY-MM-DD") from None
+        if view == "agenda":
+            shown &= {day}
+            first_day = last_day = on
+    after = _after(request.query.get("after") or "") if view == "agenda" else None
+    start = datetime.combine(first_day - timedelta(days=1), datetime.min.time(), UTC)
+    end = datetime.combine(last_day + timedelta(days=2), datetime.min.time(), UTC)
+    later = None
     async with host.db.connect() as conn:
         ids = None
         if series_id is not None:
             if await get_series(conn, series_id) is None:
                 raise NotFound(f"There is no series {series_id}.")
             ids = await events_of_series(conn, series_id)
-        # Every occurrence is placed and counted; only the ones the page shows are read whole.
-        items = await calendar_outline(conn, start=start, end=end, now=now, definition_ids=ids)
-        items = [i for i in items if i["local_time"][:10] in shown]
-        if day:
-            items = [i for i in items if i["local_time"][:10] == day]
-        total = len(items)
         counts: dict[str, int] = defaultdict(int)
         if view == "agenda":
-            items = items[:AGENDA_MAX]
+            # One page in order from ``after``: only what the page shows is read.
+            items, next_key = await _agenda_page(
+                conn, start=start, end=end, now=now, ids=ids, shown=shown, after=after
+            )
+            later = _cursor(next_key) if next_key else None
         else:
+            # Every occurrence is placed and counted; only those shown are read whole.
+            items = await calendar_outline(conn, start=start, end=end, now=now, definition_ids=ids)
+            items = [i for i in items if i["local_time"][:10] in shown]
+            if day:
+                items = [i for i in items if i["local_time"][:10] == day]
             kept = []
             for item in items:
                 counts[item["local_time"][:10]] += 1
@@ -120,7 +194,8 @@ async def calendar_page(request: web.Request) -> web.Response:
         weeks=weeks,
         by_day=by_day,
         items=items,
-        total=total,
+        after=after,
+        later=later,
         day=day,
         day_counts=counts,
         per_day=PER_DAY,

@@ -85,6 +85,7 @@ def abilities(role: str | None) -> dict[str, bool]:
         "tokens": role in ADMIN,
         "verify": role in AUTHORS,
         "reschedule": role in CONTROLLERS,
+        "cleanup": role in ADMIN,
     }
 
 

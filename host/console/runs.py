@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pageant.access.roles import CONTROLLERS, STAFF
+from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.runs import controls
@@ -38,6 +38,27 @@ RUN_CONTROLS: dict[str, tuple[tuple[str, ...], bool]] = {
     "reschedule": (("scheduled",), True),
 }
 STEP_CONTROLS = ("confirm", "skip", "retry")
+
+#: A ledger row's status -> (the words the page shows, whether the row still holds its
+#: target in the world). The status itself is shown beside the words.
+RESOURCE_STATES: dict[str, tuple[str, bool]] = {
+    "pending": ("held; its answer not yet confirmed", True),
+    "confirmed": ("held", True),
+    "revert_failed": ("held; giving it back failed", True),
+    "reverted": ("given back", False),
+    "drifted": ("released; changed by someone else, left alone", False),
+    "orphaned": ("released; no longer in the game", False),
+}
+#: The run's cleanup_status -> the sentence that leads the resources section (``pending``
+#: reads differently while the run goes on: nothing is given back before it ends, or
+#: before a lease's deadline).
+CLEANUP_STATES: dict[str, str] = {
+    "not_required": "Nothing to give back: the run has recorded nothing in the world.",
+    "pending": "Giving back what is still held; the host keeps trying.",
+    "pending-live": "What is held is given back when the run ends, or at a lease's deadline.",
+    "incomplete": "Something is still out there and nothing is left to try on it.",
+    "complete": "Everything recorded has been given back or released.",
+}
 
 
 def _run_id(request: web.Request, name: str = "run_id") -> int:
@@ -97,6 +118,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         and phase_settled
     )
     retry_step = waiting.get("step_id") if run["status"] == "paused" else None
+    ledger = _ledger(data)
     return {
         "run": run,
         "phases": out,
@@ -109,6 +131,52 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "budget": data.get("budget") or [],
         "participants": data.get("participants") or [],
         "results": data.get("results") or [],
+        **ledger,
+    }
+
+
+def _ledger(data: dict[str, Any]) -> dict[str, Any]:
+    """The run's ledger rows as the page lists them (each with the step that recorded it),
+    its cleanup state and the domain's one-line summary, and whether the cleanup control
+    fits (the run has ended and recorded something; ``controls.cleanup`` checks again)."""
+    by_id = {st["id"]: st for st in data["steps"]}
+    rows = []
+    for res in data.get("resources") or []:
+        words, holding = RESOURCE_STATES.get(res["status"], (res["status"], False))
+        step = by_id.get(res["step_id"]) if res["step_id"] is not None else None
+        payload = res["payload"] or {}
+        if res["kind"] == "@step":
+            what = f"what step {res['step_id']} may have done (its answer never came)"
+        elif payload.get("lease"):
+            what = f"lease {payload['lease']} on {payload.get('target', res['ref'])}"
+        else:
+            what = f"{res['kind']} {res['ref']}"
+        rows.append(
+            {
+                **res,
+                "what": what,
+                "words": words,
+                "holding": holding,
+                "step_label": step["label"] if step else None,
+                "action": step["action"] if step else None,
+                "phase": step["phase"] if step else None,
+            }
+        )
+    run = data["run"]
+    ended = run["status"] in TERMINAL
+    status = run.get("cleanup_status") or "not_required"
+    words = "pending-live" if status == "pending" and not ended else status
+    summary = (data.get("cleanup_summary") or "").rstrip(".")
+    held = sum(1 for r in rows if r["holding"])
+    if rows:
+        summary += f" ({held} of {len(rows)} still held)"
+    return {
+        "resources": rows,
+        "held": held,
+        "cleanup_status": status,
+        "cleanup_words": CLEANUP_STATES.get(words, ""),
+        "cleanup_summary": summary + ".",
+        "cleanup_offered": bool(rows) and ended,
     }
 
 
@@ -139,6 +207,24 @@ def _text(form: Any, name: str, limit: int) -> str | None:
     if len(value) > limit:
         raise Invalid(f"The {name} is at most {limit} characters; this one has {len(value)}.")
     return value.strip()
+
+
+@routes.post("/runs/{run_id}/cleanup")
+async def run_cleanup(request: web.Request) -> web.Response:
+    """An admin's "try cleanup again" (``controls.cleanup``, behind
+    ``POST /api/v1/admin/runs/{id}/cleanup``): a run in flight, or one that recorded
+    nothing, is refused (409) with the server's sentence."""
+    session = require(request, ADMIN)
+    host = host_of(request)
+    run_id = _run_id(request)
+    await controls.require_run(host, run_id)
+    try:
+        await controls.cleanup(host, run_id, actor=session.principal.actor)
+    except Conflict as exc:
+        return await _page(
+            request, run_id, template="run.html", status=exc.status, error=exc.message
+        )
+    return see_other(f"/runs/{run_id}")
 
 
 @routes.post("/runs/{run_id}/{control}")

@@ -259,6 +259,31 @@ async def calendar_places(
     return list((await conn.execute(statement)).all())
 
 
+async def nth_instant(
+    conn: AsyncConnection,
+    start: datetime,
+    end: datetime,
+    *,
+    definition_ids: list[int] | None,
+    n: int,
+) -> datetime | None:
+    """The instant of the ``n``-th run (1-based, in instant order) with ``start <=
+    scheduled_for < end`` under :func:`calendar_places`' filter; None when there are fewer:
+    where a page of ``n - 1`` runs from ``start`` ends, read from the index alone."""
+    statement = (
+        select(r.scheduled_for)
+        .where(r.scheduled_for >= start, r.scheduled_for < end)
+        .order_by(r.scheduled_for)
+        .limit(1)
+        .offset(n - 1)
+    )
+    if definition_ids is None:
+        statement = statement.where(r.status.in_(RUN_STATUSES))
+    else:
+        statement = statement.where(r.definition_id.in_(definition_ids))
+    return (await conn.execute(statement)).scalar()
+
+
 async def version_timezones(conn: AsyncConnection, version_ids: list[int]) -> dict[int, str]:
     """Each version's time zone, by version id."""
     if not version_ids:
