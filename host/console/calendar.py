@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import calendar as cal
 from collections import defaultdict
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -22,7 +22,8 @@ from pageant.console.keys import host_of, render, require
 from pageant.db import occurrences
 from pageant.errors import Invalid, NotFound
 from pageant.events.series import events_of_series, get_series, list_series
-from pageant.schedules.calendar import calendar_outline, complete
+from pageant.schedules import recurrence
+from pageant.schedules.calendar import calendar_outline, complete, local_time
 
 routes = web.RouteTableDef()
 
@@ -115,6 +116,73 @@ def _shift(month: date, by: int) -> date:
     return date(index // 12, index % 12 + 1, 1)
 
 
+def _day_bounds(days: list[date], timezone: str) -> list[datetime]:
+    """The UTC instants at which each of ``days`` (and the day after the last) begins in
+    ``timezone``: a local day is the span between two of them (UTC for an unknown zone, as
+    :func:`local_time` shows such a run)."""
+    try:
+        zone: Any = recurrence.zone(timezone)
+    except ValueError:
+        zone = UTC
+    edges = [*days, days[-1] + timedelta(days=1)]
+    return [datetime.combine(d, time(0), tzinfo=zone).astimezone(UTC) for d in edges]
+
+
+async def _month_places(
+    conn: Any,
+    *,
+    weeks: list[list[date]],
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    ids: list[int] | None,
+    counts: dict[str, int],
+) -> list[dict[str, Any]]:
+    """The month grid's candidates, outlined, with ``counts`` (occurrences per local day)
+    filled in: the first :data:`PER_DAY` runs of each day before ``now`` (counted and
+    chosen in the database, per zone), and every occurrence from ``now`` on (runs and
+    projections, :func:`calendar_outline`'s). Runs before ``now`` are never projected, so
+    the two halves are the calendar's occurrences, each once."""
+    cut = min(max(start, now), end)
+    days = [d for week in weeks for d in week]
+    items: list[dict[str, Any]] = []
+    if start < cut:
+        zones = await occurrences.versions_by_zone(conn)
+        for zone, versions in zones.items():
+            bounds = [min(b, cut) for b in _day_bounds(days, zone)]
+            if bounds[0] >= bounds[-1]:
+                continue
+            per_day, rows = await occurrences.calendar_days(
+                conn,
+                bounds,
+                definition_ids=ids,
+                # with one zone every run is of it: no need to name its versions
+                version_ids=versions if len(zones) > 1 else None,
+                first=PER_DAY,
+            )
+            for index, n in per_day.items():
+                if index >= 0:
+                    counts[days[index].isoformat()] += n
+            items += [
+                {
+                    "definition_id": row.definition_id,
+                    "scheduled_for": row.scheduled_for,
+                    "local_time": local_time(row.scheduled_for, zone),
+                    "kind": "materialised",
+                    "run_id": row.id,
+                    "outline": True,
+                }
+                for row in rows
+                if row.day >= 0
+            ]
+    if cut < end:
+        later = await calendar_outline(conn, start=cut, end=end, now=now, definition_ids=ids)
+        for item in later:
+            counts[item["local_time"][:10]] += 1
+        items += later
+    return items
+
+
 @routes.get("/calendar")
 async def calendar_page(request: web.Request) -> web.Response:
     require(request, STAFF)
@@ -168,17 +236,20 @@ async def calendar_page(request: web.Request) -> web.Response:
             )
             later = _cursor(next_key) if next_key else None
         else:
-            # Every occurrence is placed and counted; only those shown are read whole.
-            items = await calendar_outline(conn, start=start, end=end, now=now, definition_ids=ids)
+            # Every occurrence is counted; only those shown are read whole.
+            items = await _month_places(
+                conn, weeks=weeks, start=start, end=end, now=now, ids=ids, counts=counts
+            )
             items = [i for i in items if i["local_time"][:10] in shown]
             if day:
                 items = [i for i in items if i["local_time"][:10] == day]
-            kept = []
-            for item in items:
-                counts[item["local_time"][:10]] += 1
-                if counts[item["local_time"][:10]] <= PER_DAY:
-                    kept.append(item)
-            items = kept
+            kept: dict[str, int] = defaultdict(int)
+            shown_items = []
+            for item in sorted(items, key=_key):
+                kept[item["local_time"][:10]] += 1
+                if kept[item["local_time"][:10]] <= PER_DAY:
+                    shown_items.append(item)
+            items = shown_items
         items = await complete(conn, items)
         all_series = await list_series(conn, limit=200)
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)

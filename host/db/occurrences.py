@@ -8,10 +8,11 @@ meantime is never moved, re-pinned or cancelled by the schedule.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, literal, select, update
+from sqlalchemy import bindparam, case, func, literal, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -282,6 +283,73 @@ async def nth_instant(
     else:
         statement = statement.where(r.definition_id.in_(definition_ids))
     return (await conn.execute(statement)).scalar()
+
+
+def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
+    """The index ``i`` in ``lo..hi - 1`` with ``bounds[i] <= scheduled_for < bounds[i + 1]``
+    as a CASE that halves the span at each level: a handful of comparisons a row, not one
+    per day."""
+    if hi - lo == 1:
+        return literal(lo)
+    mid = (lo + hi) // 2
+    return case(
+        (r.scheduled_for < bounds[mid], _day_of(bounds, lo, mid)),
+        else_=_day_of(bounds, mid, hi),
+    )
+
+
+def _days_query(
+    bounds: Sequence[datetime], definition_ids: list[int] | None, version_ids: list[int] | None
+) -> Any:
+    statement = select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")).where(
+        r.scheduled_for >= bounds[0], r.scheduled_for < bounds[-1]
+    )
+    if definition_ids is None:
+        statement = statement.where(r.status.in_(RUN_STATUSES))
+    else:
+        statement = statement.where(r.definition_id.in_(definition_ids))
+    if version_ids is not None:
+        statement = statement.where(r.version_id.in_(version_ids))
+    return statement
+
+
+async def versions_by_zone(conn: AsyncConnection) -> dict[str, list[int]]:
+    """Every version's id, by its time zone."""
+    v = event_versions.c
+    zones: dict[str, list[int]] = {}
+    for row in await conn.execute(select(v.timezone, v.id).order_by(v.id)):
+        zones.setdefault(row.timezone, []).append(row.id)
+    return zones
+
+
+async def calendar_days(
+    conn: AsyncConnection,
+    bounds: Sequence[datetime],
+    *,
+    definition_ids: list[int] | None,
+    version_ids: list[int] | None,
+    first: int,
+) -> tuple[dict[int, int], list[Row]]:
+    """The runs with ``bounds[0] <= scheduled_for < bounds[-1]`` (under
+    :func:`calendar_places`' filter; of ``version_ids`` only, unless None), by day ``i``
+    (``bounds[i] <= scheduled_for < bounds[i + 1]``: one zone's local days): how many fall
+    on each, and the place columns (:func:`calendar_places`', and ``day``) of each day's
+    ``first`` in the calendar's order (instant, event, run). Counted and chosen in the
+    database, in one pass: the rows of a crowded month never reach Python."""
+    days = _days_query(bounds, definition_ids, version_ids).subquery()
+    order = (days.c.scheduled_for, days.c.definition_id, days.c.id)
+    ranked = select(
+        days,
+        func.row_number().over(partition_by=days.c.day, order_by=order).label("nth"),
+        func.count().over(partition_by=days.c.day).label("n"),
+    ).subquery()
+    chosen = (
+        select(ranked)
+        .where(ranked.c.nth <= first)
+        .order_by(ranked.c.scheduled_for, ranked.c.definition_id, ranked.c.id)
+    )
+    rows = list((await conn.execute(chosen)).all())
+    return {row.day: row.n for row in rows}, rows
 
 
 async def version_timezones(conn: AsyncConnection, version_ids: list[int]) -> dict[int, str]:
