@@ -96,7 +96,7 @@ async def test_a_running_run_lists_what_it_holds_and_a_leases_deadline(
     assert "Cleanup: <span" in state and ">pending</span>" in state
     assert "given back when the run ends, or at a lease&#39;s deadline" in state
     summary = re.search(r'<p id="cleanup-summary">(.*?)</p>', html, re.S).group(1)
-    assert summary == "3 held while the run goes on (3 of 3 still held)."
+    assert summary == "3 held while the run goes on (3 recorded in all)."
     # the live part is what htmx polls: the section updates with the rest of the page
     assert f'hx-get="/runs/{run_id}/live"' in html
 
@@ -117,7 +117,7 @@ async def test_an_admin_tries_cleanup_again_and_a_moderator_sees_no_control(
     summary = re.search(r'<p id="cleanup-summary">(.*?)</p>', html, re.S).group(1)
     assert summary == (
         "3 of these are still out there (nothing is left to try; an admin can try cleanup"
-        " again) (3 of 3 still held)."
+        " again) (3 recorded in all)."
     )
     # a moderator has no cleanup control, and the server refuses one posted anyway
     assert f'action="/runs/{run_id}/cleanup"' not in html
@@ -149,9 +149,11 @@ async def test_an_admin_tries_cleanup_again_and_a_moderator_sees_no_control(
     assert {_cell(r, "Status") for r in rows.values()} == {"○ given back reverted"}
     assert {_cell(r, "Give-back attempts") for r in rows.values()} == {"4"}
     assert ">complete</span>" in html
+    # nothing is held any more: no control, and the page no longer polls
+    assert "Try cleanup again" not in html and "hx-get=" not in html
     summary = re.search(r'<p id="cleanup-summary">(.*?)</p>', html, re.S).group(1)
     assert summary == (
-        "Everything this run created or borrowed has been given back (0 of 3 still held)."
+        "Everything this run created or borrowed has been given back (3 recorded in all)."
     )
     (line,) = await log_lines(db, run_id, "control.cleanup")
     assert (line.actor, line.detail) == ("admin:test-admin", {"result": "complete"})
@@ -203,3 +205,24 @@ async def test_cleanup_of_a_run_in_flight_or_of_one_that_recorded_nothing_shows_
         "/runs/999999/cleanup", data={"csrf_token": await page_csrf(wx_client)}
     )
     assert missing.status == 404
+
+
+async def test_an_ended_run_still_giving_back_keeps_its_page_updating(
+    wx_host, wx_engine, wx_client, smith, tokens, clock
+):
+    smith.revert_error = "the forge is cold"
+    run_id = await _start(wx_host, spec(phase("p", forge(1))))
+    await wx_engine.tick()
+    run = await run_row(wx_host.db, run_id)
+    assert (run.status, run.cleanup_status) == ("completed", "pending")
+    await sign_in(wx_client, tokens["moderator"])
+    html = await (await wx_client.get(f"/runs/{run_id}/live")).text()
+    assert f'hx-get="/runs/{run_id}/live"' in html
+    assert "while the host gives back what the run still holds" in html
+    assert "Giving back what is still held; the host keeps trying." in html
+    for _ in range(3):
+        clock.advance(seconds=1)
+        await wx_engine.tick()
+    assert (await run_row(wx_host.db, run_id)).cleanup_status == "incomplete"
+    html = await (await wx_client.get(f"/runs/{run_id}/live")).text()
+    assert "hx-get=" not in html

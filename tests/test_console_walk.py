@@ -144,6 +144,17 @@ def _fire(base: str, token: str, payload: dict[str, Any]) -> dict[str, Any]:
         return json.loads(answer.read())
 
 
+def _api(base: str, token: str, method: str, path: str, body: Any = None) -> Any:
+    request = urllib.request.Request(
+        f"{base}/api/v1/admin{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method=method,
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
 def _no_horizontal_scroll(page: Any) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     inner = page.evaluate("window.innerWidth")
@@ -300,6 +311,58 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(page.locator("#history")).to_contain_text("admin:walk-admin")
     _shot(page, "switchboard-action")
 
+    # ── what a run holds in the world: wisps and a borrowed sky, given back on cancel ──
+    admin = tokens["admin"]
+    _api(base, admin, "PUT", "/actions/core.lease", {"enabled": True})
+    storm = _api(
+        base,
+        admin,
+        "POST",
+        "/events",
+        {
+            "title": "Storm over Yew",
+            "spec": {
+                "schedule": {"kind": "manual"},
+                "phases": [
+                    {
+                        "key": "storm",
+                        "label": "Storm",
+                        "steps": [
+                            {"action": "wisps.summon", "params": {"colour": "north", "count": 3}},
+                            {
+                                "action": "core.lease",
+                                "params": {
+                                    "lease": "wisps.weather",
+                                    "target": "north",
+                                    "value": "storm",
+                                    "minutes": 30,
+                                },
+                            },
+                            {"action": "core.wait", "params": {"seconds": 600}},
+                        ],
+                    }
+                ],
+            },
+        },
+    )
+    _api(base, admin, "POST", f"/events/{storm['id']}/publish")
+    _api(base, admin, "POST", f"/events/{storm['id']}/verify")
+    held_run = _api(base, admin, "POST", f"/events/{storm['id']}/runs")
+    page.goto(f"{base}/runs/{held_run['id']}")
+    resources = page.locator("#resource-list tbody tr")
+    expect(resources).to_have_count(4)
+    expect(page.locator('#resource-list tr[data-status="confirmed"]')).to_have_count(4)
+    expect(page.locator("#resource-list")).to_contain_text("lease wisps.weather on north")
+    expect(page.locator("#resource-list")).to_contain_text("given back by")
+    expect(page.locator("#cleanup-summary")).to_contain_text("4 held while the run goes on")
+    _shot(page, "run-resources")
+    page.locator("#cancel-reason").fill("the storm is called off")
+    page.get_by_role("button", name="Cancel the run").click()
+    expect(page.locator("#run-status")).to_have_text("cancelled")
+    expect(page.locator('#resource-list tr[data-status="reverted"]')).to_have_count(4)
+    expect(page.locator("#cleanup-state")).to_contain_text("complete")
+    expect(page.get_by_role("button", name="Try cleanup again")).to_have_count(0)
+
     # ── tokens: make one (shown once) ──
     page.get_by_role("link", name="Tokens").click()
     page.get_by_label("Name").fill("night-shift")
@@ -322,6 +385,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
         "/switchboard",
         "/switchboard/wisps.summon",
         "/tokens",
+        f"/runs/{held_run['id']}",
         run_url.removeprefix(base),
     ):
         phone.goto(base + path)

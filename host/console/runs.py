@@ -169,14 +169,18 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
     summary = (data.get("cleanup_summary") or "").rstrip(".")
     held = sum(1 for r in rows if r["holding"])
     if rows:
-        summary += f" ({held} of {len(rows)} still held)"
+        summary += f" ({len(rows)} recorded in all)"
     return {
         "resources": rows,
         "held": held,
         "cleanup_status": status,
         "cleanup_words": CLEANUP_STATES.get(words, ""),
         "cleanup_summary": summary + ".",
-        "cleanup_offered": bool(rows) and ended,
+        # Offered once the run has ended while something is still held (the server also
+        # takes it when nothing is: then there is nothing for it to do).
+        "cleanup_offered": ended and held > 0,
+        # The page keeps updating after the run ends while the host still gives back.
+        "giving_back": ended and status == "pending",
     }
 
 
