@@ -1,9 +1,11 @@
-"""The run console page: the phases as a timeline, the gate, the log, and the controls.
+"""The run console page: the phases as a timeline, the gate, the budget, what the run holds
+in the world and its cleanup, the log, and the controls.
 
 The data is :func:`pageant.runs.console.console` (the same function behind
 ``GET /api/v1/admin/runs/{id}``); the controls call :mod:`pageant.runs.controls`, the
-functions behind the API's control routes, with the same role set (``CONTROLLERS``). A
-control the run has moved past answers 409 with the server's sentence, shown on the page.
+functions behind the API's control routes, with the same role sets (``CONTROLLERS``; the
+cleanup, ``ADMIN``). A control the run has moved past answers 409 with the server's
+sentence, shown on the page.
 """
 
 from __future__ import annotations
@@ -137,8 +139,9 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
 
 def _ledger(data: dict[str, Any]) -> dict[str, Any]:
     """The run's ledger rows as the page lists them (each with the step that recorded it),
-    its cleanup state and the domain's one-line summary, and whether the cleanup control
-    fits (the run has ended and recorded something; ``controls.cleanup`` checks again)."""
+    its cleanup state and the domain's one-line summary, whether the cleanup control fits
+    (the run has ended while something is still held; ``controls.cleanup`` checks again),
+    and whether the page keeps polling after the run ended (its cleanup is pending)."""
     by_id = {st["id"]: st for st in data["steps"]}
     rows = []
     for res in data.get("resources") or []:
