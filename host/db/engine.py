@@ -2,13 +2,93 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+#: The execution option that marks a SQLite connection's transaction as a writer's.
+_WRITER = "pageant_writer"
+
+
+class _WriterLock:
+    """One writer at a time per SQLite file inside one event loop.
+
+    Waiters queue on an asyncio lock and are woken the moment the writer before them
+    commits, instead of SQLite's busy handler sleeping and polling. Not re-entrant by
+    design: a task that opens a second write transaction inside its first goes straight to
+    the database (whose busy timeout then answers, exactly as without the lock), and a
+    waiter that waited the whole busy timeout does too, so a writer outside this process
+    (or a holder that never lets go) meets the database's own lock and its error.
+    """
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.holder: asyncio.Task[Any] | None = None
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        task = asyncio.current_task()
+        if task is not None and self.holder is task:
+            yield  # nested in this task's own write: the database decides, as before
+            return
+        try:
+            await asyncio.wait_for(self.lock.acquire(), SQLITE_BUSY_TIMEOUT_MS / 1000)
+        except TimeoutError:
+            yield  # the busy timeout passed: the database's lock answers instead
+            return
+        self.holder = task
+        try:
+            yield
+        finally:
+            self.holder = None
+            self.lock.release()
+
+
+#: (event loop, database file) -> its writer lock; an ended loop drops its locks.
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _WriterLock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _writer_lock(database: str) -> _WriterLock:
+    per_loop = _LOCKS.setdefault(asyncio.get_running_loop(), {})
+    lock = per_loop.get(database)
+    if lock is None:
+        lock = per_loop[database] = _WriterLock()
+    return lock
+
+
+class SQLiteEngine(AsyncEngine):
+    """An :class:`AsyncEngine` for SQLite whose ``begin()`` is the only way to write.
+
+    ``begin()`` takes the file's in-process writer lock, then ``BEGIN IMMEDIATE``; a
+    ``connect()`` (a read) begins a deferred transaction, so readers never take the write
+    lock nor wait for it (WAL gives them their snapshot).
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def _regenerate_proxy_for_target(cls, target: Engine, **additional_kw: Any) -> AsyncEngine:
+        return cls(target)
+
+    @contextlib.asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        database = self.sync_engine.url.database or ":memory:"
+        async with _writer_lock(database).held():
+            conn = self.connect()
+            async with conn:
+                await conn.execution_options(**{_WRITER: True})
+                async with conn.begin():
+                    yield conn
 
 
 def is_sqlite(url: str) -> bool:
@@ -33,16 +113,21 @@ def shown_url(url: str) -> str:
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     """Create the engine for ``url`` (``sqlite+aiosqlite`` or ``mysql+aiomysql``).
 
-    SQLite: WAL with a busy timeout, and every transaction begins ``IMMEDIATE``: an API
-    writing beside the engine otherwise answers "database is locked" when a deferred
-    read transaction tries to upgrade to a write.
+    SQLite (:class:`SQLiteEngine`): WAL with a busy timeout; a write transaction
+    (``begin()``) waits for the file's in-process writer lock and begins ``IMMEDIATE`` (a
+    deferred transaction that upgrades to a write answers "database is locked" when
+    another writer got there first); a read (``connect()``) begins deferred and takes no
+    lock at all.
 
     MariaDB: READ COMMITTED (a compare-and-set must see the latest committed row, and gap
     locks of REPEATABLE READ serialise claims for nothing), and no rollback-on-return: every
     caller commits or rolls back itself, and the extra round trip costs ~13%.
     """
     if is_sqlite(url):
-        engine = create_async_engine(url, **kwargs)
+        # Closing a connection rolls back whatever it began: the pool's own rollback on
+        # return would be a second round trip for nothing.
+        kwargs.setdefault("pool_reset_on_return", None)
+        engine = SQLiteEngine(create_async_engine(url, **kwargs).sync_engine)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -57,7 +142,8 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            writer = connection.get_execution_options().get(_WRITER, False)
+            connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
 
         return engine
 
