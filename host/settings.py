@@ -38,6 +38,8 @@ class Settings(BaseModel):
     stall_seconds: float = Field(default=3600, gt=0)
     horizon_days: int = Field(default=14, ge=1, le=366)
     dispatch_concurrency: int = Field(default=16, ge=1)
+    #: The most step answers the engine records in one shared transaction.
+    outcome_batch_size: int = Field(default=64, ge=1, le=10_000)
     #: How long a clean stop (SIGTERM, SIGINT) lets steps already in perform finish.
     stop_grace_seconds: float = Field(default=30, ge=0, le=3600)
 

@@ -18,7 +18,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
-from pageant.engine.dispatch import CONTINUE, TAKEN, dispatch_step
+from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
 from pageant.runs.create import materialise_phase
@@ -329,10 +329,26 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
         progress.made = True
         return await _complete(host, run_id, now=now)
 
-    for _ in range(host.settings.steps_per_run_per_tick):
+    bound = host.settings.steps_per_run_per_tick
+    ahead = Ahead(host, run_id)
+    for taken in range(bound):
         now = host.clock.now()
-        async with host.db.connect() as conn:
-            found = await read_cursor(conn, run_id)
+        claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
+        ahead.clear()
+        if claimed is not None:
+            # Claimed by the answer before it, in that answer's transaction: the run was
+            # running, unheld and waiting on nothing, and the step ready, when it was.
+            ahead.remaining = bound - taken - 1
+            outcome = await dispatch_step(host, run, claimed.step, ahead=ahead, claimed=claimed)
+            if outcome == TAKEN:
+                return TAKEN
+            progress.made = True
+            if outcome != CONTINUE:
+                return "stopped"
+            continue
+        if not seen:
+            async with host.db.connect() as conn:
+                found = await read_cursor(conn, run_id)
         if found is None:
             return "stopped"
         state, step = found
@@ -412,7 +428,8 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
         if stopping(host):
             return STOPPING  # the host is stopping: no new step, the claim goes back
         await _clear_waiting(host, run_id, state, now=now)
-        outcome = await dispatch_step(host, run, step)
+        ahead.remaining = bound - taken - 1
+        outcome = await dispatch_step(host, run, step, ahead=ahead)
         if outcome == TAKEN:
             return TAKEN
         progress.made = True

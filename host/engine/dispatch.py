@@ -3,6 +3,13 @@
 Outcomes, for the run's loop: ``continue`` (look at the run again: the next step, or why it
 now waits), ``stop`` (the run stopped or this claim was lost) and ``taken`` (another tick
 claimed the step first).
+
+A step that ends ``done`` looks ahead in its answer's own transaction (:class:`Ahead`): it
+reads the run's cursor and, when the next step is plainly ready (the run still running and
+not held, the step pending, due and available, the host not stopping), claims it there with
+the same compare-and-set, decision and ledger placeholder a claim of its own would make.
+Consecutive ready steps of a run therefore cost one transaction each, and a pause that
+commits before the answer still lands between the two steps.
 """
 
 from __future__ import annotations
@@ -18,8 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
+from pageant.db.runs import read_cursor
+from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.contention import retrying
-from pageant.engine.policy import may_invoke
+from pageant.engine.policy import Decision, may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.plugins.calls import run_with_envelope
@@ -45,6 +54,66 @@ class Claim:
 
     owner: str
     attempt: int
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A step claimed ahead, in the transaction that recorded the step before it."""
+
+    step: Mapping[str, Any]
+    decision: Decision
+    now: datetime
+
+
+class Ahead:
+    """What a ``done`` answer saw of its run, in its own transaction: the run's cursor, and
+    the next step when it was ready and could be claimed there (``claimed``)."""
+
+    def __init__(self, host: Host, run_id: int) -> None:
+        self.host = host
+        self.run_id = run_id
+        #: How many more steps the run's loop may take after the one being recorded.
+        self.remaining = 0
+        self.found: tuple[dict[str, Any], dict[str, Any] | None] | None = None
+        self.seen = False
+        self.claimed: Claimed | None = None
+
+    def clear(self) -> None:
+        self.found, self.seen, self.claimed = None, False, None
+
+    async def look(self, conn: AsyncConnection, *, now: datetime) -> None:
+        """Read the run's cursor in ``conn`` and claim its next step if it is ready."""
+        self.clear()
+        if self.remaining <= 0:
+            return
+        self.found = await read_cursor(conn, self.run_id)
+        self.seen = True
+        if self.found is None:
+            return
+        state, step = self.found
+        if not self._ready(state, step, now):
+            return
+        assert step is not None
+        action = self.host.registry.actions.get(step["action"])
+        decision = await claim_in(self.host, conn, step, action, now=now)
+        if decision is not None:
+            self.claimed = Claimed(step, decision, now)
+
+    def _ready(
+        self, state: Mapping[str, Any], step: Mapping[str, Any] | None, now: datetime
+    ) -> bool:
+        # Only the plain case: anything else (a hold, a wait to note or clear, a gate, an
+        # unavailable action, a stopping host) is the run's loop to look at, as ever.
+        return (
+            step is not None
+            and state["status"] == "running"
+            and state["hold_until"] is None
+            and state["waiting_reason"] is None
+            and step["status"] == "pending"
+            and (step["due_at"] is None or step["due_at"] <= now)
+            and self.host.unavailable(step["action"]) is None
+            and not getattr(self.host.engine, "stopping", False)
+        )
 
 
 def _step_name(step: Mapping[str, Any]) -> str:
@@ -224,35 +293,60 @@ async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: 
         )
 
 
-async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, Any]) -> str:
-    """Claim ``step`` of ``run``, check it may run, perform it and record the answer."""
-    settings = host.settings
-    action = host.registry.actions.get(step["action"])
+async def claim_in(
+    host: Host, conn: AsyncConnection, step: Mapping[str, Any], action: Any, *, now: datetime
+) -> Decision | None:
+    """Claim ``step`` in ``conn`` and decide whether it may run; None when the claim lost."""
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
-    now = host.clock.now()
-    if getattr(host.engine, "stopping", False):
-        return STOP  # the host began a clean stop since the run's loop looked: claim nothing
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
-    lease = now + timedelta(seconds=budget_ms / 1000 + settings.step_lease_margin_seconds)
-    async with host.db.begin() as conn:
-        claimed = await steps.claim_step(
-            conn,
-            step["id"],
-            seen_attempts=step["attempts"],
-            owner=host.identity,
-            lease=lease,
-            now=now,
-        )
-        # In the claim's transaction: after the claim (so two ticks cannot both spend) and
-        # before the dispatch (a refusal means nothing reached the plugin).
-        decision = await may_invoke(host, step, action, conn=conn) if claimed else None
-        if decision is not None and decision.allowed and ledger.recorded(action):
-            # Record before confirm: the placeholder is written with the claim, so no
-            # world-changing perform ever starts without a row that can give it back.
-            await ledger.record_placeholder(conn, step, action, now=now)  # type: ignore[arg-type]
-    if decision is None:
-        return TAKEN
+    lease = now + timedelta(seconds=budget_ms / 1000 + host.settings.step_lease_margin_seconds)
+    claimed = await steps.claim_step(
+        conn,
+        step["id"],
+        seen_attempts=step["attempts"],
+        owner=host.identity,
+        lease=lease,
+        now=now,
+    )
+    if not claimed:
+        return None
+    # In the claim's transaction: after the claim (so two ticks cannot both spend) and
+    # before the dispatch (a refusal means nothing reached the plugin).
+    decision = await may_invoke(host, step, action, conn=conn)
+    if decision.allowed and ledger.recorded(action):
+        # Record before confirm: the placeholder is written with the claim, so no
+        # world-changing perform ever starts without a row that can give it back.
+        await ledger.record_placeholder(conn, step, action, now=now)
+    return decision
+
+
+async def dispatch_step(
+    host: Host,
+    run: Mapping[str, Any],
+    step: Mapping[str, Any],
+    *,
+    ahead: Ahead | None = None,
+    claimed: Claimed | None = None,
+) -> str:
+    """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
+
+    ``claimed`` is the step's claim made ahead (by the answer before it); ``ahead``, given,
+    looks past a ``done`` answer in its transaction.
+    """
+    action = host.registry.actions.get(step["action"])
+    budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
+    if claimed is not None:
+        decision, now = claimed.decision, claimed.now
+    else:
+        now = host.clock.now()
+        if getattr(host.engine, "stopping", False):
+            return STOP  # the host began a clean stop since the run's loop looked
+        async with host.db.begin() as conn:
+            found = await claim_in(host, conn, step, action, now=now)
+        if found is None:
+            return TAKEN
+        decision = found
     claim = Claim(host.identity, step["attempts"] + 1)
     metrics = host.metrics
     metrics.steps_dispatched.labels(action=step["action"]).inc()
@@ -301,7 +395,7 @@ async def dispatch_step(host: Host, run: Mapping[str, Any], step: Mapping[str, A
     return await retrying(
         host,
         f"recording step {step['id']}",
-        lambda: record(host, step, claim, envelope, extra=extra),
+        lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead),
     )
 
 
@@ -359,12 +453,16 @@ async def record(
     envelope: Envelope,
     *,
     extra: dict[str, Any] | None = None,
+    ahead: Ahead | None = None,
 ) -> str:
     """Record a classified answer under the claim that dispatched it; ``extra`` goes on the
-    failure's log line (what a plugin's exception was, and where)."""
+    failure's log line (what a plugin's exception was, and where). A ``done`` answer looks
+    ahead (``ahead``) in its own transaction."""
     settings = host.settings
     now = host.clock.now()
     run_id = step["run_id"]
+    if ahead is not None:
+        ahead.clear()
     if envelope.ok and envelope.park:
         async with host.db.begin() as conn:
             if not await steps.park_step(
@@ -384,7 +482,9 @@ async def record(
         return CONTINUE
 
     if envelope.ok:
-        async with host.db.begin() as conn:
+
+        async def write(conn: AsyncConnection) -> str:
+            # Shared with other runs' answers (one commit for all); may run twice.
             if not await steps.finish_step(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
             ):
@@ -423,7 +523,11 @@ async def record(
             action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]
-        return CONTINUE
+            if ahead is not None:
+                await ahead.look(conn, now=now)
+            return CONTINUE
+
+        return str(await in_outcome_transaction(host, write))
 
     error = envelope.error or "failed without an error message"
     if envelope.retry and claim.attempt < settings.max_attempts:

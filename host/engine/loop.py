@@ -9,6 +9,12 @@ A ``core.wait`` of 5 s therefore holds ~5 s.
 Runs are advanced by tasks of their own, at most ``dispatch_concurrency`` at a time, so a
 ``perform`` that takes its whole budget holds only its own run, and the loop goes on
 ticking beside it.
+
+The stages other than advance keep their own clock in the loop: a tick that only follows
+the engine's own progress (a run task moved and woke the loop) runs advance alone (and
+cleanup when a run ended), and the whole tick runs when the sleep ran to its instant, when
+something outside woke the engine (a start, a control, an emit), and at least every
+``FULL_TICK_SECONDS`` however busy the engine is. A tick run by hand runs every stage.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import aiohttp
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
+from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
@@ -33,6 +40,12 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
+
+#: Under constant progress, the longest the loop goes without a whole tick (reclaim,
+#: expand, the missed sweep, cleanup, prune), in seconds of real time.
+FULL_TICK_SECONDS = 1.0
+#: The stages a tick that only follows the engine's own progress runs.
+_ON_PROGRESS = frozenset({"advance"})
 
 
 class Engine:
@@ -49,6 +62,8 @@ class Engine:
         #: What the loop last asked the clock to sleep, in seconds.
         self.last_sleep: float | None = None
         self._slots = asyncio.Semaphore(host.settings.dispatch_concurrency)
+        #: The shared transaction the answers of this host's steps are recorded in.
+        self.outcomes = OutcomeBatch(host)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -60,6 +75,11 @@ class Engine:
         self.started_at: float | None = None
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
+        #: Whether the loop's next tick must be whole: something outside woke the engine
+        #: (or nothing has ticked yet), or a run ended (its cleanup is due).
+        self._outside = True
+        self._ended = False
+        self._next_full = 0.0
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
@@ -162,6 +182,7 @@ class Engine:
 
     def wake(self) -> None:
         """End the current sleep now: something may be due (a start, a control, an emit)."""
+        self._outside = True
         self._wake.set()
 
     async def http_session(self) -> aiohttp.ClientSession:
@@ -172,16 +193,20 @@ class Engine:
 
     # ── the tick ───────────────────────────────────────────────────────────────
 
-    async def tick(self, *, drain: bool = True) -> None:
+    async def tick(self, *, drain: bool = True, only: frozenset[str] | None = None) -> None:
         """Run every stage once, in order, each in its own error boundary.
 
         With ``drain`` (the default), wait until the runs this tick handed to tasks are done,
         before the stages after advance (so a run that ends in this tick is cleaned up in
         it). Without, a run task that moved wakes the loop, and the next tick cleans up.
+        ``only`` names the stages to run (the loop's tick that follows its own progress);
+        None runs them all.
         """
         now = self.host.clock.now()
         started = time.perf_counter()
         for stage in STAGES:
+            if only is not None and stage.__name__ not in only:
+                continue
             if drain and stage.__name__ == "cleanup":
                 await self.drain()
             try:
@@ -216,7 +241,9 @@ class Engine:
         progressed = False
         try:
             async with self._slots:
-                _, progressed = await work
+                outcome, progressed = await work
+            if outcome in ("completed", "failed"):
+                self._ended = True  # what it holds is the cleanup stage's to give back
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -234,9 +261,10 @@ class Engine:
         finally:
             self.inflight.pop(run_id, None)
             # Look again at once only when something moved (the run may have more to do,
-            # or its next instant is now known); a run that only waits must not spin.
+            # or its next instant is now known); a run that only waits must not spin. This
+            # wake is the engine's own: the tick it causes runs advance, not every stage.
             if progressed:
-                self.wake()
+                self._wake.set()
 
     # ── sleeping ───────────────────────────────────────────────────────────────
 
@@ -256,25 +284,46 @@ class Engine:
             return poll
         return max(0.0, min(poll, (at - now).total_seconds()))
 
-    async def _sleep(self, seconds: float) -> None:
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep ``seconds`` or until a wake; answers whether the sleep ran to its end."""
         # The clock's sleep (a fake one in tests) raced against a wake.
         sleeper = asyncio.ensure_future(self.host.clock.sleep(seconds))
         waker = asyncio.ensure_future(self._wake.wait())
         try:
             await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+            return sleeper.done() and not sleeper.cancelled()
         finally:
             for task in (sleeper, waker):
                 task.cancel()
             await asyncio.gather(sleeper, waker, return_exceptions=True)
 
+    def _stages_due(self, slept_through: bool) -> frozenset[str] | None:
+        """The stages the loop's next tick runs (None: all of them)."""
+        now = time.monotonic()
+        if slept_through or self._outside or now >= self._next_full:
+            self._outside = self._ended = False
+            self._next_full = now + FULL_TICK_SECONDS
+            return None
+        if self._ended:
+            self._ended = False
+            return _ON_PROGRESS | {"cleanup"}
+        return _ON_PROGRESS
+
     async def _loop(self) -> None:
         log.info("engine started as %s", self.host.identity)
+        slept_through = True
         while not self.stopping:
             # Cleared before the tick reads anything: a wake during the tick is kept and
             # ends the sleep that follows, so nothing it announced is slept through.
             self._wake.clear()
-            await self.tick(drain=False)
+            await self.tick(drain=False, only=self._stages_due(slept_through))
             if self.stopping:
                 break
+            if self._wake.is_set():
+                # Woken during the tick: the sleep would end at once, so the instant it
+                # would be measured against is not read.
+                slept_through = False
+                await asyncio.sleep(0)
+                continue
             self.last_sleep = await self.next_sleep()
-            await self._sleep(self.last_sleep)
+            slept_through = await self._sleep(self.last_sleep)

@@ -1,0 +1,109 @@
+"""Group commit: the answers of many runs' steps recorded in one transaction.
+
+A run task whose step answered hands its write to the engine's :class:`OutcomeBatch` and
+waits. Writes that arrive while a transaction is committing wait for the next one, which
+takes up to ``outcome_batch_size`` of them in arrival order, runs each in turn on one
+connection and commits them together: a batch costs one ``BEGIN``, one ``COMMIT`` and one
+turn of SQLite's writer lock however many steps it records. Nothing waits for a batch to
+fill — a lone answer is written at once, exactly as before.
+
+Each write is whole on its own (its compare-and-set fence, its log lines, the run's next
+state), and may run more than once: when the shared transaction fails, it is rolled back
+and every write in it runs again in a transaction of its own, so one write's error (or a
+lock collision) is that write's alone, and the caller's retry sees it as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
+
+Write = Callable[[AsyncConnection], Awaitable[Any]]
+
+
+class OutcomeBatch:
+    """One host's queue of outcome writes, committed together as they arrive."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self._queue: list[tuple[Write, asyncio.Future[Any]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        #: How many transactions and writes went through (for benchmarks and /metrics).
+        self.transactions = 0
+        self.writes = 0
+
+    async def run(self, write: Write) -> Any:
+        """Run ``write`` in the next shared transaction; answers what it answered once that
+        transaction committed (or raises what it raised on its own)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.append((write, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain(), name="pageant-outcomes")
+        return await future
+
+    async def _drain(self) -> None:
+        size = self.host.settings.outcome_batch_size
+        while self._queue:
+            batch, self._queue = self._queue[:size], self._queue[size:]
+            try:
+                await self._commit(batch)
+            except BaseException as exc:
+                # Cancelled (the loop is closing): no waiter is left waiting for ever.
+                for _, future in batch + self._queue:
+                    if not future.done():
+                        future.set_exception(exc)
+                self._queue = []
+                raise
+
+    async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
+        answers: list[Any] = []
+        try:
+            async with self.host.db.begin() as conn:
+                for write, _ in batch:
+                    answers.append(await write(conn))
+        except Exception as exc:
+            if len(batch) == 1:
+                if not batch[0][1].done():
+                    batch[0][1].set_exception(exc)
+                return
+            log.debug("a batch of %d outcome writes failed; each runs alone", len(batch))
+            for write, future in batch:
+                await self._alone(write, future)
+            return
+        self.transactions += 1
+        self.writes += len(batch)
+        for (_, future), answer in zip(batch, answers, strict=True):
+            if not future.done():
+                future.set_result(answer)
+
+    async def _alone(self, write: Write, future: asyncio.Future[Any]) -> None:
+        try:
+            async with self.host.db.begin() as conn:
+                answer = await write(conn)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+            return
+        self.transactions += 1
+        self.writes += 1
+        if not future.done():
+            future.set_result(answer)
+
+
+async def in_outcome_transaction(host: Host, write: Write) -> Any:
+    """Run ``write`` in the engine's shared outcome transaction, or in a transaction of its
+    own where there is no engine to share one."""
+    batch = getattr(host.engine, "outcomes", None)
+    if isinstance(batch, OutcomeBatch):
+        return await batch.run(write)
+    async with host.db.begin() as conn:
+        return await write(conn)
