@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, insert, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import shared
 from pageant.db.log_kinds import LogKind
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
 from pageant.timefmt import iso
@@ -83,20 +84,34 @@ async def write(
     actor: str | None = None,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings), and log it at INFO for the operator."""
-    await conn.execute(
-        _WRITE,
-        {
-            "run_id": run_id,
-            "step_id": step_id,
-            "kind": str(kind),
-            "phase": phase,
-            "detail": _json_ready(detail) if detail is not None else None,
-            "actor": actor,
-            "at": at,
-        },
-    )
+    strings), and log it at INFO for the operator. In a shared transaction
+    (:mod:`pageant.db.shared`) the line is inserted with the others by :func:`flush`."""
+    row = {
+        "run_id": run_id,
+        "step_id": step_id,
+        "kind": str(kind),
+        "phase": phase,
+        "detail": _json_ready(detail) if detail is not None else None,
+        "actor": actor,
+        "at": at,
+    }
+    scope = shared.of(conn)
+    if scope is not None:
+        scope.lines.append(row)
+    else:
+        await conn.execute(_WRITE, row)
     _announce(run_id, str(kind), phase, step_id, detail)
+
+
+async def flush(conn: AsyncConnection) -> int:
+    """Insert the lines a shared transaction kept back, in the order they were written, in
+    one statement; answers how many."""
+    scope = shared.of(conn)
+    if scope is None or not scope.lines:
+        return 0
+    lines, scope.lines = scope.lines, []
+    await conn.execute(_WRITE, lines)
+    return len(lines)
 
 
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:

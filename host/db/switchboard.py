@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import shared
 from pageant.db.rows import AnyRow
 from pageant.db.tables import event_action_settings, event_action_settings_history
 from pageant.errors import Conflict
@@ -71,9 +72,16 @@ async def get_setting(
 
 
 async def enabled_flag(conn: AsyncConnection, action_id: str) -> bool | None:
-    """The row's ``enabled``, or None when there is no row (the default by risk applies)."""
+    """The row's ``enabled``, or None when there is no row (the default by risk applies).
+    Read once per action in a shared transaction (:mod:`pageant.db.shared`)."""
+    scope = shared.of(conn)
+    if scope is not None and action_id in scope.flags:
+        return scope.flags[action_id]
     value = (await conn.execute(_ENABLED, {"action_id": action_id})).scalar_one_or_none()
-    return None if value is None else bool(value)
+    flag = None if value is None else bool(value)
+    if scope is not None:
+        scope.flags[action_id] = flag
+    return flag
 
 
 async def write_setting(

@@ -4,8 +4,9 @@ A run task whose step answered hands its write to the engine's :class:`OutcomeBa
 waits. Writes that arrive while a transaction is committing wait for the next one, which
 takes up to ``outcome_batch_size`` of them in arrival order, runs each in turn on one
 connection and commits them together: a batch costs one ``BEGIN``, one ``COMMIT`` and one
-turn of SQLite's writer lock however many steps it records. Nothing waits for a batch to
-fill — a lone answer is written at once, exactly as before.
+turn of SQLite's writer lock however many steps it records, its log lines are inserted in
+one statement and each action's switchboard flag is read once (:mod:`pageant.db.shared`).
+Nothing waits for a batch to fill — a lone answer is written at once, exactly as before.
 
 Each write is whole on its own (its compare-and-set fence, its log lines, the run's next
 state), and may run more than once: when the shared transaction fails, it is rolled back
@@ -21,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db import runlog, shared
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -68,8 +71,10 @@ class OutcomeBatch:
         answers: list[Any] = []
         try:
             async with self.host.db.begin() as conn:
-                for write, _ in batch:
-                    answers.append(await write(conn))
+                with shared.shared(conn):
+                    for write, _ in batch:
+                        answers.append(await write(conn))
+                    await runlog.flush(conn)
         except Exception as exc:
             if len(batch) == 1:
                 if not batch[0][1].done():

@@ -18,9 +18,12 @@ import aiohttp
 
 from pageant.db import runlog
 from pageant.db.log_kinds import LogKind
+from pageant.engine.batch import in_outcome_transaction
 from pageant.hookspecs import Posted
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
     from pageant.settings import Settings
@@ -60,16 +63,21 @@ class StepServices:
         """Append a line of ``kind`` (a :class:`~pageant.db.log_kinds.LogKind` value) to this
         run's log, attributed to this step. Raises ValueError for a kind not in the enumeration."""
         line_kind = LogKind(kind)
-        async with self._host.db.begin() as conn:
+        at = self._host.clock.now()
+
+        async def write(conn: AsyncConnection) -> None:
             await runlog.write(
                 conn,
                 self.run_id,
                 line_kind,
-                at=self._host.clock.now(),
+                at=at,
                 phase=self.phase,
                 step_id=self.step_id,
                 detail=detail,
             )
+
+        # Committed (with other runs' answers, when they are on their way) before it returns.
+        await in_outcome_transaction(self._host, write)
 
     # ── leases (core.lease) ───────────────────────────────────────────────────
 

@@ -1,0 +1,213 @@
+"""Set-wise recording: the answers of many runs' steps share one transaction, the step after a
+``done`` is claimed in that answer's transaction, and none of it changes what is recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+
+from pageant.clock import SystemClock
+from pageant.db import runlog
+from pageant.db.log_kinds import LogKind
+from pageant.engine import Engine, loop
+from pageant.engine.batch import OutcomeBatch
+from pageant.engine.tick import STAGES
+from pageant.runs import controls
+from pageant.runs.create import start_now
+from tests.factories import (
+    Probe,
+    log_lines,
+    make_host,
+    phase,
+    probe_step,
+    publish_event,
+    run_row,
+    spec,
+    step_rows,
+)
+
+
+async def _start(host, event_spec, *, scope=""):
+    event = await publish_event(host.db, host.clock.now(), event_spec)
+    run_id, _ = await start_now(host, event.id, scope=scope, actor="admin:test")
+    return run_id
+
+
+def _gate(release: asyncio.Event, entered: list[int], all_in: asyncio.Event, n: int):
+    async def answer(ctx):
+        entered.append(1)
+        if len(entered) == n:
+            all_in.set()
+        await release.wait()
+        return {"ok": True}
+
+    return answer
+
+
+async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_once(
+    probe_host, engine, probe
+):
+    release, all_in, entered = asyncio.Event(), asyncio.Event(), []
+    # Every run's first step waits on one event, so their answers arrive together.
+    for name in "abcdefgh":
+        probe.script[name] = [_gate(release, entered, all_in, 8)]
+    run_ids = [
+        await _start(probe_host, spec(phase("p", probe_step(n), probe_step(f"{n}2"))))
+        for n in "abcdefgh"
+    ]
+    tick = asyncio.create_task(engine.tick())
+    await asyncio.wait_for(all_in.wait(), 10)
+    release.set()
+    await tick
+    for run_id in run_ids:
+        assert (await run_row(probe_host.db, run_id)).status == "completed"
+        done = [
+            ln
+            for ln in await log_lines(probe_host.db, run_id, "step.status")
+            if ln.detail["to"] == "done"
+        ]
+        rows = await step_rows(probe_host.db, run_id)
+        # One line per decision, each step done once, on its first attempt.
+        assert sorted(ln.step_id for ln in done) == sorted(r.id for r in rows)
+        assert [r.attempts for r in rows] == [1, 1]
+    keys = [ctx.idempotency_key for ctx in probe.calls]
+    assert len(keys) == len(set(keys)) == 16
+    batch = engine.outcomes
+    assert batch.writes == 16
+    assert batch.transactions < batch.writes  # the eight first answers went together
+
+
+async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(probe_host, engine):
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    now = probe_host.clock.now()
+
+    def line(text):
+        async def write(conn):
+            await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": text})
+            if text == "bad":
+                raise ValueError("this write fails")
+            return text
+
+        return write
+
+    batch = OutcomeBatch(probe_host)
+    answers = await asyncio.gather(
+        *(batch.run(line(text)) for text in ("first", "bad", "last")), return_exceptions=True
+    )
+    assert answers[0] == "first" and answers[2] == "last"
+    assert isinstance(answers[1], ValueError)
+    written = [ln.detail["message"] for ln in await log_lines(probe_host.db, run_id, "announce")]
+    assert written == ["first", "last"]  # the failed write left nothing behind
+    # The shared attempt rolled back; each write then ran in its own transaction.
+    assert batch.writes == 2 and batch.transactions == 2
+
+
+async def test_writes_that_all_succeed_commit_in_one_transaction(probe_host, engine):
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    now = probe_host.clock.now()
+
+    async def write(conn):
+        await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"})
+
+    batch = OutcomeBatch(probe_host)
+    await asyncio.gather(*(batch.run(write) for _ in range(5)))
+    assert (batch.writes, batch.transactions) == (5, 1)
+    assert len(await log_lines(probe_host.db, run_id, "announce")) == 5
+
+
+async def test_a_pause_during_a_perform_stops_the_step_after_it_from_being_claimed_ahead(
+    probe_host, engine, probe
+):
+    run_id = None
+
+    async def pause_then_ok(ctx):
+        await controls.pause(probe_host, run_id, actor="admin:test")
+        return {"ok": True}
+
+    probe.script["a"] = [pause_then_ok]
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"), probe_step("b"))))
+    await engine.tick()
+    assert probe.names() == ["a"]
+    assert (await run_row(probe_host.db, run_id)).status == "paused"
+    first, second = await step_rows(probe_host.db, run_id)
+    assert first.status == "done"
+    assert (second.status, second.attempts, second.claimed_by) == ("pending", 0, None)
+
+
+async def test_steps_claimed_ahead_keep_their_order_and_their_bound(settings, db, clock):
+    probe = Probe()
+    host = make_host(settings.model_copy(update={"steps_per_run_per_tick": 3}), db, clock, [probe])
+    engine = Engine(host)
+    try:
+        run_id = await _start(host, spec(phase("p", *[probe_step(n) for n in "abcde"])))
+        await engine.tick()
+        # One tick enters the phase and takes three steps; none is left claimed.
+        assert probe.names() == ["a", "b", "c"]
+        rows = await step_rows(db, run_id)
+        assert [r.status for r in rows] == ["done", "done", "done", "pending", "pending"]
+        assert (await run_row(db, run_id)).claimed_by is None
+        await engine.tick()
+        assert probe.names() == ["a", "b", "c", "d", "e"]
+        assert (await run_row(db, run_id)).status == "completed"
+    finally:
+        await engine.stop()
+        await host.close()
+
+
+async def test_the_loop_runs_the_other_stages_on_their_own_clock(settings, db, monkeypatch):
+    probe = Probe()
+    calls: Counter[str] = Counter()
+
+    def counted(stage):
+        async def wrapper(host, now):
+            calls[stage.__name__] += 1
+            await stage(host, now)
+
+        wrapper.__name__ = stage.__name__
+        return wrapper
+
+    monkeypatch.setattr(loop, "STAGES", tuple(counted(s) for s in STAGES))
+    monkeypatch.setattr(loop, "FULL_TICK_SECONDS", 1000.0)
+    # One step per pass: every step is a pass of the loop that follows its own progress.
+    tuned = settings.model_copy(update={"steps_per_run_per_tick": 1, "poll_seconds": 1000})
+    host = make_host(tuned, db, SystemClock(), [probe])
+    engine = Engine(host)
+    try:
+        await engine.start()
+        run_id = await _start(host, spec(phase("p", *[probe_step(f"s{i}") for i in range(12)])))
+        deadline = time.monotonic() + 20
+        while (await run_row(db, run_id)).status != "completed":
+            assert time.monotonic() < deadline, "the run did not complete"
+            await asyncio.sleep(0.02)
+    finally:
+        await engine.stop()
+        await host.close()
+    assert calls["advance"] >= 12
+    # Whole ticks: the first, the start's wake and the one after the run ended; not one a step.
+    assert calls["reclaim"] <= 4 < calls["advance"]
+    assert calls["cleanup"] >= 1
+
+
+@pytest.mark.parametrize("size", [1, 3])
+async def test_the_batch_size_bounds_a_transaction(probe_host, settings, size):
+    from pageant.hosting import Host
+
+    host = Host(
+        settings.model_copy(update={"outcome_batch_size": size}),
+        clock=probe_host.clock,
+        db=probe_host.db,
+        discover=False,
+    )
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    now = probe_host.clock.now()
+
+    async def write(conn):
+        await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"})
+
+    batch = OutcomeBatch(host)
+    await asyncio.gather(*(batch.run(write) for _ in range(6)))
+    assert batch.writes == 6
+    assert batch.transactions == 6 // size
