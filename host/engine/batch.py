@@ -49,6 +49,8 @@ class OutcomeBatch:
         transaction committed (or raises what it raised on its own)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queue.append((write, future))
+        # One writer, on either database: four shared transactions side by side on MariaDB
+        # were measured to deadlock with each other, and ran slower than one.
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._drain(), name="pageant-outcomes")
         return await future
