@@ -77,7 +77,7 @@ class SQLiteEngine(AsyncEngine):
     __slots__ = ()
 
     @classmethod
-    def _regenerate_proxy_for_target(cls, target: Engine, **additional_kw: Any) -> AsyncEngine:
+    def _regenerate_proxy_for_target(cls, target: Engine, **additional_kw: Any) -> SQLiteEngine:
         return cls(target)
 
     @contextlib.asynccontextmanager
