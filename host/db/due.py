@@ -187,15 +187,47 @@ async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int)
     return list((await conn.execute(_MISSED_CANDIDATES, {"now": now, "limit": limit})).all())
 
 
+#: For each part of ``_NEXT_INSTANT``, in order, the tick stages its instant is due to.
+INSTANT_STAGES: tuple[frozenset[str], ...] = (
+    frozenset({"advance"}),  # a pending step's due_at
+    frozenset({"reclaim"}),  # a step's claim lease
+    frozenset({"advance", "sweep_missed"}),  # a run's scheduled_for
+    frozenset({"reclaim", "advance"}),  # a run's claim lease
+    frozenset({"advance"}),  # a run's hold_until
+    frozenset({"advance"}),  # a gate's deadline
+    frozenset({"cleanup"}),  # a resource lease's deadline
+    frozenset({"advance"}),  # a held gate stalls
+)
+
+
 async def next_instant(
     conn: AsyncConnection, now: datetime, *, stall_seconds: float | None = None
 ) -> datetime | None:
     """The earliest future instant at which a step, run, claim lease or gate becomes due — a
     gate's deadline, and the instant a held gate stalls (with ``stall_seconds``)."""
+    return (await next_instant_and_stages(conn, now, stall_seconds=stall_seconds))[0]
+
+
+async def next_instant_and_stages(
+    conn: AsyncConnection, now: datetime, *, stall_seconds: float | None = None
+) -> tuple[datetime | None, frozenset[str]]:
+    """:func:`next_instant`, and the tick stages that instant is due to (every part that
+    falls on it: see ``INSTANT_STAGES``)."""
     cutoff = _stall_cutoff(now, stall_seconds)
     row = (await conn.execute(_NEXT_INSTANT, {"now": now, "stall_cutoff": cutoff})).one()
     *instants, stall_entry = row
-    found = [value for value in instants if value is not None]
-    if stall_entry is not None and stall_seconds is not None:
-        found.append(stall_entry + timedelta(seconds=stall_seconds))
-    return min(found) if found else None
+    found = list(instants)
+    found.append(
+        stall_entry + timedelta(seconds=stall_seconds)
+        if stall_entry is not None and stall_seconds is not None
+        else None
+    )
+    present = [value for value in found if value is not None]
+    if not present:
+        return None, frozenset()
+    earliest = min(present)
+    stages: frozenset[str] = frozenset()
+    for value, due_to in zip(found, INSTANT_STAGES, strict=True):
+        if value == earliest:
+            stages |= due_to
+    return earliest, stages

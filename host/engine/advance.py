@@ -18,6 +18,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
+from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -73,8 +74,11 @@ async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
             return not_started, False
         run["status"] = "starting"
     else:
-        async with host.db.begin() as conn:
-            claimed = await runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now)
+        # The engine's small writes share its outcome transaction: at a due instant a
+        # hundred runs' claims commit together instead of queueing for a hundred commits.
+        claimed = await in_outcome_transaction(
+            host, lambda conn: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now)
+        )
         if not claimed:
             return TAKEN, False
     progress = _Progress()
@@ -86,8 +90,9 @@ async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
         # would stretch every wait to the run's claim lease. A terminal transition already
         # dropped it.
         if outcome not in FINISHED:
-            async with host.db.begin() as conn:
-                await runs.release_claim(conn, run["id"], owner=owner)
+            await in_outcome_transaction(
+                host, lambda conn: runs.release_claim(conn, run["id"], owner=owner)
+            )
     return outcome, progress.made or outcome == "bounded"
 
 
@@ -174,8 +179,12 @@ async def _wait(
         unavailable=host.unavailable,
     )
     if (found["reason"] if found else None) != state["waiting_reason"]:
-        async with host.db.begin() as conn:
-            await waiting.note(conn, run["id"], found, now=now, phase=state["current_phase"])
+        await in_outcome_transaction(
+            host,
+            lambda conn: waiting.note(
+                conn, run["id"], found, now=now, phase=state["current_phase"]
+            ),
+        )
     return "waiting"
 
 
@@ -443,5 +452,6 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    async with host.db.begin() as conn:
-        await waiting.note(conn, run_id, None, now=now, phase=state["current_phase"])
+    await in_outcome_transaction(
+        host, lambda conn: waiting.note(conn, run_id, None, now=now, phase=state["current_phase"])
+    )

@@ -342,8 +342,9 @@ async def dispatch_step(
         now = host.clock.now()
         if getattr(host.engine, "stopping", False):
             return STOP  # the host began a clean stop since the run's loop looked
-        async with host.db.begin() as conn:
-            found = await claim_in(host, conn, step, action, now=now)
+        found = await in_outcome_transaction(
+            host, lambda conn: claim_in(host, conn, step, action, now=now)
+        )
         if found is None:
             return TAKEN
         decision = found

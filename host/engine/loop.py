@@ -12,9 +12,10 @@ ticking beside it.
 
 The stages other than advance keep their own clock in the loop: a tick that only follows
 the engine's own progress (a run task moved and woke the loop) runs advance alone (and
-cleanup when a run ended), and the whole tick runs when the sleep ran to its instant, when
-something outside woke the engine (a start, a control, an emit), and at least every
-``FULL_TICK_SECONDS`` however busy the engine is. A tick run by hand runs every stage.
+cleanup when a run ended); a sleep that ran to its instant runs the stages that instant is
+due to (:data:`pageant.db.due.INSTANT_STAGES`); the whole tick runs when something outside
+woke the engine (a start, a control, an emit), after a sleep the poll capped, and at least
+every ``FULL_TICK_SECONDS`` however busy the engine is. A tick run by hand runs every stage.
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class Engine:
         self._outside = True
         self._ended = False
         self._next_full = 0.0
+        #: The stages the instant the loop sleeps until is due to (None: every stage).
+        self._instant_stages: frozenset[str] | None = None
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
@@ -269,12 +272,16 @@ class Engine:
     # ── sleeping ───────────────────────────────────────────────────────────────
 
     async def next_sleep(self, now: datetime | None = None) -> float:
-        """Seconds until the earliest due instant after ``now``, capped by ``poll_seconds``."""
+        """Seconds until the earliest due instant after ``now``, capped by ``poll_seconds``.
+
+        Notes which stages that instant is due to: a sleep that runs to it wakes those
+        (a step's due_at needs advance, not reclaim); a sleep capped by the poll, all."""
         poll = self.host.settings.poll_seconds
         now = now or self.host.clock.now()
+        self._instant_stages = None
         try:
             async with self.host.db.connect() as conn:
-                at = await due.next_instant(
+                at, stages = await due.next_instant_and_stages(
                     conn, now, stall_seconds=self.host.settings.stall_seconds
                 )
         except Exception:
@@ -282,7 +289,11 @@ class Engine:
             return poll
         if at is None:
             return poll
-        return max(0.0, min(poll, (at - now).total_seconds()))
+        seconds = (at - now).total_seconds()
+        if seconds > poll:
+            return poll
+        self._instant_stages = stages
+        return max(0.0, seconds)
 
     async def _sleep(self, seconds: float) -> bool:
         """Sleep ``seconds`` or until a wake; answers whether the sleep ran to its end."""
@@ -300,14 +311,17 @@ class Engine:
     def _stages_due(self, slept_through: bool) -> frozenset[str] | None:
         """The stages the loop's next tick runs (None: all of them)."""
         now = time.monotonic()
-        if slept_through or self._outside or now >= self._next_full:
+        instant = self._instant_stages if slept_through else frozenset()
+        self._instant_stages = None
+        if (slept_through and instant is None) or self._outside or now >= self._next_full:
             self._outside = self._ended = False
             self._next_full = now + FULL_TICK_SECONDS
             return None
+        stages = _ON_PROGRESS | (instant or frozenset())
         if self._ended:
             self._ended = False
-            return _ON_PROGRESS | {"cleanup"}
-        return _ON_PROGRESS
+            stages |= {"cleanup"}
+        return stages
 
     async def _loop(self) -> None:
         log.info("engine started as %s", self.host.identity)
@@ -327,3 +341,5 @@ class Engine:
                 continue
             self.last_sleep = await self.next_sleep()
             slept_through = await self._sleep(self.last_sleep)
+            if not slept_through:
+                self._instant_stages = None
