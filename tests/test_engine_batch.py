@@ -76,8 +76,10 @@ async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_onc
     keys = [ctx.idempotency_key for ctx in probe.calls]
     assert len(keys) == len(set(keys)) == 16
     batch = engine.outcomes
-    assert batch.writes == 16
-    assert batch.transactions < batch.writes  # the eight first answers went together
+    # Sixteen answers and the eight first claims went through it, and not one by one: the
+    # eight first answers, released together, shared a transaction.
+    assert batch.writes == 24
+    assert batch.transactions <= batch.writes - 7
 
 
 async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(probe_host, engine):
