@@ -663,7 +663,8 @@ async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> 
         )
         out, err = await process.communicate()
     if process.returncode != 0:
-        raise RuntimeError(f"the APScheduler peer failed:\n{err.decode()[-3000:]}")
+        lines = [line.strip(" |") for line in err.decode().splitlines() if "Error" in line]
+        raise RuntimeError(f"the APScheduler peer failed: {(lines or ['(no message)'])[-1]}")
     found = json.loads(out.decode().strip().splitlines()[-1])
     late = found.pop("lateness_ms")
     figures = {
