@@ -33,6 +33,7 @@ APScheduler lives in its own virtualenv, never a dependency of pageant; ``--setu
     python benchmarks/throughput.py --quick                 # under two minutes, SQLite only
     python benchmarks/throughput.py --cases 20x100 --modes inproc,aps --only sqlite
     python benchmarks/throughput.py --repeat 3 --json out.json   # medians of three runs
+    python benchmarks/throughput.py --report out.json            # the table again, from the file
 
 Where the figures and the machine they came from are kept: docs/performance.md.
 """
@@ -884,6 +885,12 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="measure nothing: print the table and the goals from figures --json wrote",
+    )
+    parser.add_argument(
         "--setup",
         action="store_true",
         help="make the APScheduler virtualenv (benchmarks/.venv-apscheduler), then exit",
@@ -891,6 +898,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.setup:
         setup_peer()
+        return
+    if args.report:
+        saved, results = json.loads(args.report.read_text()), Results()
+        for row in saved:
+            for figures in row["figures"]:
+                results.add(row["db"], row["case"], row["mode"], figures)
+        report(results, max(len(row["figures"]) for row in saved))
         return
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -5,6 +5,7 @@ by running it; see docs/performance.md)."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,28 @@ def test_goals_read_medians_and_say_not_measured(throughput) -> None:
     results.add("sqlite", "20x100", "inproc", {"rate": 100.0})
     results.add("sqlite", "20x100", "inproc", {"rate": 100.0})
     assert goal(results) is False
+
+
+def test_report_reads_saved_figures_and_judges_the_goals(tmp_path: Path) -> None:
+    def row(mode: str, *rates: float) -> dict:
+        return {
+            "db": "sqlite",
+            "case": "1x500",
+            "mode": mode,
+            "figures": [{"rate": r} for r in rates],
+        }
+
+    saved = tmp_path / "figures.json"
+    saved.write_text(json.dumps([row("serve", 300, 240, 260), row("aps", 100, 100, 100)]))
+    done = run("--report", str(saved))
+    assert done.returncode == 0, done.stderr
+    assert "(medians of 3)" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if "500 sequential" in x and "sqlite" in x)
+    assert "[    met     ]" in line
+    saved.write_text(json.dumps([row("serve", 300, 240, 200), row("aps", 100, 100, 100)]))
+    line = next(
+        x
+        for x in run("--report", str(saved)).stdout.splitlines()
+        if "500 sequential" in x and "sqlite" in x
+    )
+    assert "NOT MET" in line
