@@ -66,7 +66,8 @@ from aiohttp.test_utils import TestClient, TestServer
 from benchdb import scratch_database
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
@@ -84,6 +85,7 @@ PEER_PYTHON = PEER_VENV / "bin" / "python"
 PEER_PACKAGES = ("apscheduler[sqlalchemy]>=4.0.0a1", "aiosqlite", "asyncmy", "sniffio")
 API = "/api/v1/admin"
 CONSOLE_CLIENTS = 50
+CONSOLE_SECONDS = 60
 WAIT_SECONDS = 2
 
 # ── the goals of issue 14, as data ──────────────────────────────────────────────────────────
@@ -222,7 +224,12 @@ def _lateness(r: Results) -> bool | None:
 
 @goal("run-console GET under 50 concurrent clients during 20 x 100: p99 <= 50 ms on sqlite")
 def _console(r: Results) -> bool | None:
-    return at_most(r.get("sqlite", "console", "serve", "get_p99_ms"), 50)
+    # A GET refused (a 409 when the database stays locked) is no answer: not met either.
+    refused = r.get("sqlite", "console", "serve", "get_refusals")
+    return all_of(
+        at_most(r.get("sqlite", "console", "serve", "get_p99_ms"), 50),
+        None if refused is None else refused == 0,
+    )
 
 
 @goal("two hosts on one MariaDB: >= 1.5x one host's throughput")
@@ -289,21 +296,36 @@ def client_request(client: Any, token: str, base: str = "") -> Request:
     return request
 
 
+@asynccontextmanager
+async def reader(db: AsyncEngine) -> AsyncIterator[AsyncEngine]:
+    """A plain engine on ``db``'s database for the benchmark's own reads: on SQLite its
+    transactions are deferred, so the poll never takes the write lock from the engine."""
+    plain = create_async_engine(url_of(db))
+    try:
+        yield plain
+    finally:
+        await plain.dispose()
+
+
 async def wait_done(db: AsyncEngine, runs: int, timeout: float) -> bool:
     """Poll until ``runs`` runs have ended; answer False on timeout."""
     deadline = time.monotonic() + timeout
     query = select(func.count()).where(event_runs.c.status.in_(TERMINAL_RUN_STATUSES))
-    while time.monotonic() < deadline:
-        async with db.connect() as conn:
-            if (await conn.execute(query)).scalar_one() >= runs:
-                return True
-        await asyncio.sleep(0.05)
+    async with reader(db) as plain:
+        while time.monotonic() < deadline:
+            try:
+                async with plain.connect() as conn:
+                    if (await conn.execute(query)).scalar_one() >= runs:
+                        return True
+            except OperationalError:
+                pass  # busy: look again at the next poll
+            await asyncio.sleep(0.05)
     return False
 
 
 async def outcome(db: AsyncEngine, workload: Workload, began: datetime, done: bool) -> dict:
     """What the database says happened: rate, statuses, lateness, start delay, doubles."""
-    async with db.connect() as conn:
+    async with reader(db) as plain, plain.connect() as conn:
         statuses = dict(
             (
                 await conn.execute(
@@ -495,14 +517,21 @@ async def pageant_serve(
 
                 run_ids = await asyncio.gather(*(start(i) for i in range(workload.runs)))
                 latencies: list[float] = []
+                refusals: list[str] = []
                 stop = asyncio.Event()
                 readers = []
                 if console:
                     readers = [
-                        asyncio.create_task(read_console(requests[0], run_ids, n, stop, latencies))
+                        asyncio.create_task(
+                            read_console(requests[0], run_ids, n, stop, latencies, refusals)
+                        )
                         for n in range(CONSOLE_CLIENTS)
                     ]
-                done = await wait_done(db, workload.runs, timeout)
+                # The console is read while the runs run; past CONSOLE_SECONDS the GETs have
+                # told what they can, and the rest of the workload is not waited for.
+                done = await wait_done(
+                    db, workload.runs, min(timeout, CONSOLE_SECONDS) if console else timeout
+                )
                 stop.set()
                 await asyncio.gather(*readers)
                 cpu = sum(s.cpu_seconds() - c for s, c in zip(servers, cpu0, strict=True))
@@ -518,14 +547,25 @@ async def pageant_serve(
         figures["deadlocks_retried"] = retried
         if console:
             figures.update(
-                get_p50_ms=pct(latencies, 50), get_p99_ms=pct(latencies, 99), gets=len(latencies)
+                get_p50_ms=pct(latencies, 50),
+                get_p99_ms=pct(latencies, 99),
+                gets=len(latencies),
+                get_refusals=len(refusals),
+                get_refusal=refusals[0] if refusals else None,
             )
     return figures
 
 
 async def read_console(
-    request: Request, run_ids: list[int], n: int, stop: asyncio.Event, out: list[float]
+    request: Request,
+    run_ids: list[int],
+    n: int,
+    stop: asyncio.Event,
+    out: list[float],
+    refusals: list[str],
 ) -> None:
+    """One client: GET the run consoles in turn until ``stop``; every answer's latency goes
+    to ``out``, and each answer other than 200 (status and message) to ``refusals``."""
     i = n
     while not stop.is_set():
         run_id = run_ids[i % len(run_ids)]
@@ -534,7 +574,8 @@ async def read_console(
         status, body = await request("GET", f"{API}/runs/{run_id}", None)
         out.append((time.perf_counter() - t0) * 1000)
         if status != 200:
-            raise RuntimeError(f"GET the console of run {run_id} answered {status}: {body}")
+            message = body.get("error", {}).get("message") if isinstance(body, dict) else body
+            refusals.append(f"{status}: {message}")
 
 
 @asynccontextmanager
@@ -801,6 +842,11 @@ def report(results: Results, repeats: int) -> None:
             notes.append(f"start p99 {fmt(g('start_p99_ms'))} ms")
         if case == "console":
             notes.append(f"GET p50/p99 {fmt(g('get_p50_ms'), 1)}/{fmt(g('get_p99_ms'), 1)} ms")
+            if g("get_refusals"):
+                refusal = next((f["get_refusal"] for f in found if f.get("get_refusal")), "")
+                notes.append(
+                    f"GETs refused {fmt(g('get_refusals'))} of {fmt(g('gets'))}: {refusal}"
+                )
         if case == "2hosts":
             one_host = results.get(db, "20x100", "serve", "rate")
             notes.append(
@@ -812,7 +858,7 @@ def report(results: Results, repeats: int) -> None:
         if g("deadlocks_retried"):
             notes.append(f"deadlocks retried {fmt(g('deadlocks_retried'))}")
         if any(f.get("timed_out") for f in found):
-            notes.append("TIMED OUT")
+            notes.append(f"cut at {CONSOLE_SECONDS} s" if case == "console" else "TIMED OUT")
         if errors:
             notes.append(f"FAILED: {errors[0]}")
         ratio = (
