@@ -9,7 +9,8 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
   began against its due instant (p50/p99/max), and how long each run took from its creation
   to ``started_at`` (``start p99``).
 - ``console``: ``20x100`` through ``pageant serve`` while 50 clients GET the run console
-  (``/api/v1/admin/runs/{id}``) in a loop; the GET latency p50/p99.
+  (``/api/v1/admin/runs/{id}``) in a loop, for at most 60 s; the GET latency p50/p99 and
+  the GETs refused (any answer but 200).
 - ``raw``: the database's own limit: one connection of the bare driver (aiosqlite, aiomysql)
   claiming, finishing and logging one step per transaction over the rows of a 20x100 start.
 - ``2hosts`` (MariaDB): ``20x100`` through two ``pageant serve`` processes on one database,
@@ -30,7 +31,7 @@ APScheduler lives in its own virtualenv, never a dependency of pageant; ``--setu
 
     python benchmarks/throughput.py --setup
     python benchmarks/throughput.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
-    python benchmarks/throughput.py --quick                 # under two minutes, SQLite only
+    python benchmarks/throughput.py --quick         # smaller: about two minutes on SQLite
     python benchmarks/throughput.py --cases 20x100 --modes inproc,aps --only sqlite
     python benchmarks/throughput.py --repeat 3 --json out.json   # medians of three runs
     python benchmarks/throughput.py --report out.json            # the table again, from the file
@@ -918,8 +919,8 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="smaller workloads (20x25, 50x10, 1x125, 25 waits), 10,000 finished "
-        "runs for the idle tick: under two minutes on SQLite",
+        help="smaller workloads (20x25, 50x10, 1x125, 25 waits, the console read for 15 s), "
+        "10,000 finished runs beside the idle tick: about two minutes on SQLite",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run everything N times; medians")
     parser.add_argument(
