@@ -1,0 +1,990 @@
+"""Throughput and precision of the engine beside APScheduler 4, in one run, against the goals.
+
+Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch database:
+
+- ``20x100``, ``200x10``, ``1x500``: R runs of S no-op steps (``core.announce`` to the
+  ``core.log`` leg: one line in the run log), all started at once; end-to-end steps per
+  second from the first start to the last run's ``ended_at``.
+- ``wait``: 100 runs of ``core.wait 2`` then one announce; how late the step after the wait
+  began against its due instant (p50/p99/max), and how long each run took from its creation
+  to ``started_at`` (``start p99``).
+- ``console``: ``20x100`` through ``pageant serve`` while 50 clients GET the run console
+  (``/api/v1/admin/runs/{id}``) in a loop, for at most 60 s; the GET latency p50/p99 and
+  the GETs refused (any answer but 200).
+- ``raw``: the database's own limit: one connection of the bare driver (aiosqlite, aiomysql)
+  claiming, finishing and logging one step per transaction over the rows of a 20x100 start.
+- ``2hosts`` (MariaDB): ``20x100`` through two ``pageant serve`` processes on one database,
+  runs started alternately through each; plus double dispatches (a step announced twice)
+  and ERROR lines in either host's log.
+- ``idle``: the idle tick in an empty database and beside N finished runs (``idle_tick.py``).
+
+Each workload case runs as up to three modes: ``inproc`` (pageant's engine in this process
+over the real database, runs started with the same function the API calls), ``serve`` (a
+real ``pageant serve`` process, runs started with ``POST /api/v1/admin/events/{id}/runs``)
+and ``aps`` (APScheduler 4 on the same kind of database, in its own virtualenv, running
+``apscheduler_peer.py``: each run a chain of jobs, each job one log line that adds the next).
+CPU per step is the engine process's CPU time (user + system) over the case, divided by its
+steps: for ``inproc`` this whole process, for ``serve`` the server process, for ``aps`` the
+peer process.
+
+APScheduler lives in its own virtualenv, never a dependency of pageant; ``--setup`` makes it:
+
+    python benchmarks/throughput.py --setup
+    python benchmarks/throughput.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
+    python benchmarks/throughput.py --quick         # smaller: about two minutes on SQLite
+    python benchmarks/throughput.py --cases 20x100 --modes inproc,aps --only sqlite
+    python benchmarks/throughput.py --repeat 3 --json out.json   # medians of three runs
+    python benchmarks/throughput.py --report out.json            # the table again, from the file
+
+Where the figures and the machine they came from are kept: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp.test_utils import TestClient, TestServer
+from benchdb import scratch_database
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from pageant.access.tokens import create_token
+from pageant.api.app import make_app
+from pageant.db.engine import create_engine
+from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_run_steps, event_runs
+from pageant.engine import Engine
+from pageant.hosting import Host
+from pageant.runs.create import start_now
+from pageant.settings import Settings
+
+HERE = Path(__file__).resolve().parent
+PEER = HERE / "apscheduler_peer.py"
+PEER_VENV = HERE / ".venv-apscheduler"
+PEER_PYTHON = PEER_VENV / "bin" / "python"
+PEER_PACKAGES = ("apscheduler[sqlalchemy]>=4.0.0a1", "aiosqlite", "asyncmy", "sniffio")
+API = "/api/v1/admin"
+CONSOLE_CLIENTS = 50
+CONSOLE_SECONDS = 60
+WAIT_SECONDS = 2
+
+# ── the goals of issue 14, as data ──────────────────────────────────────────────────────────
+
+#: (goal, how it is read from the results). A goal whose figures were not measured in this
+#: run is "not measured", never met.
+GOALS: list[tuple[str, Callable[[Results], bool | None]]] = []
+
+
+def goal(text: str) -> Callable[[Callable[[Results], bool | None]], Callable[..., Any]]:
+    def add(check: Callable[[Results], bool | None]) -> Callable[..., Any]:
+        GOALS.append((text, check))
+        return check
+
+    return add
+
+
+# ── workloads ───────────────────────────────────────────────────────────────────────────────
+
+
+def announce(i: int) -> dict[str, Any]:
+    return {"action": "core.announce", "params": {"leg": "core.log", "message": f"step {i}"}}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    runs: int
+    steps: int
+    wait: float = 0.0
+
+    def spec(self) -> dict[str, Any]:
+        """The event: ``steps`` announces in phases of at most 100 (the spec's bound), or a
+        wait and an announce."""
+        if self.wait:
+            steps = [{"action": "core.wait", "params": {"seconds": int(self.wait)}}, announce(1)]
+            phases = [{"key": "p0", "label": "P0", "steps": steps}]
+        else:
+            phases = [
+                {
+                    "key": f"p{p}",
+                    "label": f"P{p}",
+                    "steps": [announce(i) for i in range(p * 100, min(self.steps, p * 100 + 100))],
+                }
+                for p in range(math.ceil(self.steps / 100))
+            ]
+        return {"schedule": {"kind": "manual"}, "phases": phases}
+
+
+def workloads(quick: bool) -> dict[str, Workload]:
+    if quick:
+        return {
+            "20x100": Workload("20x100", 20, 25),
+            "200x10": Workload("200x10", 50, 10),
+            "1x500": Workload("1x500", 1, 125),
+            "wait": Workload("wait", 25, 2, wait=WAIT_SECONDS),
+        }
+    return {
+        "20x100": Workload("20x100", 20, 100),
+        "200x10": Workload("200x10", 200, 10),
+        "1x500": Workload("1x500", 1, 500),
+        "wait": Workload("wait", 100, 2, wait=WAIT_SECONDS),
+    }
+
+
+# ── figures ─────────────────────────────────────────────────────────────────────────────────
+
+
+def pct(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile ``p`` (0..100) of ``values``; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+class Results:
+    """(database, case, mode) -> a list of figure dicts, one per repeat."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+
+    def add(self, db: str, case: str, mode: str, figures: dict[str, Any]) -> None:
+        self.rows.setdefault((db, case, mode), []).append(figures)
+
+    def get(self, db: str, case: str, mode: str, key: str) -> float | None:
+        """The median of ``key`` over the repeats, None if never measured."""
+        found = [f[key] for f in self.rows.get((db, case, mode), []) if f.get(key) is not None]
+        return statistics.median(found) if found else None
+
+    def ratio(self, db: str, case: str, mode: str, peer: str = "aps") -> float | None:
+        ours, theirs = self.get(db, case, mode, "rate"), self.get(db, case, peer, "rate")
+        return ours / theirs if ours and theirs else None
+
+    def best_mode(self, db: str, case: str) -> str:
+        """The mode the goals read: through ``pageant serve`` when measured, else in process."""
+        return "serve" if (db, case, "serve") in self.rows else "inproc"
+
+
+def at_least(value: float | None, bound: float) -> bool | None:
+    return None if value is None else value >= bound
+
+
+def at_most(value: float | None, bound: float) -> bool | None:
+    return None if value is None else value <= bound
+
+
+def all_of(*answers: bool | None) -> bool | None:
+    if any(a is None for a in answers):
+        return None
+    return all(answers)
+
+
+for _db in ("sqlite", "mariadb"):
+
+    def _vs_peer(r: Results, db: str = _db) -> bool | None:
+        return at_least(r.ratio(db, "20x100", r.best_mode(db, "20x100")), 4)
+
+    def _vs_raw(r: Results, db: str = _db) -> bool | None:
+        ours = r.get(db, "20x100", r.best_mode(db, "20x100"), "rate")
+        raw = r.get(db, "raw", "raw", "rate")
+        return None if ours is None or raw is None else ours >= 0.4 * raw
+
+    def _sequential(r: Results, db: str = _db) -> bool | None:
+        return at_least(r.ratio(db, "1x500", r.best_mode(db, "1x500")), 2.5)
+
+    goal(f"20 x 100 end to end: >= 4x APScheduler 4 on {_db}")(_vs_peer)
+    goal(f"20 x 100 end to end: >= 40% of the raw-driver limit on {_db}")(_vs_raw)
+    goal(f"one run of 500 sequential steps: >= 2.5x APScheduler 4's rate on {_db}")(_sequential)
+
+
+@goal("lateness of the step after a 2 s wait, 100 runs at once: p99 <= 50 ms on sqlite")
+def _lateness(r: Results) -> bool | None:
+    return at_most(r.get("sqlite", "wait", r.best_mode("sqlite", "wait"), "late_p99_ms"), 50)
+
+
+@goal("run-console GET under 50 concurrent clients during 20 x 100: p99 <= 50 ms on sqlite")
+def _console(r: Results) -> bool | None:
+    # A GET refused (a 409 when the database stays locked) is no answer: not met either.
+    refused = r.get("sqlite", "console", "serve", "get_refusals")
+    return all_of(
+        at_most(r.get("sqlite", "console", "serve", "get_p99_ms"), 50),
+        None if refused is None else refused == 0,
+    )
+
+
+@goal("two hosts on one MariaDB: >= 1.5x one host's throughput")
+def _two_hosts(r: Results) -> bool | None:
+    two, one = (
+        r.get("mariadb", "2hosts", "serve", "rate"),
+        r.get("mariadb", "20x100", "serve", "rate"),
+    )
+    return None if two is None or one is None else two >= 1.5 * one
+
+
+@goal("two hosts on one MariaDB: zero double dispatch, zero deadlocks surfacing as errors")
+def _two_hosts_clean(r: Results) -> bool | None:
+    doubles = r.get("mariadb", "2hosts", "serve", "double_dispatch")
+    errors = r.get("mariadb", "2hosts", "serve", "error_lines")
+    return None if doubles is None or errors is None else doubles == 0 and errors == 0
+
+
+@goal("CPU per dispatched no-op step <= 1.5 ms (20 x 100, the engine process)")
+def _cpu(r: Results) -> bool | None:
+    answers = [
+        at_most(r.get(db, "20x100", r.best_mode(db, "20x100"), "cpu_ms_per_step"), 1.5)
+        for db in ("sqlite", "mariadb")
+        if (db, "20x100", r.best_mode(db, "20x100")) in r.rows
+    ]
+    return all_of(*answers) if answers else None
+
+
+@goal("the idle tick stays flat: beside N finished runs <= 5 ms and <= 2x the empty database's")
+def _idle(r: Results) -> bool | None:
+    answers = []
+    for db in ("sqlite", "mariadb"):
+        empty, full = r.get(db, "idle", "empty", "tick_ms"), r.get(db, "idle", "full", "tick_ms")
+        if empty is not None and full is not None:
+            answers.append(full <= 5 and full <= 2 * max(empty, 0.5))
+    return all_of(*answers) if answers else None
+
+
+# ── pageant: authoring and starting ─────────────────────────────────────────────────────────
+
+Request = Callable[[str, str, Any], Awaitable[tuple[int, Any]]]
+
+
+async def author(request: Request, workload: Workload) -> int:
+    """Create and publish the workload's event through the admin API; answer its id."""
+    status, body = await request(
+        "POST", f"{API}/events", {"title": f"bench {workload.name}", "spec": workload.spec()}
+    )
+    if status != 201:
+        raise RuntimeError(f"creating the event answered {status}: {body}")
+    status, body2 = await request("POST", f"{API}/events/{body['id']}/publish", None)
+    if status != 200:
+        raise RuntimeError(f"publishing the event answered {status}: {body2}")
+    return int(body["id"])
+
+
+def client_request(client: Any, token: str, base: str = "") -> Request:
+    headers = {"Authorization": f"Bearer {token}"}
+
+    async def request(method: str, path: str, body: Any) -> tuple[int, Any]:
+        async with client.request(method, base + path, json=body, headers=headers) as response:
+            return response.status, await response.json()
+
+    return request
+
+
+@asynccontextmanager
+async def reader(db: AsyncEngine) -> AsyncIterator[AsyncEngine]:
+    """A plain engine on ``db``'s database for the benchmark's own reads: on SQLite its
+    transactions are deferred, so the poll never takes the write lock from the engine."""
+    plain = create_async_engine(url_of(db))
+    try:
+        yield plain
+    finally:
+        await plain.dispose()
+
+
+async def wait_done(db: AsyncEngine, runs: int, timeout: float) -> bool:
+    """Poll until ``runs`` runs have ended; answer False on timeout."""
+    deadline = time.monotonic() + timeout
+    query = select(func.count()).where(event_runs.c.status.in_(TERMINAL_RUN_STATUSES))
+    async with reader(db) as plain:
+        while time.monotonic() < deadline:
+            try:
+                async with plain.connect() as conn:
+                    if (await conn.execute(query)).scalar_one() >= runs:
+                        return True
+            except OperationalError:
+                pass  # busy: look again at the next poll
+            await asyncio.sleep(0.05)
+    return False
+
+
+async def outcome(db: AsyncEngine, workload: Workload, began: datetime, done: bool) -> dict:
+    """What the database says happened: rate, statuses, lateness, start delay, doubles."""
+    async with reader(db) as plain, plain.connect() as conn:
+        statuses = dict(
+            (
+                await conn.execute(
+                    select(event_runs.c.status, func.count()).group_by(event_runs.c.status)
+                )
+            ).all()
+        )
+        last_end = (await conn.execute(select(func.max(event_runs.c.ended_at)))).scalar()
+        steps_done = (
+            await conn.execute(select(func.count()).where(event_run_steps.c.status == "done"))
+        ).scalar_one()
+        starts = (
+            await conn.execute(select(event_runs.c.created_at, event_runs.c.started_at))
+        ).all()
+        doubles = (
+            await conn.execute(
+                select(func.count()).select_from(
+                    select(event_run_log.c.step_id)
+                    .where(event_run_log.c.kind == "announce")
+                    .group_by(event_run_log.c.step_id)
+                    .having(func.count() > 1)
+                    .subquery()
+                )
+            )
+        ).scalar_one()
+        late = []
+        if workload.wait:
+            rows = await conn.execute(
+                select(event_run_steps.c.started_at, event_run_steps.c.due_at).where(
+                    event_run_steps.c.seq == 1, event_run_steps.c.due_at.is_not(None)
+                )
+            )
+            late = [(s - d).total_seconds() * 1000 for s, d in rows if s is not None]
+    steps = workload.runs * workload.steps
+    wall = (last_end - began).total_seconds() if done and last_end else None
+    start_delays = [(s - c).total_seconds() * 1000 for c, s in starts if s is not None]
+    figures: dict[str, Any] = {
+        "steps": steps,
+        "steps_done": steps_done,
+        "statuses": statuses,
+        "timed_out": not done,
+        "wall_s": wall,
+        "rate": steps / wall if wall else None,
+        "double_dispatch": doubles,
+        "start_p99_ms": pct(start_delays, 99),
+    }
+    if workload.wait:
+        figures.update(
+            late_p50_ms=pct(late, 50),
+            late_p99_ms=pct(late, 99),
+            late_max_ms=max(late, default=None),
+        )
+    return figures
+
+
+def per_step(cpu: float, figures: dict[str, Any]) -> float | None:
+    """Milliseconds of CPU per step done (a workload cut short counts only what it did)."""
+    return cpu * 1000 / figures["steps_done"] if figures["steps_done"] else None
+
+
+# ── pageant in process ──────────────────────────────────────────────────────────────────────
+
+
+async def pageant_inproc(mysql: str | None, workload: Workload, timeout: float) -> dict:
+    async with scratch_database(mysql) as db:
+        host = Host(Settings(), db=db)
+        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+        client = TestClient(TestServer(make_app(host, run_engine=False)))
+        await client.start_server()
+        try:
+            definition = await author(client_request(client, token), workload)
+        finally:
+            await client.close()
+        engine = Engine(host)
+        await engine.start()
+        try:
+            began, cpu0 = datetime.now(UTC), time.process_time()
+            for i in range(workload.runs):
+                await start_now(host, definition, scope=f"r{i}", actor="bench")
+            done = await wait_done(db, workload.runs, timeout)
+            cpu = time.process_time() - cpu0
+        finally:
+            await engine.stop()
+        figures = await outcome(db, workload, began, done)
+    figures["cpu_ms_per_step"] = per_step(cpu, figures)
+    figures["deadlocks_retried"] = deadlocks_retried(host.metrics.render().decode())
+    return figures
+
+
+# ── pageant serve ───────────────────────────────────────────────────────────────────────────
+
+
+def console_script() -> list[str]:
+    script = Path(sys.executable).with_name("pageant")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pageant.cli"]
+
+
+class Serve:
+    """One ``pageant serve`` process on 127.0.0.1 and a free port, its log in ``log``."""
+
+    def __init__(self, database_url: str, log: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEANT_")}
+        env.update(PAGEANT_DATABASE_URL=database_url, PAGEANT_PORT="0", PAGEANT_LOG_FORMAT="json")
+        self.log_path = log
+        self._log = log.open("w")
+        self.process = subprocess.Popen(
+            [*console_script(), "serve"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        line: list[str] = []
+        reader = threading.Thread(
+            target=lambda: line.append(self.process.stdout.readline()),  # type: ignore[union-attr]
+            daemon=True,
+        )
+        reader.start()
+        reader.join(60)
+        if not line or "serving on" not in line[0]:
+            self.stop()
+            raise RuntimeError(f"pageant serve did not start: {line}\n{log.read_text()[-2000:]}")
+        self.base = line[0].split("serving on ", 1)[1].split()[0]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the process so far (Linux /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def error_lines(self) -> int:
+        count = 0
+        for line in self.log_path.read_text().splitlines():
+            try:
+                count += json.loads(line).get("level") in ("ERROR", "CRITICAL")
+            except ValueError:
+                count += "Traceback" in line
+        return count
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+
+
+def deadlocks_retried(exposition: str) -> float:
+    """The sum of ``pageant_deadlocks_retried`` over its labels, from /metrics text."""
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in exposition.splitlines()
+        if line.startswith("pageant_deadlocks_retried_total")
+    )
+
+
+async def scrape(session: aiohttp.ClientSession, base: str, token: str) -> str:
+    """The /metrics text of the host at ``base``."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with session.get(f"{base}/metrics", headers=headers) as response:
+        return await response.text()
+
+
+def url_of(db: AsyncEngine) -> str:
+    return db.url.render_as_string(hide_password=False)
+
+
+async def pageant_serve(
+    mysql: str | None, workload: Workload, timeout: float, *, hosts: int = 1, console: bool = False
+) -> dict:
+    """``workload`` through ``hosts`` serve processes; with ``console``, 50 clients GET the
+    run console of the live runs for as long as the workload runs."""
+    async with scratch_database(mysql) as db, temp_folder() as folder:
+        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+        servers = [Serve(url_of(db), folder / f"serve{i}.log") for i in range(hosts)]
+        try:
+            async with aiohttp.ClientSession() as session:
+                requests = [client_request(session, token, s.base) for s in servers]
+                definition = await author(requests[0], workload)
+                cpu0 = [s.cpu_seconds() for s in servers]
+                began = datetime.now(UTC)
+
+                async def start(i: int) -> int:
+                    status, body = await requests[i % hosts](
+                        "POST", f"{API}/events/{definition}/runs", {"scope": f"r{i}"}
+                    )
+                    if status != 201:
+                        raise RuntimeError(f"starting run {i} answered {status}: {body}")
+                    return int(body["id"])
+
+                run_ids = await asyncio.gather(*(start(i) for i in range(workload.runs)))
+                latencies: list[float] = []
+                refusals: list[str] = []
+                stop = asyncio.Event()
+                readers = []
+                if console:
+                    readers = [
+                        asyncio.create_task(
+                            read_console(requests[0], run_ids, n, stop, latencies, refusals)
+                        )
+                        for n in range(CONSOLE_CLIENTS)
+                    ]
+                # The console is read while the runs run; past its window (``timeout``) the
+                # GETs have told what they can, and the rest of the workload is not waited for.
+                done = await wait_done(db, workload.runs, timeout)
+                stop.set()
+                await asyncio.gather(*readers)
+                cpu = sum(s.cpu_seconds() - c for s, c in zip(servers, cpu0, strict=True))
+                retried = 0.0
+                for server in servers:
+                    retried += deadlocks_retried(await scrape(session, server.base, token))
+        finally:
+            for s in servers:
+                s.stop()
+        figures = await outcome(db, workload, began, done)
+        figures["cpu_ms_per_step"] = per_step(cpu, figures)
+        figures["error_lines"] = sum(s.error_lines() for s in servers)
+        figures["deadlocks_retried"] = retried
+        if console:
+            figures.update(
+                get_p50_ms=pct(latencies, 50),
+                get_p99_ms=pct(latencies, 99),
+                gets=len(latencies),
+                get_refusals=len(refusals),
+                get_refusal=refusals[0] if refusals else None,
+            )
+    return figures
+
+
+async def read_console(
+    request: Request,
+    run_ids: list[int],
+    n: int,
+    stop: asyncio.Event,
+    out: list[float],
+    refusals: list[str],
+) -> None:
+    """One client: GET the run consoles in turn until ``stop``; every answer's latency goes
+    to ``out``, and each answer other than 200 (status and message) to ``refusals``."""
+    i = n
+    while not stop.is_set():
+        run_id = run_ids[i % len(run_ids)]
+        i += 1
+        t0 = time.perf_counter()
+        status, body = await request("GET", f"{API}/runs/{run_id}", None)
+        out.append((time.perf_counter() - t0) * 1000)
+        if status != 200:
+            message = body.get("error", {}).get("message") if isinstance(body, dict) else body
+            refusals.append(f"{status}: {message}")
+
+
+@asynccontextmanager
+async def temp_folder() -> AsyncIterator[Path]:
+    with tempfile.TemporaryDirectory() as folder:
+        yield Path(folder)
+
+
+# ── the raw driver's limit ──────────────────────────────────────────────────────────────────
+
+RAW_STEPS = 2000
+
+
+async def raw_limit(mysql: str | None) -> dict:
+    """One connection of the bare driver: per step one transaction that claims it (a
+    compare-and-set on its status), finishes it and inserts its log line."""
+    workload = Workload("raw", 20, RAW_STEPS // 20)
+    async with scratch_database(mysql) as db:
+        host = Host(Settings(), db=db)
+        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+        client = TestClient(TestServer(make_app(host, run_engine=False)))
+        await client.start_server()
+        try:
+            definition = await author(client_request(client, token), workload)
+        finally:
+            await client.close()
+        for i in range(workload.runs):
+            await start_now(host, definition, scope=f"r{i}", actor="bench")
+        async with db.connect() as conn:
+            rows = (
+                await conn.execute(select(event_run_steps.c.id, event_run_steps.c.run_id))
+            ).all()
+        url = make_url(url_of(db))
+        now = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ")
+        claim = (
+            "UPDATE event_run_steps SET status='running', claimed_by='raw', "
+            "attempts=attempts+1, started_at={p} WHERE id={p} AND status='pending'"
+        )
+        finish = (
+            "UPDATE event_run_steps SET status='done', finished_at={p} "
+            "WHERE id={p} AND claimed_by='raw' AND status='running'"
+        )
+        line = (
+            "INSERT INTO event_run_log (run_id, step_id, kind, phase, detail, at) "
+            "VALUES ({p}, {p}, 'announce', 'p0', '{{\"leg\": \"core.log\"}}', {p})"
+        )
+        if mysql is None:
+            import aiosqlite
+
+            async with aiosqlite.connect(url.database, isolation_level=None) as raw:
+                await raw.execute("PRAGMA synchronous=NORMAL")
+                t0 = time.perf_counter()
+                for step_id, run_id in rows:
+                    await raw.execute("BEGIN IMMEDIATE")
+                    await raw.execute(claim.format(p="?"), (now, step_id))
+                    await raw.execute(finish.format(p="?"), (now, step_id))
+                    await raw.execute(line.format(p="?"), (run_id, step_id, now))
+                    await raw.execute("COMMIT")
+                wall = time.perf_counter() - t0
+        else:
+            import aiomysql
+
+            raw = await aiomysql.connect(
+                host=url.host,
+                port=url.port or 3306,
+                user=url.username,
+                password=url.password or "",
+                db=url.database,
+                autocommit=False,
+            )
+            try:
+                async with raw.cursor() as cur:
+                    await cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    t0 = time.perf_counter()
+                    for step_id, run_id in rows:
+                        await cur.execute(claim.format(p="%s"), (now, step_id))
+                        await cur.execute(finish.format(p="%s"), (now, step_id))
+                        await cur.execute(line.format(p="%s"), (run_id, step_id, now))
+                        await raw.commit()
+                    wall = time.perf_counter() - t0
+            finally:
+                raw.close()
+    return {"steps": len(rows), "wall_s": wall, "rate": len(rows) / wall}
+
+
+# ── APScheduler 4 ───────────────────────────────────────────────────────────────────────────
+
+
+def setup_peer() -> None:
+    """Make the APScheduler virtualenv beside this script (idempotent)."""
+    if not PEER_PYTHON.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+    subprocess.run([str(PEER_PYTHON), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+
+
+@asynccontextmanager
+async def empty_database(mysql: str | None) -> AsyncIterator[str]:
+    """An empty database for APScheduler (it makes its own tables): a SQLite file in WAL
+    mode, or a MariaDB database beside the one ``mysql`` names, dropped afterwards; answers
+    its URL with the driver APScheduler is tested with (aiosqlite, asyncmy)."""
+    if mysql is None:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "aps.db"
+            with sqlite3.connect(path) as conn:
+                conn.execute("PRAGMA journal_mode=WAL")
+            yield f"sqlite+aiosqlite:///{path}"
+        return
+    server = make_url(mysql)
+    name = f"aps_bench_{os.getpid()}_{int(time.time() * 1000) % 10**8}"
+    admin = create_engine(server.render_as_string(hide_password=False))
+    try:
+        async with admin.begin() as conn:
+            await conn.execute(text(f"CREATE DATABASE `{name}`"))
+        try:
+            yield server.set(drivername="mysql+asyncmy", database=name).render_as_string(
+                hide_password=False
+            )
+        finally:
+            async with admin.begin() as conn:
+                await conn.execute(text(f"DROP DATABASE IF EXISTS `{name}`"))
+    finally:
+        await admin.dispose()
+
+
+async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> dict:
+    if not PEER_PYTHON.exists():
+        raise RuntimeError("no APScheduler virtualenv: run this script with --setup first")
+    async with empty_database(mysql) as url:
+        process = await asyncio.create_subprocess_exec(
+            str(PEER_PYTHON),
+            str(PEER),
+            "--url",
+            url,
+            "--runs",
+            str(workload.runs),
+            "--steps",
+            str(workload.steps),
+            "--wait",
+            str(workload.wait),
+            "--timeout",
+            str(timeout),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+    if process.returncode != 0:
+        lines = [line.strip(" |") for line in err.decode().splitlines() if "Error" in line]
+        raise RuntimeError(f"the APScheduler peer failed: {(lines or ['(no message)'])[-1]}")
+    found = json.loads(out.decode().strip().splitlines()[-1])
+    late = found.pop("lateness_ms")
+    figures = {
+        "steps": found["jobs"],
+        "wall_s": found["wall_s"],
+        "rate": found["rate"],
+        "timed_out": found["timed_out"],
+        "cpu_ms_per_step": found["cpu_ms_per_job"],
+    }
+    if workload.wait:
+        figures.update(
+            late_p50_ms=pct(late, 50),
+            late_p99_ms=pct(late, 99),
+            late_max_ms=max(late, default=None),
+        )
+    return figures
+
+
+# ── idle tick ───────────────────────────────────────────────────────────────────────────────
+
+
+async def idle(mysql: str | None, runs: int) -> dict[str, dict]:
+    from idle_tick import measure
+
+    empty = await measure(mysql, 0, 30)
+    full = await measure(mysql, runs, 30)
+    return {"empty": empty, "full": full}
+
+
+# ── the run ─────────────────────────────────────────────────────────────────────────────────
+
+CASES = ("20x100", "200x10", "1x500", "wait", "console", "raw", "2hosts", "idle")
+MODES = ("inproc", "serve", "aps")
+
+
+async def measure_case(
+    args: argparse.Namespace, mysql: str | None, case: str, mode: str
+) -> dict[str, Any]:
+    """One case in one mode on one database."""
+    loads = workloads(args.quick)
+    if case in loads:
+        if mode == "inproc":
+            return await pageant_inproc(mysql, loads[case], args.timeout)
+        if mode == "serve":
+            return await pageant_serve(mysql, loads[case], args.timeout)
+        return await apscheduler(mysql, loads[case], args.timeout)
+    if case == "console":
+        window = min(args.timeout, CONSOLE_SECONDS / 4 if args.quick else CONSOLE_SECONDS)
+        return await pageant_serve(mysql, loads["20x100"], window, console=True)
+    if case == "2hosts":
+        return await pageant_serve(mysql, loads["20x100"], args.timeout, hosts=2)
+    return await raw_limit(mysql)
+
+
+def plan(args: argparse.Namespace) -> list[tuple[str, str | None, str, str]]:
+    """(database, its MariaDB URL or None, case, mode) in the order they run."""
+    databases: list[tuple[str, str | None]] = [("sqlite", None)]
+    if args.mysql:
+        databases.append(("mariadb", args.mysql))
+    if args.only:
+        databases = [d for d in databases if d[0] == args.only]
+    out = []
+    for db, mysql in databases:
+        for case in args.cases:
+            if case in ("20x100", "200x10", "1x500", "wait"):
+                out += [(db, mysql, case, mode) for mode in args.modes]
+            elif case in ("console", "2hosts"):
+                if case == "console" or mysql is not None:
+                    out.append((db, mysql, case, "serve"))
+            else:
+                out.append((db, mysql, case, case))
+    return out
+
+
+async def run_all(args: argparse.Namespace, results: Results) -> None:
+    for db, mysql, case, mode in plan(args):
+        began = time.perf_counter()
+        if case == "idle":
+            for which, figures in (await idle(mysql, args.idle_runs)).items():
+                results.add(db, "idle", which, figures)
+            print(f"  [{db}] idle: {time.perf_counter() - began:.0f} s", flush=True)
+            continue
+        try:
+            figures = await measure_case(args, mysql, case, mode)
+        except Exception as exc:  # one case failing must not lose the others' figures
+            figures = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        results.add(db, case, mode, figures)
+        shown = {k: round(v, 2) if isinstance(v, float) else v for k, v in figures.items()}
+        print(f"  [{db}] {case} {mode}: {shown} ({time.perf_counter() - began:.0f} s)", flush=True)
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def report(results: Results, repeats: int) -> None:
+    medians = f" (medians of {repeats})" if repeats > 1 else ""
+    print(f"\nThroughput{medians}")
+    header = (
+        f"{'db':8} {'case':8} {'mode':7} {'steps':>6} {'wall s':>7} {'steps/s':>8} "
+        f"{'x APS':>6} {'CPU ms/step':>11}  notes"
+    )
+    print(header)
+    print("-" * len(header))
+    for (db, case, mode), found in results.rows.items():
+        if case == "idle":
+            continue
+        g = partial(results.get, db, case, mode)
+        errors = [f["error"] for f in found if "error" in f]
+        notes = []
+        if case == "wait":
+            notes.append(
+                f"late p50/p99/max {fmt(g('late_p50_ms'))}/{fmt(g('late_p99_ms'))}/"
+                f"{fmt(g('late_max_ms'))} ms"
+            )
+        if g("start_p99_ms") is not None and mode != "aps":
+            notes.append(f"start p99 {fmt(g('start_p99_ms'))} ms")
+        if case == "console":
+            notes.append(f"GET p50/p99 {fmt(g('get_p50_ms'), 1)}/{fmt(g('get_p99_ms'), 1)} ms")
+            if g("get_refusals"):
+                refusal = next((f["get_refusal"] for f in found if f.get("get_refusal")), "")
+                notes.append(
+                    f"GETs refused {fmt(g('get_refusals'))} of {fmt(g('gets'))}: {refusal}"
+                )
+        if case == "2hosts":
+            one_host = results.get(db, "20x100", "serve", "rate")
+            notes.append(
+                f"x one host {fmt(g('rate') / one_host if g('rate') and one_host else None, 2)}"
+            )
+            notes.append(f"double dispatch {fmt(g('double_dispatch'))}")
+        if g("error_lines"):
+            notes.append(f"ERROR lines {fmt(g('error_lines'))}")
+        if g("deadlocks_retried"):
+            notes.append(f"deadlocks retried {fmt(g('deadlocks_retried'))}")
+        if any(f.get("timed_out") for f in found):
+            notes.append("cut short" if case == "console" else "TIMED OUT")
+        if errors:
+            notes.append(f"FAILED: {errors[0][:160]}")
+        # The console's server also answers thousands of GETs: its CPU is no per-step figure.
+        cpu = None if case == "console" else g("cpu_ms_per_step")
+        ratio = (
+            results.ratio(db, case, mode)
+            if mode in ("inproc", "serve") and case != "wait"
+            else None
+        )
+        print(
+            f"{db:8} {case:8} {mode:7} {fmt(g('steps')):>6} {fmt(g('wall_s'), 2):>7} "
+            f"{fmt(g('rate')):>8} {fmt(ratio, 2):>6} {fmt(cpu, 2):>11}  " + "; ".join(notes)
+        )
+    for db in ("sqlite", "mariadb"):
+        empty = results.get(db, "idle", "empty", "tick_ms")
+        full = results.get(db, "idle", "full", "tick_ms")
+        if empty is not None:
+            runs = results.rows[(db, "idle", "full")][0]["runs"]
+            print(
+                f"{db:8} idle tick: {fmt(empty, 2)} ms empty, {fmt(full, 2)} ms beside "
+                f"{runs:,} finished runs"
+            )
+    print("\nGoals (issue 14)")
+    for text_, check in GOALS:
+        answer = check(results)
+        mark = {True: "met", False: "NOT MET", None: "not measured"}[answer]
+        print(f"  [{mark:^12}] {text_}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n".join(__doc__.splitlines()[1:]),
+    )
+    parser.add_argument(
+        "--mysql",
+        default=os.environ.get("PAGEANT_BENCH_MYSQL_URL"),
+        help="a MariaDB server URL, e.g. mysql+aiomysql://root@127.0.0.1:3306/test "
+        "(a scratch database is made beside it); default $PAGEANT_BENCH_MYSQL_URL",
+    )
+    parser.add_argument("--only", choices=("sqlite", "mariadb"), help="one database only")
+    parser.add_argument(
+        "--cases",
+        default=",".join(CASES),
+        help=f"comma-separated, of {', '.join(CASES)} (default: all)",
+    )
+    parser.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"comma-separated, of {', '.join(MODES)} (default: all)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller workloads (20x25, 50x10, 1x125, 25 waits, the console read for 15 s), "
+        "10,000 finished runs beside the idle tick: about two minutes on SQLite",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="run everything N times; medians")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds one workload may take (default 180, quick 60)",
+    )
+    parser.add_argument(
+        "--idle-runs",
+        type=int,
+        default=None,
+        help="finished runs beside the idle tick (default 100,000; quick 10,000)",
+    )
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="measure nothing: print the table and the goals from figures --json wrote",
+    )
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="make the APScheduler virtualenv (benchmarks/.venv-apscheduler), then exit",
+    )
+    args = parser.parse_args()
+    if args.setup:
+        setup_peer()
+        return
+    if args.report:
+        saved, results = json.loads(args.report.read_text()), Results()
+        for row in saved:
+            for figures in row["figures"]:
+                results.add(row["db"], row["case"], row["mode"], figures)
+        report(results, max(len(row["figures"]) for row in saved))
+        return
+    args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for name, given, known in (("case", args.cases, CASES), ("mode", args.modes, MODES)):
+        unknown = [g for g in given if g not in known]
+        if unknown:
+            parser.error(
+                f"unknown {name} {', '.join(unknown)}; expected some of {', '.join(known)}"
+            )
+    if args.only == "mariadb" and not args.mysql:
+        parser.error("--only mariadb needs --mysql (or PAGEANT_BENCH_MYSQL_URL)")
+    if args.timeout is None:
+        args.timeout = 60.0 if args.quick else 180.0
+    if args.idle_runs is None:
+        args.idle_runs = 10_000 if args.quick else 100_000
+    results = Results()
+    began = time.perf_counter()
+    for n in range(args.repeat):
+        print(f"run {n + 1} of {args.repeat}", flush=True)
+        asyncio.run(run_all(args, results))
+    report(results, args.repeat)
+    print(f"\n(whole benchmark: {time.perf_counter() - began:.0f} s)")
+    if args.json:
+        rows = [
+            {"db": d, "case": c, "mode": m, "figures": f} for (d, c, m), f in results.rows.items()
+        ]
+        args.json.write_text(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
