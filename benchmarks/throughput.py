@@ -297,6 +297,20 @@ def client_request(client: Any, token: str, base: str = "") -> Request:
     return request
 
 
+async def authored_in_process(db: Any, workload: Workload) -> tuple[Host, int]:
+    """A host over ``db`` and the workload's event, authored and published through the real
+    admin app (served in this process, no engine); answers both."""
+    host = Host(Settings(), db=db)
+    token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+    client = TestClient(TestServer(make_app(host, run_engine=False)))
+    await client.start_server()
+    try:
+        definition = await author(client_request(client, token), workload)
+    finally:
+        await client.close()
+    return host, definition
+
+
 @asynccontextmanager
 async def reader(db: AsyncEngine) -> AsyncIterator[AsyncEngine]:
     """A plain engine on ``db``'s database for the benchmark's own reads: on SQLite its
@@ -392,14 +406,7 @@ def per_step(cpu: float, figures: dict[str, Any]) -> float | None:
 
 async def pageant_inproc(mysql: str | None, workload: Workload, timeout: float) -> dict:
     async with scratch_database(mysql) as db:
-        host = Host(Settings(), db=db)
-        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
-        client = TestClient(TestServer(make_app(host, run_engine=False)))
-        await client.start_server()
-        try:
-            definition = await author(client_request(client, token), workload)
-        finally:
-            await client.close()
+        host, definition = await authored_in_process(db, workload)
         engine = Engine(host)
         await engine.start()
         try:
@@ -598,14 +605,7 @@ async def raw_limit(mysql: str | None) -> dict:
     compare-and-set on its status), finishes it and inserts its log line."""
     workload = Workload("raw", 20, RAW_STEPS // 20)
     async with scratch_database(mysql) as db:
-        host = Host(Settings(), db=db)
-        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
-        client = TestClient(TestServer(make_app(host, run_engine=False)))
-        await client.start_server()
-        try:
-            definition = await author(client_request(client, token), workload)
-        finally:
-            await client.close()
+        host, definition = await authored_in_process(db, workload)
         for i in range(workload.runs):
             await start_now(host, definition, scope=f"r{i}", actor="bench")
         async with db.connect() as conn:
