@@ -455,32 +455,100 @@ async def _require_schema(engine: Any, url: str | None = None) -> None:
     "the progress lines go to standard error.",
 )
 @click.option(
+    "--faults",
+    is_flag=True,
+    help="Run the same event with the shard going down mid-phase and its first two "
+    "despawns failing: the run degrades, waits and recovers.",
+)
+@click.option(
+    "--serve",
+    "and_serve",
+    is_flag=True,
+    help="Afterwards, serve the API and the web console over the demo's database (with a "
+    "printed admin token) until SIGTERM or SIGINT.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1),
     default=60,
     show_default=True,
-    help="Seconds to wait for the run to complete before giving up (exit 1).",
+    help="Seconds to wait for the run to complete and give everything back before giving "
+    "up (exit 1).",
 )
 @settings_options
-def demo(settings: Settings, as_json: bool, timeout: float) -> None:
-    """Run a seeded three-phase event to completion and print its run console.
+def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeout: float) -> None:
+    """Run the Champion Muster on the simulated shard and print its run console.
 
-    Uses a SQLite database in a temporary folder unless --database-url names an empty
-    one. Exit 0 when the run completed, 1 otherwise.
+    Needs the pageant-shard example plugin (pip install -e ./example_plugins/shard). Uses
+    a SQLite database in a temporary folder unless --database-url names an empty one; the
+    host's clock runs 60 times fast. Exit 0 when the run completed and gave back everything
+    it held, 1 otherwise.
     """
     from pageant.cli import showcase
-    from pageant.runs.console_text import render_console
 
+    out = click.get_text_stream("stdout")
+    live = None if as_json or not out.isatty() else showcase.DemoLive()
     say = functools.partial(click.echo, err=as_json)
-    result = run(showcase.run_demo(settings, say=say, timeout=timeout))
-    if as_json:
-        click.echo(showcase.console_json(result.console))
-    else:
-        click.echo()
-        click.echo(render_console(result.console))
+    show = (lambda view: None) if live is None else live.show
+    if live is not None:
+        say = live.say
+
+    async def serve_after(host: Any, result: Any) -> None:
+        if live is not None:
+            live.stop()
+        _print_demo_end(result, as_json)
+        await _serve_demo(host, settings)
+
+    async def go() -> Any:
+        try:
+            return await showcase.run_demo(
+                settings,
+                say=say,
+                show=show,
+                timeout=timeout,
+                faults=faults,
+                serve=serve_after if and_serve else None,
+            )
+        finally:
+            if live is not None:
+                live.stop()
+
+    result = run(go())
+    if not and_serve:
+        _print_demo_end(result, as_json)
     if result.problem is not None:
         click.echo(f"error: {result.problem}", err=True)
         sys.exit(1)
+
+
+def _print_demo_end(result: Any, as_json: bool) -> None:
+    from pageant.cli import showcase
+    from pageant.runs.console_text import render_console
+
+    if as_json:
+        click.echo(showcase.console_json(result.console))
+        return
+    click.echo()
+    click.echo(render_console(result.console))
+    click.echo()
+    click.echo(showcase.render_ledger(result.console))
+    click.echo()
+    click.echo(f"The run took {result.wall_seconds:.1f} s of wall time, cleanup included.")
+
+
+async def _serve_demo(host: Any, settings: Settings) -> None:
+    """Serve the demo's host: the API and the console, an admin token printed first."""
+    from pageant.access.tokens import create_token
+    from pageant.cli.serving import serve_host
+
+    set_factor = getattr(host.clock, "set_factor", None)
+    if set_factor is not None:
+        set_factor(1.0)  # from here on the clock keeps the wall clock's pace
+    token = await create_token(host.db, role="admin", name="demo", now=host.clock.now())
+    click.echo()
+    click.echo(f"admin token: {token}")
+    click.echo("  e.g. curl -H 'Authorization: Bearer <token>' .../api/v1/admin/runs/1")
+    await serve_host(host, settings, say=click.echo)
 
 
 staff.register(main, settings_options)

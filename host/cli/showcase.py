@@ -1,16 +1,25 @@
-"""``pageant demo``: a seeded three-phase event, run to completion by the real engine.
+"""``pageant demo``: the Champion Muster, run against the simulated shard by the real engine.
 
-What a newcomer runs first. Everything is the real thing — a fresh database migrated as
+What a newcomer runs first. Everything is the real thing: a fresh database migrated as
 ``db upgrade`` does, a host loading the built-ins and every installed plugin through the real
-loader, an event created and published through the functions the admin API calls, a run
-started as start-now starts one, the engine ticking on the real clock, and firings sent
-through :meth:`~pageant.hosting.Host.emit` as a game server's would be. Nothing is written
-with raw SQL, so the run console at the end is exactly what the API would answer.
+loader (the ``pageant-shard`` example plugin is required), the switchboard opened through the
+functions the admin API calls, an event created and published the same way, a run started as
+start-now starts one, and the engine ticking. The shard's own simulation makes its world live
+and fires its triggers through the plugin context, as a game would. Nothing is written with
+raw SQL, so the run console at the end is exactly what the API would answer.
 
-The event has three phases: ``muster`` (an announcement, a 2-second wait, and a gate on two
-northern ``wisps.caught`` firings — or, without the wisps plugin, a 3-second ``after`` gate),
-``hunt`` (an announcement and a 3-second ``after`` gate) and ``wind-down`` (a last
-announcement). The whole run takes about ten seconds.
+Time is compressed: the host's clock runs :data:`COMPRESSION` times faster than the wall
+clock, so the event's minutes pass in seconds. The event has four phases:
+
+- ``herald``: a broadcast, a town crier notice, and a cue a moderator confirms (the demo
+  confirms it, as the moderator);
+- ``muster``: guardians and wolves spawned under a cap, the world's XP rate leased, a gate
+  opened from Vesper to Yew; the phase waits for two bosses to rise in Yew;
+- ``champion``: a broadcast, then two (compressed) minutes;
+- ``wind-down``: a reward and a farewell. Then everything is given back.
+
+``--faults`` runs the same event with the shard going down after its first world change and
+its first two despawns failing: the run degrades, waits, and recovers.
 """
 
 from __future__ import annotations
@@ -19,9 +28,10 @@ import asyncio
 import contextlib
 import json
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +45,12 @@ from pageant.events import definitions
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.hosting import Host
+from pageant.runs import controls
 from pageant.runs.console import console
+from pageant.runs.console_text import render_log_line
 from pageant.runs.create import start_now
 from pageant.settings import Settings
+from pageant.switchboard import board
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -45,65 +58,64 @@ if TYPE_CHECKING:
     from pageant.clock import Clock
     from pageant.plugins.loader import Candidate
 
-TITLE = "Wisp hunt"
-TRIGGER = "wisps.caught"
-#: Who the demo acts as: an admin authors, publishes and starts; a game server fires.
+TITLE = "Champion Muster"
+#: Who the demo acts as: an admin opens the switchboard, authors, publishes and starts;
+#: a moderator confirms the cue.
 STAFF_ACTOR = "admin:demo"
-GAME_ACTOR = "game:demo-shard"
-#: How long the demo waits for its run to end before giving up (real seconds).
+MODERATOR_ACTOR = "moderator:demo"
+#: How many seconds of the host's clock pass in one second of the wall clock.
+COMPRESSION = 60.0
+#: How long the demo waits for its run to end and be cleaned up (real seconds).
 TIMEOUT_SECONDS = 60.0
-#: How often the demo looks at its run while it waits.
+#: How often the demo looks at its run while it waits (real seconds).
 POLL_SECONDS = 0.1
-
-
-@dataclass(frozen=True)
-class Firing:
-    """One firing of the demo's trigger, ``after`` seconds into the muster phase."""
-
-    after: float
-    payload: dict[str, Any]
-
-
-#: Two northern wisps with a southern one between them: the gate counts 1 of 2, sees a near
-#: miss (the right trigger, the wrong colour), then closes on the second northern one. The
-#: first comes while the phase's wait still holds, to show that a gate counts from phase
-#: entry, not from the end of the phase's steps.
-FIRINGS = (
-    Firing(1.0, {"colour": "north", "weight": 1.5}),
-    Firing(3.0, {"colour": "south", "weight": 0.8}),
-    Firing(5.0, {"colour": "north", "weight": 2.25}),
-)
-
-
-NO_WISPS = (
-    f"the wisps plugin is not loaded, so the muster phase waits 3 s (an after gate) instead "
-    f"of two northern {TRIGGER} firings; install the wisps example plugin to see a trigger gate"
+#: How long the moderator takes to confirm the cue (real seconds): long enough to be seen.
+CONFIRM_AFTER_SECONDS = 1.0
+#: The shard plugin's settings for the demo: a lively world on a fixed seed.
+SHARD_SETTINGS: dict[str, Any] = {"simulate": True, "seed": 11, "tick_seconds": 0.3}
+#: What ``--faults`` adds: down for 4 s after the first world change; two despawns fail.
+FAULT_SETTINGS: dict[str, Any] = {
+    "fault_down_after": 1,
+    "fault_down_seconds": 4.0,
+    "fault_revert_failures": 2,
+}
+#: The switchboard the demo opens: action -> its per-run caps.
+SWITCHBOARD: dict[str, dict[str, int | None]] = {
+    "shard.spawn": {"shard.creatures": 12},
+    "shard.gate.open": {},
+    "shard.reward.grant": {"shard.rewards": 1},
+    "core.lease": {},
+}
+NEEDS_SHARD = (
+    "pageant demo runs its event on the simulated shard, and the pageant-shard plugin is not "
+    "loaded; install it with: pip install -e ./example_plugins/shard"
 )
 
 
 class DemoFailed(PageantError):
-    """The demo could not begin: its database was refused or could not be opened."""
+    """The demo could not begin: its database was refused or could not be opened, or the
+    shard plugin is missing."""
 
     code = "demo_failed"
 
 
 @dataclass(frozen=True)
 class DemoResult:
-    """A finished demo: its run, how it ended, and the run console (``{run, steps, gate,
-    log}``, as ``GET /api/v1/admin/runs/{run_id}`` answers it)."""
+    """A finished demo: its run, how it ended, and the run console (as
+    ``GET /api/v1/admin/runs/{run_id}`` answers it)."""
 
     run_id: int
     #: The run's last status; None when it had not ended within ``timeout``.
     status: str | None
     timeout: float
     console: dict[str, Any]
-    with_wisps: bool
+    #: Real seconds from the start of the run to the end of its cleanup.
+    wall_seconds: float
 
     @property
     def problem(self) -> str | None:
-        """Why the demo failed, in a sentence; None when the run completed."""
-        if self.status == "completed":
-            return None
+        """Why the demo failed, in a sentence; None when the run completed and gave back
+        everything it held."""
         run = self.console["run"]
         if self.status is None:
             where = f" in phase {run['current_phase']}" if run["current_phase"] else ""
@@ -112,52 +124,118 @@ class DemoResult:
                 f"run {self.run_id} did not end within {self.timeout:g} s: it is "
                 f"{run['status']}{where}" + (f", {waiting}" if waiting else "")
             )
-        because = run["last_error"] or run["cancel_reason"]
-        return f"run {self.run_id} ended {self.status}, not completed" + (
-            f": {because}" if because else ""
-        )
+        if self.status != "completed":
+            because = run["last_error"] or run["cancel_reason"]
+            return f"run {self.run_id} ended {self.status}, not completed" + (
+                f": {because}" if because else ""
+            )
+        if run["cleanup_status"] not in ("complete", "not_required"):
+            return (
+                f"run {self.run_id} completed but its cleanup is {run['cleanup_status']}: "
+                f"{self.console['cleanup_summary']}"
+            )
+        return None
 
 
-def demo_spec(*, with_wisps: bool) -> dict[str, Any]:
-    """The demo event's spec: muster, hunt, wind-down.
-
-    ``with_wisps`` gates the muster on two northern ``wisps.caught`` firings; without the
-    plugin that declares the trigger, the muster waits 3 seconds instead.
-    """
-    muster_gate: dict[str, Any] = (
-        {"on": TRIGGER, "where": {"var": "colour", "op": "eq", "value": "north"}, "count": 2}
-        if with_wisps
-        else {"after": "3s"}
-    )
+def demo_spec() -> dict[str, Any]:
+    """The Champion Muster: herald, muster, champion, wind-down."""
     return {
         "schedule": {"kind": "manual"},
         "phases": [
             {
+                "key": "herald",
+                "label": "Herald",
+                "steps": [
+                    _say("shard.broadcast", "The Ashen Champion stirs: muster in Yew Woods!"),
+                    _say(
+                        "shard.towncrier.post", "Champion Muster tonight at the Shrine of the Oak"
+                    ),
+                    {
+                        "action": "core.cue",
+                        "params": {"message": "Moderator: take your place at the shrine"},
+                    },
+                ],
+            },
+            {
                 "key": "muster",
                 "label": "Muster",
                 "steps": [
-                    _announce("The wisps gather at the northern stones"),
-                    {"action": "core.wait", "params": {"seconds": 2}},
+                    _spawn("guardian", 6),
+                    _spawn("wolf", 4),
+                    {
+                        "action": "core.lease",
+                        "params": {
+                            "lease": "shard.config",
+                            "target": "xp_rate",
+                            "value": "2.0",
+                            "minutes": 60,
+                        },
+                    },
+                    {
+                        "action": "shard.gate.open",
+                        "params": {"from": "vesper", "to": "yew", "minutes": 30},
+                    },
                 ],
-                "advance": muster_gate,
+                "advance": {
+                    "on": "shard.boss.spawned",
+                    "where": {"var": "region", "op": "eq", "value": "yew"},
+                    "count": 2,
+                },
             },
             {
-                "key": "hunt",
-                "label": "Hunt",
-                "steps": [_announce("The hunt is on: three seconds on the clock")],
-                "advance": {"after": "3s"},
+                "key": "champion",
+                "label": "Champion",
+                "steps": [_say("shard.broadcast", "The Champion rises at the shrine!")],
+                "advance": {"after": "2m"},
             },
             {
                 "key": "wind-down",
                 "label": "Wind down",
-                "steps": [_announce("The hunt is over; thank you for playing")],
+                "steps": [
+                    {
+                        "action": "shard.reward.grant",
+                        "params": {"item": "champion_sigil", "amount": 1},
+                    },
+                    _say("shard.broadcast", "The muster is over; thank you for playing"),
+                ],
             },
         ],
     }
 
 
-def _announce(message: str) -> dict[str, Any]:
-    return {"action": "core.announce", "params": {"leg": "core.log", "message": message}}
+def _say(action: str, message: str) -> dict[str, Any]:
+    return {"action": action, "params": {"message": message}}
+
+
+def _spawn(creature: str, count: int) -> dict[str, Any]:
+    return {
+        "action": "shard.spawn",
+        "params": {"region": "yew", "creature": creature, "count": count},
+    }
+
+
+# ── the clock ────────────────────────────────────────────────────────────────
+
+
+class CompressedClock:
+    """The host's clock for the demo: it starts at the wall clock's now and runs ``factor``
+    times faster, so a 2-minute gate takes 2 s. :meth:`set_factor` changes the pace from now
+    on without a jump (``--serve`` runs on at the wall clock's pace)."""
+
+    def __init__(self, factor: float = COMPRESSION) -> None:
+        self.factor = factor
+        self._origin = datetime.now(UTC)
+        self._real = time.monotonic()
+
+    def now(self) -> datetime:
+        return self._origin + timedelta(seconds=(time.monotonic() - self._real) * self.factor)
+
+    def set_factor(self, factor: float) -> None:
+        self._origin, self._real = self.now(), time.monotonic()
+        self.factor = factor
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds) / self.factor)
 
 
 # ── the database ─────────────────────────────────────────────────────────────
@@ -206,12 +284,51 @@ def _database_url(settings: Settings) -> Any:
         yield f"sqlite+aiosqlite:///{Path(folder) / 'demo.db'}", True
 
 
-# ── seeding ──────────────────────────────────────────────────────────────────
+def demo_settings(settings: Settings, url: str, *, faults: bool) -> Settings:
+    """The host settings of the demo: ``url``, and the shard's ``[plugins.shard]`` table
+    with the demo's simulation (and faults) over what the settings file says."""
+    tables = {owner: settings.plugin_table(owner) for owner in ("shard",)}
+    tables["shard"] = {**tables["shard"], **SHARD_SETTINGS, **(FAULT_SETTINGS if faults else {})}
+    return settings.model_copy(update={"database_url": url}).with_plugin_tables(tables)
 
 
-async def seed(host: Host, *, with_wisps: bool) -> int:
+# ── setting up ───────────────────────────────────────────────────────────────
+
+
+def require_shard(host: Host) -> None:
+    """Raise :class:`DemoFailed` unless the shard plugin is loaded (naming why it was
+    refused, when it was)."""
+    if "shard.spawn" in host.registry.actions:
+        return
+    refused = [
+        f"{record.label}: {record.reason}"
+        for record in host.plugins.records
+        if record.status != "loaded" and record.owner == "shard"
+    ]
+    raise DemoFailed(NEEDS_SHARD, details=refused)
+
+
+async def open_switchboard(host: Host, say: Say) -> None:
+    """Enable the world-changing actions the event uses, with their caps, as an admin does
+    through ``PUT /api/v1/admin/actions/{action_id}``."""
+    for action_id, caps in SWITCHBOARD.items():
+        async with host.db.begin() as conn:
+            await board.set_action(
+                conn,
+                host.registry,
+                action_id,
+                enabled=True,
+                caps=caps,
+                actor=STAFF_ACTOR,
+                now=host.clock.now(),
+            )
+        capped = ", ".join(f"{dim} at most {n} per run" for dim, n in caps.items())
+        say(f"switch    {action_id} enabled" + (f" ({capped})" if capped else ""))
+
+
+async def seed(host: Host) -> int:
     """Create and publish the demo event as an admin would through the API; its id."""
-    raw = demo_spec(with_wisps=with_wisps)
+    raw = demo_spec()
     async with host.db.begin() as conn:
         spec = specs.validate(raw, host.registry, stored=None)
         definition_id = await definitions.create_definition(
@@ -222,7 +339,7 @@ async def seed(host: Host, *, with_wisps: bool) -> int:
             spec=spec,
             now=host.clock.now(),
             actor=STAFF_ACTOR,
-            description="The showcase `pageant demo` seeds and runs.",
+            description="The showcase `pageant demo` seeds and runs on the simulated shard.",
             timezone=definitions.DEFAULT_TIMEZONE,
             grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
             concurrency_key=None,
@@ -241,79 +358,41 @@ async def seed(host: Host, *, with_wisps: bool) -> int:
     return definition_id
 
 
-# ── the run ──────────────────────────────────────────────────────────────────
+# ── following the run ────────────────────────────────────────────────────────
 
 Say = Callable[[str], None]
+#: Receives the run console on every look (a live view draws it; the default ignores it).
+Show = Callable[[Mapping[str, Any]], None]
 
 
-async def _run_row(host: Host, run_id: int) -> Any:
-    async with host.db.connect() as conn:
-        row = await runs.get_run(conn, run_id)
-        await conn.rollback()
-    return row
-
-
-async def _fire_when_mustered(host: Host, run_id: int, say: Say, started: datetime) -> None:
-    """Play the game server: once the muster phase (and so its gate) is current, fire each
-    of :data:`FIRINGS` at its offset into the phase."""
+async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
+    """Print each new log line of the run, confirm its cue as the moderator, and say when
+    the run waits on the shard; until the run has ended and nothing is left to give back.
+    Answers the run's last status."""
+    seen = 0
+    confirming: int | None = None
+    parked_since = 0.0
     while True:
-        row = await _run_row(host, run_id)
-        if row.status in runs.TERMINAL:
-            return
-        if row.current_phase == "muster":
-            break
-        await host.clock.sleep(POLL_SECONDS)
-    entered = host.clock.now()
-    for firing in FIRINGS:
-        delay = firing.after - (host.clock.now() - entered).total_seconds()
-        if delay > 0:
-            await host.clock.sleep(delay)
-        answer = await host.emit(TRIGGER, firing.payload, actor=GAME_ACTOR)
-        say(
-            f"{_since(host, started)}  fired {TRIGGER} {json.dumps(firing.payload)}: "
-            f"gates matched {answer['gates_matched']}, closed {answer['gates_closed']}"
-        )
-
-
-def _since(host: Host, started: datetime) -> str:
-    return f"+{(host.clock.now() - started).total_seconds():.1f} s".ljust(7)
-
-
-async def _follow(host: Host, run_id: int, say: Say, started: datetime) -> str:
-    """Report each change of the run's status or phase until it ends; its last status."""
-    seen: tuple[str, str | None] | None = None
-    while True:
-        row = await _run_row(host, run_id)
-        now_seen = (row.status, row.current_phase)
-        if now_seen != seen:
-            where = f", phase {row.current_phase}" if row.current_phase else ""
-            say(f"{_since(host, started)}  run {run_id} {row.status}{where}")
-            seen = now_seen
-        if row.status in runs.TERMINAL:
-            return row.status
-        await host.clock.sleep(POLL_SECONDS)
-
-
-async def _play(
-    host: Host, run_id: int, say: Say, *, with_wisps: bool, timeout: float
-) -> str | None:
-    """Follow the run (and play the game server) until it ends; its last status, or None
-    when it did not end within ``timeout`` real seconds."""
-    started = host.clock.now()
-    follow = asyncio.create_task(_follow(host, run_id, say, started))
-    tasks: list[asyncio.Task[Any]] = [follow]
-    if with_wisps:
-        tasks.append(asyncio.create_task(_fire_when_mustered(host, run_id, say, started)))
-    try:
-        async with asyncio.timeout(timeout):
-            await asyncio.gather(*tasks)
-    except TimeoutError:
-        return None
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    return follow.result()
+        view = await console(host, run_id)
+        show(view)
+        for line in view["log"][seen:]:
+            say(render_log_line(line))
+        seen = len(view["log"])
+        run = view["run"]
+        waiting = run["waiting_on"] or {}
+        if waiting.get("reason") == "parked":
+            if confirming != waiting["step_id"]:
+                confirming, parked_since = waiting["step_id"], time.monotonic()
+                say(f"demo      {MODERATOR_ACTOR} reads the cue and walks to the shrine ...")
+            elif time.monotonic() - parked_since >= CONFIRM_AFTER_SECONDS:
+                await controls.confirm(
+                    host, run_id, confirming, actor=MODERATOR_ACTOR, note="in place at the shrine"
+                )
+                say(f"demo      {MODERATOR_ACTOR} confirms the cue (step {confirming})")
+                confirming = -1
+        if run["status"] in runs.TERMINAL and run["cleanup_status"] != "pending":
+            return str(run["status"])
+        await asyncio.sleep(POLL_SECONDS)
 
 
 @contextlib.asynccontextmanager
@@ -328,66 +407,115 @@ async def _running(host: Host) -> AsyncIterator[None]:
         await engine.stop()
 
 
+Serve = Callable[[Host, DemoResult], Any]
+
+
 async def run_demo(
     settings: Settings,
     *,
     say: Say = lambda line: None,
+    show: Show = lambda view: None,
     clock: Clock | None = None,
     plugins: Sequence[Candidate] = (),
     discover: bool = True,
     timeout: float = TIMEOUT_SECONDS,
+    faults: bool = False,
+    serve: Serve | None = None,
 ) -> DemoResult:
     """Run the demo start to finish and answer its run with the run's console.
 
     The database is ``settings.database_url`` when one was configured (it must be empty:
     :func:`require_empty`), else a SQLite file in a temporary folder removed at the end.
-    ``say`` receives a line for each thing that happens along the way; ``clock``,
-    ``plugins`` and ``discover`` are handed to the :class:`~pageant.hosting.Host`. A run
-    that has not ended after ``timeout`` real seconds is left as it is and answered with
-    its console as it stands (:attr:`DemoResult.problem` says so). Raises
-    :class:`DemoFailed` when the database is refused. The engine, the plugins' host and
-    the database engine are closed before it returns.
+    ``say`` receives a line for each thing that happens along the way and ``show`` the run
+    console on every look; ``clock`` (default: a :class:`CompressedClock`), ``plugins`` and
+    ``discover`` are handed to the :class:`~pageant.hosting.Host`. ``faults`` turns on the
+    shard's outage and failing despawns. A run not ended and cleaned up after ``timeout``
+    real seconds is left as it is and answered with its console as it stands
+    (:attr:`DemoResult.problem` says so). ``serve``, when given, is awaited with the host
+    and the result before anything is closed (``--serve`` serves the API from it). Raises
+    :class:`DemoFailed` when the database is refused or the shard plugin is missing.
     """
     with _database_url(settings) as (url, temporary):
         host = Host(
-            settings.model_copy(update={"database_url": url}),
-            clock=clock,
+            demo_settings(settings, url, faults=faults),
+            clock=clock or CompressedClock(),
             plugins=plugins,
             discover=discover,
         )
         try:
-            return await _demo(host, url, temporary, say, timeout)
+            require_shard(host)
+            result = await _demo(host, url, temporary, say, show, timeout, faults)
+            if serve is not None:
+                await serve(host, result)
+            return result
         finally:
             await host.close()
 
 
-async def _demo(host: Host, url: str, temporary: bool, say: Say, timeout: float) -> DemoResult:
-    say("pageant demo: a three-phase event, run to completion by the engine (about 10 s)")
+async def _demo(
+    host: Host,
+    url: str,
+    temporary: bool,
+    say: Say,
+    show: Show,
+    timeout: float,
+    faults: bool,
+) -> DemoResult:
+    factor = getattr(host.clock, "factor", None)
+    pace = f", the clock running {factor:g} times fast" if factor else ""
+    say(f"pageant demo: the {TITLE}, run on the simulated shard{pace}")
+    if faults:
+        say(
+            "faults    the shard goes down for "
+            f"{FAULT_SETTINGS['fault_down_seconds']:g} s after its first world change, and "
+            f"its first {FAULT_SETTINGS['fault_revert_failures']} despawns fail"
+        )
     await require_empty(host.db, url)
     await upgrade(host.db)
     await host.start_plugins()
-    with_wisps = TRIGGER in host.registry.triggers
     say(f"database  {shown_url(url)}" + (" (temporary, removed at the end)" if temporary else ""))
     for record in host.plugins.records:
         if record.status == "loaded":
             say(f"plugin    {record.label} {record.version}")
         else:
             say(f"refused   {record.reason}")
-    if not with_wisps:
-        say(f"note      {NO_WISPS}")
-    definition_id = await seed(host, with_wisps=with_wisps)
+    await open_switchboard(host, say)
+    definition_id = await seed(host)
     say(f'event     {definition_id} "{TITLE}", created and published as version 1')
     async with _running(host):
+        began = time.monotonic()
         run_id, _ = await start_now(host, definition_id, scope="", actor=STAFF_ACTOR)
         say(f"run       {run_id}, started now")
-        status = await _play(host, run_id, say, with_wisps=with_wisps, timeout=timeout)
+        status: str | None
+        try:
+            async with asyncio.timeout(timeout):
+                status = await _follow(host, run_id, say, show)
+        except TimeoutError:
+            status = None
+        took = time.monotonic() - began
+    found = await console(host, run_id)
+    show(found)
     return DemoResult(
-        run_id=run_id,
-        status=status,
-        timeout=timeout,
-        console=await console(host, run_id),
-        with_wisps=with_wisps,
+        run_id=run_id, status=status, timeout=timeout, console=found, wall_seconds=took
     )
+
+
+# ── the end ──────────────────────────────────────────────────────────────────
+
+
+def render_ledger(found: Mapping[str, Any]) -> str:
+    """The run's budget and the resources it held, as text: what the event spent against
+    its caps and what it gave back."""
+    lines = ["Budget"]
+    for row in found["budget"]:
+        cap = "no cap" if row["cap"] is None else f"cap {row['cap']} ({row['cap_source_action']})"
+        lines.append(f"  {row['dimension']:<18} spent {row['consumed']} {row['unit']}, {cap}")
+    lines += ["", f"Resources ({found['cleanup_summary']})"]
+    for res in found["resources"]:
+        tries = f", {res['revert_attempts']} revert attempt(s)" if res["revert_attempts"] else ""
+        error = f" [last error: {res['last_error']}]" if res["last_error"] else ""
+        lines.append(f"  {res['kind']:<13} {res['ref']:<16} {res['status']}{tries}{error}")
+    return "\n".join(lines)
 
 
 def console_json(found: dict[str, Any]) -> str:
@@ -395,3 +523,54 @@ def console_json(found: dict[str, Any]) -> str:
     from pageant.api.routing import dumps
 
     return json.dumps(json.loads(dumps(found)), indent=2, ensure_ascii=False)
+
+
+# ── the live view ────────────────────────────────────────────────────────────
+
+
+class DemoLive:
+    """The demo in a terminal (``rich``): the progress lines scroll by, and the run's state
+    — phase, health, what it waits on, the gate's tally, the budget and what it holds —
+    stays drawn below them, redrawn on every look. Used only when standard output is a
+    terminal; elsewhere the demo prints plain lines."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._live = Live(console=Console(), refresh_per_second=8, transient=True)
+        self._live.start()
+
+    def say(self, line: str) -> None:
+        self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def show(self, view: Mapping[str, Any]) -> None:
+        self._live.update(live_panel(view))
+
+    def stop(self) -> None:
+        if self._live.is_started:
+            self._live.stop()
+
+
+def live_panel(view: Mapping[str, Any]) -> Any:
+    """The run's state as a ``rich`` table."""
+    from rich.table import Table
+
+    run = view["run"]
+    table = Table(title=f"{run['definition_title']} · run {run['id']}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    health = run["health"]
+    colour = {"ok": "green", "degraded": "yellow"}.get(health, "red")
+    table.add_row("status", f"{run['status']} ([{colour}]{health}[/{colour}])")
+    table.add_row("phase", run["current_phase"] or "-")
+    table.add_row("waiting", (run["waiting_on"] or {}).get("sentence") or "on nothing")
+    gate = view.get("gate")
+    if gate is not None and gate.get("kind") == "on":
+        table.add_row("gate", f"{gate['condition']}: {gate['tally']} of {gate['needed']}")
+    for row in view["budget"]:
+        cap = "∞" if row["cap"] is None else row["cap"]
+        table.add_row("budget", f"{row['dimension']} {row['consumed']} / {cap}")
+    held = [r for r in view["resources"] if r["status"] in ("pending", "confirmed")]
+    table.add_row("held", f"{len(held)} resource(s) out in the world")
+    return table
