@@ -1,36 +1,51 @@
-"""``pageant demo``: a seeded three-phase event runs to completion on the real engine and
-its console is printed; a database with anything in it is refused and left as it was.
+"""``pageant demo``: the Champion Muster runs on the simulated shard to completion, gives
+back everything it held, and prints its console; ``--faults`` shows an outage and failing
+despawns recovered from; ``--serve`` leaves the API serving; a database with anything in it
+is refused and left as it was; without the shard plugin the demo says how to install it.
 
-One test walks the whole demo on the real clock (about ten seconds); the others inject a
-``FakeClock``, under which the same run takes a fraction of a second.
+The runs are real: the engine on a clock running 60 times fast, the shard's simulation on
+its own seeded clock. Each takes some seconds; the refusals take none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
-import time
+import signal
+import subprocess
+import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from click.testing import CliRunner, Result
 from sqlalchemy import func, inspect, select, text
 
 from pageant.access.tokens import create_token
 from pageant.cli import main
-from pageant.cli.showcase import NO_WISPS, TIMEOUT_SECONDS, console_json, run_demo, shown_url
-from pageant.clock import FakeClock
+from pageant.cli.showcase import (
+    NEEDS_SHARD,
+    SWITCHBOARD,
+    TIMEOUT_SECONDS,
+    DemoFailed,
+    console_json,
+    run_demo,
+    shown_url,
+)
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_definitions
 from pageant.runs.console_text import render_console
 from pageant.settings import ENV_PREFIX, Settings
 from tests.conftest import bearer
 from tests.databases import empty_database
-from tests.test_cli import pageant_process
+from tests.processes import console_script
+from tests.test_cli import free_port, pageant_process
 
-PHASES = ["muster", "hunt", "wind-down"]
+PHASES = ["herald", "muster", "champion", "wind-down"]
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +53,9 @@ def no_settings_in_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command reads PAGEANT_* settings; the caller's own must not leak in."""
     for name in [*Settings.model_fields, "config"]:
         monkeypatch.delenv(ENV_PREFIX + name.upper(), raising=False)
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX + "PLUGIN_"):
+            monkeypatch.delenv(name)
 
 
 def pageant(*args: str) -> Result:
@@ -45,7 +63,7 @@ def pageant(*args: str) -> Result:
 
 
 def log_rows(output: str) -> list[tuple[str, str, str]]:
-    """The printed log as ``(kind, phase, what)``, in order."""
+    """The printed console's log as ``(kind, phase, what)``, in order."""
     lines = output.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Log ("))
     rows = []
@@ -74,54 +92,173 @@ def count_rows(url: str, table: Any) -> int | None:
     return asyncio.run(go())
 
 
-# ── the whole demo, on the real clock ─────────────────────────────────────────
+# ── the whole demo ────────────────────────────────────────────────────────────
 
 
-def test_the_demo_runs_three_phases_to_completion_on_the_real_clock() -> None:
-    began = time.monotonic()
+def test_the_demo_runs_the_champion_muster_and_gives_everything_back() -> None:
     result = pageant("demo")
-    took = time.monotonic() - began
 
     assert result.exit_code == 0, result.output
     out = result.stdout
+    # The switchboard was opened by the demo itself, caps included.
+    assert "switch    shard.spawn enabled (shard.creatures at most 12 per run)" in out
+    assert all(f"switch    {action} enabled" in out for action in SWITCHBOARD)
+    # The cue was confirmed, visibly, by the demo acting as a moderator.
+    assert "demo      moderator:demo confirms the cue (step 3)" in out
     assert "status     completed (health ok)" in out
     rows = log_rows(out)
     assert [phase for kind, phase, _ in rows if kind == "phase.entered"] == PHASES
-    evaluated = [what for kind, _, what in rows if kind == "condition.evaluated"]
-    assert len(evaluated) == 3, out
-    assert evaluated[0].startswith('counted: colour="north"') and "(1 of 2)" in evaluated[0]
-    assert evaluated[1].startswith('near miss: colour="south"') and "(still 1 of 2)" in evaluated[1]
-    assert evaluated[2].startswith('counted: colour="north"') and "(2 of 2)" in evaluated[2]
-    assert all(what.endswith("(by game:demo-shard)") for what in evaluated)
-    advanced = [(phase, what) for kind, phase, what in rows if kind == "phase.advanced"]
-    assert [(p, w.split(",")[0]) for p, w in advanced] == [
-        ("muster", "because tally"),
-        ("hunt", "because deadline"),
+    (confirm,) = [what for kind, _, what in rows if kind == "control.confirm"]
+    assert confirm.endswith("(by moderator:demo)")
+    # The muster's gate closed on the second boss to rise in Yew, fired by the shard itself.
+    counted = [what for kind, _, what in rows if kind == "condition.evaluated"]
+    assert counted[-1] == (
+        'counted: region="yew" satisfies region eq "yew" (2 of 2)  (by plugin:shard)'
+    ), counted
+    advanced = [
+        (phase, what.split(",")[0]) for kind, phase, what in rows if kind == "phase.advanced"
     ]
-    assert rows[-1] == ("run.status", "-", "ending -> completed")
+    assert advanced == [("muster", "because tally"), ("champion", "because deadline")]
     steps = [line.split() for line in out.split("\nSteps\n")[1].split("\n\n")[0].splitlines()]
-    assert [(s[1], s[2], s[3]) for s in steps[1:]] == [
-        ("muster", "core.announce", "done"),
-        ("muster", "core.wait", "done"),
-        ("hunt", "core.announce", "done"),
-        ("wind-down", "core.announce", "done"),
+    assert [(s[2], s[3]) for s in steps[1:]] == [
+        ("shard.broadcast", "done"),
+        ("shard.towncrier.post", "done"),
+        ("core.cue", "done"),
+        ("shard.spawn", "done"),
+        ("shard.spawn", "done"),
+        ("core.lease", "done"),
+        ("shard.gate.open", "done"),
+        ("shard.broadcast", "done"),
+        ("shard.reward.grant", "done"),
+        ("shard.broadcast", "done"),
     ]
-
-    # Real time passed: the third firing comes 5 s into the muster, the hunt lasts 3 s.
-    ran = float(re.search(r"ended .*, ([0-9.]+) s after it started", out).group(1))
-    assert 8.0 <= ran < took < TIMEOUT_SECONDS
+    # What it spent, against the caps the demo set, and what it gave back.
+    assert "shard.creatures    spent 10 creatures, cap 12 (shard.spawn)" in out
+    assert "shard.rewards      spent 1 items, cap 1 (shard.reward.grant)" in out
+    assert "Resources (Everything this run created or borrowed has been given back)" in out
+    held = re.findall(r"^  (creature|gate|shard\.config) +(\S+) +(\w+)", out, re.M)
+    assert len(held) == 12
+    assert {status for _, _, status in held} == {"reverted"}
+    took = float(re.search(r"The run took ([0-9.]+) s of wall time", out).group(1))
+    assert took < TIMEOUT_SECONDS
     # The temporary database is gone with its folder.
     url = re.search(r"^database  sqlite\+aiosqlite:///(\S+) \(temporary", out, re.M)
     assert url is not None, out
     assert not Path(url.group(1)).parent.exists()
 
 
-def test_a_run_that_does_not_complete_in_time_fails_with_its_console() -> None:
+def test_with_faults_the_run_degrades_waits_and_recovers_and_json_keeps_progress_apart() -> None:
+    result = pageant("demo", "--faults", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["run"]["status"] == "completed"
+    assert found["run"]["health"] == "degraded"
+    assert found["run"]["cleanup_status"] == "complete"
+    log = found["log"]
+    assert [line["phase"] for line in log if line["kind"] == "phase.entered"] == PHASES
+    # The shard went down after the first spawn: the second waited, spending no attempt.
+    waits = [line["detail"] for line in log if line["kind"] == "run.waiting" and line["detail"]]
+    unavailable = [w for w in waits if w.get("reason") == "unavailable"]
+    assert unavailable and "is restarting" in json.dumps(unavailable[0])
+    spawns = [s for s in found["steps"] if s["action"] == "shard.spawn"]
+    assert [(s["status"], s["attempts"]) for s in spawns] == [("done", 1), ("done", 1)]
+    # One despawn failed twice and went through on its third attempt.
+    failed = [line["detail"] for line in log if line["kind"] == "resource.revert_failed"]
+    assert [(d["ref"], d["attempt"]) for d in failed] == [
+        (failed[0]["ref"], 1),
+        (failed[0]["ref"], 2),
+    ]
+    (third,) = [r for r in found["resources"] if r["ref"] == failed[0]["ref"]]
+    assert (third["status"], third["revert_attempts"]) == ("reverted", 3)
+    assert {r["status"] for r in found["resources"]} == {"reverted"}
+    # The progress went to standard error, the console alone to standard output.
+    assert "faults    the shard goes down for 4 s after its first world change" in result.stderr
+    assert "is unavailable (shard " in result.stderr
+
+
+async def test_the_console_is_what_the_api_answers_on_an_empty_migrated_database(
+    settings: Settings, db: Any, client: Any
+) -> None:
+    said: list[str] = []
+    result = await run_demo(settings, say=said.append)
+
+    assert (result.status, result.problem) == ("completed", None)
+    assert f"database  {shown_url(settings.database_url)}" in said
+    # The database was named, so the demo's event and run stay in it.
+    token = await create_token(db, role="admin", name="reader", now=datetime.now(UTC))
+    answer = await client.get(f"/api/v1/admin/runs/{result.run_id}", headers=bearer(token))
+    assert answer.status == 200
+    assert json.loads(console_json(result.console)) == await answer.json()
+    # The terminal view reads the console as built and as the API sends it alike.
+    assert render_console(result.console) == render_console(await answer.json())
+
+
+def test_serve_leaves_the_api_serving_the_demo_with_a_printed_admin_token(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    errors = (tmp_path / "stderr").open("w")
+    process = subprocess.Popen(
+        [*console_script(), "demo", "--serve", "--port", str(port)],
+        env=clean,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        text=True,
+    )
+    lines: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "serving on" in line:
+                serving.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert serving.wait(TIMEOUT_SECONDS), "".join(lines) + (tmp_path / "stderr").read_text()
+        (token,) = [
+            line.split(": ", 1)[1].strip() for line in lines if line.startswith("admin token:")
+        ]
+
+        async def ask() -> tuple[int, Any]:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(
+                    f"http://127.0.0.1:{port}/api/v1/admin/runs/1", headers=bearer(token)
+                ) as response,
+            ):
+                return response.status, await response.json()
+
+        status, run = asyncio.run(ask())
+        assert status == 200
+        assert (run["run"]["status"], run["run"]["cleanup_status"]) == ("completed", "complete")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        reader.join(10)
+        assert process.stdout is not None
+        process.stdout.close()
+        errors.close()
+    assert any("Resources (Everything this run created" in line for line in lines)
+
+
+# ── giving up ─────────────────────────────────────────────────────────────────
+
+
+def test_a_run_that_does_not_end_in_time_fails_with_its_console() -> None:
     result = pageant("demo", "--timeout", "1")
 
     assert result.exit_code == 1
-    assert "error: run 1 did not end within 1 s: it is running in phase muster" in result.stderr
-    assert "status     running (health ok)" in result.stdout
+    assert "error: run 1 did not end within 1 s: it is " in result.stderr
+    assert "Run 1: Champion Muster" in result.stdout
 
 
 def test_the_installed_command_runs_the_demo_in_a_process_of_its_own() -> None:
@@ -131,8 +268,8 @@ def test_the_installed_command_runs_the_demo_in_a_process_of_its_own() -> None:
     result = pageant_process("demo", "--timeout", "1", env={})
 
     assert result.returncode == 1, result.stderr
-    assert "error: run 1 did not end within 1 s: it is running in phase muster" in result.stderr
-    assert "status     running (health ok)" in result.stdout
+    assert "error: run 1 did not end within 1 s: it is " in result.stderr
+    assert "Run 1: Champion Muster" in result.stdout
 
 
 def test_the_timeout_has_a_floor_of_one_second() -> None:
@@ -142,78 +279,17 @@ def test_the_timeout_has_a_floor_of_one_second() -> None:
     assert "0.9 is not in the range x>=1" in result.stderr
 
 
-# ── the same run on a fake clock ──────────────────────────────────────────────
-
-
-def test_json_prints_the_console_and_keeps_the_progress_on_stderr(
-    monkeypatch: pytest.MonkeyPatch, clock: FakeClock
-) -> None:
-    monkeypatch.setattr("pageant.hosting.SystemClock", lambda: clock)
-
-    result = pageant("demo", "--json")
-
-    assert result.exit_code == 0, result.output
-    found = json.loads(result.stdout)
-    assert set(found) == {
-        "run",
-        "steps",
-        "gate",
-        "participants",
-        "results",
-        "budget",
-        "resources",
-        "cleanup_summary",
-        "log",
-    }
-    assert found["run"]["status"] == "completed"
-    assert found["run"]["ended_at"].endswith("Z")
-    assert [line["phase"] for line in found["log"] if line["kind"] == "phase.entered"] == PHASES
-    assert [
-        line["detail"]["matched"] for line in found["log"] if line["kind"] == "condition.evaluated"
-    ] == [True, False, True]
-    assert result.stderr.count("fired wisps.caught") == 3
-
-
-async def test_the_json_is_what_the_api_answers_on_an_empty_migrated_database(
-    settings: Settings, db: Any, clock: FakeClock, client: Any
-) -> None:
-    said: list[str] = []
-    result = await run_demo(settings, say=said.append, clock=clock)
-
-    assert (result.status, result.problem, result.with_wisps) == ("completed", None, True)
-    assert f"database  {shown_url(settings.database_url)}" in said
-    # The database was named, so the demo's event and run stay in it.
-    token = await create_token(db, role="admin", name="reader", now=clock.now())
-    answer = await client.get(f"/api/v1/admin/runs/{result.run_id}", headers=bearer(token))
-    assert answer.status == 200
-    assert json.loads(console_json(result.console)) == await answer.json()
-
-
-async def test_without_wisps_the_muster_waits_on_a_deadline_and_says_so(
-    clock: FakeClock,
-) -> None:
-    said: list[str] = []
-    result = await run_demo(Settings(), say=said.append, clock=clock, discover=False)
-
-    assert (result.status, result.with_wisps) == ("completed", False)
-    assert f"note      {NO_WISPS}" in said
-    assert not any("fired" in line for line in said)
-    log = result.console["log"]
-    entered = [line for line in log if line["kind"] == "phase.entered"]
-    assert [line["phase"] for line in entered] == PHASES
-    assert entered[0]["detail"]["gate"] == {
-        "kind": "after",
-        "after": "3s",
-        "deadline": entered[0]["detail"]["gate"]["deadline"],
-    }
-    assert not [line for line in log if line["kind"] == "condition.evaluated"]
-    # The terminal view reads the console as built and as the API sends it alike.
-    text = render_console(result.console)
-    assert text == render_console(json.loads(console_json(result.console)))
-    assert "near miss" not in text and "because deadline" in text
-
-
 # ── refusals ──────────────────────────────────────────────────────────────────
+
+
+async def test_without_the_shard_plugin_the_demo_says_how_to_install_it(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'demo.db'}"
+    with pytest.raises(DemoFailed) as refused:
+        await run_demo(Settings(database_url=url), discover=False)
+
+    assert refused.value.message == NEEDS_SHARD
+    assert "pip install -e ./example_plugins/shard" in NEEDS_SHARD
+    assert not (tmp_path / "demo.db").exists()  # nothing was written
 
 
 def test_a_database_with_pageant_data_is_refused_and_left_as_it_was(

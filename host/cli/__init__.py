@@ -486,8 +486,7 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
     """
     from pageant.cli import showcase
 
-    out = click.get_text_stream("stdout")
-    live = None if as_json or not out.isatty() else showcase.DemoLive()
+    live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
     say = functools.partial(click.echo, err=as_json)
     show = (lambda view: None) if live is None else live.show
     if live is not None:

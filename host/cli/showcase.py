@@ -449,7 +449,20 @@ async def run_demo(
                 await serve(host, result)
             return result
         finally:
+            await _stop_plugins(host)
             await host.close()
+
+
+async def _stop_plugins(host: Host) -> None:
+    """Stop what the loaded plugins started (the shard's simulation) before the host closes.
+
+    Contract 1.1 has no shutdown hook; the shard plugin offers ``stop()`` for whoever
+    embeds a host, and the demo is such an embedder. A plugin without one is left alone.
+    """
+    for record in host.plugins.loaded():
+        stop = getattr(record.plugin, "stop", None)
+        if stop is not None and asyncio.iscoroutinefunction(stop):
+            await stop()
 
 
 async def _demo(

@@ -53,8 +53,16 @@ class ShardSettings(BaseModel):
     simulate: bool = Field(False, description="Run the simulation: bosses, players.")
     tick_seconds: float = Field(2.0, gt=0, description="Mean real seconds between happenings.")
     world_path: str | None = Field(None, description="Keep the world in this SQLite file.")
-    fault_hang_seconds: float = Field(0.0, ge=0, description="World changes hang this long.")
-    fault_hang_count: int = Field(1, ge=0, description="How many world changes hang.")
+    broadcast_ack_seconds: float = Field(
+        BROADCAST_BUDGET_MS / 2000,
+        gt=0,
+        lt=BROADCAST_BUDGET_MS / 1000,
+        description="How long a broadcast waits for its ack (less than its budget).",
+    )
+    fault_hang_seconds: float = Field(
+        0.0, ge=0, description="A perform's answer hangs this long after the change is made."
+    )
+    fault_hang_count: int = Field(1, ge=0, description="How many performs hang.")
     fault_revert_failures: int = Field(
         0, ge=0, description="The first despawn fails this many times, then succeeds."
     )
@@ -143,7 +151,7 @@ class ShardPlugin:
         try:
             # The shard acknowledges a broadcast; answer before the host's bound runs out,
             # because a timeout would read as "retry" and the message would go twice.
-            async with asyncio.timeout(BROADCAST_BUDGET_MS / 2000):
+            async with asyncio.timeout(self.settings.broadcast_ack_seconds):
                 await self._maybe_hang()
         except TimeoutError:
             return {
@@ -174,8 +182,8 @@ class ShardPlugin:
         if ctx.verify:
             return {"ok": True}
         try:
-            await self._maybe_hang()
             serials = self.world.spawn(ctx.idempotency_key, creature, region, count)
+            await self._maybe_hang()
         except ShardDown as exc:  # the host holds steps while we are down; a race lands here
             return {"ok": False, "retry": True, "error": str(exc)}
         self._changed()
@@ -224,8 +232,8 @@ class ShardPlugin:
             return {"ok": True}
         closes_at = datetime.now(UTC) + timedelta(minutes=minutes)
         try:
-            await self._maybe_hang()
             ref = self.world.open_gate(ctx.idempotency_key, origin, to, closes_at)
+            await self._maybe_hang()
         except ShardDown as exc:
             return {"ok": False, "retry": True, "error": str(exc)}
         self._changed()
@@ -254,8 +262,8 @@ class ShardPlugin:
         if ctx.verify:
             return {"ok": True}
         try:
-            await self._maybe_hang()
             self.world.grant(ctx.idempotency_key, item, amount)
+            await self._maybe_hang()
         except ShardDown as exc:
             return {"ok": False, "retry": True, "error": str(exc)}
         self._changed()
@@ -282,10 +290,11 @@ class ShardPlugin:
     # ── faults ───────────────────────────────────────────────────────────────
 
     async def _maybe_hang(self) -> None:
+        """The shard's answer is slow (``fault_hang_seconds``, for the first
+        ``fault_hang_count`` calls): the change is made, the answer takes its time."""
         if self.settings.fault_hang_seconds and self._hangs < self.settings.fault_hang_count:
             self._hangs += 1
             await asyncio.sleep(self.settings.fault_hang_seconds)
-        self.world.require_up()
 
     def _revert_fails(self, serials: list[str]) -> bool:
         """Whether this despawn fails: the first one asked fails ``fault_revert_failures``
