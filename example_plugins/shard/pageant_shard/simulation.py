@@ -40,6 +40,7 @@ class Simulation:
         self.settings = settings
         self.random = random.Random(settings.seed)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._back = asyncio.Event()
 
     # ── tasks ────────────────────────────────────────────────────────────────
 
@@ -120,7 +121,8 @@ class Simulation:
     # ── faults ───────────────────────────────────────────────────────────────
 
     def outage(self, seconds: float) -> None:
-        """Take the shard down now, for ``seconds``; see :meth:`_outage`."""
+        """Take the shard down now, for ``seconds`` (or until :meth:`restart_now`); see
+        :meth:`_outage`."""
         self.world.go_down()
         self.context.set_available(False, f"shard {self.world.boot_id} is restarting")
         self._spawn_task(self._outage(seconds))
@@ -128,11 +130,18 @@ class Simulation:
     async def _outage(self, seconds: float) -> None:
         """Come back after ``seconds`` with a new boot id, tell the host, and ask it to
         reconcile: what an event made may not have survived the restart."""
-        await asyncio.sleep(seconds)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._back.wait(), seconds)
+        self._back.clear()
         self.world.come_up()
         self.context.set_available(True)
         log.info("shard back up as boot %s", self.world.boot_id)
         await self.context.reconcile()
+
+    def restart_now(self) -> None:
+        """End an outage now rather than when its seconds run out (an operator restarting
+        the shard by hand; a test's way to decide the moment)."""
+        self._back.set()
 
     def game_master_changes(self, name: str, after: float) -> None:
         """In ``after`` seconds, a game master sets the config value ``name`` by hand."""

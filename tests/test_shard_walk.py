@@ -1,0 +1,206 @@
+"""Walks of a world event on the simulated shard, through the real engine on both databases:
+the shard going down mid-phase, a cap breached, a game master changing a leased value
+mid-event. The shard plugin is loaded from its installed entry point, and what it holds is
+counted in its own world. (Killing the host mid-phase is ``test_shard_crash.py``.)"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.clock import FakeClock
+from pageant.engine import Engine
+from pageant.hosting import Host
+from pageant.runs.console import console
+from pageant.runs.create import start_now
+from pageant.settings import Settings
+from pageant.switchboard import board
+from tests.factories import phase, publish_event, spec, step, wait
+
+ENV = "PAGEANT_PLUGIN_SHARD_"
+#: How long a walk may wait (real seconds) for the shard to come back.
+PATIENCE_SECONDS = 30
+
+
+def spawn(creature: str, count: int) -> dict[str, Any]:
+    return step("shard.spawn", region="yew", creature=creature, count=count)
+
+
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Set the shard's own settings for one walk (before the host is built): none leak in
+    from the caller's environment."""
+    for name in list(os.environ):
+        if name.startswith(ENV):
+            monkeypatch.delenv(name)
+
+    def set_faults(**values: Any) -> None:
+        for name, value in values.items():
+            monkeypatch.setenv(ENV + name.upper(), str(value))
+
+    return set_faults
+
+
+@pytest.fixture
+async def walk(
+    settings: Settings, db: AsyncEngine, clock: FakeClock, faults: Any
+) -> AsyncIterator[Any]:
+    """Build the host (every installed plugin, through the real loader) once the test has
+    set its faults: ``host, engine, shard = await walk()``."""
+    made: list[tuple[Host, Engine]] = []
+
+    async def build() -> tuple[Host, Engine, Any]:
+        host = Host(settings, clock=clock, db=db)
+        engine = Engine(host)
+        made.append((host, engine))
+        await host.start_plugins()
+        (record,) = [r for r in host.plugins.loaded() if r.owner == "shard"]
+        assert record.distribution == "pageant-shard"
+        return host, engine, record.plugin
+
+    yield build
+    for host, engine in made:
+        for record in host.plugins.loaded():
+            if record.owner == "shard":
+                await record.plugin.stop()
+        await engine.stop()
+        await host.close()
+
+
+async def enable(host: Host, action_id: str, caps: dict[str, int | None] | None = None) -> None:
+    async with host.db.begin() as conn:
+        await board.set_action(
+            conn,
+            host.registry,
+            action_id,
+            enabled=True,
+            caps=caps,
+            actor="admin:walk",
+            now=host.clock.now(),
+        )
+
+
+async def start(host: Host, event_spec: dict[str, Any]) -> int:
+    event = await publish_event(host.db, host.clock.now(), event_spec)
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:walk")
+    return run_id
+
+
+async def tick_until(host: Host, engine: Engine, run_id: int, done: Any, ticks: int = 60) -> Any:
+    """Tick (moving the fake clock a few seconds each time) until ``done(console)``."""
+    for _ in range(ticks):
+        await engine.tick()
+        view = await console(host, run_id)
+        if done(view):
+            return view
+        host.clock.advance(5)  # type: ignore[attr-defined]
+    raise AssertionError(f"run {run_id} never got there: {view['run']}")
+
+
+def ended_and_clean(view: dict[str, Any]) -> bool:
+    run = view["run"]
+    return run["status"] in ("completed", "failed", "cancelled") and run["cleanup_status"] != (
+        "pending"
+    )
+
+
+async def test_the_shard_down_mid_phase_holds_world_writes_and_the_run_completes_after(
+    walk: Any, faults: Any
+) -> None:
+    # Down right after the first spawn, until the test restarts it.
+    faults(fault_down_after=1, fault_down_seconds=3600)
+    host, engine, shard = await walk()
+    await enable(host, "shard.spawn")
+    boot = shard.world.boot_id
+    run_id = await start(host, spec(phase("muster", spawn("guardian", 3), spawn("wolf", 2))))
+
+    def held(view: dict[str, Any]) -> bool:
+        return (view["run"]["waiting_on"] or {}).get("reason") == "unavailable"
+
+    view = await tick_until(host, engine, run_id, held)
+
+    # Degraded and waiting: the second spawn was not tried, nothing failed.
+    assert not shard.world.up
+    assert view["run"]["health"] == "degraded"
+    assert f"shard {boot} is restarting" in view["run"]["waiting_on"]["sentence"]
+    first, second = view["steps"]
+    assert (first["status"], second["status"], second["attempts"]) == ("done", "pending", 0)
+    assert len(shard.world.creatures) == 3
+
+    view = await tick_until(host, engine, run_id, held)  # still held, however long it takes
+    assert len(shard.world.creatures) == 3
+    shard.simulation.restart_now()
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        while not shard.world.up:  # noqa: ASYNC110 - the plugin's own clock, not ours
+            await asyncio.sleep(0.05)
+    assert shard.world.boot_id != boot
+
+    view = await tick_until(host, engine, run_id, ended_and_clean)
+
+    assert view["run"]["status"] == "completed"
+    assert [(s["status"], s["attempts"]) for s in view["steps"]] == [("done", 1), ("done", 1)]
+    assert view["run"]["cleanup_status"] == "complete"
+    assert {r["status"] for r in view["resources"]} == {"reverted"}
+    # Counted in the shard's world: each spawn ran once, and everything was taken back.
+    assert sorted(len(serials) for serials in shard.world.spawned.values()) == [2, 3]
+    assert shard.world.next_serial == 6
+    assert shard.world.creatures == {}
+
+
+async def test_a_spawn_past_the_cap_is_refused_and_says_why(walk: Any, faults: Any) -> None:
+    host, engine, shard = await walk()
+    await enable(host, "shard.spawn", {"shard.creatures": 5})
+    run_id = await start(host, spec(phase("muster", spawn("guardian", 3), spawn("wolf", 3))))
+
+    view = await tick_until(host, engine, run_id, lambda v: v["run"]["status"] == "paused")
+
+    first, second = view["steps"]
+    assert (first["status"], second["status"]) == ("done", "refused")
+    assert (
+        second["last_error"] == 'asks for 3 of "shard.creatures"; 3 of 5 is already spent this run'
+    )
+    (refused,) = [line for line in view["log"] if line["kind"] == "step.refused"]
+    assert refused["detail"]["code"] == "cap"
+    assert (refused["detail"]["asked"], refused["detail"]["consumed"]) == (3, 3)
+    (meter,) = view["budget"]
+    assert (meter["dimension"], meter["consumed"], meter["cap"]) == ("shard.creatures", 3, 5)
+    assert len(shard.world.creatures) == 3  # the refused spawn never reached the shard
+    assert len(shard.world.spawned) == 1
+
+
+async def test_a_game_masters_change_to_a_leased_value_is_drifted_and_left_alone(
+    walk: Any, faults: Any
+) -> None:
+    faults(fault_gm_after_seconds=0, fault_gm_value="0.5")
+    host, engine, shard = await walk()
+    await enable(host, "core.lease")
+    lease = step("core.lease", lease="shard.config", target="xp_rate", value="2.0", minutes=30)
+    run_id = await start(host, spec(phase("boost", lease, wait(60))))
+
+    view = await tick_until(host, engine, run_id, ended_and_clean)
+
+    assert view["run"]["status"] == "completed"
+    (held,) = view["resources"]
+    assert (held["kind"], held["ref"], held["status"]) == ("shard.config", "xp_rate", "drifted")
+    assert "left alone" in view["cleanup_summary"]
+    assert shard.world.config["xp_rate"] == "0.5"  # the game master's value stands
+    kinds = [line["kind"] for line in view["log"]]
+    assert "resource.drifted" in kinds and "resource.reverted" not in kinds
+
+
+async def test_without_the_game_master_the_lease_is_put_back(walk: Any, faults: Any) -> None:
+    host, engine, shard = await walk()
+    await enable(host, "core.lease")
+    lease = step("core.lease", lease="shard.config", target="xp_rate", value="2.0", minutes=30)
+    run_id = await start(host, spec(phase("boost", lease, wait(60))))
+
+    view = await tick_until(host, engine, run_id, ended_and_clean)
+
+    (held,) = view["resources"]
+    assert held["status"] == "reverted"
+    assert shard.world.config["xp_rate"] == "1.0"
