@@ -20,7 +20,6 @@ The game itself is :mod:`pageant_shard.world`; :mod:`pageant_shard.simulation` m
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,8 +31,6 @@ from pageant.hookspecs import ActionContext, HeldResource, PluginContext
 
 from .simulation import Simulation
 from .world import ATLAS, ITEMS, LANDMARKS, REGIONS, ShardDown, World
-
-log = logging.getLogger("pageant_shard")
 
 #: The most creatures one step may spawn, and the most of an item one step may grant.
 MAX_SPAWN = 50
