@@ -487,10 +487,10 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
     from pageant.cli import showcase
 
     live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
-    say = functools.partial(click.echo, err=as_json)
+    say: Callable[[str], None] = (
+        functools.partial(click.echo, err=as_json) if live is None else live.say
+    )
     show = (lambda view: None) if live is None else live.show
-    if live is not None:
-        say = live.say
 
     async def serve_after(host: Any, result: Any) -> None:
         if live is not None:

@@ -370,7 +370,8 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
     the run waits on the shard; until the run has ended and nothing is left to give back.
     Answers the run's last status."""
     seen = 0
-    confirming: int | None = None
+    confirming: int | None = None  # the parked step the moderator is walking to
+    confirmed: set[int] = set()
     parked_since = 0.0
     while True:
         view = await console(host, run_id)
@@ -380,16 +381,17 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
         seen = len(view["log"])
         run = view["run"]
         waiting = run["waiting_on"] or {}
-        if waiting.get("reason") == "parked":
+        if waiting.get("reason") == "parked" and waiting["step_id"] not in confirmed:
             if confirming != waiting["step_id"]:
                 confirming, parked_since = waiting["step_id"], time.monotonic()
                 say(f"demo      {MODERATOR_ACTOR} reads the cue and walks to the shrine ...")
             elif time.monotonic() - parked_since >= CONFIRM_AFTER_SECONDS:
+                step_id = int(waiting["step_id"])
                 await controls.confirm(
-                    host, run_id, confirming, actor=MODERATOR_ACTOR, note="in place at the shrine"
+                    host, run_id, step_id, actor=MODERATOR_ACTOR, note="in place at the shrine"
                 )
-                say(f"demo      {MODERATOR_ACTOR} confirms the cue (step {confirming})")
-                confirming = -1
+                say(f"demo      {MODERATOR_ACTOR} confirms the cue (step {step_id})")
+                confirmed.add(step_id)
         if run["status"] in runs.TERMINAL and run["cleanup_status"] != "pending":
             return str(run["status"])
         await asyncio.sleep(POLL_SECONDS)
