@@ -57,9 +57,12 @@ class ShardSettings(BaseModel):
         description="How long a broadcast waits for its ack (less than its budget).",
     )
     fault_hang_seconds: float = Field(
-        0.0, ge=0, description="A perform's answer hangs this long after the change is made."
+        0.0, ge=0, description="A world change's answer hangs this long after it is made."
     )
-    fault_hang_count: int = Field(1, ge=0, description="How many performs hang.")
+    fault_hang_count: int = Field(1, ge=0, description="How many world changes hang.")
+    fault_broadcast_acks_lost: int = Field(
+        0, ge=0, description="The first N broadcasts are never acknowledged."
+    )
     fault_revert_failures: int = Field(
         0, ge=0, description="The first despawn fails this many times, then succeeds."
     )
@@ -82,6 +85,7 @@ class ShardPlugin:
         self.simulation: Simulation | None = None
         self._changes = 0  # world changes made, for fault_down_after
         self._hangs = 0
+        self._acks_lost = 0
         self._revert_failures = 0
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
@@ -149,7 +153,7 @@ class ShardPlugin:
             # The shard acknowledges a broadcast; answer before the host's bound runs out,
             # because a timeout would read as "retry" and the message would go twice.
             async with asyncio.timeout(self.settings.broadcast_ack_seconds):
-                await self._maybe_hang()
+                await self._acknowledgement()
         except TimeoutError:
             return {
                 "ok": False,
@@ -286,9 +290,16 @@ class ShardPlugin:
 
     # ── faults ───────────────────────────────────────────────────────────────
 
+    async def _acknowledgement(self) -> None:
+        """The shard's acknowledgement of a broadcast; the first
+        ``fault_broadcast_acks_lost`` never come."""
+        if self._acks_lost < self.settings.fault_broadcast_acks_lost:
+            self._acks_lost += 1
+            await asyncio.Event().wait()  # never set: the acknowledgement is lost
+
     async def _maybe_hang(self) -> None:
-        """The shard's answer is slow (``fault_hang_seconds``, for the first
-        ``fault_hang_count`` calls): the change is made, the answer takes its time."""
+        """The shard's answer to a world change is slow (``fault_hang_seconds``, for the first
+        ``fault_hang_count`` changes): the change is made, the answer takes its time."""
         if self.settings.fault_hang_seconds and self._hangs < self.settings.fault_hang_count:
             self._hangs += 1
             await asyncio.sleep(self.settings.fault_hang_seconds)
