@@ -40,7 +40,10 @@ class _WriterLock:
             yield  # nested in this task's own write: the database decides, as before
             return
         try:
-            await asyncio.wait_for(self.lock.acquire(), SQLITE_BUSY_TIMEOUT_MS / 1000)
+            # asyncio.timeout, not wait_for: on Python 3.11, wait_for swallows a cancellation
+            # that arrives as the lock is handed over, and the cancelled task runs on.
+            async with asyncio.timeout(SQLITE_BUSY_TIMEOUT_MS / 1000):
+                await self.lock.acquire()
         except TimeoutError:
             yield  # the busy timeout passed: the database's lock answers instead
             return
