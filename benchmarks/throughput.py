@@ -388,12 +388,17 @@ async def outcome(db: AsyncEngine, workload: Workload, began: datetime, done: bo
         "start_p99_ms": pct(start_delays, 99),
     }
     if workload.wait:
-        figures.update(
-            late_p50_ms=pct(late, 50),
-            late_p99_ms=pct(late, 99),
-            late_max_ms=max(late, default=None),
-        )
+        figures.update(lateness(late))
     return figures
+
+
+def lateness(late: list[float]) -> dict[str, float | None]:
+    """The ``wait`` case's figures: how late the step after the wait began, in ms."""
+    return {
+        "late_p50_ms": pct(late, 50),
+        "late_p99_ms": pct(late, 99),
+        "late_max_ms": max(late, default=None),
+    }
 
 
 def per_step(cpu: float, figures: dict[str, Any]) -> float | None:
@@ -738,11 +743,7 @@ async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> 
         "cpu_ms_per_step": found["cpu_ms_per_job"],
     }
     if workload.wait:
-        figures.update(
-            late_p50_ms=pct(late, 50),
-            late_p99_ms=pct(late, 99),
-            late_max_ms=max(late, default=None),
-        )
+        figures.update(lateness(late))
     return figures
 
 

@@ -7,6 +7,7 @@ Every wait is bounded in time; every process is ended by its own id.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import aiohttp
 
 from tests.conftest import MYSQL_ENV  # noqa: F401 - re-exported for the process tests
 
@@ -166,3 +169,21 @@ def until(condition: Callable[[], bool], *, timeout: float, every: float = 0.2) 
             return True
         time.sleep(every)
     return condition()
+
+
+def api_call(base: str, method: str, path: str, token: str, body: Any = None) -> Any:
+    """One request to a served host's API as ``token``'s bearer; answers the JSON body and
+    fails the test on any status of 300 or more."""
+
+    async def go() -> Any:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(
+                method, f"{base}{path}", json=body, headers={"Authorization": f"Bearer {token}"}
+            ) as response,
+        ):
+            data = await response.json()
+            assert response.status < 300, data
+            return data
+
+    return asyncio.run(go())

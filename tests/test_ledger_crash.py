@@ -26,6 +26,7 @@ from pageant.db.tables import event_run_log, event_run_resources, event_run_step
 from pageant.settings import ENV_PREFIX
 from tests.databases import empty_database
 from tests.plugins import fake_site, source
+from tests.processes import api_call
 from tests.test_cli import console_script, free_port, pageant
 
 #: How long any one wait of this walk may take before the test fails.
@@ -102,21 +103,7 @@ class Server:
         return asyncio.run(ask())
 
     def call(self, method: str, path: str, token: str, body: Any = None) -> Any:
-        async def go() -> Any:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.request(
-                    method,
-                    f"http://127.0.0.1:{self.port}{path}",
-                    json=body,
-                    headers={"Authorization": f"Bearer {token}"},
-                ) as response,
-            ):
-                data = await response.json()
-                assert response.status < 300, data
-                return data
-
-        return asyncio.run(go())
+        return api_call(f"http://127.0.0.1:{self.port}", method, path, token, body)
 
     def kill(self) -> None:
         assert self.process is not None

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from pageant_shard.world import World
 
@@ -20,7 +19,7 @@ from pageant.access.tokens import create_token
 from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from tests.databases import empty_database
-from tests.processes import Serve, until
+from tests.processes import Serve, api_call, until
 from tests.test_cli import pageant
 
 #: How long any one wait of this walk may take before the test fails (real seconds).
@@ -37,21 +36,7 @@ def migrated(dialect: str, tmp_path: Path) -> Iterator[str]:
 
 
 def call(serve: Serve, method: str, path: str, token: str, body: Any = None) -> Any:
-    async def go() -> Any:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.request(
-                method,
-                f"{serve.base}{path}",
-                json=body,
-                headers={"Authorization": f"Bearer {token}"},
-            ) as response,
-        ):
-            data = await response.json()
-            assert response.status < 300, data
-            return data
-
-    return asyncio.run(go())
+    return api_call(serve.base, method, path, token, body)
 
 
 def serve(url: str, tmp_path: Path, name: str, world: Path, **shard: Any) -> Serve:
