@@ -127,7 +127,9 @@ class StepServices(Protocol):
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         """Append a line of ``kind`` with ``detail`` to the run's log, naming this step.
         ``kind`` is one of the run log's kinds (``docs/runs.md``), for a plugin
-        ``"announce"``; the host raises ``ValueError`` for any other string."""
+        ``"announce"``; the host raises ``ValueError`` for any other string. The host
+        commits the line with the step's answer, in the same transaction: a reader never
+        sees it without the step's outcome, and a dispatch lost to a crash leaves none."""
         ...
 
     async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:

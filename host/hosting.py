@@ -78,10 +78,15 @@ class Host:
         legs read their state from. An ``Engine`` attaches itself when it is built."""
         self.engine = engine
 
-    def wake(self) -> None:
+    def wake(self, *, advance_only: bool = False) -> None:
         """Wake this host's engine, if it has one, to act now rather than at its next
-        poll (a run was started, a gate closed, a schedule changed)."""
-        if self.engine is not None:
+        poll (a run was started, a gate closed, a schedule changed). ``advance_only``: only
+        the advance stage has something to do (a run started now, a gate closed)."""
+        if self.engine is None:
+            return
+        if advance_only:
+            self.engine.wake(advance_only=True)
+        else:
             self.engine.wake()
 
     @property
@@ -195,7 +200,7 @@ class Host:
             self.registry, self.db, self.clock.now(), trigger_id, payload, actor=actor
         )
         if answer["gates_closed"]:
-            self.wake()
+            self.wake(advance_only=True)  # the gate's run moves on: advance's to do
         return answer
 
     async def close(self) -> None:

@@ -213,3 +213,90 @@ async def test_the_batch_size_bounds_a_transaction(probe_host, settings, size):
     await asyncio.gather(*(batch.run(write) for _ in range(6)))
     assert batch.writes == 6
     assert batch.transactions == 6 // size
+
+
+# ── a perform's log lines, committed with its answer ─────────────────────────
+
+
+async def _lines_now(db, run_id):
+    return [ln.detail.get("said") for ln in await log_lines(db, run_id, "announce")]
+
+
+async def test_a_performs_lines_are_committed_with_its_answer_in_one_transaction(
+    probe_host, engine, probe
+):
+    run_id = None
+    seen_during: list[list[str | None]] = []
+
+    async def speak(ctx):
+        await ctx.services.write_log("announce", {"said": "one"})
+        await ctx.services.write_log("announce", {"said": "two"})
+        seen_during.append(await _lines_now(probe_host.db, run_id))
+        return {"ok": True}
+
+    probe.script["a"] = [speak]
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    before = engine.outcomes.transactions
+    await engine.tick()
+    assert seen_during == [[]]  # held while the perform ran
+    assert await _lines_now(probe_host.db, run_id) == ["one", "two"]
+    lines = await log_lines(probe_host.db, run_id)
+    said = [ln for ln in lines if ln.kind == "announce"]
+    done = [ln for ln in lines if ln.kind == "step.status" and ln.detail["to"] == "done"]
+    # In the answer's own transaction: the lines, then the outcome, with nothing between.
+    assert [ln.id for ln in said] == [done[0].id - 2, done[0].id - 1]
+    assert {ln.step_id for ln in said} == {done[0].step_id}
+    # The step's claim and its answer: no transaction of its own for either line.
+    assert engine.outcomes.transactions - before <= 3
+
+
+async def test_a_failed_performs_lines_are_kept_before_its_failure(probe_host, engine, probe):
+    async def speak_then_fail(ctx):
+        await ctx.services.write_log("announce", {"said": "trying"})
+        raise RuntimeError("the shard fell over")
+
+    probe.script["a"] = [speak_then_fail]
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    await engine.tick()
+    lines = await log_lines(probe_host.db, run_id)
+    said = [ln for ln in lines if ln.kind == "announce"]
+    retried = [ln for ln in lines if ln.kind == "step.retry"]  # an exception is retried
+    assert [ln.detail for ln in said] == [{"said": "trying"}]  # kept, and once
+    assert said[0].id < retried[0].id
+
+
+async def test_a_line_written_after_the_answer_is_committed_at_once(probe_host, engine, probe):
+    kept: list = []
+
+    async def keep_services(ctx):
+        kept.append(ctx.services)
+        return {"ok": True}
+
+    probe.script["a"] = [keep_services]
+    run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    await engine.tick()
+    # A task the plugin left running writes after the answer was recorded.
+    await kept[0].write_log("announce", {"said": "late"})
+    assert await _lines_now(probe_host.db, run_id) == ["late"]
+
+
+# ── firings no gate waits on, and the wakes that need only advance ───────────
+
+
+@pytest.mark.parametrize("dialect", ["sqlite"], indirect=True)  # the writer lock is SQLite's
+async def test_a_firing_no_gate_waits_on_does_not_wait_for_the_writer(probe_host, engine):
+    async with probe_host.db.begin():
+        # The writer's lock is held: a firing that needed it would wait here.
+        async with asyncio.timeout(2):
+            answer = await probe_host.emit("core.run.started", {"event": "x", "run_id": 1})
+    assert answer == {"gates_matched": 0, "gates_closed": 0}
+
+
+async def test_a_start_wakes_the_engine_for_advance_alone(probe_host, engine):
+    event = await publish_event(probe_host.db, probe_host.clock.now(), spec(phase("p")))
+    engine._outside, engine._next_full = False, time.monotonic() + 1000
+    await start_now(probe_host, event.id, scope="", actor="admin:test")
+    assert engine._wake.is_set()
+    assert engine._stages_due(slept_through=False) == frozenset({"advance"})
+    engine.wake()  # anything else outside: the whole tick
+    assert engine._stages_due(slept_through=False) is None

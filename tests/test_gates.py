@@ -351,12 +351,12 @@ async def test_a_tally_survives_a_restart(host, engine, settings, db, clock):
 async def test_a_closing_firing_wakes_the_engine(host, engine, monkeypatch):
     await _start(host, phase("p", advance={"on": "wisps.caught", "count": 2}))
     await engine.tick()
-    wakes: list[bool] = []
-    monkeypatch.setattr(engine, "wake", lambda: wakes.append(True))
+    wakes: list[dict[str, Any]] = []
+    monkeypatch.setattr(engine, "wake", lambda **how: wakes.append(how))
     await host.emit("wisps.caught", {})
     assert wakes == []  # counted, not closed: nothing for the engine to do
     await host.emit("wisps.caught", {})
-    assert wakes == [True]
+    assert wakes == [{"advance_only": True}]  # the gate's run moves on: advance's tick
 
 
 # ── the emit path through a plugin's context ──────────────────────────────────

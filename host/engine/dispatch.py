@@ -369,6 +369,9 @@ async def dispatch_step(
         await _note_drift(host, step, action, now=now)
 
     engine = host.engine
+    services = StepServices(
+        host, run_id=run["id"], step_id=step["id"], phase=step["phase"], session=engine.http_session
+    )
     context = ActionContext(
         params=dict(step["params"] or {}),
         idempotency_key=step["idempotency_key"],
@@ -377,13 +380,7 @@ async def dispatch_step(
         ),
         verify=False,
         deadline=now + timedelta(milliseconds=budget_ms),
-        services=StepServices(
-            host,
-            run_id=run["id"],
-            step_id=step["id"],
-            phase=step["phase"],
-            session=engine.http_session,
-        ),
+        services=services,
     )
     started = time.perf_counter()
     envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
@@ -396,7 +393,7 @@ async def dispatch_step(
     return await retrying(
         host,
         f"recording step {step['id']}",
-        lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead),
+        lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead, services=services),
     )
 
 
@@ -455,15 +452,19 @@ async def record(
     *,
     extra: dict[str, Any] | None = None,
     ahead: Ahead | None = None,
+    services: StepServices | None = None,
 ) -> str:
     """Record a classified answer under the claim that dispatched it; ``extra`` goes on the
     failure's log line (what a plugin's exception was, and where). A ``done`` answer looks
-    ahead (``ahead``) in its own transaction."""
+    ahead (``ahead``) in its own transaction, and commits the lines the perform wrote
+    (``services``) in it; any other answer commits them just before its own record."""
     settings = host.settings
     now = host.clock.now()
     run_id = step["run_id"]
     if ahead is not None:
         ahead.clear()
+    if services is not None and not (envelope.ok and not envelope.park):
+        await services.flush()
     if envelope.ok and envelope.park:
         async with host.db.begin() as conn:
             if not await steps.park_step(
@@ -486,6 +487,8 @@ async def record(
 
         async def write(conn: AsyncConnection) -> str:
             # Shared with other runs' answers (one commit for all); may run twice.
+            if services is not None:
+                await services.write_held(conn)
             if not await steps.finish_step(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
             ):
@@ -528,7 +531,10 @@ async def record(
                 await ahead.look(conn, now=now)
             return CONTINUE
 
-        return str(await in_outcome_transaction(host, write))
+        outcome = str(await in_outcome_transaction(host, write))
+        if services is not None:
+            services.settle()
+        return outcome
 
     error = envelope.error or "failed without an error message"
     if envelope.retry and claim.attempt < settings.max_attempts:

@@ -45,6 +45,9 @@ log = logging.getLogger("pageant.engine")
 #: Under constant progress, the longest the loop goes without a whole tick (reclaim,
 #: expand, the missed sweep, cleanup, prune), in seconds of real time.
 FULL_TICK_SECONDS = 1.0
+#: While run tasks are in flight, how long a wake by one's progress waits for the others'
+#: before the advance stage scans for due runs again, in seconds.
+PROGRESS_GATHER_SECONDS = 0.01
 #: The stages a tick that only follows the engine's own progress runs.
 _ON_PROGRESS = frozenset({"advance"})
 
@@ -183,9 +186,15 @@ class Engine:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def wake(self) -> None:
-        """End the current sleep now: something may be due (a start, a control, an emit)."""
-        self._outside = True
+    def wake(self, *, advance_only: bool = False) -> None:
+        """End the current sleep now: something may be due (a start, a control, an emit).
+
+        ``advance_only``: what woke the engine concerns only the advance stage (a run was
+        started now, a gate closed), so the tick it causes is advance's alone; a burst of
+        starts then costs no reclaim, sweep or prune per start. Otherwise the tick is whole.
+        """
+        if not advance_only:
+            self._outside = True
         self._wake.set()
 
     async def http_session(self) -> aiohttp.ClientSession:
@@ -337,7 +346,13 @@ class Engine:
                 # Woken during the tick: the sleep would end at once, so the instant it
                 # would be measured against is not read.
                 slept_through = False
-                await asyncio.sleep(0)
+                if self._outside or not self.inflight:
+                    await asyncio.sleep(0)
+                else:
+                    # Only a run task's progress woke it, and others are still in flight:
+                    # a moment's wait lets one scan find what they all did, so a burst of
+                    # runs costs a few scans of the due runs, not one a run.
+                    await asyncio.sleep(PROGRESS_GATHER_SECONDS)
                 continue
             self.last_sleep = await self.next_sleep()
             slept_through = await self._sleep(self.last_sleep)

@@ -6,12 +6,21 @@ this is the host's implementation of it.
 Bound to one run and one step: ``write_log`` writes into that run's log, ``post_json`` posts
 through the engine's one HTTP session, and ``registry``, ``settings``, ``run_id`` and
 ``step_id`` say where the call is.
+
+The lines a perform writes are held until its answer is recorded, and committed in the
+answer's own transaction (:meth:`StepServices.write_held`), or just before the answer's
+record when that is not the shared ``done`` write (:meth:`StepServices.flush`): a reader
+never sees a step's lines without its outcome, a step costs one transaction rather than
+one more per line, and a dispatch lost to a crash leaves no line behind for the
+re-dispatch to repeat. A line written after the answer was recorded (from a task the
+plugin left running) is committed at once.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -46,6 +55,8 @@ class StepServices:
         self.run_id = run_id
         self.step_id = step_id
         self.phase = phase
+        #: Lines held for the answer's transaction; None once the answer is recorded.
+        self._held: list[tuple[LogKind, datetime, dict[str, Any]]] | None = []
 
     @property
     def registry(self) -> Registry:
@@ -61,23 +72,44 @@ class StepServices:
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         """Append a line of ``kind`` (a :class:`~pageant.db.log_kinds.LogKind` value) to this
-        run's log, attributed to this step. Raises ValueError for a kind not in the enumeration."""
-        line_kind = LogKind(kind)
-        at = self._host.clock.now()
+        run's log, attributed to this step; committed with the step's answer. Raises
+        ValueError for a kind not in the enumeration."""
+        line = (LogKind(kind), self._host.clock.now(), detail)
+        if self._held is not None:
+            self._held.append(line)
+            return
+        await in_outcome_transaction(self._host, lambda conn: self._write(conn, [line]))
 
-        async def write(conn: AsyncConnection) -> None:
+    async def write_held(self, conn: AsyncConnection) -> None:
+        """Write the held lines in ``conn``, the answer's transaction (which may run more
+        than once: the lines stay held until :meth:`settle`)."""
+        await self._write(conn, self._held or [])
+
+    def settle(self) -> None:
+        """The answer is recorded: from now on a line is committed as it is written."""
+        self._held = None
+
+    async def flush(self) -> None:
+        """Commit the held lines in a transaction of their own, then :meth:`settle`."""
+        held = self._held
+        if held:
+            # Settled only once committed: a collision here is retried with the lines held.
+            await in_outcome_transaction(self._host, lambda conn: self._write(conn, held))
+        self._held = None
+
+    async def _write(
+        self, conn: AsyncConnection, lines: list[tuple[LogKind, datetime, dict[str, Any]]]
+    ) -> None:
+        for kind, at, detail in lines:
             await runlog.write(
                 conn,
                 self.run_id,
-                line_kind,
+                kind,
                 at=at,
                 phase=self.phase,
                 step_id=self.step_id,
                 detail=detail,
             )
-
-        # Committed (with other runs' answers, when they are on their way) before it returns.
-        await in_outcome_transaction(self._host, write)
 
     # ── leases (core.lease) ───────────────────────────────────────────────────
 

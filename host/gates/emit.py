@@ -99,6 +99,13 @@ async def fire(
     if errors:
         raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=errors)
     matched = closed = 0
+    # Most firings concern no gate (core's lifecycle fires on every transition): a read
+    # tells, and the writer's lock is left alone. A gate committed after this look misses the
+    # firing, as one committed after the write's own read always did; a gate found is read
+    # again in the write below.
+    async with db.connect() as conn:
+        if not await gate_rows.open_on_gates(conn, trigger_id):
+            return {"gates_matched": 0, "gates_closed": 0}
     # One transaction for the whole firing: every gate it concerns sees it, or none does.
     async with db.begin() as conn:
         for row in await gate_rows.open_on_gates(conn, trigger_id):

@@ -237,7 +237,8 @@ class World:
         if self.observe is None:
             return None, None
         try:
-            picture = await asyncio.wait_for(self.observe(), OBSERVE_SECONDS)
+            async with asyncio.timeout(OBSERVE_SECONDS):
+                picture = await self.observe()
             return json.loads(json.dumps(picture, sort_keys=True, default=repr)), None
         except Exception as exc:  # the plugin's defect, reported rather than raised
             return None, f"observe() raised {_raised(exc)}"
@@ -466,7 +467,8 @@ async def _revert_check(label: str, action: Action, services: KitServices, world
 
 
 async def _bounded(fn: Any, *args: Any) -> Any:
-    return await asyncio.wait_for(fn(*args), CALL_SECONDS)
+    async with asyncio.timeout(CALL_SECONDS):
+        return await fn(*args)
 
 
 async def _lease_check(label: str, lease: Lease) -> Check:

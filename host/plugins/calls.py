@@ -26,7 +26,10 @@ async def run_with_envelope(
     is passed on.
     """
     try:
-        answer = await asyncio.wait_for(fn(*args), timeout)
+        # asyncio.timeout, not wait_for: no task per call, and on Python 3.11 wait_for can
+        # swallow a cancellation of the caller that arrives as the answer does.
+        async with asyncio.timeout(timeout):
+            answer = await fn(*args)
     except TimeoutError:
         return _retryable("timeout", f"no answer within {timeout:g} s")
     except asyncio.CancelledError:

@@ -32,7 +32,8 @@ async def resolve_options(
     if timeout is None:
         timeout = RESOLVE_TIMEOUT_SECONDS
     try:
-        raw = await asyncio.wait_for(source.resolve(), timeout)
+        async with asyncio.timeout(timeout):
+            raw = await source.resolve()
     except TimeoutError:
         return {"ok": False, "reason": f"{source.id} did not answer within {timeout:g} s"}
     except Exception as exc:  # a plugin's failure is an answer, never a 500

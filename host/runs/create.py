@@ -235,5 +235,5 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
             actor=actor,
             registry=host.registry,
         )
-    host.wake()
+    host.wake(advance_only=True)  # a run due now: advance's to start
     return run_id, created

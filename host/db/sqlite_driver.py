@@ -1,0 +1,108 @@
+"""aiosqlite with one turn of its thread per statement.
+
+aiosqlite runs each sqlite3 call on the connection's own thread, and SQLAlchemy's adapter
+makes four such calls for one statement: make a cursor, execute, fetch the rows, close the
+cursor. Every call is a hand-off to the thread and back to the event loop (a queue, a
+wake-up, a write to the loop's self-pipe), and on a busy engine those hand-offs cost more
+CPU than SQLite itself: measured at ~350 µs a statement, against ~150 µs in one turn.
+
+:class:`Connection` is aiosqlite's own connection, whose cursors do their whole statement in
+one turn of the thread: execute, fetch every row, note ``description``, ``rowcount`` and
+``lastrowid``, close. SQLAlchemy's adapter fetched every row at once already (pageant never
+streams), so nothing it sees changes but the number of turns. Everything else — the
+thread, the queue, commit, rollback, close, errors — is aiosqlite's.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import aiosqlite
+from sqlalchemy.engine import URL
+
+#: What one turn answers: description, rowcount, lastrowid, rows.
+_Answer = tuple[Any, int, int | None, list[Any]]
+
+
+def _run(conn: sqlite3.Connection, many: bool, sql: str, parameters: Any) -> _Answer:
+    cursor = conn.cursor()
+    try:
+        if many:
+            cursor.executemany(sql, parameters)
+        else:
+            cursor.execute(sql, parameters)
+        rows = cursor.fetchall() if cursor.description else []
+        return cursor.description, cursor.rowcount, cursor.lastrowid, rows
+    finally:
+        cursor.close()
+
+
+class Cursor:
+    """The part of aiosqlite's cursor SQLAlchemy uses, a statement a turn (rows prefetched)."""
+
+    arraysize = 1
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self.description: Any = None
+        self.rowcount = -1
+        self.lastrowid: int | None = None
+        self._rows: list[Any] = []
+
+    async def __aenter__(self) -> Cursor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._rows = []
+
+    async def execute(self, sql: str, parameters: Any = None) -> Cursor:
+        return await self._turn(False, sql, () if parameters is None else parameters)
+
+    async def executemany(self, sql: str, parameters: Iterable[Any]) -> Cursor:
+        return await self._turn(True, sql, parameters)
+
+    async def _turn(self, many: bool, sql: str, parameters: Any) -> Cursor:
+        conn = self._connection
+        self.description, self.rowcount, self.lastrowid, self._rows = await conn._execute(
+            _run, conn._conn, many, sql, parameters
+        )
+        return self
+
+    async def fetchall(self) -> list[Any]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    async def fetchone(self) -> Any:
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchmany(self, size: int | None = None) -> Sequence[Any]:
+        size = size or self.arraysize
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        return rows
+
+    async def close(self) -> None:
+        self._rows = []
+
+
+class Connection(aiosqlite.Connection):
+    """aiosqlite's connection, whose cursors take one turn of its thread a statement."""
+
+    def cursor(self) -> Cursor:  # type: ignore[override]
+        return Cursor(self)
+
+
+def connector(url: URL) -> Callable[[], Connection]:
+    """The ``async_creator`` for ``url`` (a ``sqlite+aiosqlite`` URL): the file and options
+    SQLAlchemy's own dialect would open, on a :class:`Connection`."""
+    args, options = url.get_dialect()().create_connect_args(url)
+    database = args[0]
+
+    def connect() -> Connection:
+        conn = Connection(lambda: sqlite3.connect(database, **options), 64)
+        # As SQLAlchemy does for aiosqlite's own: the thread never holds the process open.
+        conn._thread.daemon = True
+        return conn
+
+    return connect

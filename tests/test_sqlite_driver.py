@@ -1,0 +1,78 @@
+"""SQLite's driver: one turn of aiosqlite's thread a statement, and everything SQLAlchemy
+reads off a cursor (rows, rowcount, lastrowid, errors) as the stock driver gives it."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+
+from pageant.db import sqlite_driver
+from pageant.db.engine import create_engine
+
+
+@pytest.fixture
+async def sqlite_db(tmp_path):
+    db = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'driver.db'}")
+    try:
+        async with db.begin() as conn:
+            await conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"))
+        yield db
+    finally:
+        await db.dispose()
+
+
+def count_turns(monkeypatch) -> list[str]:
+    """Every call handed to a connection's thread, by name."""
+    turns: list[str] = []
+    handed = sqlite_driver.Connection._execute
+
+    async def counted(self, fn, *args, **kwargs):
+        turns.append(getattr(fn, "__name__", repr(fn)))
+        return await handed(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite_driver.Connection, "_execute", counted)
+    return turns
+
+
+async def test_a_statement_takes_one_turn_of_the_thread(sqlite_db, monkeypatch):
+    async with sqlite_db.connect() as conn:
+        await conn.execute(text("SELECT 1"))  # the transaction's BEGIN is behind us
+        turns = count_turns(monkeypatch)
+        rows = (await conn.execute(text("SELECT 1, 'a' UNION ALL SELECT 2, 'b'"))).all()
+        await conn.execute(text("UPDATE t SET v = 'x' WHERE id = -1"))
+    # aiosqlite's own cursor takes four: make the cursor, execute, fetch, close.
+    assert turns == ["_run", "_run", "rollback"]  # the read's end is one more
+    assert [tuple(row) for row in rows] == [(1, "a"), (2, "b")]
+
+
+async def test_rowcount_lastrowid_and_many_rows_read_as_the_stock_driver_gives_them(sqlite_db):
+    async with sqlite_db.begin() as conn:
+        inserted = await conn.execute(text("INSERT INTO t (v) VALUES ('one')"))
+        assert inserted.lastrowid == 1
+        many = await conn.execute(
+            text("INSERT INTO t (v) VALUES (:v)"), [{"v": f"n{i}"} for i in range(300)]
+        )
+        assert many.rowcount == 300
+        changed = await conn.execute(text("UPDATE t SET v = v || '!' WHERE id > 250"))
+        assert changed.rowcount == 51
+        nothing = await conn.execute(text("UPDATE t SET v = 'x' WHERE id = -1"))
+        assert nothing.rowcount == 0
+        returned = await conn.execute(text("DELETE FROM t WHERE id > 298 RETURNING id"))
+        assert sorted(returned.scalars().all()) == [299, 300, 301]
+    async with sqlite_db.connect() as conn:
+        result = await conn.execute(text("SELECT id FROM t ORDER BY id"))
+        assert result.fetchone() == (1,)
+        assert [row[0] for row in result.fetchmany(2)] == [2, 3]
+        assert len(result.fetchall()) == 295
+        empty = await conn.execute(text("SELECT id FROM t WHERE id < 0"))
+        assert empty.all() == []
+
+
+async def test_an_error_is_the_stock_drivers_and_the_transaction_rolls_back(sqlite_db):
+    with pytest.raises(IntegrityError, match="UNIQUE"):
+        async with sqlite_db.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('same')"))
+            await conn.execute(text("INSERT INTO t (v) VALUES ('same')"))
+    async with sqlite_db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
