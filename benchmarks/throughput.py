@@ -11,7 +11,8 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
 - ``console``: ``20x100`` through ``pageant serve`` while 50 clients GET the run console
   (``/api/v1/admin/runs/{id}``) in a loop, for at most 60 s; the GET latency p50/p99 and
   the GETs refused (any answer but 200).
-- ``raw``: the database's own limit: one connection of the bare driver (aiosqlite, aiomysql)
+- ``raw``: the database's own limit: one connection of the bare driver (aiosqlite; asyncmy
+  or aiomysql, as the URL names)
   claiming, finishing and logging one step per transaction over the rows of a 20x100 start.
 - ``2hosts`` (MariaDB): ``20x100`` through two ``pageant serve`` processes on one database,
   runs started alternately through each; plus double dispatches (a step announced twice)
@@ -645,16 +646,29 @@ async def raw_limit(mysql: str | None) -> dict:
                     await raw.execute("COMMIT")
                 wall = time.perf_counter() - t0
         else:
-            import aiomysql
+            # The bare driver the URL names: asyncmy (pageant's default) or aiomysql.
+            if url.get_driver_name() == "asyncmy":
+                import asyncmy
 
-            raw = await aiomysql.connect(
-                host=url.host,
-                port=url.port or 3306,
-                user=url.username,
-                password=url.password or "",
-                db=url.database,
-                autocommit=False,
-            )
+                raw = await asyncmy.connect(
+                    host=url.host,
+                    port=url.port or 3306,
+                    user=url.username,
+                    password=url.password or "",
+                    database=url.database,
+                    autocommit=False,
+                )
+            else:
+                import aiomysql
+
+                raw = await aiomysql.connect(
+                    host=url.host,
+                    port=url.port or 3306,
+                    user=url.username,
+                    password=url.password or "",
+                    db=url.database,
+                    autocommit=False,
+                )
             try:
                 async with raw.cursor() as cur:
                     await cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")

@@ -1,7 +1,7 @@
 """Shared fixtures: a real database on both dialects, a real host, the real app.
 
 The ``db`` fixture is parametrized over SQLite and MariaDB. MariaDB runs when
-``PAGEANT_TEST_MYSQL_URL`` is set (``mysql+aiomysql://root@127.0.0.1:3306/test``); the
+``PAGEANT_TEST_MYSQL_URL`` is set (``mysql+asyncmy://root@127.0.0.1:3306/test``); the
 suite then works in a database of its own, created beside the named one and dropped at the
 end, so two runs against one server never meet. With ``CI`` set and no URL, the session
 fails at once: CI never silently skips MariaDB.

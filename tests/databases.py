@@ -14,11 +14,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from pageant.db.engine import create_engine
 from tests.conftest import MYSQL_ENV
+
+#: A test about MariaDB alone: its ``db`` fixture (and the rest) on MariaDB only. Without
+#: the server it cannot run; CI always sets the variable.
+MARIADB_ONLY = pytest.mark.parametrize(
+    "dialect",
+    [
+        pytest.param(
+            "mariadb",
+            marks=pytest.mark.skipif(
+                not os.environ.get(MYSQL_ENV), reason=f"needs MariaDB ({MYSQL_ENV}); CI sets it"
+            ),
+        )
+    ],
+    indirect=True,
+)
 
 
 async def _admin(statement: str) -> None:

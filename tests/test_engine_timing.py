@@ -339,10 +339,10 @@ async def test_a_run_that_blows_up_does_not_stop_the_others(probe_host, engine, 
     good = await _start(probe_host, spec(phase("p", probe_step("b"))))
     real = advance.advance_run
 
-    async def sometimes(host, run, progress):
+    async def sometimes(host, run, progress, **how):
         if run["id"] == bad:
             raise RuntimeError("bad row")
-        return await real(host, run, progress)
+        return await real(host, run, progress, **how)
 
     monkeypatch.setattr(advance, "advance_run", sometimes)
     await engine.tick()

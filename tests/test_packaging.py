@@ -78,7 +78,7 @@ def test_import_pageant_stays_light() -> None:
         import pageant
         from pageant import hookimpl, hookspec, CONTRACT_VERSION
         import pageant.hookspecs
-        heavy = ("aiohttp", "sqlalchemy", "alembic", "aiosqlite", "aiomysql", "click")
+        heavy = ("aiohttp", "sqlalchemy", "alembic", "aiosqlite", "aiomysql", "asyncmy", "click")
         print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & set(heavy))))
         """
     )

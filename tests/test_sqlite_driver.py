@@ -76,3 +76,37 @@ async def test_an_error_is_the_stock_drivers_and_the_transaction_rolls_back(sqli
             await conn.execute(text("INSERT INTO t (v) VALUES ('same')"))
     async with sqlite_db.connect() as conn:
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 0
+
+
+async def test_a_reads_begin_rides_with_its_first_statement(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.connect() as conn:
+        await conn.execute(text("SELECT count(*) FROM t"))
+    assert turns == ["_run", "rollback"]  # BEGIN, SELECT in one turn; the end in another
+    turns.clear()
+    async with sqlite_db.connect() as conn:
+        pass  # a read that never ran a statement ends without a turn
+    assert turns == []
+
+
+async def test_a_read_is_still_one_snapshot(sqlite_db):
+    async with sqlite_db.connect() as reader:
+        before = (await reader.execute(text("SELECT count(*) FROM t"))).scalar_one()
+        async with sqlite_db.begin() as writer:
+            await writer.execute(text("INSERT INTO t (v) VALUES ('new')"))
+        # The read began before the write committed: it goes on seeing what it saw.
+        again = (await reader.execute(text("SELECT count(*) FROM t"))).scalar_one()
+    assert before == again == 0
+    async with sqlite_db.connect() as fresh:
+        assert (await fresh.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+
+
+async def test_a_read_whose_first_statement_fails_still_ends_its_transaction(sqlite_db):
+    async with sqlite_db.connect() as reader:
+        with pytest.raises(Exception, match="no such table"):
+            await reader.execute(text("SELECT * FROM missing"))
+    # Nothing was left open on the connection: a writer gets the file at once.
+    async with sqlite_db.begin() as writer:
+        await writer.execute(text("INSERT INTO t (v) VALUES ('after')"))
+    async with sqlite_db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1

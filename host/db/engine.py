@@ -116,7 +116,8 @@ def shown_url(url: str) -> str:
 
 
 def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
-    """Create the engine for ``url`` (``sqlite+aiosqlite`` or ``mysql+aiomysql``).
+    """Create the engine for ``url`` (``sqlite+aiosqlite``, or ``mysql+asyncmy`` — the MariaDB
+    driver to name — or ``mysql+aiomysql``).
 
     SQLite (:class:`SQLiteEngine`): WAL with a busy timeout; a write transaction
     (``begin()``) waits for the file's in-process writer lock and begins ``IMMEDIATE`` (a
@@ -150,8 +151,14 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
-            writer = connection.get_execution_options().get(_WRITER, False)
-            connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+            if connection.get_execution_options().get(_WRITER, False):
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            driver = connection.connection.driver_connection
+            if isinstance(driver, sqlite_driver.Connection):
+                driver.begin_deferred()  # BEGIN with the first statement, in its turn
+            else:
+                connection.exec_driver_sql("BEGIN")
 
         return engine
 

@@ -539,31 +539,65 @@ _next_open_id = (
     .correlate(event_runs)
     .scalar_subquery()
 )
-_CURSOR = (
-    select(
-        r.status,
-        r.current_phase,
-        r.hold_until,
-        r.waiting_reason,
-        r.waiting_since,
-        *[c.label(f"step_{c.name}") for c in event_run_steps.c],
-    )
-    .select_from(event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id))
-    .where(r.id == bindparam("run_id"))
-)
+_CURSOR_OF = select(
+    r.id,
+    r.status,
+    r.current_phase,
+    r.hold_until,
+    r.waiting_reason,
+    r.waiting_since,
+    *[c.label(f"step_{c.name}") for c in event_run_steps.c],
+).select_from(event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id))
+_CURSOR = _CURSOR_OF.where(r.id == bindparam("run_id"))
+_CURSORS = _CURSOR_OF.where(r.id.in_(bindparam("run_ids", expanding=True)))
+
+Cursor = tuple[dict[str, Any], dict[str, Any] | None]
 
 
-async def read_cursor(
-    conn: AsyncConnection, run_id: int
-) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """``(run state, next open step or None)``, or None when the run is gone."""
-    row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
-    if row is None:
-        return None
+def _cursor(row: Row) -> Cursor:
     data = row._mapping
-    state = {k: data[k] for k in ("status", "current_phase", "hold_until")}
-    state["waiting_reason"] = data["waiting_reason"]
-    state["waiting_since"] = data["waiting_since"]
+    state = {
+        k: data[k]
+        for k in ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
+    }
     if data["step_id"] is None:
         return state, None
     return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+
+
+async def read_cursor(conn: AsyncConnection, run_id: int) -> Cursor | None:
+    """``(run state, next open step or None)``, or None when the run is gone."""
+    row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
+    return None if row is None else _cursor(row)
+
+
+async def read_cursors(conn: AsyncConnection, run_ids: list[int]) -> dict[int, Cursor]:
+    """:func:`read_cursor` for many runs in one read: run id -> its cursor (a run that is
+    gone is left out)."""
+    if not run_ids:
+        return {}
+    rows = await conn.execute(_CURSORS, {"run_ids": run_ids})
+    return {row.id: _cursor(row) for row in rows}
+
+
+# Run rows no other transaction holds and no claim lease covers, locked for this one: on
+# MariaDB another host's claim in flight is skipped rather than waited for, and a row already
+# claimed is not kept locked (READ COMMITTED lets go of a row its WHERE turns down). SQLite's
+# writer holds the whole file, and the clause is not rendered there.
+_FREE = (
+    select(r.id)
+    .where(
+        r.id.in_(bindparam("run_ids", expanding=True)),
+        or_(r.lease_until.is_(None), r.lease_until <= bindparam("now")),
+    )
+    .order_by(r.id)
+    .with_for_update(skip_locked=True)
+)
+
+
+async def lock_free(conn: AsyncConnection, run_ids: list[int], *, now: datetime) -> list[int]:
+    """Of ``run_ids``, those no other transaction has locked and no live claim lease covers
+    at ``now``, locked by this one until it ends (``FOR UPDATE SKIP LOCKED``), in id order."""
+    if not run_ids:
+        return []
+    return list((await conn.execute(_FREE, {"run_ids": run_ids, "now": now})).scalars())

@@ -26,9 +26,11 @@ from sqlalchemy.engine import URL
 _Answer = tuple[Any, int, int | None, list[Any]]
 
 
-def _run(conn: sqlite3.Connection, many: bool, sql: str, parameters: Any) -> _Answer:
+def _run(conn: sqlite3.Connection, begin: bool, many: bool, sql: str, parameters: Any) -> _Answer:
     cursor = conn.cursor()
     try:
+        if begin:
+            cursor.execute("BEGIN")
         if many:
             cursor.executemany(sql, parameters)
         else:
@@ -65,9 +67,11 @@ class Cursor:
 
     async def _turn(self, many: bool, sql: str, parameters: Any) -> Cursor:
         conn = self._connection
-        self.description, self.rowcount, self.lastrowid, self._rows = await conn._execute(
-            _run, conn._conn, many, sql, parameters
-        )
+        # Taken before the turn: a statement that fails may have run its BEGIN, so the
+        # rollback after it takes its turn as any other.
+        begin, conn.begin_pending = conn.begin_pending, False
+        answer = await conn._execute(_run, conn._conn, begin, many, sql, parameters)
+        self.description, self.rowcount, self.lastrowid, self._rows = answer
         return self
 
     async def fetchall(self) -> list[Any]:
@@ -87,10 +91,37 @@ class Cursor:
 
 
 class Connection(aiosqlite.Connection):
-    """aiosqlite's connection, whose cursors take one turn of its thread a statement."""
+    """aiosqlite's connection, whose cursors take one turn of its thread a statement.
+
+    :meth:`begin_deferred` begins a read transaction with the next statement, in its turn:
+    a ``BEGIN`` (deferred) takes no lock and reads nothing, so running it just before the
+    first statement is the same transaction, one turn cheaper; and a read that ends before
+    any statement ran ends without a turn at all.
+    """
+
+    #: A deferred ``BEGIN`` waits for the next statement's turn.
+    begin_pending = False
 
     def cursor(self) -> Cursor:  # type: ignore[override]
         return Cursor(self)
+
+    def begin_deferred(self) -> None:
+        self.begin_pending = True
+
+    async def commit(self) -> None:
+        if self._ended_without_a_turn():
+            return
+        await super().commit()
+
+    async def rollback(self) -> None:
+        if self._ended_without_a_turn():
+            return
+        await super().rollback()
+
+    def _ended_without_a_turn(self) -> bool:
+        """Whether a transaction ends with nothing to end: its BEGIN never ran."""
+        pending, self.begin_pending = self.begin_pending, False
+        return pending
 
 
 def connector(url: URL) -> Callable[[], Connection]:

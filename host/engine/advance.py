@@ -19,6 +19,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.engine.batch import in_outcome_transaction
+from pageant.engine.claiming import claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -26,6 +27,8 @@ from pageant.runs.create import materialise_phase
 from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
@@ -53,20 +56,34 @@ async def advance(host: Host, now: datetime) -> None:
             busy=list(engine.inflight),
             stall_seconds=host.settings.stall_seconds,
         )
-    for row in found:
-        engine.spawn(row.id, process_run(host, dict(row._mapping)))
+    rows = [dict(row._mapping) for row in found]
+    # Several running runs due at once are claimed together, ready steps and all.
+    claimed, tried = await claim_due(host, rows) if rows else ({}, set())
+    # The claimed first: their claim leases run, so they take the free dispatch slots.
+    for run in rows:
+        if run["id"] in claimed:
+            engine.spawn(run["id"], process_run(host, run, claimed=claimed[run["id"]]))
+    for run in rows:
+        if run["id"] not in tried:
+            engine.spawn(run["id"], process_run(host, run))
 
 
-async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
+async def process_run(
+    host: Host, run: dict[str, Any], *, claimed: Ahead | None = None
+) -> tuple[str, bool]:
     """Claim one run, advance it, and hand the claim back if it is still in flight.
 
+    ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
+    read its cursor and maybe claimed its next step; the run's loop starts from there.
     Answers ``(outcome, progressed)``; ``progressed`` is whether anything changed, which
     is what tells the engine to look again at once rather than at the next due instant.
     """
-    if stopping(host):
-        return STOPPING, False
     now = host.clock.now()
     owner = host.identity
+    if claimed is not None:
+        return await _advance_claimed(host, run, owner, claimed)
+    if stopping(host):
+        return STOPPING, False
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
     if run["status"] == "scheduled":
         not_started = await _start(host, run, now=now, owner=owner, lease=lease)
@@ -81,10 +98,16 @@ async def process_run(host: Host, run: dict[str, Any]) -> tuple[str, bool]:
         )
         if not claimed:
             return TAKEN, False
+    return await _advance_claimed(host, run, owner, None)
+
+
+async def _advance_claimed(
+    host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None
+) -> tuple[str, bool]:
     progress = _Progress()
     outcome = "error"
     try:
-        outcome = await advance_run(host, run, progress)
+        outcome = await advance_run(host, run, progress, ahead=ahead)
     finally:
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
@@ -119,19 +142,25 @@ async def _start(
             return "blocked"
     if stopping(host):
         return STOPPING
+
+    async def claim(conn: AsyncConnection) -> bool:
+        # Shared with other runs' writes (a burst of starts commits together); may run twice.
+        if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
+            return False
+        await runlog.write(
+            conn,
+            run["id"],
+            LogKind.RUN_STATUS,
+            at=now,
+            detail={"from": "scheduled", "to": "starting"},
+        )
+        if run["waiting_reason"] is not None:
+            await waiting.note(conn, run["id"], None, now=now)
+        return True
+
     try:
-        async with host.db.begin() as conn:
-            if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
-                return TAKEN
-            await runlog.write(
-                conn,
-                run["id"],
-                LogKind.RUN_STATUS,
-                at=now,
-                detail={"from": "scheduled", "to": "starting"},
-            )
-            if run["waiting_reason"] is not None:
-                await waiting.note(conn, run["id"], None, now=now)
+        if not await in_outcome_transaction(host, claim):
+            return TAKEN
     except IntegrityError:
         # Another run took the key between the look above and the claim: the unique index
         # on concurrency_lock, not the look, is what keeps two live holders apart.
@@ -222,10 +251,12 @@ async def _complete(
 ) -> str:
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
-    async with host.db.begin() as conn:
+
+    async def finish(conn: AsyncConnection) -> bool | None:
+        # Shared with other runs' writes; may run twice. None: the run changed underneath.
         if last_phase is not None:
             if not await runs.to_ending(conn, run_id):
-                return TAKEN
+                return None
             await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
             await runlog.write(
                 conn,
@@ -250,6 +281,11 @@ async def _complete(
                 at=now,
                 detail={"from": "ending", "to": "completed"},
             )
+        return completed
+
+    completed = await in_outcome_transaction(host, finish)
+    if completed is None:
+        return TAKEN
     if completed:
         await lifecycle.announce(host, run_id, lifecycle.RUN_COMPLETED)
     return "completed"
@@ -272,40 +308,43 @@ async def _enter(
     current phase without its steps and gate. False when the run changed underneath (a
     control won the race); nothing is then written."""
     phase = phases[index]
-    try:
-        async with host.db.begin() as conn:
-            count = await materialise_phase(
-                conn, run_id=run_id, phase=phase, registry=host.registry
-            )
-            gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
-            if not await runs.enter_phase(
-                conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
-            ):
-                raise _Lost
-            if old_phase is None:
-                await runlog.write(
-                    conn,
-                    run_id,
-                    LogKind.RUN_STATUS,
-                    at=now,
-                    detail={"from": "starting", "to": "running"},
-                )
-            else:
-                await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
-                await runlog.write(
-                    conn,
-                    run_id,
-                    LogKind.PHASE_COMPLETED,
-                    at=now,
-                    phase=old_phase,
-                    detail={"index": index - 1},
-                )
-            entered: dict[str, Any] = {"index": index, "steps": count}
-            if gate is not None:
-                entered["gate"] = gate
+
+    async def enter(conn: AsyncConnection) -> None:
+        # Shared with other runs' writes; may run twice. _Lost rolls it back (and the
+        # batch writes the others again on their own).
+        count = await materialise_phase(conn, run_id=run_id, phase=phase, registry=host.registry)
+        gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
+        if not await runs.enter_phase(
+            conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
+        ):
+            raise _Lost
+        if old_phase is None:
             await runlog.write(
-                conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
+                conn,
+                run_id,
+                LogKind.RUN_STATUS,
+                at=now,
+                detail={"from": "starting", "to": "running"},
             )
+        else:
+            await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
+            await runlog.write(
+                conn,
+                run_id,
+                LogKind.PHASE_COMPLETED,
+                at=now,
+                phase=old_phase,
+                detail={"index": index - 1},
+            )
+        entered: dict[str, Any] = {"index": index, "steps": count}
+        if gate is not None:
+            entered["gate"] = gate
+        await runlog.write(
+            conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
+        )
+
+    try:
+        await in_outcome_transaction(host, enter)
     except _Lost:
         return False
     if old_phase is None:
@@ -314,8 +353,11 @@ async def _enter(
     return True
 
 
-async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> str:
-    """Advance one claimed run as far as it goes this tick; answers why it stopped."""
+async def advance_run(
+    host: Host, run: dict[str, Any], progress: _Progress, *, ahead: Ahead | None = None
+) -> str:
+    """Advance one claimed run as far as it goes this tick; answers why it stopped.
+    ``ahead``: what the run's claim already read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
     async with host.db.connect() as conn:
@@ -339,7 +381,8 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
         return await _complete(host, run_id, now=now)
 
     bound = host.settings.steps_per_run_per_tick
-    ahead = Ahead(host, run_id)
+    if ahead is None:
+        ahead = Ahead(host, run_id)
     for taken in range(bound):
         now = host.clock.now()
         claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
@@ -436,9 +479,9 @@ async def advance_run(host: Host, run: dict[str, Any], progress: _Progress) -> s
 
         if stopping(host):
             return STOPPING  # the host is stopping: no new step, the claim goes back
-        await _clear_waiting(host, run_id, state, now=now)
         ahead.remaining = bound - taken - 1
-        outcome = await dispatch_step(host, run, step, ahead=ahead)
+        # What the run waited on is cleared in the step's claim, one transaction for both.
+        outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state)
         if outcome == TAKEN:
             return TAKEN
         progress.made = True

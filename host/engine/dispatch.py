@@ -86,29 +86,50 @@ class Ahead:
         self.clear()
         if self.remaining <= 0:
             return
-        self.found = await read_cursor(conn, self.run_id)
-        self.seen = True
-        if self.found is None:
+        found = await read_cursor(conn, self.run_id)
+        await self.take(conn, found, now=now)
+
+    async def take(
+        self,
+        conn: AsyncConnection,
+        found: tuple[dict[str, Any], dict[str, Any] | None] | None,
+        *,
+        now: datetime,
+        clear_waiting: bool = False,
+    ) -> None:
+        """Keep ``found`` (the run's cursor, read in ``conn``) for the run's loop, and claim
+        its next step in ``conn`` if it is ready. ``clear_waiting``: a note of what the run
+        waited on does not stop the claim, and is cleared in ``conn`` with it."""
+        self.found, self.seen = found, True
+        if found is None:
             return
-        state, step = self.found
-        if not self._ready(state, step, now):
+        state, step = found
+        if not self._ready(state, step, now, waiting_ok=clear_waiting):
             return
         assert step is not None
+        if state["waiting_reason"] is not None:
+            await waiting.note(conn, self.run_id, None, now=now, phase=state["current_phase"])
+            state["waiting_reason"] = None
         action = self.host.registry.actions.get(step["action"])
         decision = await claim_in(self.host, conn, step, action, now=now)
         if decision is not None:
             self.claimed = Claimed(step, decision, now)
 
     def _ready(
-        self, state: Mapping[str, Any], step: Mapping[str, Any] | None, now: datetime
+        self,
+        state: Mapping[str, Any],
+        step: Mapping[str, Any] | None,
+        now: datetime,
+        *,
+        waiting_ok: bool = False,
     ) -> bool:
-        # Only the plain case: anything else (a hold, a wait to note or clear, a gate, an
-        # unavailable action, a stopping host) is the run's loop to look at, as ever.
+        # Only the plain case: anything else (a hold, a wait to note, a gate, an unavailable
+        # action, a stopping host) is the run's loop to look at, as ever.
         return (
             step is not None
             and state["status"] == "running"
             and state["hold_until"] is None
-            and state["waiting_reason"] is None
+            and (waiting_ok or state["waiting_reason"] is None)
             and step["status"] == "pending"
             and (step["due_at"] is None or step["due_at"] <= now)
             and self.host.unavailable(step["action"]) is None
@@ -328,11 +349,13 @@ async def dispatch_step(
     *,
     ahead: Ahead | None = None,
     claimed: Claimed | None = None,
+    waited: Mapping[str, Any] | None = None,
 ) -> str:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
 
     ``claimed`` is the step's claim made ahead (by the answer before it); ``ahead``, given,
-    looks past a ``done`` answer in its transaction.
+    looks past a ``done`` answer in its transaction; ``waited``, the run's state as its loop
+    read it: a waiting note on it is cleared in the claim's transaction.
     """
     action = host.registry.actions.get(step["action"])
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
@@ -342,9 +365,15 @@ async def dispatch_step(
         now = host.clock.now()
         if getattr(host.engine, "stopping", False):
             return STOP  # the host began a clean stop since the run's loop looked
-        found = await in_outcome_transaction(
-            host, lambda conn: claim_in(host, conn, step, action, now=now)
-        )
+
+        async def take(conn: AsyncConnection) -> Decision | None:
+            if waited is not None and waited["waiting_reason"] is not None:
+                await waiting.note(
+                    conn, step["run_id"], None, now=now, phase=waited["current_phase"]
+                )
+            return await claim_in(host, conn, step, action, now=now)
+
+        found = await in_outcome_transaction(host, take)
         if found is None:
             return TAKEN
         decision = found

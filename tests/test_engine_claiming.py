@@ -1,0 +1,140 @@
+"""Claiming set-wise: the advance stage claims the due runs, and their ready steps, in one
+transaction — as many as there are dispatch slots, skipping what another claimer holds."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from pageant.db.tables import event_runs
+from pageant.engine import Engine
+from pageant.engine import advance as advance_stage
+from pageant.engine.advance import advance
+from pageant.engine.claiming import claim_due
+from pageant.runs.create import start_now
+from tests.databases import MARIADB_ONLY
+from tests.factories import (
+    Probe,
+    log_lines,
+    make_host,
+    phase,
+    probe_step,
+    publish_event,
+    run_row,
+    spec,
+    step_rows,
+    wait,
+)
+
+
+async def _start(host, event_spec, *, scope=""):
+    event = await publish_event(host.db, host.clock.now(), event_spec, title=f"e {scope}")
+    run_id, _ = await start_now(host, event.id, scope=scope, actor="admin:test")
+    return run_id
+
+
+async def _waiting_runs(host, engine, clock, n):
+    """``n`` runs each past a 5 s wait, their next step pending and due now."""
+    run_ids = [
+        await _start(host, spec(phase("p", wait(5), probe_step(f"s{i}"))), scope=f"r{i}")
+        for i in range(n)
+    ]
+    await engine.tick()
+    clock.advance(6)
+    return run_ids
+
+
+async def _due_rows(host):
+    from pageant.db import due
+
+    async with host.db.connect() as conn:
+        found = await due.find_due(conn, host.clock.now(), limit=50, busy=[])
+    return [dict(row._mapping) for row in found]
+
+
+def recording(monkeypatch) -> list[tuple[dict, set]]:
+    """What each set-wise claim of the advance stage answered, as it answered it."""
+    answers: list[tuple[dict, set]] = []
+
+    async def recorded(host, found):
+        claimed, tried = await claim_due(host, found)
+        answers.append(
+            ({run_id: ahead.claimed is not None for run_id, ahead in claimed.items()}, tried)
+        )
+        return claimed, tried
+
+    monkeypatch.setattr(advance_stage, "claim_due", recorded)
+    return answers
+
+
+async def test_runs_due_together_are_claimed_with_their_steps_in_one_transaction(
+    probe_host, engine, clock, probe, monkeypatch
+):
+    run_ids = await _waiting_runs(probe_host, engine, clock, 4)
+    answers = recording(monkeypatch)
+    before = engine.outcomes.transactions
+    await engine.tick()
+    # One claim for the four runs, each with the step after its wait.
+    assert answers == [(dict.fromkeys(run_ids, True), set(run_ids))]
+    assert sorted(probe.names()) == ["s0", "s1", "s2", "s3"]  # each performed once
+    for run_id in run_ids:
+        row = await run_row(probe_host.db, run_id)
+        assert (row.status, row.claimed_by, row.waiting_reason) == ("completed", None, None)
+        _, after = await step_rows(probe_host.db, run_id)
+        assert (after.status, after.attempts) == ("done", 1)
+        done = [
+            ln
+            for ln in await log_lines(probe_host.db, run_id, "step.status")
+            if ln.detail.get("to") == "done"
+        ]
+        assert len(done) == 2  # the wait and the step after it, each once
+    # The claim, the four answers (together or not) and the four completions: the claims
+    # cost one transaction, not four.
+    assert engine.outcomes.transactions - before <= 1 + 4 + 4
+
+
+async def test_no_more_runs_are_claimed_than_there_are_dispatch_slots(
+    settings, db, clock, monkeypatch
+):
+    probe = Probe()
+    tuned = settings.model_copy(update={"dispatch_concurrency": 2})
+    host = make_host(tuned, db, clock, [probe])
+    engine = Engine(host)
+    try:
+        await _waiting_runs(host, engine, clock, 5)
+        answers = recording(monkeypatch)
+        await engine.tick()
+        claimed, tried = answers[0]
+        assert len(claimed) == len(tried) == 2
+        # The rest are left to the runs' own tasks: every run moved on in that tick.
+        assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
+    finally:
+        await engine.stop()
+        await host.close()
+
+
+async def test_a_lone_due_run_is_left_to_its_own_task(probe_host, engine, clock):
+    await _waiting_runs(probe_host, engine, clock, 1)
+    assert await claim_due(probe_host, await _due_rows(probe_host)) == ({}, set())
+
+
+@MARIADB_ONLY  # SKIP LOCKED is MariaDB's
+async def test_a_run_another_transaction_holds_is_skipped_not_waited_for(probe_host, engine, clock):
+    run_ids = await _waiting_runs(probe_host, engine, clock, 3)
+    held = run_ids[1]
+    rows = await _due_rows(probe_host)
+    async with probe_host.db.begin() as other:
+        # Another host's claim of one run, in flight.
+        await other.execute(
+            select(event_runs.c.id).where(event_runs.c.id == held).with_for_update()
+        )
+        async with asyncio.timeout(5):
+            claimed, tried = await claim_due(probe_host, rows)
+    assert set(claimed) == {run_ids[0], run_ids[2]}
+    assert held in tried  # tried, not claimed: not handed to a task either
+    row = await run_row(probe_host.db, held)
+    assert row.claimed_by is None
+    await advance(probe_host, clock.now())  # the next pass takes it
+    await engine.drain()
+    assert (await run_row(probe_host.db, held)).status == "completed"
