@@ -76,10 +76,10 @@ async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_onc
     keys = [ctx.idempotency_key for ctx in probe.calls]
     assert len(keys) == len(set(keys)) == 16
     batch = engine.outcomes
-    # Each run's start, phase entry, first claim, two answers and completion went through
-    # it, and not one by one: the eight first answers, released together, shared a
-    # transaction.
-    assert batch.writes == 8 * 6
+    # The eight starts (with their first claims, set-wise: one write), then each run's two
+    # answers and its completion went through it, and not one by one: the eight first
+    # answers, released together, shared a transaction.
+    assert batch.writes == 1 + 8 * 3
     assert batch.transactions <= batch.writes - 7
 
 
@@ -302,3 +302,33 @@ async def test_a_start_wakes_the_engine_for_advance_alone(probe_host, engine):
     assert engine._stages_due(slept_through=False) == frozenset({"advance"})
     engine.wake()  # anything else outside: the whole tick
     assert engine._stages_due(slept_through=False) is None
+
+
+async def test_a_disable_committed_during_a_perform_refuses_the_step_claimed_after_it(
+    probe_host, engine, probe
+):
+    from pageant.switchboard import board
+
+    async def disable_then_ok(ctx):
+        async with probe_host.db.begin() as conn:
+            await board.set_action(
+                conn,
+                probe_host.registry,
+                "probe.step",
+                enabled=False,
+                actor="admin:test",
+                now=probe_host.clock.now(),
+            )
+        return {"ok": True}
+
+    probe.script["a"] = [disable_then_ok]
+    run_id = await _start(
+        probe_host, spec(phase("p", probe_step("a"), probe_step("b", on_failure="pause")))
+    )
+    await engine.tick()
+    # The flag was read with the run's cursor in the answer's transaction, after the
+    # disable committed: the step after it is refused, never performed.
+    assert probe.names() == ["a"]
+    (refused,) = await log_lines(probe_host.db, run_id, "step.refused")
+    assert refused.detail["code"] == "disabled"
+    assert (await run_row(probe_host.db, run_id)).status == "paused"

@@ -16,6 +16,7 @@ from pageant.runs.create import start_now
 from tests.databases import MARIADB_ONLY
 from tests.factories import (
     Probe,
+    log_kinds,
     log_lines,
     make_host,
     phase,
@@ -60,7 +61,7 @@ def recording(monkeypatch) -> list[tuple[dict, set]]:
     async def recorded(host, found):
         claimed, tried = await claim_due(host, found)
         answers.append(
-            ({run_id: ahead.claimed is not None for run_id, ahead in claimed.items()}, tried)
+            ({run_id: got.ahead.claimed is not None for run_id, got in claimed.items()}, tried)
         )
         return claimed, tried
 
@@ -138,3 +139,40 @@ async def test_a_run_another_transaction_holds_is_skipped_not_waited_for(probe_h
     await advance(probe_host, clock.now())  # the next pass takes it
     await engine.drain()
     assert (await run_row(probe_host.db, held)).status == "completed"
+
+
+async def test_runs_started_together_start_in_one_transaction_as_each_would_alone(
+    probe_host, engine, probe, monkeypatch
+):
+    answers: list[dict] = []
+
+    async def recorded(host, found):
+        claimed, tried = await claim_due(host, found)
+        answers.append(
+            {
+                run_id: (got.status, got.started_into, got.ahead.claimed is not None)
+                for run_id, got in claimed.items()
+            }
+        )
+        return claimed, tried
+
+    monkeypatch.setattr(advance_stage, "claim_due", recorded)
+    together = [
+        await _start(probe_host, spec(phase("p", probe_step(f"a{i}"))), scope=f"r{i}")
+        for i in range(3)
+    ]
+    before = engine.outcomes.transactions
+    await engine.tick()
+    # One claim started the three, each into its first phase with its first step claimed.
+    assert answers[0] == dict.fromkeys(together, ("running", "p", True))
+    assert sorted(probe.names()) == ["a0", "a1", "a2"]
+    # The claim, three answers and three completions at most.
+    assert engine.outcomes.transactions - before <= 1 + 3 + 3
+    # A run started alone, by its own task, leaves the same log.
+    alone = await _start(probe_host, spec(phase("p", probe_step("b"))), scope="alone")
+    await engine.tick()
+    assert answers[-1] == {}
+    expected = await log_kinds(probe_host.db, alone)
+    for run_id in together:
+        assert (await run_row(probe_host.db, run_id)).status == "completed"
+        assert await log_kinds(probe_host.db, run_id) == expected

@@ -15,11 +15,13 @@ from sqlalchemy import and_, bindparam, case, exists, func, literal, or_, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
+    event_action_settings,
     event_definitions,
     event_run_steps,
     event_runs,
@@ -539,6 +541,9 @@ _next_open_id = (
     .correlate(event_runs)
     .scalar_subquery()
 )
+# With the step's action's switchboard row (if an admin set one): a claim in the same shared
+# transaction then reads the flag from here rather than once more (pageant.db.shared).
+_setting = event_action_settings.c
 _CURSOR_OF = select(
     r.id,
     r.status,
@@ -547,15 +552,25 @@ _CURSOR_OF = select(
     r.waiting_reason,
     r.waiting_since,
     *[c.label(f"step_{c.name}") for c in event_run_steps.c],
-).select_from(event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id))
+    _setting.action_id.label("setting_action"),
+    _setting.enabled.label("setting_enabled"),
+).select_from(
+    event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id).outerjoin(
+        event_action_settings, _setting.action_id == event_run_steps.c.action
+    )
+)
 _CURSOR = _CURSOR_OF.where(r.id == bindparam("run_id"))
 _CURSORS = _CURSOR_OF.where(r.id.in_(bindparam("run_ids", expanding=True)))
 
 Cursor = tuple[dict[str, Any], dict[str, Any] | None]
 
 
-def _cursor(row: Row) -> Cursor:
+def _cursor(row: Row, conn: AsyncConnection) -> Cursor:
     data = row._mapping
+    if data["step_id"] is not None:
+        # The flag as read now, for the claim that may follow in this shared transaction.
+        enabled = None if data["setting_action"] is None else bool(data["setting_enabled"])
+        shared.know_flag(conn, data["step_action"], enabled)
     state = {
         k: data[k]
         for k in ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
@@ -568,7 +583,7 @@ def _cursor(row: Row) -> Cursor:
 async def read_cursor(conn: AsyncConnection, run_id: int) -> Cursor | None:
     """``(run state, next open step or None)``, or None when the run is gone."""
     row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
-    return None if row is None else _cursor(row)
+    return None if row is None else _cursor(row, conn)
 
 
 async def read_cursors(conn: AsyncConnection, run_ids: list[int]) -> dict[int, Cursor]:
@@ -577,7 +592,7 @@ async def read_cursors(conn: AsyncConnection, run_ids: list[int]) -> dict[int, C
     if not run_ids:
         return {}
     rows = await conn.execute(_CURSORS, {"run_ids": run_ids})
-    return {row.id: _cursor(row) for row in rows}
+    return {row.id: _cursor(row, conn) for row in rows}
 
 
 # Run rows no other transaction holds and no claim lease covers, locked for this one: on

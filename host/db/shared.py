@@ -45,3 +45,12 @@ def of(conn: AsyncConnection) -> Shared | None:
     """The shared scope of ``conn``, if the running block made one."""
     scope = _current.get()
     return scope if scope is not None and scope.conn is conn else None
+
+
+def know_flag(conn: AsyncConnection, action_id: str, enabled: bool | None) -> None:
+    """Keep an action's switchboard flag read in ``conn``'s shared transaction by another
+    statement (a run's cursor), so :func:`pageant.db.switchboard.enabled_flag` need not read
+    it again; nothing outside a shared block."""
+    scope = of(conn)
+    if scope is not None:
+        scope.flags[action_id] = enabled

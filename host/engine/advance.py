@@ -19,11 +19,11 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.engine.batch import in_outcome_transaction
-from pageant.engine.claiming import claim_due
+from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
+from pageant.engine.transitions import Lost, enter_phase_in, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
-from pageant.runs.create import materialise_phase
 from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ async def advance(host: Host, now: datetime) -> None:
             stall_seconds=host.settings.stall_seconds,
         )
     rows = [dict(row._mapping) for row in found]
-    # Several running runs due at once are claimed together, ready steps and all.
+    # Several runs due at once are started and claimed together, ready steps and all.
     claimed, tried = await claim_due(host, rows) if rows else ({}, set())
     # The claimed first: their claim leases run, so they take the free dispatch slots.
     for run in rows:
@@ -69,19 +69,31 @@ async def advance(host: Host, now: datetime) -> None:
 
 
 async def process_run(
-    host: Host, run: dict[str, Any], *, claimed: Ahead | None = None
+    host: Host, run: dict[str, Any], *, claimed: SetClaim | None = None
 ) -> tuple[str, bool]:
     """Claim one run, advance it, and hand the claim back if it is still in flight.
 
     ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
-    read its cursor and maybe claimed its next step; the run's loop starts from there.
-    Answers ``(outcome, progressed)``; ``progressed`` is whether anything changed, which
-    is what tells the engine to look again at once rather than at the next due instant.
+    may have started it, read its cursor and claimed its next step; the run's loop starts
+    from there. Answers ``(outcome, progressed)``; ``progressed`` is whether anything
+    changed, which is what tells the engine to look again at once rather than at the next
+    due instant.
     """
     now = host.clock.now()
     owner = host.identity
     if claimed is not None:
-        return await _advance_claimed(host, run, owner, claimed)
+        run["status"] = claimed.status
+        if claimed.started_into is not None:
+            # Its start committed with the set's claim: the triggers fire now, after it.
+            await lifecycle.announce(
+                host, run["id"], lifecycle.RUN_STARTED, phase=claimed.started_into
+            )
+            await lifecycle.announce(
+                host, run["id"], lifecycle.PHASE_ENTERED, phase=claimed.started_into
+            )
+        return await _advance_claimed(
+            host, run, owner, claimed.ahead, started=claimed.started_into is not None
+        )
     if stopping(host):
         return STOPPING, False
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
@@ -102,9 +114,10 @@ async def process_run(
 
 
 async def _advance_claimed(
-    host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None
+    host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None, *, started: bool = False
 ) -> tuple[str, bool]:
     progress = _Progress()
+    progress.made = started
     outcome = "error"
     try:
         outcome = await advance_run(host, run, progress, ahead=ahead)
@@ -143,23 +156,12 @@ async def _start(
     if stopping(host):
         return STOPPING
 
-    async def claim(conn: AsyncConnection) -> bool:
-        # Shared with other runs' writes (a burst of starts commits together); may run twice.
-        if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
-            return False
-        await runlog.write(
-            conn,
-            run["id"],
-            LogKind.RUN_STATUS,
-            at=now,
-            detail={"from": "scheduled", "to": "starting"},
-        )
-        if run["waiting_reason"] is not None:
-            await waiting.note(conn, run["id"], None, now=now)
-        return True
-
     try:
-        if not await in_outcome_transaction(host, claim):
+        # Shared with other runs' writes (a burst of starts commits together); may run twice.
+        started = await in_outcome_transaction(
+            host, lambda conn: start_in(conn, run, owner=owner, lease=lease, now=now)
+        )
+        if not started:
             return TAKEN
     except IntegrityError:
         # Another run took the key between the look above and the claim: the unique index
@@ -183,10 +185,6 @@ async def _blocked(host: Host, run: Record, holder: Record, now: datetime) -> No
 
 class _Progress:
     made = False
-
-
-class _Lost(Exception):
-    """The run changed underneath a transition (a control won): roll the transaction back."""
 
 
 async def _wait(
@@ -308,44 +306,23 @@ async def _enter(
     current phase without its steps and gate. False when the run changed underneath (a
     control won the race); nothing is then written."""
     phase = phases[index]
-
-    async def enter(conn: AsyncConnection) -> None:
-        # Shared with other runs' writes; may run twice. _Lost rolls it back (and the
-        # batch writes the others again on their own).
-        count = await materialise_phase(conn, run_id=run_id, phase=phase, registry=host.registry)
-        gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
-        if not await runs.enter_phase(
-            conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
-        ):
-            raise _Lost
-        if old_phase is None:
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.RUN_STATUS,
-                at=now,
-                detail={"from": "starting", "to": "running"},
-            )
-        else:
-            await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.PHASE_COMPLETED,
-                at=now,
-                phase=old_phase,
-                detail={"index": index - 1},
-            )
-        entered: dict[str, Any] = {"index": index, "steps": count}
-        if gate is not None:
-            entered["gate"] = gate
-        await runlog.write(
-            conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
-        )
-
     try:
-        await in_outcome_transaction(host, enter)
-    except _Lost:
+        # Shared with other runs' writes; may run twice. Lost rolls it back (and the batch
+        # writes the others again on their own).
+        await in_outcome_transaction(
+            host,
+            lambda conn: enter_phase_in(
+                conn,
+                host,
+                run_id,
+                phases,
+                index,
+                from_status=from_status,
+                old_phase=old_phase,
+                now=now,
+            ),
+        )
+    except Lost:
         return False
     if old_phase is None:
         await lifecycle.announce(host, run_id, lifecycle.RUN_STARTED, phase=phase["key"])

@@ -1,32 +1,42 @@
 """Claiming set-wise: the advance stage claims the due runs, and their ready steps, together.
 
-When the advance stage finds several running runs due at once — a hundred waits ending in
-the same second, twenty runs moving side by side — it claims them in **one transaction**
-instead of one task at a time: each run's claim (the same compare-and-set a run's own task
-makes), their cursors in one read, and every step that is plainly ready (pending and due,
-the run running, not held, the action available) with the same compare-and-set, budget
-check and ledger placeholder as any claim. A note of what the run waited on is cleared in
-the same transaction. Each claimed run is then handed to its task with its claim and its
-cursor in hand, so it performs the step at once; a run whose step is not ready (a gate, a
-due instant not come) is looked at by its task as ever.
+When the advance stage finds several runs due at once — a hundred runs started in the same
+second, a hundred waits ending in it, twenty runs moving side by side — it claims them in
+**one transaction** instead of one task at a time:
+
+- a run that is ``scheduled`` (its instant come, within its grace, verified, with no
+  concurrency key to look up) is started: ``scheduled -> starting``, its first phase entered
+  with its steps and gate, ``-> running`` — the same writes as a run's own start;
+- a ``running`` run that is not held is claimed for the pass (the same compare-and-set as a
+  run's own task makes);
+- their cursors are read in one statement, and each step that is plainly ready (pending and
+  due, the run running and not held, the action available) is claimed with the same
+  compare-and-set, budget check and ledger placeholder as any claim; a note of what the run
+  waited on is cleared with it.
+
+Each claimed run is then handed to its task with all of that in hand: it fires the lifecycle
+triggers of its start (after the commit, as ever) and performs the step at once. A run whose
+step is not ready (a gate, a due instant not come) is looked at by its task as ever.
 
 On MariaDB the run rows are first locked ``FOR UPDATE SKIP LOCKED``: a run another host is
 claiming right now is skipped, not waited for, so two hosts share the due runs instead of
-queueing on each other's locks.
-
-Only as many runs are claimed as there are dispatch slots free: a claimed step's lease runs
-from its claim, and a step must not wait for a slot longer than its lease.
+queueing on each other's locks. Only as many runs are claimed as there are dispatch slots
+free: a claimed step's claim lease runs from its claim, and it must not wait for a slot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runs
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import Ahead
+from pageant.engine.transitions import enter_phase_in, start_in
+from pageant.runs import waiting
+from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,46 +47,86 @@ if TYPE_CHECKING:
 MIN_SET = 2
 
 
-def candidates(host: Host, found: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The due runs a set-wise claim may take: running and not held (a hold that ran out is
-    the run's loop to clear), as many as there are dispatch slots free."""
+@dataclass
+class SetClaim:
+    """What a run's task starts from after a set-wise claim."""
+
+    #: The cursor read in the claim, and the step claimed when it was ready.
+    ahead: Ahead
+    #: The run's status after the claim (``running``, or ``starting`` when its first phase
+    #: was left to its task: a pinned version that cannot be read).
+    status: str
+    #: The key of the phase the run was started into, in this claim (None: not started).
+    started_into: str | None = None
+
+
+def _startable(row: Mapping[str, Any], now: datetime) -> bool:
+    # Only the plain start: lateness, an unverified hold and a concurrency key (whose holder
+    # must be looked up and told) are the run's own task to see to, as ever.
+    return (
+        row["status"] == "scheduled"
+        and now <= row["scheduled_for"] + timedelta(seconds=row["grace_seconds"])
+        and not waiting.held_unverified(row)
+        and not row["concurrency_key"]
+    )
+
+
+def candidates(
+    host: Host, found: Sequence[Mapping[str, Any]], now: datetime
+) -> list[Mapping[str, Any]]:
+    """The due runs a set-wise claim may take, as many as there are dispatch slots free:
+    running and not held (a hold that ran out is the run's loop to clear), or plainly
+    startable."""
     engine = host.engine
     room = host.settings.dispatch_concurrency - len(getattr(engine, "inflight", ()))
-    plain = [row for row in found if row["status"] == "running" and row["hold_until"] is None]
+    plain = [
+        row
+        for row in found
+        if (row["status"] == "running" and row["hold_until"] is None) or _startable(row, now)
+    ]
     return plain[: max(0, room)]
 
 
 async def claim_due(
     host: Host, found: Sequence[Mapping[str, Any]]
-) -> tuple[dict[int, Ahead], set[int]]:
+) -> tuple[dict[int, SetClaim], set[int]]:
     """Claim what of ``found`` (the advance stage's due runs) can be claimed set-wise.
 
-    Answers ``(claimed, tried)``: run id -> what its task starts from (the cursor read in
-    the claim, and the step claimed when it was ready), and every run id this tried —
-    one tried and not claimed is another claimer's, and not handed to a task.
+    Answers ``(claimed, tried)``: run id -> what its task starts from, and every run id this
+    tried — one tried and not claimed is another claimer's, and not handed to a task.
     """
-    rows = candidates(host, found)
+    now = host.clock.now()
+    rows = {int(row["id"]): row for row in candidates(host, found, now)}
     if len(rows) < MIN_SET or getattr(host.engine, "stopping", False):
         return {}, set()
     owner = host.identity
-    now = host.clock.now()
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
-    tried = {int(row["id"]) for row in rows}
 
-    async def claim(conn: AsyncConnection) -> dict[int, Ahead]:
+    async def claim(conn: AsyncConnection) -> dict[int, SetClaim]:
         # Shared with other runs' writes; may run twice (each time from the start).
-        free = await runs.lock_free(conn, sorted(tried), now=now)
-        mine = [
-            run_id
-            for run_id in free
-            if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now)
-        ]
-        cursors = await runs.read_cursors(conn, mine)
-        claimed: dict[int, Ahead] = {}
-        for run_id in mine:
-            ahead = Ahead(host, run_id)
-            await ahead.take(conn, cursors.get(run_id), now=now, clear_waiting=True)
-            claimed[run_id] = ahead
+        claimed: dict[int, SetClaim] = {}
+        for run_id in await runs.lock_free(conn, sorted(rows), now=now):
+            row = rows[run_id]
+            if row["status"] == "running":
+                if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
+                    claimed[run_id] = SetClaim(Ahead(host, run_id), "running")
+                continue
+            if not await start_in(conn, row, owner=owner, lease=lease, now=now):
+                continue
+            pinned = await host.engine.versions.get(conn, row["version_id"])
+            phases = phases_of(pinned[1]) if pinned else None
+            if not phases:
+                # Started; what a version that cannot be read does is the task's to say.
+                claimed[run_id] = SetClaim(Ahead(host, run_id), "starting")
+                continue
+            await enter_phase_in(
+                conn, host, run_id, phases, 0, from_status="starting", old_phase=None, now=now
+            )
+            claimed[run_id] = SetClaim(Ahead(host, run_id), "running", phases[0]["key"])
+        running = [run_id for run_id, got in claimed.items() if got.status == "running"]
+        cursors = await runs.read_cursors(conn, running)
+        for run_id in running:
+            await claimed[run_id].ahead.take(conn, cursors.get(run_id), now=now, clear_waiting=True)
         return claimed
 
-    return await in_outcome_transaction(host, claim), tried
+    return await in_outcome_transaction(host, claim), set(rows)

@@ -1,0 +1,92 @@
+"""A run's start and its entry into a phase, written in the caller's transaction: a run's own
+task's, or the advance stage's set-wise claim (:mod:`pageant.engine.claiming`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pageant.db import runlog, runs
+from pageant.db.log_kinds import LogKind
+from pageant.gates import phase as gates
+from pageant.runs import waiting
+from pageant.runs.create import materialise_phase
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    from pageant.hosting import Host
+
+
+class Lost(Exception):
+    """The run changed underneath a transition (a control won): roll the transaction back."""
+
+
+async def start_in(
+    conn: AsyncConnection,
+    run: Mapping[str, Any],
+    *,
+    owner: str,
+    lease: datetime,
+    now: datetime,
+) -> bool:
+    """``scheduled -> starting`` under ``owner``'s claim lease, in ``conn``; False when another
+    claimer got there first. Raises IntegrityError when the run's concurrency key is held
+    by another live run."""
+    if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
+        return False
+    await runlog.write(
+        conn, run["id"], LogKind.RUN_STATUS, at=now, detail={"from": "scheduled", "to": "starting"}
+    )
+    if run["waiting_reason"] is not None:
+        await waiting.note(conn, run["id"], None, now=now)
+    return True
+
+
+async def enter_phase_in(
+    conn: AsyncConnection,
+    host: Host,
+    run_id: int,
+    phases: list[dict[str, Any]],
+    index: int,
+    *,
+    from_status: str,
+    old_phase: str | None,
+    now: datetime,
+) -> None:
+    """Make ``phases[index]`` current in ``conn``: its steps and gate are made before the
+    transition (so the gate's clock and tally start with the phase), and the phase left
+    behind records going past its gate. Raises :class:`Lost` when the run changed
+    underneath; the caller rolls back, so nothing is written then."""
+    phase = phases[index]
+    count = await materialise_phase(conn, run_id=run_id, phase=phase, registry=host.registry)
+    gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
+    if not await runs.enter_phase(
+        conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
+    ):
+        raise Lost
+    if old_phase is None:
+        await runlog.write(
+            conn,
+            run_id,
+            LogKind.RUN_STATUS,
+            at=now,
+            detail={"from": "starting", "to": "running"},
+        )
+    else:
+        await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
+        await runlog.write(
+            conn,
+            run_id,
+            LogKind.PHASE_COMPLETED,
+            at=now,
+            phase=old_phase,
+            detail={"index": index - 1},
+        )
+    entered: dict[str, Any] = {"index": index, "steps": count}
+    if gate is not None:
+        entered["gate"] = gate
+    await runlog.write(
+        conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
+    )
