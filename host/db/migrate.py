@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,17 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+class _NamedKeyNote(logging.Filter):
+    """MariaDB notes that it ignores the name the schema gives a primary key (``pk_...``),
+    and asyncmy logs every server note at WARNING: nothing for an operator to act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith("ignored for PRIMARY key.")
+
+
+logging.getLogger("asyncmy").addFilter(_NamedKeyNote())
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
