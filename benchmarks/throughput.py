@@ -260,13 +260,18 @@ def _cpu(r: Results) -> bool | None:
     return all_of(*answers) if answers else None
 
 
-@goal("the idle tick stays flat: beside N finished runs <= 5 ms and <= 2x the empty database's")
+@goal(
+    "the idle tick stays flat: beside N finished runs <= 2x the empty database's "
+    "(and <= 5 ms on sqlite, where issue 14 measured ~4 ms)"
+)
 def _idle(r: Results) -> bool | None:
     answers = []
     for db in ("sqlite", "mariadb"):
         empty, full = r.get(db, "idle", "empty", "tick_ms"), r.get(db, "idle", "full", "tick_ms")
         if empty is not None and full is not None:
-            answers.append(full <= 5 and full <= 2 * max(empty, 0.5))
+            # MariaDB's tick is round trips over a socket: flat is the claim there, not 5 ms.
+            bound = 5.0 if db == "sqlite" else float("inf")
+            answers.append(full <= bound and full <= 2 * max(empty, 0.5))
     return all_of(*answers) if answers else None
 
 

@@ -176,3 +176,24 @@ async def test_runs_started_together_start_in_one_transaction_as_each_would_alon
     for run_id in together:
         assert (await run_row(probe_host.db, run_id)).status == "completed"
         assert await log_kinds(probe_host.db, run_id) == expected
+
+
+async def test_a_set_that_fails_leaves_every_run_to_its_own_task(
+    probe_host, engine, probe, monkeypatch
+):
+    from pageant.engine import claiming
+
+    async def breaks(*args, **kwargs):
+        raise RuntimeError("one run's phase cannot be entered in the set")
+
+    monkeypatch.setattr(claiming, "enter_phase_in", breaks)
+    run_ids = [
+        await _start(probe_host, spec(phase("p", probe_step(f"a{i}"))), scope=f"r{i}")
+        for i in range(3)
+    ]
+    await engine.tick()
+    # The set rolled back whole; each run was then started by its own task, as ever.
+    assert sorted(probe.names()) == ["a0", "a1", "a2"]
+    for run_id in run_ids:
+        row = await run_row(probe_host.db, run_id)
+        assert (row.status, row.claimed_by) == ("completed", None)

@@ -26,6 +26,7 @@ free: a claimed step's claim lease runs from its claim, and it must not wait for
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from pageant.hosting import Host
+
+log = logging.getLogger("pageant.engine")
 
 #: Fewer due runs than this are claimed by their own tasks (one run gains nothing).
 MIN_SET = 2
@@ -129,4 +132,10 @@ async def claim_due(
             await claimed[run_id].ahead.take(conn, cursors.get(run_id), now=now, clear_waiting=True)
         return claimed
 
-    return await in_outcome_transaction(host, claim), set(rows)
+    try:
+        return await in_outcome_transaction(host, claim), set(rows)
+    except Exception:
+        # Rolled back whole, so nothing was claimed: each run goes to its own task as
+        # without a set, where one bad run (or a lock collision) stays that run's alone.
+        log.debug("the set-wise claim failed; each run is claimed by its own task", exc_info=True)
+        return {}, set()
