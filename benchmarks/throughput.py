@@ -652,28 +652,21 @@ async def raw_limit(mysql: str | None) -> dict:
                 wall = time.perf_counter() - t0
         else:
             # The bare driver the URL names: asyncmy (pageant's default) or aiomysql.
+            server: dict[str, Any] = {
+                "host": url.host,
+                "port": url.port or 3306,
+                "user": url.username,
+                "password": url.password or "",
+                "autocommit": False,
+            }
             if url.get_driver_name() == "asyncmy":
                 import asyncmy
 
-                raw = await asyncmy.connect(
-                    host=url.host,
-                    port=url.port or 3306,
-                    user=url.username,
-                    password=url.password or "",
-                    database=url.database,
-                    autocommit=False,
-                )
+                raw = await asyncmy.connect(database=url.database, **server)
             else:
                 import aiomysql
 
-                raw = await aiomysql.connect(
-                    host=url.host,
-                    port=url.port or 3306,
-                    user=url.username,
-                    password=url.password or "",
-                    db=url.database,
-                    autocommit=False,
-                )
+                raw = await aiomysql.connect(db=url.database, **server)
             try:
                 async with raw.cursor() as cur:
                     await cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
