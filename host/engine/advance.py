@@ -155,7 +155,6 @@ async def _start(
             return "blocked"
     if stopping(host):
         return STOPPING
-
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await in_outcome_transaction(
