@@ -21,7 +21,7 @@ from pageant.db.runs import read_cursor
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
-from pageant.engine.transitions import Lost, enter_phase_in, start_in
+from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
 from pageant.runs.versions import phases_of
@@ -136,7 +136,7 @@ async def _start(
     host: Host, run: dict[str, Any], *, now: datetime, owner: str, lease: datetime
 ) -> str | None:
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
-    if now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]):
+    if is_late(run, now):
         return "late"  # the missed sweep makes it terminal and visible
     if waiting.held_unverified(run):
         # Held, not refused: it stays scheduled and its grace window decides, exactly like
@@ -471,6 +471,4 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    await in_outcome_transaction(
-        host, lambda conn: waiting.note(conn, run_id, None, now=now, phase=state["current_phase"])
-    )
+    await in_outcome_transaction(host, lambda conn: waiting.clear(conn, run_id, state, now=now))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import runs
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import Ahead
-from pageant.engine.transitions import enter_phase_in, start_in
+from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
 from pageant.runs.versions import phases_of
 
@@ -68,7 +68,7 @@ def _startable(row: Mapping[str, Any], now: datetime) -> bool:
     # must be looked up and told) are the run's own task to see to, as ever.
     return (
         row["status"] == "scheduled"
-        and now <= row["scheduled_for"] + timedelta(seconds=row["grace_seconds"])
+        and not is_late(row, now)
         and not waiting.held_unverified(row)
         and not row["concurrency_key"]
     )

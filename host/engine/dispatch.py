@@ -107,9 +107,8 @@ class Ahead:
         if not self._ready(state, step, now, waiting_ok=clear_waiting):
             return
         assert step is not None
-        if state["waiting_reason"] is not None:
-            await waiting.note(conn, self.run_id, None, now=now, phase=state["current_phase"])
-            state["waiting_reason"] = None
+        await waiting.clear(conn, self.run_id, state, now=now)
+        state["waiting_reason"] = None
         action = self.host.registry.actions.get(step["action"])
         decision = await claim_in(self.host, conn, step, action, now=now)
         if decision is not None:
@@ -367,10 +366,8 @@ async def dispatch_step(
             return STOP  # the host began a clean stop since the run's loop looked
 
         async def take(conn: AsyncConnection) -> Decision | None:
-            if waited is not None and waited["waiting_reason"] is not None:
-                await waiting.note(
-                    conn, step["run_id"], None, now=now, phase=waited["current_phase"]
-                )
+            if waited is not None:
+                await waiting.clear(conn, step["run_id"], waited, now=now)
             return await claim_in(host, conn, step, action, now=now)
 
         found = await in_outcome_transaction(host, take)

@@ -15,6 +15,7 @@ from pageant.engine.advance import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
+from pageant.engine.transitions import is_late
 from pageant.runs.ledger import cleanup
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
     async with host.db.connect() as conn:
         candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
     for row in candidates:
-        if now <= row.scheduled_for + timedelta(seconds=row.grace_seconds):
+        if not is_late(row._mapping, now):
             continue
         try:
             async with host.db.begin() as conn:

@@ -4,7 +4,7 @@ task's, or the advance stage's set-wise claim (:mod:`pageant.engine.claiming`)."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runlog, runs
@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 class Lost(Exception):
     """The run changed underneath a transition (a control won): roll the transaction back."""
+
+
+def is_late(run: Mapping[Any, Any], now: datetime) -> bool:
+    """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's."""
+    return bool(now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]))
 
 
 async def start_in(

@@ -12,7 +12,7 @@ disagree about what the rows say.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -220,3 +220,11 @@ async def note(
         conn, run_id, LogKind.RUN_WAITING, at=now, phase=phase, detail=detail, actor=actor
     )
     return True
+
+
+async def clear(
+    conn: AsyncConnection, run_id: int, state: Mapping[str, Any], *, now: datetime
+) -> None:
+    """Clear the note of what the run waits on, if ``state`` (its cursor's) shows one."""
+    if state["waiting_reason"] is not None:
+        await note(conn, run_id, None, now=now, phase=state["current_phase"])
