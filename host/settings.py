@@ -40,6 +40,10 @@ class Settings(BaseModel):
     dispatch_concurrency: int = Field(default=16, ge=1)
     #: The most step answers the engine records in one shared transaction.
     outcome_batch_size: int = Field(default=64, ge=1, le=10_000)
+    #: The most HTTP requests (API and console pages) handled at once; the rest wait their
+    #: turn in arrival order, so a crowd of readers cannot take every database connection
+    #: from the engine. ``/healthz`` and ``/metrics`` never wait.
+    http_concurrency: int = Field(default=8, ge=1, le=1000)
     #: How long a clean stop (SIGTERM, SIGINT) lets steps already in perform finish.
     stop_grace_seconds: float = Field(default=30, ge=0, le=3600)
 

@@ -16,9 +16,11 @@ SUPPORTED = "from 1970-01-01T00:00:00Z up to 3000-01-01T00:00:00Z"
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
-    if value.tzinfo is None:
-        raise ValueError(f"naive datetime {value!r}: every instant must be timezone-aware")
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if value.tzinfo is not UTC:  # what the database answers is UTC already: no conversion
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: every instant must be timezone-aware")
+        value = value.astimezone(UTC)
+    return value.isoformat()[:-6] + "Z"
 
 
 def parse_instant(text: str) -> datetime:

@@ -49,6 +49,28 @@ async def test_healthz_answers_ok_with_the_schema_state_and_needs_no_token(clien
     }
 
 
+async def test_healthz_reads_the_migrations_once_a_process_not_once_a_request(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loading alembic's script directory compiles every migration: ~10 ms a probe.
+    from alembic.script import ScriptDirectory
+
+    head_revision()  # what the process has read once already
+    loads: list[str] = []
+    real = ScriptDirectory.from_config
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        loads.append("load")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ScriptDirectory, "from_config", counted)
+    for _ in range(3):
+        response = await client.get("/healthz")
+        assert response.status == 200
+        assert (await response.json())["schema"]["head"] == HEAD
+    assert loads == []
+
+
 @pytest.fixture
 def empty_url(dialect: str, tmp_path: Path) -> Iterator[str]:
     with empty_database(dialect, tmp_path) as url:

@@ -38,7 +38,16 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
     ``run_engine``, the engine task - and stops them in reverse order."""
     # The console's middleware is innermost: it renders its own pages' errors as HTML and
     # passes every /api/ request straight through to the API's JSON envelope.
-    app = web.Application(middlewares=[middleware.errors, middleware.bearer, console.pages])
+    # Admission is outermost: a request waiting its turn holds no connection and has not
+    # been authenticated yet.
+    app = web.Application(
+        middlewares=[
+            middleware.admission(host.settings.http_concurrency),
+            middleware.errors,
+            middleware.bearer,
+            console.pages,
+        ]
+    )
     app[HOST] = host
     routes = all_routes()
     app[ROUTES] = routes

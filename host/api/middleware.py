@@ -1,4 +1,4 @@
-"""Middlewares: the bearer token, and every error in one envelope.
+"""Middlewares: admission, the bearer token, and every error in one envelope.
 
 ``{"error": {"code": str, "message": str, "details": [str, ...]}}`` - for pageant's own
 errors, malformed JSON, unknown routes, wrong methods and anything unexpected alike.
@@ -6,9 +6,11 @@ errors, malformed JSON, unknown routes, wrong methods and anything unexpected al
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
@@ -17,6 +19,34 @@ from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError, Unauthenticated
 
 log = logging.getLogger("pageant.api")
+
+#: Paths that answer at once however many requests wait: an operator's probes, and files.
+UNQUEUED_PATHS = ("/healthz", "/metrics")
+UNQUEUED_PREFIXES = ("/static/",)
+
+
+def admission(limit: int) -> Middleware:
+    """A middleware that lets at most ``limit`` requests be handled at once; the rest wait
+    their turn in arrival order (an asyncio semaphore's queue).
+
+    The engine shares the host's event loop and its database pool with every request: fifty
+    clients reading run consoles as fast as they are answered would otherwise hold every
+    pooled connection and every turn of the loop, and runs would stall behind them. Waiting
+    here costs a queued future, not a connection. A client that gives up while it waits
+    leaves the queue (its task is cancelled). ``/healthz``, ``/metrics`` and static files
+    never wait.
+    """
+    slots = asyncio.Semaphore(limit)
+
+    @web.middleware
+    async def admit(request: web.Request, handler: Handler) -> web.StreamResponse:
+        path = request.path
+        if path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
+            return await handler(request)
+        async with slots:
+            return await handler(request)
+
+    return admit
 
 
 def error_response(

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from pageant import jsoncodec
 from pageant.errors import Forbidden, Invalid, Unauthenticated, UnsupportedMediaType
 from pageant.timefmt import iso
 
@@ -166,11 +167,16 @@ def _default(value: Any) -> Any:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, default=_default, ensure_ascii=False)
+    return jsoncodec.dumps(data, _default)
 
 
 def respond(data: Any, status: int = 200) -> web.Response:
-    return web.json_response(data, status=status, dumps=dumps)
+    return web.Response(
+        body=jsoncodec.dumps_bytes(data, _default),
+        status=status,
+        content_type="application/json",
+        charset="utf-8",
+    )
 
 
 async def read_json(request: web.Request) -> Any:
