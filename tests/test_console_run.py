@@ -162,3 +162,46 @@ async def test_a_run_that_has_ended_cannot_be_rescheduled(client, tokens, host, 
     )
     assert answer.status == 409
     assert f"run {run_id} is completed; reschedule acts on a scheduled run" in await answer.text()
+
+
+async def _run_with_lines(host: Any, count: int) -> tuple[int, int]:
+    """A run whose log has ``count`` lines: its own, then ``run.waiting`` lines numbered
+    from 0 in their detail; answers the run and how many numbered lines it has."""
+    from pageant.db import runlog
+    from pageant.db.log_kinds import LogKind
+
+    event = await publish_event(host.db, host.clock.now())
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+    numbered = count - len(await log_lines(host.db, run_id))
+    async with host.db.begin() as conn:
+        for n in range(numbered):
+            await runlog.write(
+                conn, run_id, LogKind.RUN_WAITING, at=host.clock.now(), detail={"n": n}
+            )
+    return run_id, numbered
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+async def test_the_log_tail_is_the_newest_lines_in_order_and_the_count(host, extra):
+    from pageant.db import runlog
+
+    run_id, _ = await _run_with_lines(host, 10)
+    async with host.db.connect() as conn:
+        every = await runlog.lines_of(conn, run_id)
+        tail, total = await runlog.tail_of(conn, run_id, 10 + extra)
+    assert len(every) == total == 10
+    assert [line.id for line in tail] == [line.id for line in every][-(10 + extra) :]
+
+
+async def test_the_run_page_shows_the_newest_lines_of_a_long_log_with_the_count(
+    client, tokens, host
+):
+    from pageant.console.runs import LOG_LINES
+
+    run_id, numbered = await _run_with_lines(host, LOG_LINES + 5)
+    await sign_in(client, tokens["moderator"])
+    html = (await (await client.get(f"/runs/{run_id}/live")).text()).replace("&#34;", '"')
+    assert f"The newest {LOG_LINES} of {LOG_LINES + 5} lines." in html
+    shown = [int(n) for n in re.findall(r'\{"n": (\d+)\}', html)]
+    # The run's own first lines and the oldest numbered ones are left out; the rest in order.
+    assert shown == list(range(numbered - LOG_LINES, numbered))

@@ -19,7 +19,7 @@ from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.runs import controls
-from pageant.runs.console import console
+from pageant.runs.console import console, pinned_spec
 from pageant.runs.versions import phases_of
 
 routes = web.RouteTableDef()
@@ -71,10 +71,9 @@ def _run_id(request: web.Request, name: str = "run_id") -> int:
 
 
 async def _pinned_phases(request: web.Request, version_id: int) -> list[dict[str, Any]]:
-    from pageant.runs.versions import read_pinned
-
-    async with host_of(request).db.connect() as conn:
-        found = await read_pinned(conn, version_id)
+    host = host_of(request)
+    async with host.db.connect() as conn:
+        found = await pinned_spec(host, conn, version_id)
     return (phases_of(found[1]) if found else None) or []
 
 
@@ -126,7 +125,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "phases": out,
         "gate": gate,
         "log": data["log"][-LOG_LINES:],
-        "log_total": len(data["log"]),
+        "log_total": data.get("log_total", len(data["log"])),
         "live": run["status"] not in TERMINAL,
         "offered": offered,
         "retry_step": retry_step,
@@ -190,7 +189,7 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
 async def _page(
     request: web.Request, run_id: int, *, template: str, status: int = 200, **extra: Any
 ) -> web.Response:
-    data = await console(host_of(request), run_id)
+    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
     return render(request, template, status=status, **await timeline(request, data), **extra)
 
 

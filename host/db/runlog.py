@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, literal, select
+from sqlalchemy import bindparam, func, insert, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -24,6 +24,15 @@ _LINES = (
     .where(g.run_id == bindparam("run_id"))
     .order_by(g.id)
 )
+# The newest lines first, for a tail; and how many lines there are (the (run_id, id) index
+# answers both without reading the older lines).
+_TAIL = (
+    select(g.id, g.at, g.kind, g.phase, g.step_id, g.detail, g.actor)
+    .where(g.run_id == bindparam("run_id"))
+    .order_by(g.id.desc())
+    .limit(bindparam("limit"))
+)
+_COUNT = select(func.count()).select_from(event_run_log).where(g.run_id == bindparam("run_id"))
 
 # Only lines of runs that ended before the cutoff; a live run's story is never pruned. The
 # lines are found through their own instant (indexed), so a prune reads what it deletes and
@@ -117,6 +126,16 @@ async def flush(conn: AsyncConnection) -> int:
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:
     """A run's log, oldest first."""
     return list((await conn.execute(_LINES, {"run_id": run_id})).all())
+
+
+async def tail_of(conn: AsyncConnection, run_id: int, limit: int) -> tuple[list[Row], int]:
+    """The newest ``limit`` lines of a run's log, oldest first, and how many it has in all."""
+    newest = list((await conn.execute(_TAIL, {"run_id": run_id, "limit": limit})).all())
+    total = len(newest)
+    if total == limit:
+        total = int((await conn.execute(_COUNT, {"run_id": run_id})).scalar_one())
+    newest.reverse()
+    return newest, total
 
 
 async def prune(conn: AsyncConnection, cutoff: datetime, *, limit: int) -> int:

@@ -85,11 +85,19 @@ def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+async def pinned_spec(host: Host, conn: AsyncConnection, version_id: int) -> tuple[int, Any] | None:
+    """``(number, spec)`` of a pinned version: from the engine's cache when this host runs
+    one (a published version never changes), else read."""
+    if host.engine is not None:
+        return await host.engine.versions.get(conn, version_id)
+    return await read_pinned(conn, version_id)
+
+
 async def _phase_of(
-    conn: AsyncConnection, row: Row, specs: dict[int, Any]
+    conn: AsyncConnection, host: Host, row: Row, specs: dict[int, Any]
 ) -> dict[str, Any] | None:
     if row.version_id not in specs:
-        found = await read_pinned(conn, row.version_id)
+        found = await pinned_spec(host, conn, row.version_id)
         specs[row.version_id] = phases_of(found[1]) if found else None
     for phase in specs[row.version_id] or []:
         if phase["key"] == row.current_phase:
@@ -104,8 +112,10 @@ async def run_views(
     *,
     now: datetime,
     run_steps: Sequence[Any] | None = None,
+    specs: dict[int, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each run row as JSON with its ``waiting_on`` derived from its rows at ``now``."""
+    """Each run row as JSON with its ``waiting_on`` derived from its rows at ``now``
+    (``specs``: version id -> its phases, as far as the caller has read them)."""
     if run_steps is None:
         ids = [row.id for row in rows]
         fetched = await steps.steps_of_runs(conn, ids)
@@ -113,7 +123,7 @@ async def run_views(
     by_run: dict[int, list[Any]] = defaultdict(list)
     for st in run_steps:
         by_run[st["run_id"]].append(st)
-    specs: dict[int, Any] = {}
+    specs = {} if specs is None else specs
     views = []
     for row in rows:
         phase_steps = [st for st in by_run[row.id] if st["phase"] == row.current_phase]
@@ -124,7 +134,7 @@ async def run_views(
         gate = None
         settled = all(st["status"] not in ("pending", "running") for st in phase_steps)
         if row.status == "running" and settled:
-            phase = await _phase_of(conn, row, specs)
+            phase = await _phase_of(conn, host, row, specs)
             if phase is not None:
                 gate = await gates.waiting(conn, run_id=row.id, phase=phase, now=now)
         waiting_on = waiting.describe(
@@ -225,25 +235,35 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
     return step_json(step._mapping)
 
 
-async def console(host: Host, run_id: int) -> dict[str, Any]:
+async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> dict[str, Any]:
     """The run console: ``{run, steps, gate, participants, results, budget, resources,
     cleanup_summary, log}`` — the run with why it is waiting, every step, the current
     phase's gate, who took part, how its phases ended, its budget meters, what it recorded
     in the world (the ledger) with the one line a person reads about it, and the whole log
-    in order."""
+    in order.
+
+    With ``log_tail``, ``log`` is only the newest ``log_tail`` lines (oldest first) and
+    ``log_total`` says how many there are: the web console's page, refreshed every two
+    seconds, shows a tail and should not read a long run's whole story to do so.
+    """
     now = host.clock.now()
     async with host.db.connect() as conn:
         row = await runs.get_run(conn, run_id)
         if row is None:
             raise NotFound(f"no such run: {run_id}")
         all_steps = [st._mapping for st in await steps.steps_of_run(conn, run_id)]
-        lines = await runlog.lines_of(conn, run_id)
+        if log_tail is None:
+            lines = await runlog.lines_of(conn, run_id)
+            total = len(lines)
+        else:
+            lines, total = await runlog.tail_of(conn, run_id, log_tail)
         gate = None
+        specs: dict[int, Any] = {}
         if row.current_phase is not None:
-            phase = await _phase_of(conn, row, {})
+            phase = await _phase_of(conn, host, row, specs)
             if phase is not None:
                 gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
-        view = (await run_views(conn, host, [row], now=now, run_steps=all_steps))[0]
+        view = (await run_views(conn, host, [row], now=now, run_steps=all_steps, specs=specs))[0]
         people = await outcomes.participants_of(conn, run_id)
         tables = await outcomes.results_of(conn, run_id)
         budget = await run_budget(conn, run_id, host.registry)
@@ -264,7 +284,7 @@ async def console(host: Host, run_id: int) -> dict[str, Any]:
         "resources": [resource_json(r) for r in ledger],
         "cleanup_summary": cleanup_summary(ledger, ended=ended),
         "log": [log_json(line) for line in lines],
-    }
+    } | ({} if log_tail is None else {"log_total": total})
 
 
 async def runs_by_status(host: Host) -> dict[str, int]:
