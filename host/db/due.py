@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.runs import RUN_COLUMNS, RUN_FROM, r
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
+    RUN_PHASE_ORDER,
     event_definitions,
     event_run_phase_gates,
     event_run_resources,
@@ -43,10 +44,14 @@ _DUE_SCHEDULED = (
 )
 
 
-def _exists(*where: Any, outer: tuple[Any, ...] = (event_runs,)) -> Any:
+def _exists(*where: Any, outer: tuple[Any, ...] = (event_runs,), steps: Any = None) -> Any:
     # Correlated to the run row explicitly: left to auto-correlation, a nested EXISTS
     # re-adds event_runs to its own FROM and quietly becomes a cross join over every run.
-    return select(literal(1)).where(*where).correlate(*outer).exists()
+    # ``steps``: the step alias read by (run_id, phase), hinted to that index on MariaDB.
+    query = select(literal(1)).where(*where).correlate(*outer)
+    if steps is not None:
+        query = query.with_hint(steps, RUN_PHASE_ORDER, dialect_name="mysql")
+    return query.exists()
 
 
 # A running run has something to do when the first open step of its current phase is
@@ -63,10 +68,12 @@ _step_due = _exists(
         _before.c.status.in_(OPEN_STEP),
         _before.c.seq < _s.c.seq,
         outer=(event_runs, _s),
+        steps=_before,
     ),
+    steps=_s,
 )
 _phase_settled = ~_exists(
-    _s.c.run_id == r.id, _s.c.phase == r.current_phase, _s.c.status.in_(OPEN_STEP)
+    _s.c.run_id == r.id, _s.c.phase == r.current_phase, _s.c.status.in_(OPEN_STEP), steps=_s
 )
 # Agrees with pageant.gates.phase.is_open: a gate holds its phase while it is unsatisfied and, for
 # an ``after`` gate, its deadline is still ahead (a deadline that has come is the tick's to

@@ -19,6 +19,7 @@ from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
+    RUN_PHASE_ORDER,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
     event_action_settings,
@@ -536,8 +537,12 @@ _next_open_id = (
         _open.c.phase == r.current_phase,
         _open.c.status.in_(("pending", "running")),
     )
-    .order_by(_open.c.seq)
+    # Ordered by the whole (run_id, phase, seq) key although the first two are fixed: ordered
+    # by seq alone, MariaDB walks that unique index from its start for every run (every
+    # run's steps, each looked up for its status) instead of reading the run's phase there.
+    .order_by(_open.c.run_id, _open.c.phase, _open.c.seq)
     .limit(1)
+    .with_hint(_open, RUN_PHASE_ORDER, dialect_name="mysql")
     .correlate(event_runs)
     .scalar_subquery()
 )

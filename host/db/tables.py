@@ -209,6 +209,15 @@ event_run_steps = Table(
     Index(None, "status", "due_at"),
 )
 
+#: The (run_id, phase, seq) index by name, for the MariaDB hint on the reads that look for a
+#: run's first open step (:data:`RUN_PHASE_ORDER`).
+RUN_PHASE_SEQ_INDEX = "uq_event_run_steps_run_id_phase_seq"
+#: MariaDB's index hint for a correlated read of one run's phase in seq order. Its optimizer
+#: otherwise walks the whole index, or filters through the status index, while statistics are
+#: young (a new database: the table looks a row long) or pending steps are many; either way
+#: a read that should touch one phase's steps touches every run's.
+RUN_PHASE_ORDER = f"FORCE INDEX ({RUN_PHASE_SEQ_INDEX})"
+
 event_run_log = Table(
     "event_run_log",
     metadata,
