@@ -8,6 +8,7 @@ import time
 from collections import Counter
 
 import pytest
+from sqlalchemy import event
 
 from pageant.clock import SystemClock
 from pageant.db import runlog
@@ -81,6 +82,43 @@ async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_onc
     # answers, released together, shared a transaction.
     assert batch.writes == 1 + 8 * 3
     assert batch.transactions <= batch.writes - 7
+
+
+async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
+    probe_host, engine, probe
+):
+    release, all_in, entered = asyncio.Event(), asyncio.Event(), []
+    for name in "abcdefgh":
+        probe.script[name] = [_gate(release, entered, all_in, 8)]
+    for name in "abcdefgh":
+        await _start(probe_host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
+    # Cursor reads (the statement that looks for a run's first open step) per transaction.
+    reads: list[int] = [0]
+
+    def counted(conn, cursor, statement, parameters, context, executemany):
+        if "open_step" in statement:
+            reads[-1] += 1
+
+    def committed(conn):
+        reads.append(0)
+
+    sync = probe_host.db.sync_engine
+    event.listen(sync, "before_cursor_execute", counted)
+    event.listen(sync, "commit", committed)
+    try:
+        tick = asyncio.create_task(engine.tick())
+        await asyncio.wait_for(all_in.wait(), 10)
+        release.set()
+        await tick
+    finally:
+        event.remove(sync, "before_cursor_execute", counted)
+        event.remove(sync, "commit", committed)
+    batch = engine.outcomes
+    # Some transaction recorded several answers (the eight released together) ...
+    assert batch.transactions < batch.writes
+    # ... and none read a cursor more than once: one read for all of a batch's runs.
+    assert max(reads) == 1
+    assert len(probe.calls) == 16
 
 
 async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(probe_host, engine):

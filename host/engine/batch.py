@@ -8,6 +8,11 @@ turn of SQLite's writer lock however many steps it records, its log lines are in
 one statement and each action's switchboard flag is read once (:mod:`pageant.db.shared`).
 Nothing waits for a batch to fill — a lone answer is written at once, exactly as before.
 
+A ``done`` answer's look ahead (its run's cursor, and the claim of the next step when it is
+ready) is kept for the end of the batch (:func:`defer_look`): every run's cursor is then read
+in one statement and each ready step claimed, in run id order, in the same transaction — one
+read a batch instead of one a step.
+
 Each write is whole on its own (its compare-and-set fence, its log lines, the run's next
 state), and may run more than once: when the shared transaction fails, it is rolled back
 and every write in it runs again in a transaction of its own, so one write's error (or a
@@ -19,11 +24,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import runlog, shared
+from pageant.db import runlog, runs, shared
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -31,6 +38,47 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 Write = Callable[[AsyncConnection], Awaitable[Any]]
+
+
+class Look(Protocol):
+    """A run's look ahead (:class:`pageant.engine.dispatch.Ahead`), as the batch runs it."""
+
+    run_id: int
+
+    async def take(
+        self, conn: AsyncConnection, found: runs.Cursor | None, *, now: datetime
+    ) -> None: ...
+
+
+#: The looks ahead kept for the end of the shared batch on this connection, while one runs.
+_looks: ContextVar[tuple[AsyncConnection, list[tuple[Look, datetime]]] | None] = ContextVar(
+    "pageant_batch_looks", default=None
+)
+
+
+def defer_look(conn: AsyncConnection, look: Look, *, now: datetime) -> bool:
+    """Keep ``look`` for the end of the batch ``conn`` is recording; False (nothing kept)
+    when ``conn`` is in no shared batch, and the caller looks at once."""
+    scope = _looks.get()
+    if scope is None or scope[0] is not conn:
+        return False
+    scope[1].append((look, now))
+    return True
+
+
+async def _look_ahead(conn: AsyncConnection, looks: list[tuple[Look, datetime]]) -> None:
+    """Read every kept look's cursor in one statement and let each claim from it, in run id
+    order (one order for every host's claims of the same rows)."""
+    if not looks:
+        return
+    if len(looks) == 1:
+        look, now = looks[0]
+        await look.take(conn, await runs.read_cursor(conn, look.run_id), now=now)
+        return
+    looks = sorted(looks, key=lambda kept: kept[0].run_id)
+    cursors = await runs.read_cursors(conn, [look.run_id for look, _ in looks])
+    for look, now in looks:
+        await look.take(conn, cursors.get(look.run_id), now=now)
 
 
 class OutcomeBatch:
@@ -74,8 +122,14 @@ class OutcomeBatch:
         try:
             async with self.host.db.begin() as conn:
                 with shared.shared(conn):
-                    for write, _ in batch:
-                        answers.append(await write(conn))
+                    looks: list[tuple[Look, datetime]] = []
+                    token = _looks.set((conn, looks))
+                    try:
+                        for write, _ in batch:
+                            answers.append(await write(conn))
+                    finally:
+                        _looks.reset(token)
+                    await _look_ahead(conn, looks)
                     await runlog.flush(conn)
         except Exception as exc:
             if len(batch) == 1:

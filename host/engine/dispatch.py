@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.db.runs import read_cursor
-from pageant.engine.batch import in_outcome_transaction
+from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
 from pageant.engine.step_services import StepServices
@@ -82,9 +82,11 @@ class Ahead:
         self.found, self.seen, self.claimed = None, False, None
 
     async def look(self, conn: AsyncConnection, *, now: datetime) -> None:
-        """Read the run's cursor in ``conn`` and claim its next step if it is ready."""
+        """Read the run's cursor in ``conn`` and claim its next step if it is ready — at the
+        end of the shared batch ``conn`` records, with the other runs' cursors, when it is
+        in one (:func:`pageant.engine.batch.defer_look`)."""
         self.clear()
-        if self.remaining <= 0:
+        if self.remaining <= 0 or defer_look(conn, self, now=now):
             return
         found = await read_cursor(conn, self.run_id)
         await self.take(conn, found, now=now)
