@@ -92,27 +92,38 @@ async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
         probe.script[name] = [_gate(release, entered, all_in, 8)]
     for name in "abcdefgh":
         await _start(probe_host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
-    # Cursor reads (the statement that looks for a run's first open step) per transaction.
-    reads: list[int] = [0]
+    # Cursor reads (the statement that looks for a run's first open step) in each committed
+    # transaction, counted on its own connection: a run's loop reads its cursor on another
+    # connection at the same time, and that read's transaction is rolled back, not counted.
+    open_reads: Counter[int] = Counter()
+    reads: list[int] = []
 
     def counted(conn, cursor, statement, parameters, context, executemany):
         if "open_step" in statement:
-            reads[-1] += 1
+            open_reads[id(conn)] += 1
 
     def committed(conn):
-        reads.append(0)
+        reads.append(open_reads.pop(id(conn), 0))
+
+    def rolled_back(conn):
+        open_reads.pop(id(conn), None)
 
     sync = probe_host.db.sync_engine
-    event.listen(sync, "before_cursor_execute", counted)
-    event.listen(sync, "commit", committed)
+    listeners = [
+        ("before_cursor_execute", counted),
+        ("commit", committed),
+        ("rollback", rolled_back),
+    ]
+    for name, listener in listeners:
+        event.listen(sync, name, listener)
     try:
         tick = asyncio.create_task(engine.tick())
         await asyncio.wait_for(all_in.wait(), 10)
         release.set()
         await tick
     finally:
-        event.remove(sync, "before_cursor_execute", counted)
-        event.remove(sync, "commit", committed)
+        for name, listener in listeners:
+            event.remove(sync, name, listener)
     batch = engine.outcomes
     # Some transaction recorded several answers (the eight released together) ...
     assert batch.transactions < batch.writes
