@@ -156,6 +156,47 @@ async def test_the_loop_asks_to_sleep_exactly_until_the_due_instant(settings, db
         await host.close()
 
 
+class InstantClock(StandingClock):
+    """A standing clock whose sleep of no time at all returns at once."""
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            await super().sleep(seconds)
+        self.sleeps.append(seconds)
+        await asyncio.sleep(0)
+
+
+async def test_an_instant_that_passes_during_a_tick_is_not_slept_through(settings, db, probe):
+    # The tick reads what is due, and only then the instant of the next step comes: the read
+    # of the next instant, made after it, must still find it (already past), or the loop
+    # sleeps a whole poll while that step waits.
+    clock = InstantClock()
+    host = make_host(settings, db, clock, [probe])
+    run_id = await _start(host, spec(phase("p", wait(2), probe_step("after"))))
+    engine = Engine(host)
+    ticked = engine.tick
+    jumped: list[int] = []  # where in the clock's sleeps the jump came
+
+    async def slow_tick(**kw):
+        await ticked(**kw)
+        after = [row for row in await step_rows(db, run_id) if row.status == "pending"]
+        if not jumped and after and not engine.inflight and not engine._wake.is_set():
+            # The wait is done and the loop goes to sleep next: this tick took 3 s.
+            clock.advance(3)
+            jumped.append(len(clock.sleeps))
+
+    engine.tick = slow_tick
+    try:
+        await engine.start()
+        await _eventually(lambda: _status_is(db, run_id, "completed"))
+        assert probe.names() == ["after"]
+        # The sleep after that tick was none, not the poll's 15 s.
+        assert jumped and clock.sleeps[jumped[0]] == 0, clock.sleeps
+    finally:
+        await engine.stop()
+        await host.close()
+
+
 async def _asked(clock, seconds):
     return bool(clock.sleeps) and clock.sleeps[-1] == seconds
 

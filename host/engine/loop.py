@@ -86,6 +86,8 @@ class Engine:
         self._next_full = 0.0
         #: The stages the instant the loop sleeps until is due to (None: every stage).
         self._instant_stages: frozenset[str] | None = None
+        #: The instant the loop's last tick read what was due at.
+        self._ticked_at: datetime | None = None
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
 
@@ -214,7 +216,7 @@ class Engine:
         ``only`` names the stages to run (the loop's tick that follows its own progress);
         None runs them all.
         """
-        now = self.host.clock.now()
+        now = self._ticked_at = self.host.clock.now()
         started = time.perf_counter()
         for stage in STAGES:
             if only is not None and stage.__name__ not in only:
@@ -280,18 +282,27 @@ class Engine:
 
     # ── sleeping ───────────────────────────────────────────────────────────────
 
-    async def next_sleep(self, now: datetime | None = None) -> float:
+    async def next_sleep(
+        self, now: datetime | None = None, *, since: datetime | None = None
+    ) -> float:
         """Seconds until the earliest due instant after ``now``, capped by ``poll_seconds``.
+
+        ``since``: read the instants after this earlier moment instead (the loop passes the
+        moment its last tick read what was due). An instant that fell between that read and
+        this one was seen by neither; with ``since`` it is found, already past, and the
+        sleep is none. Each such instant costs one more tick, not a spin: the next read
+        starts after that tick's moment.
 
         Notes which stages that instant is due to: a sleep that runs to it wakes those
         (a step's due_at needs advance, not reclaim); a sleep capped by the poll, all."""
         poll = self.host.settings.poll_seconds
         now = now or self.host.clock.now()
+        after = now if since is None else min(since, now)
         self._instant_stages = None
         try:
             async with self.host.db.connect() as conn:
                 at, stages = await due.next_instant_and_stages(
-                    conn, now, stall_seconds=self.host.settings.stall_seconds
+                    conn, after, stall_seconds=self.host.settings.stall_seconds
                 )
         except Exception:
             log.exception("could not read the next due instant; polling")
@@ -354,7 +365,7 @@ class Engine:
                     # runs costs a few scans of the due runs, not one a run.
                     await asyncio.sleep(PROGRESS_GATHER_SECONDS)
                 continue
-            self.last_sleep = await self.next_sleep()
+            self.last_sleep = await self.next_sleep(since=self._ticked_at)
             slept_through = await self._sleep(self.last_sleep)
             if not slept_through:
                 self._instant_stages = None
