@@ -8,6 +8,7 @@ API still answers ``/healthz``, then closes the API.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import signal
@@ -124,6 +125,10 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, signum)
     engine = None
+    # What is loaded by now (the plugins, the app, the libraries) lives as long as the
+    # process: set apart from the collector, an oldest-generation collection no longer walks
+    # it, and such a pause under load stays a few milliseconds instead of tens.
+    gc.freeze()
     try:
         engine = await start_engine(host)
         say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
