@@ -1,5 +1,6 @@
 """MariaDB's plans for the reads that look for a run's first open step: they read the run's
-phase through the (run_id, phase, seq) index, however young the table's statistics are.
+phase through the (run_id, phase, seq) index, however young the table's statistics are; and
+the compare-and-set UPDATEs of a step or a run find their row by primary key.
 
 A new database's statistics say the steps table is (nearly) empty until InnoDB next
 recounts it; planned from them, these correlated reads walked the whole index for every run
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import event, text
 
-from pageant.db import due, runs
+from pageant.db import due, runs, steps
 from pageant.db.tables import RUN_PHASE_SEQ_INDEX
 from pageant.engine import Engine
 from pageant.runs.create import start_now
@@ -85,3 +87,44 @@ async def test_the_due_runs_read_reads_each_phase_through_the_phase_index(
         ("ref", RUN_PHASE_SEQ_INDEX),
         ("index_subquery", RUN_PHASE_SEQ_INDEX),
     }, plan
+
+
+def _by_id(step_id: int, run_id: int, now: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """The compare-and-set UPDATEs every step goes through, with the binds the engine gives."""
+    return {
+        "claim a step": (
+            steps._CLAIM,
+            {"step_id": step_id, "seen_attempts": 0, "now": now, "owner": "x", "lease": now},
+        ),
+        "finish a step": (
+            steps._FINISH,
+            {
+                "step_id": step_id,
+                "owner": "x",
+                "attempt": 1,
+                "to": "done",
+                "error": None,
+                "now": now,
+            },
+        ),
+        "claim a run": (
+            runs._CLAIM_TICK,
+            {"run_id": run_id, "owner": "x", "lease": now, "now": now},
+        ),
+    }
+
+
+@MARIADB_ONLY
+@pytest.mark.parametrize("which", ["claim a step", "finish a step", "claim a run"])
+async def test_a_compare_and_set_finds_its_row_by_primary_key(which, settings, db, clock, probe):
+    # Planned from young statistics, a step's claim was a range over (status, due_at): it
+    # locked every pending step's index entry, and two hosts' claims deadlocked on them.
+    ids = await _runs_midway(settings, db, clock, probe)
+    async with db.connect() as conn:
+        pending = text(
+            "SELECT MIN(id) FROM event_run_steps WHERE run_id = :r AND status = 'pending'"
+        )
+        step_id = (await conn.execute(pending, {"r": ids[0]})).scalar_one()
+    statement, params = _by_id(step_id, ids[0], clock.now())[which]
+    plan = await _explain(db, statement, params)
+    assert [(row["type"], row["key"]) for row in plan] == [("range", "PRIMARY")], plan

@@ -14,7 +14,13 @@ from sqlalchemy import bindparam, insert, null, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.rows import AnyRow
-from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_budget, event_run_steps, event_runs
+from pageant.db.tables import (
+    TERMINAL_RUN_STATUSES,
+    by_primary_key,
+    event_run_budget,
+    event_run_steps,
+    event_runs,
+)
 
 b = event_run_budget.c
 _s = event_run_steps.c
@@ -46,7 +52,7 @@ _SPEND = (
 )
 # Written in the spend's transaction: a step that has paid carries what it paid, and the
 # "IS NULL" makes a second payment for the same step impossible (a retry, a re-dispatch).
-_MARK_SPENT = (
+_MARK_SPENT = by_primary_key(
     update(event_run_steps)
     .where(_s.id == bindparam("step_id"), _s.spent.is_(None))
     .values(spent=bindparam("spent"))
@@ -58,7 +64,9 @@ _GIVE_BACK = (
 )
 # null(), not None: None would store the JSON value null, which "spent IS NULL" never matches,
 # and the step could then never pay again.
-_UNMARK_SPENT = update(event_run_steps).where(_s.id == bindparam("step_id")).values(spent=null())
+_UNMARK_SPENT = by_primary_key(
+    update(event_run_steps).where(_s.id == bindparam("step_id")).values(spent=null())
+)
 _LIVE_ROWS = (
     select(b.id, b.run_id, b.dimension, b.cap, b.cap_source_action, b.actions)
     .select_from(event_run_budget.join(event_runs, event_runs.c.id == b.run_id))

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.rows import AnyRow, inserted_id
 from pageant.db.runs import WAITING_ON_PERSON
 from pageant.db.tables import (
+    by_primary_key,
     event_definitions,
     event_runs,
     event_versions,
@@ -77,7 +78,7 @@ _PINNED = select(_vc.id, _vc.number, _vc.spec).where(_vc.id == bindparam("versio
 
 # The CAS: the state it may act from is in the WHERE clause, so MariaDB's matched-rows count
 # and SQLite's changed-rows count agree on whether it happened.
-_ARCHIVE = (
+_ARCHIVE = by_primary_key(
     update(defs)
     .where(defs.c.id == bindparam("definition_id"), defs.c.state.in_(OPEN_STATES))
     .values(state="archived", updated_at=bindparam("now"))

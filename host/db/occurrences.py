@@ -20,6 +20,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.runs import d, r
 from pageant.db.tables import (
     RUN_STATUSES,
+    by_primary_key,
     event_definitions,
     event_run_log,
     event_runs,
@@ -51,7 +52,7 @@ _OCCURRENCES_FROM = (
     .order_by(r.scheduled_for)
 )
 
-_MOVE = (
+_MOVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
@@ -65,7 +66,7 @@ _MOVE = (
     )
 )
 
-_CANCEL_UNSTARTED = (
+_CANCEL_UNSTARTED = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status == "scheduled")
     .values(
@@ -83,7 +84,7 @@ SUPERSEDED = "superseded"
 # Only a row the schedule itself cancelled, that never started, and that no person
 # cancelled (a person's reason is free text and could read "superseded" too, so the
 # control's log line is what tells them apart).
-_REVIVE = (
+_REVIVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
-from pageant.db.tables import LIVE_RUN_STATUSES, event_run_phase_gates, event_runs
+from pageant.db.tables import LIVE_RUN_STATUSES, by_primary_key, event_run_phase_gates, event_runs
 from pageant.db.types import UTCDateTime
 
 g = event_run_phase_gates.c
@@ -87,9 +87,11 @@ COUNT_WHERE = (
     g.satisfied_at.is_(None),
     g.tally < g.needed,
 )
-_COUNT = update(event_run_phase_gates).where(*COUNT_WHERE).ordered_values(*count_assignments())
+_COUNT = by_primary_key(
+    update(event_run_phase_gates).where(*COUNT_WHERE).ordered_values(*count_assignments())
+)
 
-_NEAR_MISS = (
+_NEAR_MISS = by_primary_key(
     update(event_run_phase_gates)
     .where(g.id == bindparam("gate_id"), g.satisfied_at.is_(None))
     .values(last_event_at=_NOW, last_event_counted=False)
@@ -97,7 +99,7 @@ _NEAR_MISS = (
 
 # Satisfied at the deadline itself, not when a tick got round to it: the phase's clock ran
 # out then, whatever the engine was doing.
-_CLOSE_AT_DEADLINE = (
+_CLOSE_AT_DEADLINE = by_primary_key(
     update(event_run_phase_gates)
     .where(
         g.id == bindparam("gate_id"),
@@ -108,7 +110,7 @@ _CLOSE_AT_DEADLINE = (
 )
 
 # A gate whose deadline already passed is past its gate, not forceable.
-_FORCE = (
+_FORCE = by_primary_key(
     update(event_run_phase_gates)
     .where(
         g.id == bindparam("gate_id"),

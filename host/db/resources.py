@@ -23,6 +23,7 @@ from pageant.db.tables import (
     HOLDING_RESOURCE_STATUSES,
     HOLDING_SQL,
     TERMINAL_RUN_STATUSES,
+    by_primary_key,
     event_run_resources,
     event_run_steps,
     event_runs,
@@ -308,9 +309,11 @@ async def set_cleanup_status(conn: AsyncConnection, run_id: int, value: str) -> 
     """Write the run's derived ``cleanup_status``; True when it changed."""
     u = event_runs.c
     result = await conn.execute(
-        update(event_runs)
-        .where(u.id == run_id, u.cleanup_status != value)
-        .values(cleanup_status=value)
+        by_primary_key(
+            update(event_runs)
+            .where(u.id == run_id, u.cleanup_status != value)
+            .values(cleanup_status=value)
+        )
     )
     return result.rowcount == 1
 

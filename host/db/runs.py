@@ -22,6 +22,7 @@ from pageant.db.tables import (
     RUN_PHASE_ORDER,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
+    by_primary_key,
     event_action_settings,
     event_definitions,
     event_run_steps,
@@ -88,7 +89,7 @@ _ID_BY_OCCURRENCE = select(r.id).where(
 
 # scheduled -> starting takes the concurrency key: the generated column concurrency_lock
 # becomes non-NULL here, and its unique index refuses a second live holder (IntegrityError).
-_CLAIM_START = (
+_CLAIM_START = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
@@ -105,7 +106,7 @@ _CLAIM_START = (
 
 # No "OR claimed_by = :owner": a live claim lease is not re-enterable even by its holder, which is
 # exactly what stops a tick that overran from working a run beside its successor.
-_CLAIM_TICK = (
+_CLAIM_TICK = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
@@ -115,7 +116,7 @@ _CLAIM_TICK = (
     .values(claimed_by=bindparam("owner"), lease_until=bindparam("lease"))
 )
 
-_RELEASE = (
+_RELEASE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.claimed_by == bindparam("owner"))
     .values(claimed_by=None, lease_until=None)
@@ -143,7 +144,7 @@ _RECLAIM = (
 # One statement for starting -> running (old phase NULL) and for moving to the next phase
 # (running -> running): it fails when the run stopped being what this tick saw, which is
 # what a cancel or pause from the API looks like underneath a tick.
-_ENTER_PHASE = (
+_ENTER_PHASE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
@@ -153,7 +154,7 @@ _ENTER_PHASE = (
     .values(status="running", current_phase=bindparam("phase"))
 )
 
-_END = (
+_END = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status.in_(bindparam("froms", expanding=True)))
     .values(
@@ -168,13 +169,13 @@ _END = (
     )
 )
 
-_TO_ENDING = (
+_TO_ENDING = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status == "running")
     .values(status="ending")
 )
 
-_PAUSE = (
+_PAUSE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status.in_(("starting", "running")))
     .values(status="paused", last_error=func.coalesce(bindparam("error"), r.last_error))
@@ -182,13 +183,13 @@ _PAUSE = (
 
 # A run paused before it entered its first phase resumes into ``starting`` so the tick
 # enters that phase; every other paused run resumes ``running``.
-_RESUME = (
+_RESUME = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status == "paused")
     .values(status=case((r.current_phase.is_(None), literal("starting")), else_=literal("running")))
 )
 
-_CANCEL = (
+_CANCEL = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status.in_(CANCELLABLE))
     .values(
@@ -203,15 +204,17 @@ _CANCEL = (
     )
 )
 
-_ESCALATE = (
+_ESCALATE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.health.in_(bindparam("below", expanding=True)))
     .values(health=bindparam("to"))
 )
 
-_HOLD = update(event_runs).where(r.id == bindparam("run_id")).values(hold_until=bindparam("until"))
+_HOLD = by_primary_key(
+    update(event_runs).where(r.id == bindparam("run_id")).values(hold_until=bindparam("until"))
+)
 # Compare-and-set on the hold it read: a hold set again meanwhile is not cleared.
-_RELEASE_HOLD = (
+_RELEASE_HOLD = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.hold_until == bindparam("until"))
     .values(hold_until=None)
@@ -219,13 +222,13 @@ _RELEASE_HOLD = (
 
 # Written only when the reason changes: the WHERE is the change, so a run re-examined every
 # tick logs its reason once. ``IS DISTINCT FROM`` (``<=>`` on MariaDB) because NULL is a value.
-_SET_WAITING = (
+_SET_WAITING = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.waiting_reason.is_distinct_from(bindparam("reason")))
     .values(waiting_reason=bindparam("reason"), waiting_since=bindparam("since"))
 )
 
-_REPIN = (
+_REPIN = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
@@ -430,7 +433,7 @@ async def runs_of_definition(
 # as had and never moves it back or makes it again. The SET order is load-bearing: MariaDB
 # evaluates assignments left to right, each seeing the ones before, so moved_from must read
 # scheduled_for before it is overwritten (SQLite reads the old row either way).
-_RESCHEDULE = (
+_RESCHEDULE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status == "scheduled")
     .ordered_values(
@@ -612,6 +615,7 @@ _FREE = (
     )
     .order_by(r.id)
     .with_for_update(skip_locked=True)
+    .with_hint(event_runs, "FORCE INDEX (PRIMARY)", dialect_name="mysql")
 )
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import event_definitions, event_versions
+from pageant.db.tables import by_primary_key, event_definitions, event_versions
 
 d = event_definitions.c
 v = event_versions.c
@@ -51,7 +51,7 @@ _INSIDE_HORIZON = (
 # MariaDB, whose driver reports matched rows, a match is a change; a second host that read
 # the same candidate matches nothing and leaves it. The row lock it takes also makes a
 # publish or an archive of this definition wait for the expansion's transaction.
-_CLAIM = (
+_CLAIM = by_primary_key(
     update(event_definitions)
     .where(
         d.id == bindparam("definition_id"),

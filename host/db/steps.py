@@ -20,7 +20,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing
-from pageant.db.tables import event_run_steps
+from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps
 
 s = event_run_steps.c
 
@@ -77,14 +77,14 @@ _NEXT_PENDING_AFTER = (
     .limit(1)
 )
 
-_SET_DUE = (
+_SET_DUE = by_primary_key(
     update(event_run_steps).where(s.id == bindparam("step_id")).values(due_at=bindparam("until"))
 )
 
 # pending -> running. ``attempts`` in the WHERE pins the claim to the row this tick read. No
 # assignment reads a column another one writes, so MariaDB's left-to-right SET evaluation and
 # SQLite's old-row evaluation agree.
-_CLAIM = (
+_CLAIM = by_primary_key(
     update(event_run_steps)
     .where(
         s.id == bindparam("step_id"),
@@ -111,7 +111,7 @@ _fenced = and_(
 # that parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
 _fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
 
-_FINISH = (
+_FINISH = by_primary_key(
     update(event_run_steps)
     .where(_fenced)
     .values(
@@ -121,7 +121,7 @@ _FINISH = (
         finished_at=bindparam("now"),
     )
 )
-_FINISH_EXPIRED = (
+_FINISH_EXPIRED = by_primary_key(
     update(event_run_steps)
     .where(_fenced_expired)
     .values(
@@ -131,8 +131,8 @@ _FINISH_EXPIRED = (
         finished_at=bindparam("now"),
     )
 )
-_PARK = update(event_run_steps).where(_fenced).values(lease_until=None)
-_RESCHEDULE = (
+_PARK = by_primary_key(update(event_run_steps).where(_fenced).values(lease_until=None))
+_RESCHEDULE = by_primary_key(
     update(event_run_steps)
     .where(_fenced)
     .values(
@@ -145,7 +145,7 @@ _RESCHEDULE = (
 )
 # A reclaim hands the step back with ``attempts`` untouched: resetting it would make the
 # attempt ceiling unreachable and the step would cycle for ever, never terminal.
-_RELEASE_EXPIRED = (
+_RELEASE_EXPIRED = by_primary_key(
     update(event_run_steps)
     .where(_fenced_expired)
     .values(status="pending", claimed_by=None, lease_until=None)
@@ -163,7 +163,7 @@ _HELD_BY = (
     )
     .order_by(s.id)
 )
-_RELEASE_HELD = (
+_RELEASE_HELD = by_primary_key(
     update(event_run_steps)
     .where(_fenced, s.lease_until.is_not(None))
     .values(status="pending", claimed_by=None, lease_until=None)
@@ -184,6 +184,8 @@ _CANCEL_OPEN = (
     update(event_run_steps)
     .where(s.run_id == bindparam("of_run"), or_(s.status == "pending", _parked))
     .values(status="cancelled", lease_until=None, finished_at=bindparam("now"))
+    # One run's steps, through the index that leads with the run (not a status index).
+    .with_hint(RUN_PHASE_ORDER, dialect_name="mysql")
 )
 
 # Only for a run that is still ``scheduled`` (the caller's CAS says so in the same
@@ -192,17 +194,17 @@ _DELETE_UNSTARTED = event_run_steps.delete().where(s.run_id == bindparam("of_run
 
 # ── the person's controls ─────────────────────────────────────────────────────
 
-_CONFIRM = (
+_CONFIRM = by_primary_key(
     update(event_run_steps)
     .where(s.id == bindparam("step_id"), _parked)
     .values(status="done", note=bindparam("why"), finished_at=bindparam("now"))
 )
-_SKIP = (
+_SKIP = by_primary_key(
     update(event_run_steps)
     .where(s.id == bindparam("step_id"), or_(s.status == "pending", _parked))
     .values(status="skipped", note=bindparam("why"), lease_until=None, finished_at=bindparam("now"))
 )
-_RETRY = (
+_RETRY = by_primary_key(
     update(event_run_steps)
     .where(s.id == bindparam("step_id"), s.status.in_(("failed", "refused")))
     .values(
