@@ -19,6 +19,7 @@ from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
+    PRIMARY_KEY_HINT,
     RUN_PHASE_ORDER,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -615,7 +616,7 @@ _FREE = (
     )
     .order_by(r.id)
     .with_for_update(skip_locked=True)
-    .with_hint(event_runs, "FORCE INDEX (PRIMARY)", dialect_name="mysql")
+    .with_hint(event_runs, PRIMARY_KEY_HINT, dialect_name="mysql")
 )
 
 

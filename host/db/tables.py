@@ -221,6 +221,9 @@ RUN_PHASE_SEQ_INDEX = "uq_event_run_steps_run_id_phase_seq"
 #: a read that should touch one phase's steps touches every run's.
 RUN_PHASE_ORDER = f"FORCE INDEX ({RUN_PHASE_SEQ_INDEX})"
 
+#: MariaDB's index hint for a statement that names its rows by id (:func:`by_primary_key`).
+PRIMARY_KEY_HINT = "FORCE INDEX (PRIMARY)"
+
 _Keyed = TypeVar("_Keyed", bound=Update)
 
 
@@ -233,7 +236,7 @@ def by_primary_key(statement: _Keyed) -> _Keyed:
     as a range over ``(status, due_at)``: it read, and locked, every pending step's index
     entry to change one row, and two hosts' claims deadlocked on entries neither changed.
     """
-    return statement.with_hint("FORCE INDEX (PRIMARY)", dialect_name="mysql")
+    return statement.with_hint(PRIMARY_KEY_HINT, dialect_name="mysql")
 
 
 event_run_log = Table(
