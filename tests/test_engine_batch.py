@@ -99,7 +99,7 @@ async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
     reads: list[int] = []
 
     def counted(conn, cursor, statement, parameters, context, executemany):
-        if "open_step" in statement:
+        if "first_pending_key" in statement:
             open_reads[id(conn)] += 1
 
     def committed(conn):

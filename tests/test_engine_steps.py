@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from pageant.db import steps
+from pageant.db.tables import event_run_steps
 from pageant.engine import Engine
 from pageant.engine.advance import read_cursor
 from pageant.engine.dispatch import Claim, dispatch_step
@@ -385,6 +386,30 @@ async def _cursor_step(host, run_id):
     async with host.db.connect() as conn:
         _, found = await read_cursor(conn, run_id)
     return found
+
+
+@pytest.mark.parametrize(
+    ("statuses", "cursor"),
+    [
+        (["done", "done", "pending", "pending"], 2),  # the first pending, none running
+        (["done", "running", "pending", "pending"], 1),  # running before the first pending
+        (["failed", "done", "running", "done"], 2),  # running, nothing pending after it
+        (["done", "pending", "done", "running"], 1),  # pending again before a running step
+        (["done", "failed", "skipped", "done"], None),  # nothing open: the phase is settled
+    ],
+)
+async def test_the_cursor_is_the_phases_lowest_open_step(probe_host, statuses, cursor):
+    # Read from the first pending step and the first running one, whichever comes first.
+    run_id = await _start(probe_host, spec(phase("p", *[probe_step(n) for n in "abcd"])))
+    made = await step_rows(probe_host.db, run_id)
+    await set_run(probe_host.db, run_id, status="running", current_phase="p")
+    async with probe_host.db.begin() as conn:
+        for row, status in zip(made, statuses, strict=True):
+            await conn.execute(
+                event_run_steps.update().where(event_run_steps.c.id == row.id).values(status=status)
+            )
+    found = await _cursor_step(probe_host, run_id)
+    assert (found and found["id"]) == (None if cursor is None else made[cursor].id)
 
 
 async def test_outcome_writes_are_fenced_by_owner_and_attempt(probe_host, clock):

@@ -1,5 +1,6 @@
 """MariaDB's plans for the reads that look for a run's first open step: they read the run's
-phase through the (run_id, phase, seq) index, however young the table's statistics are; and
+phase through the (run_id, phase, seq) index, or the cursor's through (run_id, phase,
+status, seq), however young the table's statistics are; and
 the compare-and-set UPDATEs of a step or a run find their row by primary key.
 
 A new database's statistics say the steps table is (nearly) empty until InnoDB next
@@ -16,7 +17,7 @@ import pytest
 from sqlalchemy import event, text
 
 from pageant.db import due, runs, steps
-from pageant.db.tables import RUN_PHASE_SEQ_INDEX
+from pageant.db.tables import RUN_PHASE_SEQ_INDEX, RUN_PHASE_STATUS_INDEX
 from pageant.engine import Engine
 from pageant.runs.create import start_now
 from tests.databases import MARIADB_ONLY
@@ -69,10 +70,35 @@ def _step_reads(plan: list[dict[str, Any]], *aliases: str) -> dict[str, tuple[st
 
 
 @MARIADB_ONLY
-async def test_a_runs_cursor_reads_its_phase_through_the_phase_index(settings, db, clock, probe):
+async def test_a_runs_cursor_reads_its_phase_through_the_phase_status_index(
+    settings, db, clock, probe
+):
     ids = await _runs_midway(settings, db, clock, probe)
     plan = await _explain(db, runs._CURSORS, {"run_ids": ids})
-    assert _step_reads(plan, "open_step") == {"open_step": ("ref", RUN_PHASE_SEQ_INDEX)}
+    firsts = ("first_pending_key", "first_running_key")
+    assert _step_reads(plan, *firsts) == dict.fromkeys(firsts, ("ref", RUN_PHASE_STATUS_INDEX))
+    chosen = ("first_pending", "first_running", "event_run_steps")
+    assert _step_reads(plan, *chosen) == dict.fromkeys(chosen, ("eq_ref", "PRIMARY")), plan
+
+
+@MARIADB_ONLY
+async def test_a_runs_cursor_does_not_read_the_steps_its_phase_has_finished(
+    settings, db, clock, probe
+):
+    # A third of the way through, each run has ten finished steps before its cursor. Read
+    # in seq order, the cursor walked them (ten index entries and ten row reads a run, and
+    # a hundred at a hundredth step); read as the first entry of each open status, it reads
+    # no entry past the one it looks up.
+    ids = await _runs_midway(settings, db, clock, probe)
+    async with db.connect() as conn:
+        await conn.execute(text("FLUSH STATUS"))
+        found = await runs.read_cursors(conn, ids)
+        counts = dict(
+            (await conn.execute(text("SHOW SESSION STATUS LIKE 'Handler_read_next'"))).all()
+        )
+    assert sorted(found) == sorted(ids)
+    assert all(step is not None and step["seq"] == 10 for _, step in found.values())
+    assert int(counts["Handler_read_next"]) == 0
 
 
 @MARIADB_ONLY

@@ -20,7 +20,7 @@ from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     PRIMARY_KEY_HINT,
-    RUN_PHASE_ORDER,
+    RUN_PHASE_STATUS_ORDER,
     RUN_STATUSES,
     TERMINAL_RUN_STATUSES,
     by_primary_key,
@@ -532,23 +532,38 @@ async def live_summary(conn: AsyncConnection) -> dict[str, int]:
     return {key: int(value) for key, value in row._mapping.items()}
 
 
-# The run and its cursor — the first open step of its current phase — in one read.
-_open = event_run_steps.alias("open_step")
-_next_open_id = (
-    select(_open.c.id)
-    .where(
-        _open.c.run_id == r.id,
-        _open.c.phase == r.current_phase,
-        _open.c.status.in_(("pending", "running")),
+# The run and its cursor — the first open step of its current phase — in one read. The
+# phase's first pending step and its first running one are each the first entry for that
+# status in the (run_id, phase, status, seq) index, and the cursor is the one of the two with
+# the lower seq. Neither read walks the phase's finished steps, so the read costs the same at
+# a phase's hundredth step as at its first. (An earlier step retried after a later one ran
+# is pending again, and is found first, as it must be.)
+
+
+def _first_of_phase(status: str) -> Any:
+    step = event_run_steps.alias(f"first_{status}_key")
+    return (
+        select(step.c.id)
+        .where(
+            step.c.run_id == r.id,
+            step.c.phase == r.current_phase,
+            step.c.status == status,
+        )
+        # By seq alone: the first three are fixed, so the read is the index's first entry
+        # for them. (Ordered by the whole key, MariaDB sorts every entry of the status.)
+        .order_by(step.c.seq)
+        .limit(1)
+        .with_hint(step, RUN_PHASE_STATUS_ORDER, dialect_name="mysql")
+        .correlate(event_runs)
+        .scalar_subquery()
     )
-    # Ordered by the whole (run_id, phase, seq) key although the first two are fixed: ordered
-    # by seq alone, MariaDB walks that unique index from its start for every run (every
-    # run's steps, each looked up for its status) instead of reading the run's phase there.
-    .order_by(_open.c.run_id, _open.c.phase, _open.c.seq)
-    .limit(1)
-    .with_hint(_open, RUN_PHASE_ORDER, dialect_name="mysql")
-    .correlate(event_runs)
-    .scalar_subquery()
+
+
+_pending = event_run_steps.alias("first_pending")
+_running = event_run_steps.alias("first_running")
+_next_open_id = case(
+    (or_(_running.c.id.is_(None), _pending.c.seq < _running.c.seq), _pending.c.id),
+    else_=_running.c.id,
 )
 # With the step's action's switchboard row (if an admin set one): a claim in the same shared
 # transaction then reads the flag from here rather than once more (pageant.db.shared).
@@ -564,9 +579,10 @@ _CURSOR_OF = select(
     _setting.action_id.label("setting_action"),
     _setting.enabled.label("setting_enabled"),
 ).select_from(
-    event_runs.outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id).outerjoin(
-        event_action_settings, _setting.action_id == event_run_steps.c.action
-    )
+    event_runs.outerjoin(_pending, _pending.c.id == _first_of_phase("pending"))
+    .outerjoin(_running, _running.c.id == _first_of_phase("running"))
+    .outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id)
+    .outerjoin(event_action_settings, _setting.action_id == event_run_steps.c.action)
 )
 _CURSOR = _CURSOR_OF.where(r.id == bindparam("run_id"))
 _CURSORS = _CURSOR_OF.where(r.id.in_(bindparam("run_ids", expanding=True)))

@@ -210,6 +210,8 @@ event_run_steps = Table(
     UniqueConstraint("run_id", "phase", "seq"),
     Index(None, "status", "lease_until"),
     Index(None, "status", "due_at"),
+    # A phase's first step of one status, in seq order: the cursor's read (pageant.db.runs).
+    Index(None, "run_id", "phase", "status", "seq"),
 )
 
 #: The (run_id, phase, seq) index by name, for the MariaDB hint on the reads that look for a
@@ -220,6 +222,11 @@ RUN_PHASE_SEQ_INDEX = "uq_event_run_steps_run_id_phase_seq"
 #: young (a new database: the table looks a row long) or pending steps are many; either way
 #: a read that should touch one phase's steps touches every run's.
 RUN_PHASE_ORDER = f"FORCE INDEX ({RUN_PHASE_SEQ_INDEX})"
+#: The (run_id, phase, status, seq) index by name: a phase's first pending (or running) step
+#: is its first entry for that status, found without reading the phase's finished steps.
+RUN_PHASE_STATUS_INDEX = "ix_event_run_steps_run_id_phase_status_seq"
+#: MariaDB's index hint for the correlated read of a phase's first step of one status.
+RUN_PHASE_STATUS_ORDER = f"FORCE INDEX ({RUN_PHASE_STATUS_INDEX})"
 
 #: MariaDB's index hint for a statement that names its rows by id (:func:`by_primary_key`).
 PRIMARY_KEY_HINT = "FORCE INDEX (PRIMARY)"
