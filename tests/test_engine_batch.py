@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 
 from pageant.clock import SystemClock
-from pageant.db import runlog
+from pageant.db import runlog, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine import Engine, loop
 from pageant.engine.batch import OutcomeBatch
@@ -381,3 +381,118 @@ async def test_a_disable_committed_during_a_perform_refuses_the_step_claimed_aft
     (refused,) = await log_lines(probe_host.db, run_id, "step.refused")
     assert refused.detail["code"] == "disabled"
     assert (await run_row(probe_host.db, run_id)).status == "paused"
+
+
+async def test_a_batch_claims_and_finishes_its_steps_in_one_statement_each(
+    probe_host, engine, probe
+):
+    release, all_in, entered = asyncio.Event(), asyncio.Event(), []
+    for name in "abcdefgh":
+        probe.script[name] = [_gate(release, entered, all_in, 8)]
+    for name in "abcdefgh":
+        await _start(probe_host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
+    # Per committed transaction: how many UPDATEs of steps it sent, and the rows they changed.
+    sent: dict[int, list[int]] = {}
+    committed: list[tuple[int, int]] = []
+
+    def counted(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith("UPDATE event_run_steps"):
+            sent.setdefault(id(conn), []).append(cursor.rowcount)
+
+    def on_commit(conn):
+        rows = sent.pop(id(conn), [])
+        committed.append((len(rows), sum(rows)))
+
+    def on_rollback(conn):
+        sent.pop(id(conn), None)
+
+    sync = probe_host.db.sync_engine
+    listeners = [
+        ("after_cursor_execute", counted),
+        ("commit", on_commit),
+        ("rollback", on_rollback),
+    ]
+    for name, listener in listeners:
+        event.listen(sync, name, listener)
+    try:
+        tick = asyncio.create_task(engine.tick())
+        await asyncio.wait_for(all_in.wait(), 10)
+        release.set()
+        await tick
+    finally:
+        for name, listener in listeners:
+            event.remove(sync, name, listener)
+    assert len(probe.calls) == 16
+    # The eight answers released together finished their steps, and claimed the eight steps
+    # after them, in one transaction: sixteen rows, in one statement for each half.
+    assert (2, 16) in committed, committed
+    assert all(statements <= 2 for statements, _ in committed), committed
+
+
+async def _claimed_steps(host, n: int) -> list[int]:
+    ids = []
+    for i in range(n):
+        run_id = await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+        (made,) = await step_rows(host.db, run_id)
+        ids.append(made.id)
+    return ids
+
+
+@pytest.mark.parametrize("together", [1, 3])
+async def test_a_kept_finish_whose_claim_moved_is_told_stale_on_its_own(probe_host, together):
+    # Each step is claimed as attempt 1; the second write answers for attempt 2, a claim
+    # that is not the step's. Kept for the batch's one statement, its finish changed no row:
+    # the batch rolls back and each write runs alone, where the stale one is told so.
+    ids = await _claimed_steps(probe_host, together)
+    now = probe_host.clock.now()
+    async with probe_host.db.begin() as conn:
+        for step_id in ids:
+            assert await steps.claim_step(
+                conn, step_id, seen_attempts=0, owner="me", lease=now, now=now
+            )
+
+    def finish(step_id: int, attempt: int):
+        async def write(conn):
+            return await steps.finish_step(
+                conn, step_id, owner="me", attempt=attempt, to="done", now=now
+            )
+
+        return write
+
+    attempts = [2 if k == (1 % together) else 1 for k in range(together)]
+    batch = OutcomeBatch(probe_host)
+    answers = await asyncio.gather(
+        *(batch.run(finish(step_id, a)) for step_id, a in zip(ids, attempts, strict=True))
+    )
+    assert answers == [a == 1 for a in attempts]
+    async with probe_host.db.connect() as conn:
+        rows = [await steps.get_step(conn, step_id) for step_id in ids]
+    assert [row.status for row in rows] == ["done" if a == 1 else "running" for a in attempts]
+    assert (batch.writes, batch.transactions) == (together, together)
+
+
+@pytest.mark.parametrize("together", [1, 3])
+async def test_a_kept_claim_whose_step_moved_loses_on_its_own(probe_host, together):
+    ids = await _claimed_steps(probe_host, together)
+    now = probe_host.clock.now()
+    moved = ids[1 % together]
+    async with probe_host.db.begin() as conn:  # another claimer took this one first
+        assert await steps.claim_step(
+            conn, moved, seen_attempts=0, owner="other", lease=now, now=now
+        )
+
+    def claim(step_id: int):
+        async def write(conn):
+            return await steps.claim_step(
+                conn, step_id, seen_attempts=0, owner="me", lease=now, now=now
+            )
+
+        return write
+
+    batch = OutcomeBatch(probe_host)
+    answers = await asyncio.gather(*(batch.run(claim(step_id)) for step_id in ids))
+    assert answers == [step_id != moved for step_id in ids]
+    async with probe_host.db.connect() as conn:
+        rows = [await steps.get_step(conn, step_id) for step_id in ids]
+    assert [row.claimed_by for row in rows] == ["other" if i == moved else "me" for i in ids]
+    assert [row.attempts for row in rows] == [1] * together

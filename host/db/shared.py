@@ -1,11 +1,14 @@
-"""A shared transaction's economies: log lines inserted together, switchboard flags read once.
+"""A shared transaction's economies: log lines inserted together, switchboard flags read once,
+steps claimed and finished together.
 
 The engine records many steps' answers in one transaction (group commit). Inside
 :func:`shared`, :func:`pageant.db.runlog.write` on that connection keeps its line to insert
 with the others in one statement when the block flushes, and
 :func:`pageant.db.switchboard.enabled_flag` reads each action's flag once: the whole batch
-commits at one instant, so one read is as fresh as many. Nothing changes on any other
-connection, nor outside the block.
+commits at one instant, so one read is as fresh as many. A step's claim and a ``done``
+answer's finish are kept too, and made for all of the block's steps in one compare-and-set
+each (:func:`pageant.db.steps.flush_claims`, :func:`pageant.db.steps.flush_finishes`).
+Nothing changes on any other connection, nor outside the block.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ class Shared:
         self.conn = conn
         self.lines: list[dict[str, Any]] = []
         self.flags: dict[str, bool | None] = {}
+        #: The claims and ``done`` finishes kept for one statement each (their binds).
+        self.claims: list[dict[str, Any]] = []
+        self.finishes: list[dict[str, Any]] = []
 
 
 _current: ContextVar[Shared | None] = ContextVar("pageant_shared_transaction", default=None)

@@ -11,14 +11,16 @@ reclaim only ever takes a claim lease that is non-NULL and expired.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import Update, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing
 from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps
 
@@ -132,6 +134,119 @@ _FINISH_EXPIRED = by_primary_key(
     )
 )
 _PARK = by_primary_key(update(event_run_steps).where(_fenced).values(lease_until=None))
+
+# ── kept compare-and-sets: a shared transaction's claims and finishes, one statement each ──
+
+#: The most steps one kept compare-and-set names; more go in several statements.
+CHUNK = 64
+
+
+class Shortfall(Exception):
+    """A kept compare-and-set changed fewer rows than it named: some step had moved since it
+    was read. The shared transaction is rolled back, and each write in it runs again in a
+    transaction of its own, where the step that moved is told as it would have been."""
+
+
+def _per_step(ids: list[Any], name: str, column: Any) -> Any:
+    """``CASE id WHEN :step_id_0 THEN :<name>_0 ... END``: one value a step, in one statement."""
+    return case(
+        *[(ids[k], bindparam(f"{name}_{k}", type_=column.type)) for k in range(len(ids))],
+        value=s.id,
+    )
+
+
+def _ids(n: int) -> list[Any]:
+    return [bindparam(f"step_id_{k}", type_=s.id.type) for k in range(n)]
+
+
+@functools.lru_cache(maxsize=CHUNK)
+def _claim_many(n: int) -> Update:
+    """:data:`_CLAIM` for ``n`` steps: the same compare-and-set on each, by primary key."""
+    ids = _ids(n)
+    now = _per_step(ids, "now", s.started_at)
+    return by_primary_key(
+        update(event_run_steps)
+        .where(
+            s.id.in_(ids),
+            s.status == "pending",
+            s.attempts == _per_step(ids, "seen_attempts", s.attempts),
+            or_(s.due_at.is_(None), s.due_at <= now),
+        )
+        .values(
+            status="running",
+            claimed_by=_per_step(ids, "owner", s.claimed_by),
+            lease_until=_per_step(ids, "lease", s.lease_until),
+            attempts=s.attempts + 1,
+            started_at=func.coalesce(s.started_at, now),
+        )
+    )
+
+
+@functools.lru_cache(maxsize=CHUNK)
+def _finish_many(n: int) -> Update:
+    """:data:`_FINISH` of ``n`` steps ``done``: the same fence on each, by primary key."""
+    ids = _ids(n)
+    return by_primary_key(
+        update(event_run_steps)
+        .where(
+            s.id.in_(ids),
+            s.status == "running",
+            s.claimed_by == _per_step(ids, "owner", s.claimed_by),
+            s.attempts == _per_step(ids, "attempt", s.attempts),
+        )
+        .values(
+            status="done",
+            last_error=None,
+            lease_until=None,
+            finished_at=_per_step(ids, "now", s.finished_at),
+        )
+    )
+
+
+async def _flush_kept(
+    conn: AsyncConnection, kept: list[dict[str, Any]], one: Any, many: Any
+) -> int:
+    # One step goes through the plain statement (``one``); several through ``many``, whose
+    # binds are the plain statement's numbered a step each (``to`` and ``error`` are fixed).
+    done = 0
+    for start in range(0, len(kept), CHUNK):
+        chunk = kept[start : start + CHUNK]
+        if len(chunk) == 1:
+            changed = (await conn.execute(one, chunk[0])).rowcount
+        else:
+            params = {
+                f"{name}_{k}": value
+                for k, row in enumerate(chunk)
+                for name, value in row.items()
+                if name not in ("to", "error")
+            }
+            changed = (await conn.execute(many(len(chunk)), params)).rowcount
+        if changed != len(chunk):
+            raise Shortfall(f"{len(chunk) - changed} of {len(chunk)} kept steps had moved")
+        done += changed
+    return done
+
+
+async def flush_finishes(conn: AsyncConnection) -> int:
+    """Make the ``done`` finishes a shared transaction kept (:func:`finish_step`), in one
+    statement; answers how many. Raises :class:`Shortfall` when any step had moved."""
+    scope = shared.of(conn)
+    if scope is None or not scope.finishes:
+        return 0
+    kept, scope.finishes = scope.finishes, []
+    return await _flush_kept(conn, kept, _FINISH, _finish_many)
+
+
+async def flush_claims(conn: AsyncConnection) -> int:
+    """Make the claims a shared transaction kept (:func:`claim_step`), in one statement;
+    answers how many. Raises :class:`Shortfall` when any step had moved."""
+    scope = shared.of(conn)
+    if scope is None or not scope.claims:
+        return 0
+    kept, scope.claims = scope.claims, []
+    return await _flush_kept(conn, kept, _CLAIM, _claim_many)
+
+
 _RESCHEDULE = by_primary_key(
     update(event_run_steps)
     .where(_fenced)
@@ -282,7 +397,24 @@ async def claim_step(
     lease: datetime,
     now: datetime,
 ) -> bool:
-    """CAS pending -> running with a claim lease; the claim increments ``attempts``."""
+    """CAS pending -> running with a claim lease; the claim increments ``attempts``.
+
+    In a shared transaction (:mod:`pageant.db.shared`) the claim is kept, answered True,
+    and made with the others' by :func:`flush_claims` before the transaction commits: a
+    claim that would have lost then fails the whole transaction, never silently.
+    """
+    scope = shared.of(conn)
+    if scope is not None:
+        scope.claims.append(
+            {
+                "step_id": step_id,
+                "seen_attempts": seen_attempts,
+                "owner": owner,
+                "lease": lease,
+                "now": now,
+            }
+        )
+        return True
     result = await conn.execute(
         _CLAIM,
         {
@@ -311,7 +443,22 @@ async def finish_step(
 
     ``expired`` is the reclaim's variant: it also requires the claim lease it saw to be expired.
     False means the claim is no longer current: the answer is stale and was not recorded.
+    In a shared transaction a plain ``done`` is kept, answered True, and made with the
+    others' by :func:`flush_finishes`, which fails the whole transaction if it was stale.
     """
+    scope = shared.of(conn)
+    if scope is not None and to == "done" and error is None and not expired:
+        scope.finishes.append(
+            {
+                "step_id": step_id,
+                "owner": owner,
+                "attempt": attempt,
+                "to": to,
+                "error": None,
+                "now": now,
+            }
+        )
+        return True
     params = {
         "step_id": step_id,
         "owner": owner,

@@ -13,10 +13,17 @@ ready) is kept for the end of the batch (:func:`defer_look`): every run's cursor
 in one statement and each ready step claimed, in run id order, in the same transaction — one
 read a batch instead of one a step.
 
+The batch's step claims and ``done`` finishes are each made in one statement
+(:func:`pageant.db.steps.flush_finishes`, before the cursors are read, and
+:func:`pageant.db.steps.flush_claims`, after the last claim): one compare-and-set names every
+step, and its row count says whether each step was still as its write read it.
+
 Each write is whole on its own (its compare-and-set fence, its log lines, the run's next
 state), and may run more than once: when the shared transaction fails, it is rolled back
 and every write in it runs again in a transaction of its own, so one write's error (or a
-lock collision) is that write's alone, and the caller's retry sees it as before.
+lock collision) is that write's alone, and the caller's retry sees it as before. A kept
+compare-and-set that changed fewer rows than it named fails it the same way (even for a
+lone write): on its own, the step that had moved is told as stale, or as taken.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import runlog, runs, shared
+from pageant.db import runlog, runs, shared, steps
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -129,10 +136,13 @@ class OutcomeBatch:
                             answers.append(await write(conn))
                     finally:
                         _looks.reset(token)
+                    # The answers' finishes before their cursors are read; every claim after.
+                    await steps.flush_finishes(conn)
                     await _look_ahead(conn, looks)
+                    await steps.flush_claims(conn)
                     await runlog.flush(conn)
         except Exception as exc:
-            if len(batch) == 1:
+            if len(batch) == 1 and not isinstance(exc, steps.Shortfall):
                 if not batch[0][1].done():
                     batch[0][1].set_exception(exc)
                 return
