@@ -86,9 +86,9 @@ async def test_a_runs_cursor_does_not_read_the_steps_its_phase_has_finished(
     settings, db, clock, probe
 ):
     # A third of the way through, each run has ten finished steps before its cursor. Read
-    # in seq order, the cursor walked them (ten index entries and ten row reads a run, and
-    # a hundred at a hundredth step); read as the first entry of each open status, it reads
-    # no entry past the one it looks up.
+    # in seq order, the cursor walked them, and more at each later step (this read counted
+    # 90 index entries read next for the three runs); read as the first entry of each open
+    # status, it reads no entry past the one it looks up.
     ids = await _runs_midway(settings, db, clock, probe)
     async with db.connect() as conn:
         await conn.execute(text("FLUSH STATUS"))
