@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from typing import Any
 
 import pytest
 from sqlalchemy import event
@@ -84,35 +85,36 @@ async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_onc
     assert batch.transactions <= batch.writes - 7
 
 
-async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
-    probe_host, engine, probe
-):
+async def _eight_released_together(host, engine, probe, measure) -> list[list[Any]]:
+    """Eight runs of two steps whose first answers are released together, ticked through;
+    answers, for each committed transaction, what ``measure(statement, cursor)`` said of
+    each statement it sent (None: not counted). Counted on each transaction's own
+    connection: a run's loop reads on another one meanwhile, and that read's transaction
+    is rolled back, not counted."""
     release, all_in, entered = asyncio.Event(), asyncio.Event(), []
     for name in "abcdefgh":
         probe.script[name] = [_gate(release, entered, all_in, 8)]
     for name in "abcdefgh":
-        await _start(probe_host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
-    # Cursor reads (the statement that looks for a run's first open step) in each committed
-    # transaction, counted on its own connection: a run's loop reads its cursor on another
-    # connection at the same time, and that read's transaction is rolled back, not counted.
-    open_reads: Counter[int] = Counter()
-    reads: list[int] = []
+        await _start(host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
+    sent: dict[int, list[Any]] = {}
+    committed: list[list[Any]] = []
 
     def counted(conn, cursor, statement, parameters, context, executemany):
-        if "first_pending_key" in statement:
-            open_reads[id(conn)] += 1
+        value = measure(statement, cursor)
+        if value is not None:
+            sent.setdefault(id(conn), []).append(value)
 
-    def committed(conn):
-        reads.append(open_reads.pop(id(conn), 0))
+    def on_commit(conn):
+        committed.append(sent.pop(id(conn), []))
 
-    def rolled_back(conn):
-        open_reads.pop(id(conn), None)
+    def on_rollback(conn):
+        sent.pop(id(conn), None)
 
-    sync = probe_host.db.sync_engine
+    sync = host.db.sync_engine
     listeners = [
-        ("before_cursor_execute", counted),
-        ("commit", committed),
-        ("rollback", rolled_back),
+        ("after_cursor_execute", counted),
+        ("commit", on_commit),
+        ("rollback", on_rollback),
     ]
     for name, listener in listeners:
         event.listen(sync, name, listener)
@@ -124,12 +126,23 @@ async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
     finally:
         for name, listener in listeners:
             event.remove(sync, name, listener)
+    assert len(probe.calls) == 16
+    return committed
+
+
+async def test_a_batch_reads_the_cursors_of_its_done_answers_in_one_statement(
+    probe_host, engine, probe
+):
+    # Cursor reads: the statement that looks for a run's first open step.
+    committed = await _eight_released_together(
+        probe_host, engine, probe, lambda sql, _: 1 if "first_pending_key" in sql else None
+    )
+    reads = [len(values) for values in committed]
     batch = engine.outcomes
     # Some transaction recorded several answers (the eight released together) ...
     assert batch.transactions < batch.writes
     # ... and none read a cursor more than once: one read for all of a batch's runs.
     assert max(reads) == 1
-    assert len(probe.calls) == 16
 
 
 async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(probe_host, engine):
@@ -386,47 +399,18 @@ async def test_a_disable_committed_during_a_perform_refuses_the_step_claimed_aft
 async def test_a_batch_claims_and_finishes_its_steps_in_one_statement_each(
     probe_host, engine, probe
 ):
-    release, all_in, entered = asyncio.Event(), asyncio.Event(), []
-    for name in "abcdefgh":
-        probe.script[name] = [_gate(release, entered, all_in, 8)]
-    for name in "abcdefgh":
-        await _start(probe_host, spec(phase("p", probe_step(name), probe_step(f"{name}2"))))
-    # Per committed transaction: how many UPDATEs of steps it sent, and the rows they changed.
-    sent: dict[int, list[int]] = {}
-    committed: list[tuple[int, int]] = []
-
-    def counted(conn, cursor, statement, parameters, context, executemany):
-        if statement.startswith("UPDATE event_run_steps"):
-            sent.setdefault(id(conn), []).append(cursor.rowcount)
-
-    def on_commit(conn):
-        rows = sent.pop(id(conn), [])
-        committed.append((len(rows), sum(rows)))
-
-    def on_rollback(conn):
-        sent.pop(id(conn), None)
-
-    sync = probe_host.db.sync_engine
-    listeners = [
-        ("after_cursor_execute", counted),
-        ("commit", on_commit),
-        ("rollback", on_rollback),
-    ]
-    for name, listener in listeners:
-        event.listen(sync, name, listener)
-    try:
-        tick = asyncio.create_task(engine.tick())
-        await asyncio.wait_for(all_in.wait(), 10)
-        release.set()
-        await tick
-    finally:
-        for name, listener in listeners:
-            event.remove(sync, name, listener)
-    assert len(probe.calls) == 16
+    # Per committed transaction: the rows each UPDATE of steps changed.
+    committed = await _eight_released_together(
+        probe_host,
+        engine,
+        probe,
+        lambda sql, cursor: cursor.rowcount if sql.startswith("UPDATE event_run_steps") else None,
+    )
+    updates = [(len(rows), sum(rows)) for rows in committed]
     # The eight answers released together finished their steps, and claimed the eight steps
     # after them, in one transaction: sixteen rows, in one statement for each half.
-    assert (2, 16) in committed, committed
-    assert all(statements <= 2 for statements, _ in committed), committed
+    assert (2, 16) in updates, updates
+    assert all(statements <= 2 for statements, _ in updates), updates
 
 
 async def _claimed_steps(host, n: int) -> list[int]:
