@@ -1,8 +1,10 @@
 """Triggers: a game server tells pageant that something happened in the game.
 
-The ``game`` role exists for this route and can do nothing else; an admin may fire too (to
-try a gate by hand). The body is the payload: the trigger's declared variables, checked
-before anything is written.
+The ``game`` role exists for these routes and can do nothing else; an admin may fire too
+(to try a gate by hand). One firing's body is the payload: the trigger's declared variables,
+checked before anything is written; a batch's body is a list of firings, each checked on its
+own. A firing may carry an idempotency key (the ``Idempotency-Key`` header, or ``id`` in a
+batch), kept per token: the same key again answers the first answer and counts nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from aiohttp import web
 
 from pageant.access.roles import FIRERS
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, principal, read_json, respond
-from pageant.errors import NotFound
+from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
+from pageant.errors import Invalid, NotFound
+from pageant.gates.emit import MAX_BATCH, MAX_KEY
 from pageant.plugins.registry import Registry
 
 routes = RouteTable("triggers")
@@ -34,6 +37,52 @@ FIRED = {
         },
     },
 }
+
+
+#: The header that carries one firing's idempotency key.
+KEY_HEADER = "Idempotency-Key"
+
+BATCH_ENTRY = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {
+        "status": {"type": "integer", "description": "200, or the firing's own 400 or 404"},
+        "gates_matched": FIRED["properties"]["gates_matched"],  # type: ignore[index]
+        "gates_closed": FIRED["properties"]["gates_closed"],  # type: ignore[index]
+        "error": {"type": "object", "description": "a refused firing's error, as any route's"},
+    },
+}
+BATCH_ANSWER = {"type": "array", "items": BATCH_ENTRY}
+
+
+def batch_schema(registry: Registry) -> dict[str, Any]:
+    """A batch: a list of firings, each a trigger, its payload, a key and when it happened."""
+    return {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BATCH,
+        "items": {
+            "type": "object",
+            "required": ["trigger"],
+            "properties": {
+                "trigger": {"type": "string", "enum": sorted(registry.triggers) or [""]},
+                "payload": payload_schema(registry),
+                "id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_KEY,
+                    "description": "the firing's idempotency key, kept per token",
+                },
+                "at": {**INSTANT, "description": "when it happened in the game"},
+            },
+            "additionalProperties": False,
+        },
+    }
+
+
+def issuer_of(request: web.Request) -> str:
+    """Whose keys a request's firings are kept among: its token's."""
+    return f"token:{principal(request).token_id}"
 
 
 def payload_schema(registry: Registry) -> dict[str, Any]:
@@ -70,10 +119,11 @@ def payload_schema(registry: Registry) -> dict[str, Any]:
     roles=FIRERS,
     summary=(
         "Fire a trigger; the JSON body is the payload, holding only the trigger's declared "
-        "variables (each of its declared type)"
+        f"variables (each of its declared type). An {KEY_HEADER} header makes a retry safe"
     ),
     body=payload_schema,
     response=FIRED,
+    query={"at": Query("when it happened in the game, an instant with an offset", INSTANT)},
 )
 async def fire(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -82,4 +132,35 @@ async def fire(request: web.Request) -> web.Response:
     if trigger_id not in host.registry.triggers:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     payload = await read_json(request)
-    return respond(await host.emit(trigger_id, payload, actor=principal(request).actor))
+    key = request.headers.get(KEY_HEADER)
+    if key is not None and not 1 <= len(key) <= MAX_KEY:
+        raise Invalid(
+            "the idempotency key does not fit",
+            details=[f"headers.{KEY_HEADER}: expected 1 to {MAX_KEY} characters"],
+        )
+    answer = await host.emit(
+        trigger_id,
+        payload,
+        actor=principal(request).actor,
+        key=key,
+        at=request.query.get("at"),
+        issuer=issuer_of(request),
+    )
+    return respond(answer)
+
+
+@routes.post(
+    "/api/v1/triggers/fire",
+    roles=FIRERS,
+    summary=(
+        f"Fire a batch of up to {MAX_BATCH} firings in one transaction; answers one entry per "
+        "firing in order, a refused firing with its own 400 or 404"
+    ),
+    body=batch_schema,
+    response=BATCH_ANSWER,
+)
+async def fire_batch(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    items = await read_json(request)
+    who = principal(request)
+    return respond(await host.emit_batch(items, actor=who.actor, issuer=issuer_of(request)))
