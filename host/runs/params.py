@@ -160,3 +160,45 @@ def key_problems(template: str | None, declarations: list[dict[str, Any]] | None
 def write_key(template: str, values: Mapping[str, Any]) -> str:
     """The concurrency key with each ``{name}`` written out from ``values``."""
     return PLACEHOLDER.sub(lambda m: _word(values.get(m.group(1), "")), template)
+
+
+def values_from_text(
+    declarations: list[dict[str, Any]] | None, pairs: list[str] | tuple[str, ...]
+) -> dict[str, Any]:
+    """Param values from ``name=value`` words (a command line's), each read as the type its
+    param is declared with; a name the spec does not declare is kept as text, for
+    :func:`values_for` to refuse with the same words as any start. Raises :class:`Invalid`
+    naming each word it cannot read."""
+    types = declared_types(declarations)
+    values: dict[str, Any] = {}
+    problems = []
+    for word in pairs:
+        name, sep, text = word.partition("=")
+        if not sep or not name:
+            problems.append(f"{word!r}: expected NAME=VALUE")
+            continue
+        kind = types.get(name, "string")
+        try:
+            values[name] = _read(kind, text)
+        except ValueError:
+            problems.append(f"--param {name}: {text!r} is not {kind}")
+    if problems:
+        raise Invalid("the params cannot be read", details=problems)
+    return values
+
+
+def _read(kind: str, text: str) -> Any:
+    if kind == "integer":
+        return int(text)
+    if kind == "number":
+        value = float(text)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(text)
+        return value
+    if kind == "boolean":
+        if text.lower() in ("true", "yes", "1"):
+            return True
+        if text.lower() in ("false", "no", "0"):
+            return False
+        raise ValueError(text)
+    return text

@@ -58,7 +58,9 @@ from pageant.events.option_values import check_option_values
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
+from pageant.events.spec.params import PARAM_NAME
 from pageant.runs.create import SCOPE_PLACEHOLDER
+from pageant.runs.params import PLACEHOLDER
 from pageant.schedules.recurrence import zone
 
 log = logging.getLogger("pageant.api")
@@ -75,8 +77,17 @@ Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
 
 
 def _key_template(value: str) -> str:
-    if "{" in value.replace(SCOPE_PLACEHOLDER, "") or "}" in value.replace(SCOPE_PLACEHOLDER, ""):
-        raise ValueError(f"only {SCOPE_PLACEHOLDER} may be written in braces (the run's scope)")
+    # Each {name} must name a param: checked against the spec at publish, where both meet.
+    bare = PLACEHOLDER.sub("", value)
+    if (
+        "{" in bare
+        or "}" in bare
+        or not all(PARAM_NAME.fullmatch(name) for name in PLACEHOLDER.findall(value))
+    ):
+        raise ValueError(
+            f"only a param's name may be written in braces, such as {SCOPE_PLACEHOLDER} or "
+            "{server} (a param the spec declares)"
+        )
     return value
 
 
