@@ -265,6 +265,7 @@ class Host:
                     key=item.get("id"),
                     at=item.get("at"),
                     path=path,
+                    payload_path=f"{path}.payload",
                 )
             except PageantError as refused:
                 answers[i] = refusal(refused)

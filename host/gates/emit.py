@@ -139,16 +139,18 @@ def check_firing(
     now: datetime,
     max_age_seconds: float,
     path: str = "body",
+    payload_path: str | None = None,
 ) -> Firing:
     """Check one firing before anything is written. Raises :class:`NotFound` for a trigger
     no plugin registers, and :class:`Invalid` naming each problem: a payload variable the
     trigger does not declare or of the wrong type, a key that is not text of 1 to 200
     characters, an ``at`` that is not an instant with an offset, is ahead of the host's
-    clock (by more than :data:`CLOCK_SKEW`) or older than ``max_age_seconds``."""
+    clock (by more than :data:`CLOCK_SKEW`) or older than ``max_age_seconds``. Problems
+    are named under ``path`` (the payload's under ``payload_path``, by default the same)."""
     trigger = registry.triggers.get(trigger_id) if isinstance(trigger_id, str) else None
     if trigger is None:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
-    checked, errors = check_payload(trigger, payload, path)
+    checked, errors = check_payload(trigger, payload, payload_path or path)
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY):
         errors.append(f"{path}.id: expected a key of 1 to {MAX_KEY} characters; got {key!r}")
     when = None
@@ -349,7 +351,14 @@ class Firings:
         self._pruned_at = float("-inf")
 
     def check(
-        self, trigger_id: Any, payload: Any, *, key: Any = None, at: Any = None, path: str = "body"
+        self,
+        trigger_id: Any,
+        payload: Any,
+        *,
+        key: Any = None,
+        at: Any = None,
+        path: str = "body",
+        payload_path: str | None = None,
     ) -> Firing:
         """:func:`check_firing` against this host's registry, clock and settings."""
         return check_firing(
@@ -361,6 +370,7 @@ class Firings:
             now=self._clock.now(),
             max_age_seconds=self._settings.firing_max_age_seconds,
             path=path,
+            payload_path=payload_path,
         )
 
     async def fire(
