@@ -310,3 +310,30 @@ def test_fan_out_sets_are_checked_like_a_start(registry):
         "spec.schedule.params[2].colour: must be a string; got 3",
         "spec.schedule.params[3].colour: required (Server)",
     ]
+
+
+# ── verify and rehearse take params ───────────────────────────────────────────
+
+
+async def test_verify_and_rehearse_take_params(client, tokens):
+    spec = _spec(
+        phase("p", announce({"param": "colour"})),  # type: ignore[arg-type]
+        params=[SERVER],
+    )
+    event = await _published(client, tokens, spec)
+    verify = f"{EVENTS}/{event['id']}/verify"
+    status, refused = await call(client, "POST", verify, tokens["admin"])
+    assert (status, refused["error"]["details"]) == (400, ["params.colour: required (Server)"])
+    status, verified = await call(
+        client, "POST", verify, tokens["admin"], {"params": {"colour": "north"}}
+    )
+    assert status == 200, verified
+    assert verified["verified_at"] is not None
+    rehearse = f"{EVENTS}/{event['id']}/rehearse"
+    status, refused = await call(client, "POST", rehearse, tokens["admin"], {"params": {}})
+    assert (status, refused["error"]["details"]) == (400, ["params.colour: required (Server)"])
+    status, report = await call(
+        client, "POST", rehearse, tokens["admin"], {"params": {"colour": "north"}}
+    )
+    assert status == 200, report
+    assert report["outcome"]["status"] == "completed"

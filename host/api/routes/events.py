@@ -237,6 +237,17 @@ class RehearseBody(BaseModel):
 
     version: Annotated[int, Field(ge=1, strict=True)] | None = None
     firings: list[SimulatedFiring] = Field(default_factory=list, max_length=1000)
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="the run params to rehearse with (spec.params)"
+    )
+
+
+class VerifyBody(BaseModel):
+    """The run params to verify with (each declared by spec.params; defaults fill the rest)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class RehearsalOut(BaseModel):
@@ -459,12 +470,18 @@ async def publish_event(request: web.Request) -> web.Response:
     "/api/v1/admin/events/{id}/verify",
     roles=AUTHORS,
     summary="Dry-run the published version; record it verified if it passes",
+    body=VerifyBody,
+    body_optional=True,
     response=VerifyOut,
 )
 async def verify_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id")
     host = request.app[HOST]
-    return respond(await verify.verify_event(host, definition_id, actor=principal(request).actor))
+    body = await read_body(request, VerifyBody, optional=True)
+    answer = await verify.verify_event(
+        host, definition_id, actor=principal(request).actor, params=body.params
+    )
+    return respond(answer)
 
 
 @routes.post(
@@ -486,6 +503,7 @@ async def rehearse_event(request: web.Request) -> web.Response:
         definition_id,
         version_number=body.version,
         firings=[f.model_dump() for f in body.firings],
+        params=body.params,
     )
     return respond(report)
 
