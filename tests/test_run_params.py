@@ -4,6 +4,7 @@ concurrency key), shown on the run, and fanned out by a schedule: one run per pa
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -337,3 +338,33 @@ async def test_verify_and_rehearse_take_params(client, tokens):
     )
     assert status == 200, report
     assert report["outcome"]["status"] == "completed"
+
+
+async def test_the_calendar_shows_one_row_per_param_set_with_its_params(client, tokens, clock):
+    sets = [{"colour": "eu-1"}, {"colour": "na-1"}]
+    weekly = {"kind": "weekly", "days": ["friday"], "time": "20:00", "params": sets}
+    event = await _published(
+        client, tokens, _spec(phase("p", announce("go")), params=[SERVER], schedule=weekly)
+    )
+    start = clock.now().isoformat().replace("+00:00", "Z")
+    end = (clock.now() + timedelta(days=28)).isoformat().replace("+00:00", "Z")
+    window = f"from={start}&to={end}"
+    status, found = await call(client, "GET", f"/api/v1/admin/calendar?{window}", tokens["admin"])
+    assert status == 200, found
+    items = [i for i in found["items"] if i["definition_id"] == event["id"]]
+    kinds = {i["kind"] for i in items}
+    assert kinds == {"materialised", "projected"}  # rows in the horizon, forecasts past it
+    by_instant: dict[str, list[str]] = {}
+    for item in items:
+        by_instant.setdefault(item["scheduled_for"], []).append(item["params"]["colour"])
+    assert all(sorted(v) == ["eu-1", "na-1"] for v in by_instant.values()), by_instant
+    status, data = await call(
+        client, "PUT", f"{EVENTS}/{event['id']}", tokens["admin"], {"visibility": "public"}
+    )
+    assert status == 200, data
+    status, public = await call(client, "GET", f"/api/v1/public/events?{window}", None)
+    assert status == 200, public
+    assert {tuple(i["params"].items()) for i in public["items"]} == {
+        (("colour", "eu-1"),),
+        (("colour", "na-1"),),
+    }

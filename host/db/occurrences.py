@@ -144,6 +144,8 @@ CALENDAR_COLUMNS = (
     r.id,
     r.definition_id,
     r.scope,
+    r.params,
+    r.source,
     r.scheduled_for,
     r.occurrence_local,
     r.status,
@@ -254,7 +256,15 @@ async def next_scheduled(
 
 
 #: What the calendar needs to place a run on a day and count it: no title, no join.
-_PLACE_COLUMNS = (r.id, r.definition_id, r.scope, r.scheduled_for, r.occurrence_local, r.version_id)
+_PLACE_COLUMNS = (
+    r.id,
+    r.definition_id,
+    r.scope,
+    r.source,
+    r.scheduled_for,
+    r.occurrence_local,
+    r.version_id,
+)
 
 
 async def calendar_places(
