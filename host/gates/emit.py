@@ -41,7 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
-from pageant.db import runlog
+from pageant.db import runlog, shared
 from pageant.db.log_kinds import LogKind
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
@@ -418,10 +418,13 @@ class Firings:
         now = self._clock.now()
         try:
             async with self._db.begin() as conn:
-                results = [
-                    await record(conn, s.firings, issuer=s.issuer, actor=s.actor, now=now)
-                    for s in group
-                ]
+                # The log lines of the whole group are inserted in one statement.
+                with shared.shared(conn):
+                    results = [
+                        await record(conn, s.firings, issuer=s.issuer, actor=s.actor, now=now)
+                        for s in group
+                    ]
+                    await runlog.flush(conn)
                 await self._prune(conn, now)
         except Exception as exc:
             if len(group) > 1:
