@@ -376,6 +376,12 @@ async def main() -> None:
     parser.add_argument("--only", choices=("sqlite", "mariadb"), default=None)
     parser.add_argument("--gates", default="10,100,1000", help="open gate counts, comma-separated")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long each case runs")
+    parser.add_argument(
+        "--offered-at",
+        type=int,
+        default=None,
+        help="the gate count the offered-load case runs at (default the largest; 0: none)",
+    )
     args = parser.parse_args()
     counts = [int(c) for c in args.gates.split(",")]
     dbs = [("sqlite", None)] if args.only != "mariadb" else []
@@ -385,7 +391,8 @@ async def main() -> None:
     for name, url in dbs:
         for count in counts:
             began = time.perf_counter()
-            results[(name, count)] = await measure(url, count, args.seconds, count == max(counts))
+            offered_at = max(counts) if args.offered_at is None else args.offered_at
+            results[(name, count)] = await measure(url, count, args.seconds, count == offered_at)
             single = results[(name, count)]["single"]
             print(
                 f"  [{name}] {count} gates: {single['rate']:.0f}/s one a request "
