@@ -31,6 +31,7 @@ STATIC = Path(__file__).parent / "static"
 PAGE_MODULES = (
     "signin",
     "now",
+    "history",
     "runs",
     "events",
     "calendar",

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from pageant.console.rehearsal import duration
 from pageant.schedules.recurrence import zone
@@ -28,6 +29,26 @@ def local(value: datetime | None, tz: str) -> str:
         return when(value)
 
 
+def at(value: datetime | None, tz: str = "UTC", *, seconds: bool = True) -> Markup:
+    """An instant as a ``<time>`` element: the wall clock of ``tz`` as its text, UTC in its
+    title (shown on hover) and the instant in ``datetime`` (which the console's script
+    rewrites into the viewer's zone when they ask for it)."""
+    if value is None:
+        return Markup("")
+    utc = value.astimezone(zone("UTC"))
+    try:
+        there = value.astimezone(zone(tz))
+    except ValueError:
+        there = utc
+    text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
+    return Markup('<time datetime="{iso}" title="{utc}" data-zone="{tz}">{text}</time>').format(
+        iso=utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        utc=utc.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        tz=escape(tz),
+        text=text,
+    )
+
+
 def dst_note(adjusted: Any) -> str:
     """What a DST rule did to an occurrence, in words (empty when nothing)."""
     if not isinstance(adjusted, dict):
@@ -42,5 +63,6 @@ def dst_note(adjusted: Any) -> str:
 def install(env: jinja2.Environment) -> None:
     env.filters["when"] = when
     env.filters["local"] = local
+    env.filters["at"] = at
     env.filters["dst_note"] = dst_note
     env.filters["duration"] = duration

@@ -24,6 +24,7 @@ HOME = "/now"
 #: (listed in ``app.PAGE_MODULES``) adds its row here.
 NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/now", "Now", STAFF),
+    ("/runs", "Runs", STAFF),
     ("/events", "Events", STAFF),
     ("/calendar", "Calendar", STAFF),
     ("/switchboard", "Switchboard", STAFF),
