@@ -308,7 +308,7 @@ def test_the_axis_words_and_bars():
         "stalls": [{"phase": "a", "stalled_seconds": 600}],
     }
     out = drawn(report)
-    assert out["span"] == 600 and out["ticks"][-1] == "10 min"
+    assert out["span"] == 600 and out["ticks"][-1]["words"] == "10 min"
     assert out["placed"][0]["bar"]["open"] and out["stall_marks"][0]["at"] == 100
 
 

@@ -9,6 +9,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from pageant.console.rehearsal import duration
+from pageant.console.timeline import span_words
 from pageant.schedules.recurrence import zone
 
 
@@ -66,3 +67,4 @@ def install(env: jinja2.Environment) -> None:
     env.filters["at"] = at
     env.filters["dst_note"] = dst_note
     env.filters["duration"] = duration
+    env.filters["span"] = span_words

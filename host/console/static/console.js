@@ -17,3 +17,42 @@ document.addEventListener("change", function (event) {
   var button = target.form && target.form.querySelector("[data-refresh-button]");
   if (button) button.click();
 });
+
+// Times are drawn in the event's zone (UTC on hover). A person may ask for their own zone
+// instead: the choice is kept in this browser and applied again after every live update.
+var ZONE_KEY = "pageant.viewerZone";
+var original = new WeakMap();
+function showTimes(mine) {
+  var fmt = new Intl.DateTimeFormat(undefined, {
+    weekday: "short", year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
+  });
+  document.querySelectorAll("time[datetime][data-zone]").forEach(function (el) {
+    if (!original.has(el)) original.set(el, el.textContent);
+    el.textContent = mine ? fmt.format(new Date(el.getAttribute("datetime"))) : original.get(el);
+  });
+  var button = document.getElementById("zone-toggle");
+  if (button) {
+    button.setAttribute("aria-pressed", mine ? "true" : "false");
+    button.textContent = mine ? "Show times in the event's zone" : "Show times in my zone";
+  }
+}
+function viewerZone() {
+  try { return window.localStorage.getItem(ZONE_KEY) === "mine"; } catch (e) { return false; }
+}
+document.addEventListener("DOMContentLoaded", function () {
+  var slot = document.getElementById("zone-slot");
+  if (slot && document.querySelector("time[data-zone]")) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.id = "zone-toggle";
+    button.addEventListener("click", function () {
+      var mine = !viewerZone();
+      try { window.localStorage.setItem(ZONE_KEY, mine ? "mine" : "event"); } catch (e) { /* kept for this page only */ }
+      showTimes(mine);
+    });
+    slot.appendChild(button);
+  }
+  showTimes(viewerZone());
+});
+document.addEventListener("htmx:afterSwap", function () { showTimes(viewerZone()); });
