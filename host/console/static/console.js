@@ -56,3 +56,24 @@ document.addEventListener("DOMContentLoaded", function () {
   showTimes(viewerZone());
 });
 document.addEventListener("htmx:afterSwap", function () { showTimes(viewerZone()); });
+
+// The editor warns before a page is left with changes that were not saved: any edit of
+// its fields, and any form it drew after an add, move or remove (marked data-unsaved).
+var edited = false;
+function editorOf(target) {
+  return target && target.closest ? target.closest("form#editor") : null;
+}
+document.addEventListener("input", function (event) { if (editorOf(event.target)) edited = true; });
+document.addEventListener("change", function (event) { if (editorOf(event.target)) edited = true; });
+document.addEventListener("submit", function (event) {
+  if (event.target && event.target.id === "editor") {
+    edited = false;
+    event.target.removeAttribute("data-unsaved");
+  }
+});
+window.addEventListener("beforeunload", function (event) {
+  if (edited || document.querySelector("form#editor[data-unsaved]")) {
+    event.preventDefault();
+    event.returnValue = "";
+  }
+});
