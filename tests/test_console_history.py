@@ -120,3 +120,31 @@ async def test_an_empty_now_says_what_to_do_first(client, tokens, host):
     await publish_event(host.db, host.clock.now())
     html = await (await client.get("/now")).text()
     assert "The first thing to do" not in html and "Start a run now" in html
+
+
+async def test_every_page_names_the_favicon_and_the_old_address_finds_it(client, tokens):
+    await sign_in(client, tokens["admin"])
+    html = await (await client.get("/now")).text()
+    link = re.search(r'<link rel="icon" href="(/static/favicon\.svg[^"]*)" type="image/svg', html)
+    icon = await client.get(link[1])
+    assert icon.status == 200 and (await icon.text()).startswith("<svg")
+    moved = await client.get("/favicon.ico", allow_redirects=False)
+    assert moved.status == 301 and moved.headers["Location"] == "/static/favicon.svg"
+
+
+async def test_the_plugins_page_lists_every_kind_of_declaration(client, tokens, host):
+    await sign_in(client, tokens["moderator"])
+    html = await (await client.get("/plugins")).text()
+    catalog = host.registry.catalog()
+    for kind, table, key in (
+        ("actions", "actions", "id"),
+        ("triggers", "triggers", "id"),
+        ("budgets", "budgets", "dimension"),
+        ("leases", "leases", "id"),
+        ("option_sources", "option-sources", "id"),
+        ("legs", "legs", "id"),
+    ):
+        assert catalog[kind], kind  # the installed plugins declare one of each
+        section = html.split(f'id="{table}"')[1].split("</table>")[0]
+        for item in catalog[kind]:
+            assert f"<code>{item[key]}</code>" in section, (kind, item[key])
