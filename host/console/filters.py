@@ -30,10 +30,13 @@ def local(value: datetime | None, tz: str) -> str:
         return when(value)
 
 
-def at(value: datetime | None, tz: str = "UTC", *, seconds: bool = True) -> Markup:
+def at(
+    value: datetime | None, tz: str = "UTC", *, seconds: bool = True, clock: bool = False
+) -> Markup:
     """An instant as a ``<time>`` element: the wall clock of ``tz`` as its text, UTC in its
     title (shown on hover) and the instant in ``datetime`` (which the console's script
-    rewrites into the viewer's zone when they ask for it)."""
+    rewrites into the viewer's zone when they ask for it). ``clock``: the time of day alone
+    (``20:01:07``), for a list of lines from one day."""
     if value is None:
         return Markup("")
     utc = value.astimezone(zone("UTC"))
@@ -41,7 +44,10 @@ def at(value: datetime | None, tz: str = "UTC", *, seconds: bool = True) -> Mark
         there = value.astimezone(zone(tz))
     except ValueError:
         there = utc
-    text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
+    if clock:
+        text = there.strftime("%H:%M:%S")
+    else:
+        text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
     return Markup('<time datetime="{iso}" title="{utc}" data-zone="{tz}">{text}</time>').format(
         iso=utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
         utc=utc.strftime("%Y-%m-%d %H:%M:%S UTC"),

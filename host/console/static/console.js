@@ -23,12 +23,16 @@ document.addEventListener("change", function (event) {
 var ZONE_KEY = "pageant.viewerZone";
 var original = new WeakMap();
 function showTimes(mine) {
-  var fmt = new Intl.DateTimeFormat(undefined, {
+  var full = new Intl.DateTimeFormat(undefined, {
     weekday: "short", year: "numeric", month: "2-digit", day: "2-digit",
     hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
   });
+  var clock = new Intl.DateTimeFormat(undefined, {
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false,
+  });
   document.querySelectorAll("time[datetime][data-zone]").forEach(function (el) {
     if (!original.has(el)) original.set(el, el.textContent);
+    var fmt = el.hasAttribute("data-clock") ? clock : full;
     el.textContent = mine ? fmt.format(new Date(el.getAttribute("datetime"))) : original.get(el);
   });
   var button = document.getElementById("zone-toggle");
