@@ -12,6 +12,8 @@ from pageant.console.rehearsal import duration
 from pageant.console.timeline import span_words
 from pageant.schedules.recurrence import zone
 
+_UTC = zone("UTC")
+
 
 def when(value: datetime | None) -> str:
     """An instant as ``2027-03-01 12:00:05 UTC`` (empty for None)."""
@@ -39,7 +41,7 @@ def at(
     (``20:01:07``), for a list of lines from one day."""
     if value is None:
         return Markup("")
-    utc = value.astimezone(zone("UTC"))
+    utc = value.astimezone(_UTC)
     try:
         there = value.astimezone(zone(tz))
     except ValueError:
@@ -48,11 +50,12 @@ def at(
         text = there.strftime("%H:%M:%S")
     else:
         text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
-    return Markup('<time datetime="{iso}" title="{utc}" data-zone="{tz}">{text}</time>').format(
-        iso=utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        utc=utc.strftime("%Y-%m-%d %H:%M:%S UTC"),
-        tz=escape(tz),
-        text=text,
+    stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    # strftime's digits, day names and zone abbreviations need no escaping; the zone's name
+    # is checked against the IANA list above, and escaped all the same.
+    return Markup(
+        f'<time datetime="{stamp}Z" title="{stamp[:10]} {stamp[11:]} UTC" data-zone="{escape(tz)}"'
+        f"{' data-clock' if clock else ''}>{text}</time>"
     )
 
 
