@@ -47,7 +47,8 @@ async def test_moving_a_step_swaps_only_the_form_and_marks_it_unsaved(client, to
     answer = await client.post(f"/events/{event_id}", data=fields, headers=HX)
     part = await answer.text()
     assert answer.status == 200
-    assert part.lstrip().startswith('<div id="editor-part">')
+    # only the form, and the focus sent to the sentence (the step is first: it has no "up")
+    assert part.lstrip().startswith('<div id="editor-part" data-focus="notice">')
     assert _messages(part) == ["two", "one"]
     assert "data-unsaved" in part and "Moved step 1 of phase 1 to place 2" in part
     # the first step has no "up", the last no "down"
@@ -67,6 +68,16 @@ async def test_without_htmx_a_move_answers_the_whole_page(client, tokens):
     fields = [*form_of(html), ("op", "move-step:0:1:up")]
     page = await (await client.post(f"/events/{event_id}", data=fields)).text()
     assert page.startswith("<!doctype html>") and _messages(page) == ["two", "one"]
+
+
+def test_the_focus_follows_a_moved_step_to_its_new_place():
+    spec = {"phases": [{"key": "a", "steps": [1, 2, 3]}, {"key": "b", "steps": []}]}
+    assert editor.focus_after(spec, "move-step:0:0:down") == "op-move-step-0-1-down"
+    assert editor.focus_after(spec, "move-step:0:2:up") == "op-move-step-0-1-up"
+    assert editor.focus_after(spec, "move-step:0:1:up") == "notice"  # now first
+    assert editor.focus_after(spec, "move-step:0:1:down") == "notice"  # now last
+    assert editor.focus_after(spec, "move-phase:0:down") == "notice"
+    assert editor.focus_after(spec, "add-step:1") == "op-add-step-1"
 
 
 def test_moves_past_either_end_change_nothing():

@@ -259,6 +259,8 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
         "Second: the wisps are gathering over Yew"
     )
     assert navigations == [], f"moving a step reloaded the page: {navigations}"
+    # the button is gone (the step is first now): the focus is on the sentence saying so
+    expect(page.locator("#notice")).to_be_focused()
 
     page.get_by_role("button", name="Add a phase").click()
     page.fill("#p1-label", "Hunt")
@@ -590,6 +592,9 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
         _no_horizontal_scroll(phone)
         _axe(phone, axe_found)
     assert phone.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+    phone.goto(run_url)
+    tall = phone.evaluate("document.documentElement.scrollHeight")
+    print(f"\nthe finished run's page at 390 px: {tall} px tall")
     _shot(phone, "run-phone", full=False)
     phone.close()
 

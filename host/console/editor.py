@@ -249,6 +249,31 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
     return "Updated the form; save to keep the changes."
 
 
+def focus_after(spec: dict[str, Any], op: str) -> str:
+    """The id of the control the focus goes to once the form is drawn again after ``op``:
+    a moved step's or phase's button for the same direction at its new place, or the one
+    pressed; ``notice`` (the sentence saying what changed) when that is gone."""
+    name, _, rest = op.partition(":")
+    parts = rest.split(":") if rest else []
+    phases = spec.get("phases") or []
+    if name == "move-step" and len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
+        p, s, way = int(parts[0]), int(parts[1]), parts[2]
+        count = len(phases[p]["steps"]) if p < len(phases) else 0
+        to = s - 1 if way == "up" else s + 1
+        if 0 < to < count if way == "up" else 0 <= to < count - 1:
+            return f"op-move-step-{p}-{to}-{way}"
+        return "notice"
+    if name == "move-phase" and len(parts) == 2 and parts[0].isdigit():
+        p, way = int(parts[0]), parts[1]
+        to = p - 1 if way == "up" else p + 1
+        if 0 < to < len(phases) if way == "up" else 0 <= to < len(phases) - 1:
+            return f"op-move-phase-{to}-{way}"
+        return "notice"
+    if name in ("add-step", "add-phase", "add-cond", "refresh"):
+        return "op-" + op.replace(":", "-")
+    return "notice"
+
+
 # ── spec -> the editor's view ──────────────────────────────────────────────────
 
 

@@ -268,6 +268,7 @@ async def save_event(request: web.Request) -> web.Response:
             fields=fields,
             partial=request.headers.get("HX-Request") == "true",
             unsaved=True,
+            focus=editor.focus_after(spec, op),
         )
     problems: list[str] = []
     _check_fields(fields["title"], fields["timezone"], fields["description"], problems)

@@ -15,8 +15,30 @@ document.addEventListener("change", function (event) {
   var target = event.target;
   if (!target || !target.matches || !target.matches("select[data-refresh]")) return;
   var button = target.form && target.form.querySelector("[data-refresh-button]");
-  if (button) button.click();
+  if (button) {
+    refocus = target.id;
+    button.click();
+  }
 });
+
+// While the editor's form is redrawn (an add, move or remove, or a kind changed) its fields
+// are disabled, so nothing typed in the meantime is lost; afterwards the focus goes where the
+// server says (data-focus: the moved step's button at its new place, or the sentence saying
+// what changed), or back to the select whose change redrew the form.
+var refocus = null;
+// htmx:load fires on the new form once it is in the page (the old one, swapped out, is no
+// longer there to carry an event); the cap meter's answers are not the form.
+document.addEventListener("htmx:load", function (event) {
+  var part = event.target;
+  if (!part || part.id !== "editor-part") return;
+  var id = refocus || part.getAttribute("data-focus");
+  refocus = null;
+  var target = id && (document.getElementById(id) || document.getElementById("notice"));
+  if (!target) return;
+  if (target.id === "notice") target.setAttribute("tabindex", "-1");
+  target.focus();
+});
+
 
 // Times are drawn in the event's zone (UTC on hover). A person may ask for their own zone
 // instead: the choice is kept in this browser and applied again after every live update.
