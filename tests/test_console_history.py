@@ -148,3 +148,16 @@ async def test_the_plugins_page_lists_every_kind_of_declaration(client, tokens, 
         section = html.split(f'id="{table}"')[1].split("</table>")[0]
         for item in catalog[kind]:
             assert f"<code>{item[key]}</code>" in section, (kind, item[key])
+
+
+async def test_a_bad_page_or_an_unknown_event_is_refused_in_words(client, tokens, host):
+    await _runs(host, 1)
+    await sign_in(client, tokens["admin"])
+    answer = await client.get("/runs?before=soon")
+    assert answer.status == 400
+    assert "before: expected a run id; got &#39;soon&#39;" in await answer.text()
+    answer = await client.get("/runs?definition=999")
+    assert answer.status == 404 and "no such event: 999" in await answer.text()
+    answer = await client.get("/runs?from=2027-03-02T00:00&to=2027-03-01T00:00")
+    assert answer.status == 400
+    assert "Scheduled before: must be later than Scheduled from" in await answer.text()
