@@ -126,3 +126,34 @@ def test_a_run_not_yet_started_has_no_timeline():
         timeline.span_words(9.5) == "9.5 s"
         and timeline.span_words(timedelta(minutes=2).total_seconds()) == "2 min"
     )
+
+
+def test_a_resource_shows_the_detail_its_plugin_reported():
+    from pageant.console.runs import _ledger
+
+    base = {
+        "owner": "shard",
+        "status": "confirmed",
+        "revert_attempts": 0,
+        "last_error": None,
+        "lease_until": None,
+    }
+    data = {
+        "run": {"status": "running", "cleanup_status": "pending"},
+        "steps": [{"id": 4, "label": "Spawn", "action": "shard.spawn", "phase": "rise"}],
+        "resources": [
+            {
+                **base,
+                "id": 1,
+                "step_id": 4,
+                "kind": "creature",
+                "ref": "c-17",
+                "payload": {"action": "shard.spawn", "detail": {"creature": "wraith"}},
+            },
+            {**base, "id": 2, "step_id": 4, "kind": "creature", "ref": "c-18", "payload": {}},
+        ],
+        "cleanup_summary": "2 held while the run goes on.",
+    }
+    first, second = _ledger(data)["resources"]
+    assert first["detail"] == {"creature": "wraith"} and first["what"] == "creature c-17"
+    assert second["detail"] is None
