@@ -95,7 +95,9 @@ class PageantSpecs:
         When: once, at load, as :meth:`pageant_actions`. A run borrows one with the core
         action ``core.lease``; the host reserves the target, calls ``apply``, and at the
         deadline or the run's end calls ``read`` and then ``restore`` (or, when someone else
-        changed the value meanwhile, leaves it alone: ``drifted``).
+        changed the value meanwhile, leaves it alone: ``drifted``). ``core.lease`` passes the
+        step's ``value`` param, a string, so ``apply`` receives a string and ``read``,
+        ``apply`` and ``restore`` deal in strings (or None for a value that is unset).
 
         Returns: a list of :class:`~pageant.hookspecs.Lease` models or dicts.
 
@@ -103,24 +105,24 @@ class PageantSpecs:
 
         Example::
 
-            async def read(target: str) -> float:
-                return await game.get_rate(target)
+            async def read(target: str) -> str:
+                return await game.get_setting(target)
 
 
-            async def apply(target: str, value: float) -> float:
-                return await game.set_rate(target, value)  # answers the rate it replaced
+            async def apply(target: str, value: str) -> str:
+                return await game.set_setting(target, value)  # answers the value it replaced
 
 
-            async def restore(target: str, baseline: float) -> None:
-                await game.set_rate(target, baseline)
+            async def restore(target: str, baseline: str) -> None:
+                await game.set_setting(target, baseline)
 
 
             @hookimpl
             def pageant_leases() -> list[Lease]:
                 return [
                     Lease(
-                        id="mygame.xp_rate",
-                        label="XP rate",
+                        id="mygame.setting",
+                        label="A server setting",
                         read=read,
                         apply=apply,
                         restore=restore,

@@ -176,3 +176,23 @@ def test_links_between_docs_resolve() -> None:
     for page in DOCS.glob("*.md"):
         for target in re.findall(r"\]\(([^)#:]+\.md)\)", page.read_text()):
             assert (DOCS / target).exists(), f"{page.name} links to missing {target}"
+
+
+def test_the_hook_reference_shows_each_example_once() -> None:
+    # An example with two blank lines between its functions was rendered a second time,
+    # indented, after its code block.
+    outside_code = []
+    fenced = False
+    for line in doc("hooks.md").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            outside_code.append(line)
+    assert [line for line in outside_code if re.match(r"    \S", line)] == []
+    assert doc("hooks.md").count("def pageant_actions() -> list[Action]:") == 1
+
+
+def test_the_hook_reference_types_lease_values_as_core_lease_passes_them() -> None:
+    section = doc("hooks.md").split("### `pageant_leases`", 1)[1].split("\n### ", 1)[0]
+    assert "float" not in section
+    assert "async def apply(target: str, value: str" in section
