@@ -24,6 +24,12 @@ from pageant.kit.hookdocs import (
     render,
 )
 from pageant.settings import ENV_PREFIX, Settings
+from tests.factories import phase, spec
+from tests.test_cli import pageant as run_pageant
+from tests.test_cli_staff import migrated_url, no_settings_in_the_environment, seed
+
+# Fixtures shared with the staff command line's tests (a migrated database of each dialect).
+__all__ = ["migrated_url", "no_settings_in_the_environment"]
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -196,3 +202,20 @@ def test_the_hook_reference_types_lease_values_as_core_lease_passes_them() -> No
     section = doc("hooks.md").split("### `pageant_leases`", 1)[1].split("\n### ", 1)[0]
     assert "float" not in section
     assert "async def apply(target: str, value: str" in section
+
+
+def test_the_switchboard_guides_firings_sample_rehearses(migrated_url: str, tmp_path) -> None:
+    text = doc("switchboard.md").split("## Rehearsal", 1)[1]
+    sample = re.search(r"simulated firings you give:\n\n```json\n(?P<body>.*?)```", text, re.S)
+    assert sample is not None
+    firings = tmp_path / "firings.json"
+    firings.write_text(sample.group("body"))
+    caught_twice = {"on": "wisps.caught", "where": {"var": "colour", "op": "eq", "value": "north"}}
+    (event,) = seed(
+        migrated_url, ("Wisp hunt", spec(phase("hunt", advance={**caught_twice, "count": 2})))
+    )
+    done = run_pageant(
+        "rehearse", event.slug, "--firings", str(firings), "--database-url", migrated_url
+    )
+    assert done.exit_code == 0, done.output
+    assert "run completed" in done.stdout
