@@ -219,3 +219,58 @@ def test_the_switchboard_guides_firings_sample_rehearses(migrated_url: str, tmp_
     )
     assert done.exit_code == 0, done.output
     assert "run completed" in done.stdout
+
+
+def _head_of_the_migrations_folder() -> str:
+    """The revision no migration names as its ``down_revision``: read from the files, so a
+    migration added (or renumbered) moves it with no edit here."""
+    revisions, downs = set(), set()
+    for path in (ROOT / "host" / "db" / "migrations" / "versions").glob("*.py"):
+        source = path.read_text()
+        revision = re.search(r'^revision = "(\w+)"', source, re.M)
+        down = re.search(r'^down_revision = "(\w+)"', source, re.M)
+        assert revision is not None, path.name
+        revisions.add(revision.group(1))
+        if down is not None:
+            downs.add(down.group(1))
+    heads = revisions - downs
+    assert len(heads) == 1, f"the migrations have more than one head: {sorted(heads)}"
+    return heads.pop()
+
+
+SCHEMA_NUMBER = re.compile(
+    r'(?:upgraded from empty to|schema already at|this pageant needs|"current": "|"head": ")'
+    r"(?P<revision>\d{4})"
+)
+
+
+def test_the_docs_name_the_schema_head_of_the_migrations() -> None:
+    head = _head_of_the_migrations_folder()
+    from pageant.db.migrate import head_revision
+
+    assert head_revision() == head
+    named = {}
+    for page in [*DOCS.glob("*.md"), ROOT / "README.md"]:
+        for match in SCHEMA_NUMBER.finditer(page.read_text()):
+            named.setdefault(page.name, set()).add(match.group("revision"))
+    assert {"operators.md", "api.md"} <= set(named)
+    stale = {page: sorted(found) for page, found in named.items() if found != {head}}
+    assert stale == {}, f"the schema head is {head}; these pages name another: {stale}"
+
+
+def test_the_guides_examples_run_from_the_repository_root_without_the_test_extra() -> None:
+    # Without the host's test extra there is no pytest-timeout: the root configuration's
+    # ``timeout`` was an unknown option, and filterwarnings=error made that fatal.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PAGEANT_"))}
+    for args in (["docs/examples/"], ["docs/examples/test_settings.py"]):
+        ran = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:timeout"]
+            + args,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert " passed" in ran.stdout and "skipped" not in ran.stdout
