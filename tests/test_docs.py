@@ -258,14 +258,17 @@ def test_the_docs_name_the_schema_head_of_the_migrations() -> None:
     assert stale == {}, f"the schema head is {head}; these pages name another: {stale}"
 
 
+PYTEST_WITHOUT_THE_TEST_EXTRA = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+PYTEST_WITHOUT_THE_TEST_EXTRA += ("-p", "no:timeout")
+
+
 def test_the_guides_examples_run_from_the_repository_root_without_the_test_extra() -> None:
     # Without the host's test extra there is no pytest-timeout: the root configuration's
     # ``timeout`` was an unknown option, and filterwarnings=error made that fatal.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PAGEANT_"))}
     for args in (["docs/examples/"], ["docs/examples/test_settings.py"]):
         ran = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:timeout"]
-            + args,
+            [*PYTEST_WITHOUT_THE_TEST_EXTRA, *args],
             cwd=ROOT,
             env=env,
             capture_output=True,

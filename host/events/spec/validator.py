@@ -400,7 +400,12 @@ def _step(
             return _dormant_step(action_id, raw)
         errors.append(f'{path}.action: no plugin registers "{action_id}"')
         return None
+    before = len(errors)
     params = _params(declaration, raw.get("params"), f"{path}.params", errors)
+    if len(errors) == before:
+        errors.extend(
+            f"{path}: {problem}" for problem in _undeclared_costs(declaration, params, registry)
+        )
     on_failure = raw.get("on_failure")
     if on_failure is None:
         on_failure = default_on_failure(declaration.risk)
@@ -419,6 +424,28 @@ def _step(
         "action_version": declaration.version,
         "dormant": False,
     }
+
+
+def _undeclared_costs(declaration: Action, params: dict[str, Any], registry: Registry) -> list[str]:
+    """Each dimension the step's ``cost`` names that no installed plugin declares.
+
+    Found at save, so the author reads it where the step is written rather than at verify,
+    rehearsal or dispatch. A ``cost`` that raises or answers something other than a mapping
+    is verify's to report (with the amounts, against the caps): here it names nothing.
+    """
+    if declaration.cost is None:
+        return []
+    try:
+        answer = declaration.cost(dict(params))
+    except Exception:  # a plugin's cost failing is reported, with its reason, by verify
+        return []
+    if not isinstance(answer, dict):
+        return []
+    return [
+        f"{show(str(dimension))} is not a budget dimension any installed plugin declares"
+        for dimension in sorted(map(str, answer))
+        if dimension not in registry.budgets
+    ]
 
 
 def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
