@@ -522,17 +522,14 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
 
 def _print_demo_end(result: Any, as_json: bool) -> None:
     from pageant.cli import showcase
-    from pageant.runs.console_text import render_console
+    from pageant.cli.demo_text import summary
 
     if as_json:
         click.echo(showcase.console_json(result.console))
         return
-    click.echo()
-    click.echo(render_console(result.console))
-    click.echo()
-    click.echo(showcase.render_ledger(result.console))
-    click.echo()
-    click.echo(f"The run took {result.wall_seconds:.1f} s of wall time, cleanup included.")
+    for line in summary(result.console, result.wall_seconds):
+        click.echo(line)
+    click.echo("The whole run console, log included: pageant demo --json")
 
 
 async def _serve_demo(host: Any, settings: Settings) -> None:
