@@ -62,6 +62,18 @@ class Host:
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
+        #: What :meth:`warn_once` has said already.
+        self._warned: set[str] = set()
+
+    def warn_once(self, key: str, message: str, *args: Any) -> bool:
+        """Log ``message`` as a WARNING the first time this host meets ``key``; answers
+        whether it was logged. For a plugin's repeated mistake that changes nothing by
+        itself (resources a ``notify`` action reports, say): said once, not once per step."""
+        if key in self._warned:
+            return False
+        self._warned.add(key)
+        log.warning(message, *args)
+        return True
 
     @property
     def metrics(self) -> Any:
@@ -136,12 +148,16 @@ class Host:
         return self.plugin_unavailable(action_id.split(".", 1)[0])
 
     async def start_plugins(self) -> None:
-        """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
+        """Hand each loaded plugin its context (a plugin whose startup raises is refused),
+        then run the boot-time self-check of the leases that declare one."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
             )
         )
+        from pageant.plugins.lease_check import check_leases
+
+        await check_leases(self.registry, self.plugins.records, self.clock.now())
         self.started = True
 
     def context_for(self, label: str, owner: str, *, settings: Any = None) -> PluginContext:

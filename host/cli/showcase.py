@@ -492,6 +492,9 @@ async def _demo(
     for record in host.plugins.records:
         if record.status == "loaded":
             say(f"plugin    {record.label} {record.version}")
+            for dropped in record.dropped:  # its lease's self-check at start
+                lease, target = dropped["lease"], dropped["target"]
+                say(f"dropped   {lease} target {target!r}: {dropped['reason']}")
         else:
             say(f"refused   {record.reason}")
     await open_switchboard(host, say)

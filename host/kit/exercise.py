@@ -479,7 +479,8 @@ async def _lease_check(label: str, lease: Lease) -> Check:
         original = await _bounded(lease.read, LEASE_TARGET)
         value = lease.example if lease.example is not None else original
         step = "apply"
-        baseline = await _bounded(lease.apply, LEASE_TARGET, value)
+        until = datetime.now(UTC) + timedelta(minutes=1)
+        baseline = await _bounded(lease.apply_until, LEASE_TARGET, value, until)
         step = "read after apply"
         applied = await _bounded(lease.read, LEASE_TARGET)
         step = "restore"

@@ -53,7 +53,7 @@ from pageant.events.spec.advance import (  # noqa: F401
     validate_advance,
 )
 from pageant.events.spec.messages import refuse_unknown, show
-from pageant.hookspecs.models import check_literal
+from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -81,14 +81,6 @@ PHASE_KEYS = ("key", "label", "steps", "advance")
 STEP_KEYS = ("action", "label", "params", "on_failure", "action_version", "dormant")
 #: What a step does once its attempts are exhausted.
 ON_FAILURE = ("skip", "pause", "abort_run")
-#: A ``change`` action falling back to ``skip`` would advance a run over a half-changed
-#: world, which is why every action must declare its risk.
-ON_FAILURE_BY_RISK = {
-    "notify": "skip",
-    "inspect": "skip",
-    "change": "pause",
-    "irreversible": "abort_run",
-}
 
 # ── the bounds ─────────────────────────────────────────────────────────────────
 
@@ -122,7 +114,8 @@ def empty_spec() -> dict[str, Any]:
 
 
 def default_on_failure(risk: str) -> str:
-    """The disposition a step takes by default, from its action's risk class."""
+    """The disposition a step takes by default from its action's risk class alone (an
+    action may declare its own: :attr:`pageant.hookspecs.Action.default_on_failure`)."""
     return ON_FAILURE_BY_RISK.get(risk, "pause")
 
 
@@ -408,7 +401,7 @@ def _step(
         )
     on_failure = raw.get("on_failure")
     if on_failure is None:
-        on_failure = default_on_failure(declaration.risk)
+        on_failure = declaration.default_on_failure
     elif on_failure not in ON_FAILURE:
         errors.append(
             f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {show(on_failure)}"
