@@ -349,6 +349,12 @@ async def _perform_check(
             "expected a dry run to send nothing",
         )
     if envelope.resources:
+        unrecorded = (
+            f"; and a {action.risk} action's resources are never recorded (only change and "
+            "irreversible actions' are): in a run the host drops them, and never gives them back"
+            if action.risk not in ("change", "irreversible")
+            else ""
+        )
         return Check(
             label,
             "perform",
@@ -356,7 +362,7 @@ async def _perform_check(
             "warning",
             f"{subject}: {call_text} answered ok with resources "
             f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; "
-            "a dry run should create nothing",
+            f"a dry run should create nothing{unrecorded}",
         )
     return Check(label, "perform", subject, "pass", f"{subject}: {call_text} answered ok")
 
