@@ -99,6 +99,14 @@ class PageantSpecs:
         step's ``value`` param, a string, so ``apply`` receives a string and ``read``,
         ``apply`` and ``restore`` deal in strings (or None for a value that is unset).
 
+        An ``apply`` that takes ``until`` (contract 1.2) is told when the lease ends at the
+        latest, an aware UTC ``datetime``: hand it to the game, so the game can put the value
+        back by itself if pageant is gone past it. An ``apply(target, value)`` is called as
+        before. A lease that declares ``self_check`` (contract 1.2) offers only the targets
+        it names; when the host starts, each is set to its probe value, read back and
+        restored, and a target whose value does not take is dropped with a WARNING, shown
+        dropped by ``pageant plugins`` and the plugins API, and refused by ``core.lease``.
+
         Returns: a list of :class:`~pageant.hookspecs.Lease` models or dicts.
 
         On failure: the plugin is refused with its reasons; the host runs on.
@@ -109,8 +117,9 @@ class PageantSpecs:
                 return await game.get_setting(target)
 
 
-            async def apply(target: str, value: str) -> str:
-                return await game.set_setting(target, value)  # answers the value it replaced
+            async def apply(target: str, value: str, until: datetime) -> str:
+                # The game puts the value back by itself at until, if nobody has by then.
+                return await game.set_setting(target, value, revert_at=until)
 
 
             async def restore(target: str, baseline: str) -> None:
@@ -123,13 +132,15 @@ class PageantSpecs:
                     Lease(
                         id="mygame.setting",
                         label="A server setting",
+                        # Offered targets, each with a value to probe it with at start.
+                        self_check={"xp_rate": "1.5", "max_players": "64"},
                         read=read,
                         apply=apply,
                         restore=restore,
                     )
                 ]
 
-        Added in contract 1.0.
+        Added in contract 1.0; the until of apply and self_check in 1.2.
         """
 
     @hookspec
