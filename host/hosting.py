@@ -157,8 +157,35 @@ class Host:
         )
         from pageant.plugins.lease_check import check_leases
 
-        await check_leases(self.registry, self.plugins.records, self.clock.now())
+        held = await self.held_lease_targets()
+        await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
         self.started = True
+
+    async def held_lease_targets(self) -> set[tuple[str, str]]:
+        """``(lease id, target)`` of every lease a run holds now, from the ledger; empty
+        when the database cannot say (a SQLite file not made yet is not made here, and a
+        schema not migrated holds nothing)."""
+        import asyncio
+
+        from sqlalchemy.engine import make_url
+
+        from pageant.db import resources
+
+        url = make_url(self.settings.database_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            if not await asyncio.to_thread(os.path.exists, url.database):
+                return set()
+        owners = {lease_id.split(".", 1)[0] for lease_id in self.registry.leases}
+        held: set[tuple[str, str]] = set()
+        try:
+            async with self.db.connect() as conn:
+                for owner in sorted(owners):
+                    for row in await resources.holding_of_owner(conn, owner):
+                        if row.kind in self.registry.leases:
+                            held.add((row.kind, row.ref))
+        except Exception:  # no database yet, or not migrated: nothing is held
+            log.debug("could not read the held leases", exc_info=True)
+        return held
 
     def context_for(self, label: str, owner: str, *, settings: Any = None) -> PluginContext:
         """The context a plugin receives: what it may ask of this host, lent as callables."""

@@ -221,3 +221,42 @@ def test_pageant_plugins_shows_the_shards_latched_setting_dropped() -> None:
     items = json.loads(pageant("plugins", "--json").stdout)["items"]
     (shard,) = [item for item in items if item["owner"] == "shard"]
     assert [d["target"] for d in shard["dropped"]] == ["max_players"]
+
+
+async def test_a_target_a_run_holds_is_not_probed_when_the_host_starts_again(
+    game_host, game, clock
+):
+    await game_host.start_plugins()
+    # A run borrows the gravity and waits on a person: the lease is held.
+    cue = step("core.cue", message="hold on")
+    run_id = await run_steps(game_host, lease("game.cvar", "gravity", "200"), cue)
+    first, _ = await step_rows(game_host.db, run_id)
+    assert first.status == "done"
+    assert await game_host.held_lease_targets() == {("game.cvar", "gravity")}
+    game.untils.clear()
+
+    from pageant.plugins.lease_check import check_leases
+
+    dropped = await check_leases(
+        game_host.registry,
+        game_host.plugins.records,
+        clock.now(),
+        await game_host.held_lease_targets(),
+    )
+    probed = [target for target, _ in game.untils]
+    assert "gravity" not in probed and "maxclients" in probed
+    assert game.live["gravity"] == "200"  # the run's value, untouched
+    assert ("game.cvar", "gravity") not in dropped
+
+
+async def test_no_database_file_is_made_to_find_the_held_leases(tmp_path) -> None:
+    from pageant.hosting import Host
+    from pageant.settings import Settings
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'none.db'}"
+    host = Host(Settings(database_url=url), plugins=[], discover=False)
+    try:
+        assert await host.held_lease_targets() == set()
+    finally:
+        await host.close()
+    assert not (tmp_path / "none.db").exists()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -70,11 +70,18 @@ async def probe(lease: Lease, target: str, value: str, now: datetime) -> str | N
 
 
 async def check_leases(
-    registry: Registry, records: Iterable[PluginRecord], now: datetime
+    registry: Registry,
+    records: Iterable[PluginRecord],
+    now: datetime,
+    held: Collection[tuple[str, str]] = (),
 ) -> dict[tuple[str, str], str]:
     """Probe every target of every lease that declares ``self_check``; record what is
     dropped on the registry and on the owning plugin's record, log each as a WARNING, and
-    answer ``{(lease id, target): reason}``."""
+    answer ``{(lease id, target): reason}``.
+
+    ``held`` are the ``(lease id, target)`` a run holds now (a host restarted mid-event):
+    they are not probed, since a probe would change, for an instant, a value players are
+    living under, and the lease itself has shown the target takes."""
     by_label = {record.label: record for record in records}
     dropped: dict[tuple[str, str], str] = {}
     for lease_id in sorted(registry.leases):
@@ -83,6 +90,9 @@ async def check_leases(
             continue
         owner = registry.owner_of("leases", lease_id)
         for target, value in lease.self_check.items():
+            if (lease_id, target) in held:
+                log.info("lease %s target %r not probed: a run holds it", lease_id, target)
+                continue
             why = await probe(lease, target, value, now)
             if why is None:
                 continue
