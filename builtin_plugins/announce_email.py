@@ -44,6 +44,15 @@ def compose(message: str, ctx: SendContext, settings: Any) -> EmailMessage:
     return mail
 
 
+#: Failures of the connection itself (no route, a timeout, a reset), which may pass.
+_TRANSIENT = (
+    aiosmtplib.SMTPConnectError,
+    aiosmtplib.SMTPTimeoutError,
+    aiosmtplib.SMTPServerDisconnected,
+    OSError,
+)
+
+
 def _unconfigured(settings: Any) -> str | None:
     missing = [
         name for name in ("smtp_host", "smtp_from", "smtp_to") if not getattr(settings, name)
@@ -95,14 +104,15 @@ async def send_email(message: str, ctx: SendContext) -> dict[str, Any]:
     except aiosmtplib.SMTPResponseException as exc:
         await _close(client)
         return _refused(exc.code, "connection", exc.message)
-    except aiosmtplib.SMTPNotSupported as exc:
-        await _close(client)
-        return {"ok": False, "retry": False, "error": f"not sent: {exc}"}
-    except (aiosmtplib.SMTPException, OSError) as exc:
+    except _TRANSIENT as exc:
         await _close(client)
         # A certificate that does not verify is the operator's to fix, not a moment's.
         retry = "CERTIFICATE_VERIFY_FAILED" not in str(exc)
         return {"ok": False, "retry": retry, "error": f"not sent: {type(exc).__name__}: {exc}"}
+    except aiosmtplib.SMTPException as exc:
+        # The relay cannot do what the settings ask (no STARTTLS, no login): a setting to fix.
+        await _close(client)
+        return {"ok": False, "retry": False, "error": f"not sent: {type(exc).__name__}: {exc}"}
     try:
         refused, _reply = await client.send_message(
             mail, sender=settings.smtp_from, recipients=list(settings.smtp_to)
