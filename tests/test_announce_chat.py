@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +17,9 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from pageant.engine import Engine
+from pageant.errors import Invalid
 from pageant.runs.create import start_now
+from pageant.settings import load_settings
 from tests.factories import announce, log_lines, make_host, phase, publish_event, spec, step_rows
 
 DISCORD_PATH = "/api/webhooks/1234/discord-token-secret"
@@ -197,8 +200,9 @@ async def test_a_rate_limit_that_would_pass_the_deadline_is_not_waited(
     ("status", "retried"), [(400, False), (404, False), (500, True), (503, True)]
 )
 async def test_a_client_error_fails_for_good_and_a_server_error_is_retried(
-    settings, db, clock, service, status, retried
+    settings, db, clock, service, status, retried, caplog
 ):
+    caplog.set_level(logging.DEBUG)
     service.script = [(status, {}, "invalid_token" if status < 500 else "oops")]
     host, run_id, made, _ = await _announce(settings, db, clock, service)
     try:
@@ -211,6 +215,9 @@ async def test_a_client_error_fails_for_good_and_a_server_error_is_retried(
         lines = await log_lines(db, run_id)
         assert "token-secret" not in made.last_error
         assert not any("token-secret" in json.dumps(line.detail) for line in lines)
+        # (The receiver's own access log is the service's, not pageant's.)
+        ours = [r.getMessage() for r in caplog.records if r.name != "aiohttp.access"]
+        assert ours and not any("token-secret" in line for line in ours)
     finally:
         await host.close()
 
@@ -247,3 +254,14 @@ async def test_an_unconfigured_chat_leg_fails_for_good(settings, db, clock, serv
         assert service.got == []
     finally:
         await host.close()
+
+
+def test_a_refused_secret_setting_is_named_and_never_shown():
+    with pytest.raises(Invalid) as caught:
+        load_settings(environ={"PAGEANT_DISCORD_WEBHOOK_URL": "ftp://host/token-secret"})
+    (detail,) = caught.value.details
+    assert detail.startswith("discord_webhook_url (from environment variable")
+    assert "token-secret" not in detail
+    settings = load_settings(environ={"PAGEANT_SLACK_WEBHOOK_URL": f"https://h{SLACK_PATH}"})
+    assert "token-secret" not in repr(settings)
+    assert "token-secret" not in settings.model_dump_json()
