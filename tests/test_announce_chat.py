@@ -265,3 +265,19 @@ def test_a_refused_secret_setting_is_named_and_never_shown():
     settings = load_settings(environ={"PAGEANT_SLACK_WEBHOOK_URL": f"https://h{SLACK_PATH}"})
     assert "token-secret" not in repr(settings)
     assert "token-secret" not in settings.model_dump_json()
+
+
+async def test_a_plugin_author_kit_posts_through_the_same_leg(service):
+    """``pageant.testing``'s kit lends a step's services outside a run: no event stands
+    behind the call, so the message goes as written under a title naming the run."""
+    from pageant.testing import assert_ok, kit_host
+
+    async with kit_host([], settings={service.setting: service.path}) as kit:
+        assert_ok(await kit.perform("core.announce", {"leg": service.leg, "message": "Hi"}))
+    body = service.got[0]["body"]
+    if service.leg == "core.discord":
+        assert body["embeds"] == [{"title": "Announcement: pageant-testing", "description": "Hi"}]
+    else:
+        assert body["blocks"][0]["text"]["text"] == "Announcement: pageant-testing"
+        assert body["blocks"][1]["text"]["text"] == "Hi"
+        assert len(body["blocks"]) == 2  # no time, no link: no context line
