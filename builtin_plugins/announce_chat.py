@@ -9,7 +9,8 @@ How an answer is read, for both:
   again, when that wait is at most ``announce_retry_after_max_seconds`` and fits before
   the step's deadline; otherwise the step is retried by the engine later.
 - 5xx: the service failed to take it; retried.
-- any other 4xx: the URL, its token or the payload is wrong, which no retry mends.
+- any other 4xx, or a redirect (never followed): the URL, its token or the payload is
+  wrong, which no retry mends.
 - no answer: as the webhook's, retried only when the request certainly never left (the
   connection was refused, connecting timed out); a timeout after sending is not retried,
   because the message may have been posted.
@@ -140,13 +141,15 @@ async def post_to_chat(service: ChatService, message: str, ctx: SendContext) -> 
     services: Any = ctx.services
     session: aiohttp.ClientSession = await services.http_session()
     timeout = settings.webhook_timeout_seconds
-    for _ in range(MAX_WAITS + 1):
+    for posted in range(MAX_WAITS + 1):
         try:
             async with session.post(
                 url,
                 data=data,
                 headers={"Content-Type": "application/json"},
                 timeout=aiohttp.ClientTimeout(total=timeout),
+                # A webhook that redirects is misconfigured; following it would post elsewhere.
+                allow_redirects=False,
             ) as response:
                 status, headers = response.status, response.headers
                 body = (await response.content.read(64 * 1024)).decode(errors="replace")
@@ -163,7 +166,9 @@ async def post_to_chat(service: ChatService, message: str, ctx: SendContext) -> 
             return {
                 "ok": False,
                 "retry": False,
-                "error": f"{type(exc).__name__}: {exc or 'timed out'}",
+                "error": f"{type(exc).__name__}: {exc or 'timed out'}".replace(
+                    url, f"<{service.setting}>"
+                ),
             }
         if status < 300:
             return {"ok": True}
@@ -182,6 +187,8 @@ async def post_to_chat(service: ChatService, message: str, ctx: SendContext) -> 
                 "error": f"{service.name} is rate limiting for {wait:g}s, longer than this "
                 "attempt may wait (announce_retry_after_max_seconds, the step's deadline)",
             }
+        if posted == MAX_WAITS:
+            break
         await services.sleep(wait)
     return {
         "ok": False,

@@ -164,6 +164,21 @@ async def test_a_rate_limit_within_the_bound_is_waited_out_and_posted_again(
         await host.close()
 
 
+async def test_a_service_that_keeps_rate_limiting_is_left_to_the_engine_after_three_waits(
+    settings, db, clock, service
+):
+    service.script = [service.rate_limited(1)] * 4
+    host, _run_id, made, _ = await _announce(
+        settings, db, clock, service, announce_retry_after_max_seconds=2
+    )
+    try:
+        assert (made.status, made.attempts) == ("pending", 1)
+        assert (len(service.got), clock.sleeps) == (4, [1, 1, 1])
+        assert "still rate limiting after 3 waits" in made.last_error
+    finally:
+        await host.close()
+
+
 async def test_a_rate_limit_past_the_bound_is_left_to_the_engine_retry(
     settings, db, clock, service
 ):
@@ -197,7 +212,7 @@ async def test_a_rate_limit_that_would_pass_the_deadline_is_not_waited(
 
 
 @pytest.mark.parametrize(
-    ("status", "retried"), [(400, False), (404, False), (500, True), (503, True)]
+    ("status", "retried"), [(302, False), (400, False), (404, False), (500, True), (503, True)]
 )
 async def test_a_client_error_fails_for_good_and_a_server_error_is_retried(
     settings, db, clock, service, status, retried, caplog
