@@ -84,7 +84,8 @@ class Settings(BaseModel):
     smtp_password: SecretStr = SecretStr("")
     smtp_from: str = ""
     smtp_to: tuple[str, ...] = ()
-    smtp_timeout_seconds: float = Field(default=10, gt=0, le=300)
+    #: Each exchange with the relay; keep it well under core.announce's 10-second budget.
+    smtp_timeout_seconds: float = Field(default=5, gt=0, le=300)
     discord_webhook_url: SecretStr = SecretStr("")
     slack_webhook_url: SecretStr = SecretStr("")
     #: The longest a chat leg waits, inside one attempt, for a rate limit to pass before it

@@ -303,6 +303,23 @@ async def test_a_recipient_refused_while_the_other_was_sent_is_not_retried(
         await host.close()
 
 
+@pytest.mark.parametrize(
+    ("reply", "status"), [("450 4.2.1 busy", "pending"), ("550 5.1.1 no", "failed")]
+)
+async def test_every_recipient_refused_is_retried_only_when_the_relay_said_later(
+    settings, db, clock, relay, reply, status
+):
+    box, port = relay()
+    box.refuse = {"players@example.org": reply, "staff@example.org": reply}
+    host, _run_id, made, _ = await _announce(settings, db, clock, port)
+    try:
+        assert (made.status, made.attempts) == (status, 1)
+        assert made.last_error.startswith("the relay refused every recipient")
+        assert box.received == []
+    finally:
+        await host.close()
+
+
 async def test_a_relay_that_is_not_listening_is_retried(settings, db, clock):
     host, _run_id, made, _ = await _announce(settings, db, clock, _free_port())
     try:
