@@ -14,6 +14,8 @@ import json
 from datetime import timedelta
 from typing import Any, Literal
 
+from pageant.builtin_plugins.announce_chat import send_to_discord, send_to_slack
+from pageant.builtin_plugins.announce_email import send_email
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -56,14 +58,19 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> object:
         return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
     if ctx.verify:
         return {"ok": True}
+    # The host's services render the run's event template; a stand-in without them (the
+    # kit's) hands the message on as written.
+    render = getattr(services, "announcement", None)
+    announcement = await render(message) if render is not None else None
     send_ctx = SendContext(
         run=ctx.run,
         step_id=services.step_id,
         idempotency_key=ctx.idempotency_key,
         deadline=ctx.deadline,
         services=services,
+        announcement=announcement,
     )
-    return await leg.send(message, send_ctx)
+    return await leg.send(message if announcement is None else announcement.body, send_ctx)
 
 
 async def announce(ctx: ActionContext) -> object:
@@ -349,6 +356,9 @@ class CorePlugin:
         return [
             AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
             AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
+            AnnounceLeg(id="core.email", label="Email (SMTP)", send=send_email),
+            AnnounceLeg(id="core.discord", label="Discord channel", send=send_to_discord),
+            AnnounceLeg(id="core.slack", label="Slack channel", send=send_to_slack),
         ]
 
     @hookimpl

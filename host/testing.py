@@ -307,6 +307,16 @@ class _Services:
     async def post_json(self, url: str, body: Any) -> Any:
         return await self._real.post_json(url, body)
 
+    # What core's chat legs use besides the contract's services: the same as a step's.
+    async def http_session(self) -> Any:
+        return await self._real.http_session()
+
+    def now(self) -> datetime:
+        return self._real.now()
+
+    async def sleep(self, seconds: float) -> None:
+        await self._real.sleep(seconds)
+
 
 def _instant(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))

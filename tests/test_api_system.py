@@ -344,7 +344,10 @@ async def test_the_legs_source_lists_every_registered_leg(
     assert body == {
         "ok": True,
         "items": [
+            {"value": "core.discord", "label": "Discord channel"},
+            {"value": "core.email", "label": "Email (SMTP)"},
             {"value": "core.log", "label": "Run log"},
+            {"value": "core.slack", "label": "Slack channel"},
             {"value": "core.webhook", "label": "Webhook (JSON POST)"},
             {"value": "lantern.beacon", "label": "Beacon"},
         ],

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 import pageant.hookspecs
 from pageant.hookspecs import CONTRACT_VERSION
@@ -169,7 +170,8 @@ def test_every_setting_is_documented_with_its_default() -> None:
         field = Settings.model_fields[name]
         assert flag == f"`--{name.replace('_', '-')}`"
         assert env == f"`{ENV_PREFIX}{name.upper()}`"
-        expected = "none" if field.default in ((), "") else f"`{field.default}`"
+        unset = field.default in ((), "") or field.default == SecretStr("")
+        expected = "none" if unset else f"`{field.default}`"
         assert default == expected, name
         assert meaning, name
 

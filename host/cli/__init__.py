@@ -41,7 +41,7 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper: Callable[..., Any] = merged
     for name, field in reversed(list(Settings.model_fields.items())):
         flag = "--" + name.replace("_", "-")
-        multiple = name == "webhook_urls"
+        multiple = name in ("webhook_urls", "smtp_to")
         wrapper = click.option(
             flag,
             name,

@@ -33,6 +33,7 @@ PAGE_MODULES = (
     "now",
     "runs",
     "events",
+    "announce",
     "calendar",
     "switchboard",
     "plugins",

@@ -52,6 +52,9 @@ from pageant.events.spec.advance import (  # noqa: F401
     parse_after,
     validate_advance,
 )
+from pageant.events.spec.announce import MAX_BODY as MAX_TEMPLATE_BODY
+from pageant.events.spec.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
+from pageant.events.spec.announce import validate_template
 from pageant.events.spec.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
 from pageant.schedules.recurrence import WEEKDAYS
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("schedule", "phases")
+SPEC_KEYS = ("schedule", "phases", "announce")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -185,9 +188,13 @@ def validate(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
     phases = _phases(raw.get("phases"), registry, kept, errors)
+    template = validate_template(raw.get("announce"), "spec.announce", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
-    return {"schedule": schedule, "phases": phases}
+    out: dict[str, Any] = {"schedule": schedule, "phases": phases}
+    if template:
+        out["announce"] = template
+    return out
 
 
 def _label(raw: Any, path: str, errors: list[str], *, required: bool) -> str | None:
@@ -604,6 +611,16 @@ SPEC_SCHEMA: dict[str, Any] = {
                 },
                 ["key"],
             ),
+        },
+        "announce": {
+            "type": "object",
+            "description": "the event's announcement template: title and body, each a text "
+            "with placeholders in braces (docs/announcements.md)",
+            "properties": {
+                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_TITLE},
+                "body": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_BODY},
+            },
+            "additionalProperties": False,
         },
     },
     "additionalProperties": False,
