@@ -167,13 +167,13 @@ class Host:
         schema not migrated holds nothing)."""
         import asyncio
 
-        from sqlalchemy.engine import make_url
-
         from pageant.db import resources
+        from pageant.db.engine import sqlite_file
 
-        url = make_url(self.settings.database_url)
-        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-            if not await asyncio.to_thread(os.path.exists, url.database):
+        path = sqlite_file(self.settings.database_url)
+        if self._db is None and path is not None:
+            # Connecting would make the file: a host that has no database yet holds nothing.
+            if not await asyncio.to_thread(os.path.exists, path):
                 return set()
         owners = {lease_id.split(".", 1)[0] for lease_id in self.registry.leases}
         held: set[tuple[str, str]] = set()
