@@ -112,6 +112,9 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
     declared = services.registry.leases.get(lease_id)
     if declared is None:
         return {"ok": False, "retry": False, "error": f"no plugin declares the lease {lease_id!r}"}
+    refusal = services.registry.lease_target_refusal(lease_id, target)
+    if refusal is not None:
+        return {"ok": False, "retry": False, "error": refusal}
     longest = services.settings.lease_max_minutes
     if not 1 <= minutes <= longest:
         return {
@@ -130,7 +133,7 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "error": f"{lease_id} for {target} is already leased by run {holder}",
         }
     try:
-        baseline = await declared.apply(target, value)
+        baseline = await declared.apply_until(target, value, until)
     except Exception as exc:
         await services.forget_lease(row_id)
         return {"ok": False, "retry": False, "error": f"apply failed: {type(exc).__name__}: {exc}"}
@@ -155,7 +158,9 @@ LIFECYCLE_VARIABLES: tuple[tuple[str, Literal["string", "integer"], str, str | i
     ("health", "string", "ok, degraded or stalled.", "ok"),
 )
 LIFECYCLE_TRIGGERS = (
+    ("core.run.scheduled", "An occurrence was scheduled (a schedule made its run)"),
     ("core.run.started", "A run started (entered its first phase)"),
+    ("core.run.ending", "A run's last phase ended; what it holds is being given back"),
     ("core.run.completed", "A run completed"),
     ("core.run.failed", "A run failed"),
     ("core.run.cancelled", "A run was cancelled by a person"),
