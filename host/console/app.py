@@ -42,6 +42,7 @@ PAGE_MODULES = (
     "history",
     "runs",
     "events",
+    "announce",
     "calendar",
     "switchboard",
     "plugins",

@@ -180,7 +180,11 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
         if advance is not None:
             phase["advance"] = advance
         phases.append(phase)
-    return {"schedule": schedule_from_form(form), "phases": phases}
+    out: dict[str, Any] = {"schedule": schedule_from_form(form), "phases": phases}
+    template = {k: _get(form, f"announce-{k}") for k in ("title", "body")}
+    if any(template.values()):
+        out["announce"] = {k: v for k, v in template.items() if v}
+    return out
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -381,7 +385,12 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})
-    return {"schedule": schedule, "phases": phases}
+    announce = spec.get("announce")
+    return {
+        "schedule": schedule,
+        "phases": phases,
+        "announce": dict(announce) if isinstance(announce, dict) else {},
+    }
 
 
 # ── validation messages -> fields ──────────────────────────────────────────────

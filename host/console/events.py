@@ -27,6 +27,7 @@ from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.gates.conditions import OPERATORS
 from pageant.plugins.options import resolve_options
+from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
@@ -344,6 +345,7 @@ async def publish(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
     host = host_of(request)
     definition_id = _event_id(request)
+    scheduled: list[int] = []
     try:
         async with host.db.begin() as conn:
             await definitions.publish_definition(
@@ -353,9 +355,11 @@ async def publish(request: web.Request) -> web.Response:
                 now=host.clock.now(),
                 actor=session.principal.actor,
                 horizon_days=host.settings.horizon_days,
+                created=scheduled,
             )
     except PageantError as exc:
         return await _refused(request, definition_id, exc)
+    await lifecycle.announce_scheduled(host, scheduled)
     host.wake()
     return see_other(f"/events/{definition_id}?published=1")
 
