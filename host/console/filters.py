@@ -9,7 +9,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from pageant.console.rehearsal import duration
-from pageant.console.timeline import span_words
+from pageant.console.timeline import span_words, zone_of
 from pageant.schedules.recurrence import zone
 
 _UTC = zone("UTC")
@@ -43,7 +43,7 @@ def at(
         return Markup("")
     utc = value.astimezone(_UTC)
     try:
-        there = value.astimezone(zone(tz))
+        there = value.astimezone(zone_of(tz))
     except ValueError:
         there = utc
     if clock:

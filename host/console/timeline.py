@@ -11,11 +11,21 @@ labelled by how long after the start each is.
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup, escape
 
 from pageant.schedules.recurrence import zone
+
+
+@lru_cache(maxsize=64)
+def zone_of(name: str) -> Any:
+    """:func:`~pageant.schedules.recurrence.zone`, remembered: a long run's page converts a
+    thousand instants in one zone, and checking its name against the IANA list each time
+    was the largest part of that."""
+    return zone(name)
+
 
 #: The SVG's user units across the axis.
 WIDTH = 1000
@@ -73,7 +83,7 @@ def _x(at: datetime | None, start: datetime, span: float) -> float:
 def _clock(at: datetime | None, tz: str) -> str:
     if at is None:
         return ""
-    return at.astimezone(zone(tz)).strftime("%H:%M:%S")
+    return at.astimezone(zone_of(tz)).strftime("%H:%M:%S")
 
 
 def _bar(
