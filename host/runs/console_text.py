@@ -170,12 +170,19 @@ def _outcome(people: list[Mapping[str, Any]], tables: list[Mapping[str, Any]]) -
 # ── the log ───────────────────────────────────────────────────────────────────
 
 
-def _what(line: Mapping[str, Any]) -> str:
+def describe(line: Mapping[str, Any]) -> str:
+    """What one log line says, in words (``step 6: core.cue -> running``): the sentence
+    every surface that shows a run's log prints for it, without who did it."""
     detail = line["detail"] or {}
     say = _SAY.get(line["kind"], _pairs)
     text = say(detail)
     if line["step_id"] is not None:
         text = f"step {line['step_id']}: {text}"
+    return text
+
+
+def _what(line: Mapping[str, Any]) -> str:
+    text = describe(line)
     if line["actor"]:
         text += f"  (by {line['actor']})"
     return text
