@@ -104,7 +104,7 @@ async def test_each_service_is_sent_its_own_shape_of_the_rendered_template(
     template = {"title": "{title} tonight", "body": "{message}! Starts {when}."}
     event_spec = {
         **spec(phase("p", announce("The Champion stirs", leg=service.leg))),
-        "announce": template,
+        "announcement": template,
     }
     host, _run_id, made, event = await _announce(
         settings,

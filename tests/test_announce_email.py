@@ -115,7 +115,7 @@ async def _announce(settings, db, clock, port: int, *, visibility="staff", **cha
     host = make_host(settings.model_copy(update=update), db, clock)
     event_spec = {
         **spec(phase("p", announce("Muster in Yew Woods", leg="core.email"))),
-        "announce": {"title": "{title} at {when}", "body": "{message}.\nBring a friend."},
+        "announcement": {"title": "{title} at {when}", "body": "{message}.\nBring a friend."},
     }
     event = await publish_event(
         db,

@@ -31,7 +31,7 @@ def _spec(template: Any = None, steps: Any = (MESSAGE_STEP,), **schedule: Any) -
         "phases": [{"key": "main", "label": "Main", "steps": list(steps)}],
     }
     if template is not None:
-        out["announce"] = template
+        out["announcement"] = template
     return out
 
 
@@ -43,21 +43,21 @@ def _spec(template: Any = None, steps: Any = (MESSAGE_STEP,), **schedule: Any) -
     [
         (
             {"body": "{starts}"},
-            "spec.announce.body: {starts} is not a placeholder; expected one of",
+            "spec.announcement.body: {starts} is not a placeholder; expected one of",
         ),
-        ({"title": "{title.upper}"}, "spec.announce.title: {title.upper} is not a placeholder"),
-        ({"title": "{0}"}, "spec.announce.title: {0} is not a placeholder"),
-        ({"title": "{title!r}"}, "spec.announce.title: {title} has a conversion or a format"),
-        ({"body": "{when:>40}"}, "spec.announce.body: {when} has a conversion or a format"),
-        ({"body": "a { b"}, "spec.announce.body: expected '}' before end of string"),
-        ({"body": "a } b"}, "spec.announce.body: Single '}' encountered"),
-        ({"title": "one\ntwo"}, "spec.announce.title: a title is one line"),
-        ({"title": ""}, "spec.announce.title: must not be empty"),
-        ({"title": 5}, "spec.announce.title: expected a string; got 5"),
-        ({"subject": "x"}, 'spec.announce: unknown key "subject"; expected title, body'),
-        ("{title}", "spec.announce: expected an object with title and/or body"),
-        ({"title": "t" * 201}, "spec.announce.title: at most 200 characters; got 201"),
-        ({"body": "b" * 2001}, "spec.announce.body: at most 2000 characters; got 2001"),
+        ({"title": "{title.upper}"}, "spec.announcement.title: {title.upper} is not a placeholder"),
+        ({"title": "{0}"}, "spec.announcement.title: {0} is not a placeholder"),
+        ({"title": "{title!r}"}, "spec.announcement.title: {title} has a conversion or a format"),
+        ({"body": "{when:>40}"}, "spec.announcement.body: {when} has a conversion or a format"),
+        ({"body": "a { b"}, "spec.announcement.body: expected '}' before end of string"),
+        ({"body": "a } b"}, "spec.announcement.body: Single '}' encountered"),
+        ({"title": "one\ntwo"}, "spec.announcement.title: a title is one line"),
+        ({"title": ""}, "spec.announcement.title: must not be empty"),
+        ({"title": 5}, "spec.announcement.title: expected a string; got 5"),
+        ({"subject": "x"}, 'spec.announcement: unknown key "subject"; expected title, body'),
+        ("{title}", "spec.announcement: expected an object with title and/or body"),
+        ({"title": "t" * 201}, "spec.announcement.title: at most 200 characters; got 201"),
+        ({"body": "b" * 2001}, "spec.announcement.body: at most 2000 characters; got 2001"),
     ],
 )
 def test_a_bad_template_is_refused_with_its_place(template, error):
@@ -74,10 +74,10 @@ def test_the_bounds_hold_on_both_sides_and_a_template_survives_validation_again(
     registry = Registry()
     template = {"title": "t" * 200, "body": "{{literal}} " + "b" * 1988}
     once = validate(_spec(template, steps=()), registry, stored=None)
-    assert once["announce"] == template
+    assert once["announcement"] == template
     assert validate(once, registry, stored=once) == once
     # An empty template is no template: the default, saved as nothing.
-    assert "announce" not in validate(_spec({}, steps=()), registry, stored=None)
+    assert "announcement" not in validate(_spec({}, steps=()), registry, stored=None)
 
 
 def test_a_value_is_never_read_as_a_template():
@@ -130,7 +130,7 @@ async def test_the_run_log_and_the_webhook_are_handed_the_rendered_body(
     host = make_host(changed, db, clock)
     event_spec = {
         **spec(phase("p", announce("Boss up"), announce("Boss up", leg="core.webhook"))),
-        "announce": {"body": "[{phase}] {message} at {when} {link}"},
+        "announcement": {"body": "[{phase}] {message} at {when} {link}"},
     }
     event = await publish_event(db, clock.now(), event_spec, visibility="public")
     try:
@@ -152,7 +152,7 @@ async def test_a_run_announces_with_the_template_it_was_published_with(probe_hos
     event = await publish_event(
         probe_host.db,
         probe_host.clock.now(),
-        {**spec(phase("p", announce("Boss up"))), "announce": {"body": "v1: {message}"}},
+        {**spec(phase("p", announce("Boss up"))), "announcement": {"body": "v1: {message}"}},
     )
     run_id, _ = await start_now(probe_host, event.id, scope="", actor="admin:test")
     async with Engine(probe_host) as engine:
@@ -195,9 +195,9 @@ async def test_a_bad_template_is_refused_at_save_and_nothing_is_written(page_cli
     )
     assert response.status == 400
     (detail,) = (await response.json())["error"]["details"]
-    assert detail.startswith("spec.announce.body: {starts} is not a placeholder")
+    assert detail.startswith("spec.announcement.body: {starts} is not a placeholder")
     again = await page_client.get(f"{EVENTS}/{event['id']}", headers=bearer(tokens["editor"]))
-    assert "announce" not in (await again.json())["spec"]
+    assert "announcement" not in (await again.json())["spec"]
 
 
 async def test_the_preview_renders_the_saved_template_for_the_next_occurrence(page_client, tokens):
@@ -250,7 +250,7 @@ async def test_the_preview_tries_an_unsaved_template_and_refuses_a_bad_one(page_
     url = f"{EVENTS}/{event['id']}/announce-preview"
     response = await page_client.post(
         url,
-        json={"announce": {"body": "{message} ({scope})"}, "message": "Hi"},
+        json={"announcement": {"body": "{message} ({scope})"}, "message": "Hi"},
         headers=bearer(tokens["editor"]),
     )
     got = await response.json()
@@ -261,11 +261,11 @@ async def test_the_preview_tries_an_unsaved_template_and_refuses_a_bad_one(page_
         "",  # a staff-only event has no public page
     )
     response = await page_client.post(
-        url, json={"announce": {"body": "{nope}"}}, headers=bearer(tokens["editor"])
+        url, json={"announcement": {"body": "{nope}"}}, headers=bearer(tokens["editor"])
     )
     assert response.status == 400
     (detail,) = (await response.json())["error"]["details"]
-    assert detail.startswith("body.announce.body: {nope} is not a placeholder")
+    assert detail.startswith("body.announcement.body: {nope} is not a placeholder")
     missing = await page_client.post(
         f"{EVENTS}/999999/announce-preview", headers=bearer(tokens["editor"])
     )

@@ -60,7 +60,7 @@ async def test_a_bad_template_is_shown_at_its_field_and_not_saved(client, tokens
     )
     assert answer.status == 400
     text = html.unescape(await answer.text())
-    assert 'id="err-spec-announce-body-1"' in text
+    assert 'id="err-spec-announcement-body-1"' in text
     assert "{starts} is not a placeholder" in text
     fresh = dict(form_of(await (await client.get(f"/events/{event_id}")).text()))
     assert fresh["announce-body"] == ""
@@ -89,7 +89,9 @@ async def test_the_preview_renders_the_form_as_it_stands(client, tokens):
     refused = await client.post(
         f"/events/{event_id}/announce-preview", data={**fields, "announce-title": "{nope}"}
     )
-    assert "spec.announce.title: {nope} is not a placeholder" in html.unescape(await refused.text())
+    assert "spec.announcement.title: {nope} is not a placeholder" in html.unescape(
+        await refused.text()
+    )
 
 
 async def test_a_moderator_may_not_preview_from_the_editor(client, tokens):

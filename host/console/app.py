@@ -42,7 +42,7 @@ PAGE_MODULES = (
     "history",
     "runs",
     "events",
-    "announce",
+    "announcement",
     "calendar",
     "switchboard",
     "plugins",

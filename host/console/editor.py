@@ -183,7 +183,7 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     out: dict[str, Any] = {"schedule": schedule_from_form(form), "phases": phases}
     template = {k: _get(form, f"announce-{k}") for k in ("title", "body")}
     if any(template.values()):
-        out["announce"] = {k: v for k, v in template.items() if v}
+        out["announcement"] = {k: v for k, v in template.items() if v}
     return out
 
 
@@ -385,11 +385,11 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})
-    announce = spec.get("announce")
+    announce = spec.get("announcement")
     return {
         "schedule": schedule,
         "phases": phases,
-        "announce": dict(announce) if isinstance(announce, dict) else {},
+        "announcement": dict(announce) if isinstance(announce, dict) else {},
     }
 
 

@@ -216,7 +216,7 @@ class StepServices:
             scope=row.scope,
         )
         return announce.announcement(
-            spec.get("announce"),
+            spec.get("announcement"),
             message,
             facts,
             link_pattern=self._host.settings.public_page_url,

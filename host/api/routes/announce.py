@@ -20,12 +20,12 @@ routes = RouteTable("events")
 
 
 class AnnouncePreviewBody(BaseModel):
-    """What to preview: the working copy's template unless ``announce`` is given (an edit
+    """What to preview: the working copy's template unless ``announcement`` is given (an edit
     not yet saved), with ``message`` or the spec's first step message."""
 
     model_config = ConfigDict(extra="forbid")
 
-    announce: dict[str, Any] | None = Field(
+    announcement: dict[str, Any] | None = Field(
         None,
         description="a template to try, {title?, body?}; the working copy's when absent",
         json_schema_extra={
@@ -71,10 +71,10 @@ async def announce_preview(request: web.Request) -> web.Response:
         row = await definitions.require_definition(conn, definition_id)
     body = await read_body(request, AnnouncePreviewBody, optional=True)
     spec = row.spec if isinstance(row.spec, dict) else {}
-    template = spec.get("announce")
-    if "announce" in body.model_fields_set:
+    template = spec.get("announcement")
+    if "announcement" in body.model_fields_set:
         problems: list[str] = []
-        template = announce.validate_template(body.announce, "body.announce", problems)
+        template = announce.validate_template(body.announcement, "body.announcement", problems)
         if problems:
             raise Invalid("invalid announcement template", details=problems)
     answer = preview(

@@ -89,7 +89,7 @@ def render(text: str, values: Mapping[str, str]) -> str:
 def validate_template(raw: Any, path: str, errors: list[str]) -> dict[str, str] | None:
     """The spec's ``announce`` checked: ``None`` when absent, else the template with only
     the keys it was given; every problem goes to ``errors`` prefixed by its place
-    (``spec.announce.body: {starts} is not a placeholder; ...``)."""
+    (``spec.announcement.body: {starts} is not a placeholder; ...``)."""
     if raw is None:
         return None
     if not isinstance(raw, dict):

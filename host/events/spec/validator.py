@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("schedule", "phases", "announce")
+SPEC_KEYS = ("schedule", "phases", "announcement")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -188,12 +188,12 @@ def validate(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
     phases = _phases(raw.get("phases"), registry, kept, errors)
-    template = validate_template(raw.get("announce"), "spec.announce", errors)
+    template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
     if template:
-        out["announce"] = template
+        out["announcement"] = template
     return out
 
 
@@ -612,7 +612,7 @@ SPEC_SCHEMA: dict[str, Any] = {
                 ["key"],
             ),
         },
-        "announce": {
+        "announcement": {
             "type": "object",
             "description": "the event's announcement template: title and body, each a text "
             "with placeholders in braces (docs/announcements.md)",

@@ -30,7 +30,7 @@ async def announce_preview(request: web.Request) -> web.Response:
     form = await request.post()
     spec = editor.spec_from_form(form, host.registry)
     problems: list[str] = []
-    template = validate_template(spec.get("announce"), "spec.announce", problems)
+    template = validate_template(spec.get("announcement"), "spec.announcement", problems)
     if problems:
         return render(request, "_announce_preview.html", problems=problems, shown=None)
     title = form.get("title")
