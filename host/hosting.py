@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
+from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
 from pageant.settings import Settings
@@ -62,6 +63,8 @@ class Host:
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
+        #: Each plugin's own bound on the give-back calls made into it at once.
+        self.plugin_slots = PluginSlots(self.settings.plugin_cleanup_concurrency)
 
     @property
     def metrics(self) -> Any:

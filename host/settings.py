@@ -54,6 +54,9 @@ class Settings(BaseModel):
     # The ledger: how many times cleanup tries to give one resource back, and the longest
     # a core.lease may borrow a value.
     revert_max_attempts: int = Field(default=3, ge=1, le=100)
+    #: The most reverts and restores one plugin is asked at once; its other runs' cleanup
+    #: waits its turn, and no other plugin's does.
+    plugin_cleanup_concurrency: int = Field(default=4, ge=1, le=100)
     lease_max_minutes: int = Field(default=24 * 60, ge=1)
 
     webhook_urls: tuple[str, ...] = ()

@@ -62,6 +62,11 @@ class Engine:
         self.versions = PinnedSpecs()
         #: Run id -> the task advancing it in this process.
         self.inflight: dict[int, asyncio.Task[Any]] = {}
+        #: Run id -> the task giving back what it holds, beside the tick.
+        self.cleaning: dict[int, asyncio.Task[Any]] = {}
+        #: Whether this process's cleanup stage has settled the runs a stopped host left
+        #: ``pending`` with nothing to try (once per start).
+        self.unsettled_checked = False
         self.last_prune_at: datetime | None = None
         #: What the loop last asked the clock to sleep, in seconds.
         self.last_sleep: float | None = None
@@ -126,6 +131,14 @@ class Engine:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        cleaning = list(self.cleaning.values())
+        if cleaning:
+            # A give-back cut here spends nothing: the row is as it was, and the next
+            # host to start tries it again (a revert is final for its key, so twice is safe).
+            _, pending = await asyncio.wait(cleaning, timeout=max(0.0, deadline - loop.time()))
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*cleaning, return_exceptions=True)
         await self._hand_back()
         if self._session is not None:
             await self._session.close()
@@ -239,9 +252,36 @@ class Engine:
             await self.drain()
 
     async def drain(self) -> None:
-        """Wait for every run task of this engine to finish."""
-        while self.inflight:
-            await asyncio.gather(*list(self.inflight.values()), return_exceptions=True)
+        """Wait for every run task and every give-back task of this engine to finish."""
+        while self.inflight or self.cleaning:
+            tasks = [*self.inflight.values(), *self.cleaning.values()]
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def give_back_beside(self, run_id: int, work: Coroutine[Any, Any, str]) -> None:
+        """Give back what one run holds in a task of its own, beside the tick: a revert
+        that hangs holds that run's cleanup, never the tick, and a run already being given
+        back is not given back twice at once."""
+        if run_id in self.cleaning or self.stopping:
+            work.close()
+            return
+        task = asyncio.create_task(
+            self._give_back_one(run_id, work), name=f"pageant-cleanup-{run_id}"
+        )
+        self.cleaning[run_id] = task
+
+    async def _give_back_one(self, run_id: int, work: Coroutine[Any, Any, str]) -> None:
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if noted(self.host, f"cleaning up run {run_id}", exc):
+                # Rolled back whole: the next tick's stage selects the run again.
+                asyncio.get_running_loop().call_later(jitter(1), self.wake)
+            else:
+                log.exception("could not clean up run %s; the next tick tries again", run_id)
+        finally:
+            self.cleaning.pop(run_id, None)
 
     def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         """Advance one run in a task of its own, bounded by ``dispatch_concurrency``."""

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
+from pageant.db.errors import is_retryable_conflict
 from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.ledger.state import released, settle
@@ -126,17 +128,56 @@ async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -
 # ── cleanup ──────────────────────────────────────────────────────────────────
 
 
+#: How many ended runs one look for a ``cleanup_status`` never settled reads at a time.
+UNSETTLED_BATCH = 200
+
+
 async def cleanup(host: Host, now: datetime) -> None:
-    """The tick's cleanup stage: give back what ended runs and expired leases hold."""
+    """The tick's cleanup stage: give back what ended runs and expired leases hold.
+
+    Each run is given back by a task of its own beside the tick (``engine.give_back_beside``),
+    and a run already being given back is not selected again, so a plugin whose revert
+    hangs holds its own runs' cleanup and no stage, tick or other plugin's run. The first
+    stage after a start also settles the runs a stopped host left ``pending`` with nothing
+    left to try (:func:`settle_unsettled`).
+    """
+    engine = host.engine
+    if not engine.unsettled_checked:
+        await settle_unsettled(host, now)
+        engine.unsettled_checked = True
     async with host.db.connect() as conn:
         run_ids = await resources.cleanup_candidates(
-            conn, now, limit=host.settings.runs_per_tick, skip_owners=host.unavailable_owners()
+            conn,
+            now,
+            limit=host.settings.runs_per_tick,
+            skip_owners=host.unavailable_owners(),
+            skip_runs=tuple(engine.cleaning),
         )
     for run_id in run_ids:
-        try:
-            await give_back(host, run_id, now=now)
-        except Exception:
-            log.exception("could not clean up run %s", run_id)
+        engine.give_back_beside(run_id, give_back(host, run_id, now=now))
+
+
+async def settle_unsettled(host: Host, now: datetime) -> int:
+    """Derive ``cleanup_status`` again for every ended run that still says ``pending`` with
+    no row left to try: the host stopped between the last ``resource.reverted`` and the
+    status written from it, and the stage, which selects from holding rows, would never
+    look at such a run again. Answers how many runs it settled."""
+    after, settled = 0, 0
+    while True:
+        async with host.db.connect() as conn:
+            run_ids = await resources.unsettled_ended_runs(conn, after=after, limit=UNSETTLED_BATCH)
+        for run_id in run_ids:
+            async with host.db.begin() as conn:
+                if await settle(conn, run_id, now=now) != "pending":
+                    settled += 1
+        if len(run_ids) < UNSETTLED_BATCH:
+            break
+        after = run_ids[-1]
+    if settled:
+        log.info(
+            "settled the cleanup status of %d ended run(s) a stopped host left pending", settled
+        )
+    return settled
 
 
 async def give_back(
@@ -167,7 +208,9 @@ async def give_back(
                 await _restore(host, row, info, now=now, max_attempts=_max(host, rescue, row))
             else:
                 await _revert(host, row, info, now=now, max_attempts=_max(host, rescue, row))
-        except Exception:
+        except Exception as exc:
+            if is_retryable_conflict(exc):
+                raise  # the whole give-back is tried again; every write is a compare-and-set
             log.exception("could not give back resource %s of run %s", row.id, run_id)
     async with host.db.begin() as conn:
         status = await settle(conn, run_id, now=host.clock.now(), rescue=rescue)
@@ -239,7 +282,8 @@ async def _revert(host: Host, row: Any, info: RunInfo, *, now: datetime, max_att
         deadline=now + timedelta(milliseconds=REVERT_BUDGET_MS),
         resources=() if placeholder else (Resource(kind=row.kind, ref=row.ref, detail=detail),),
     )
-    envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
+    async with host.plugin_slots.of(row.owner):
+        envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
     now = host.clock.now()
     if envelope.ok:
         await _release(host, row, to="reverted", now=now, attempted=True)
@@ -262,9 +306,18 @@ async def _restore(
     lease = host.registry.leases.get(payload["lease"])
     if lease is None:
         return  # its plugin is not loaded: the row waits for it
+    async with host.plugin_slots.of(row.owner):
+        await _restore_lease(host, row, lease, payload, now=now, max_attempts=max_attempts)
+
+
+async def _restore_lease(
+    host: Host, row: Any, lease: Any, payload: dict[str, Any], *, now: datetime, max_attempts: int
+) -> None:
     target = payload["target"]
     try:
-        current = await lease.read(target)
+        # Bounded like a revert: a read or restore that hangs is a failed attempt.
+        async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
+            current = await lease.read(target)
         if "baseline" not in payload:
             # Reserved, and the answer of its apply never recorded (the host died between).
             if current == payload.get("applied"):
@@ -290,7 +343,8 @@ async def _restore(
                 detail={"found": current, "applied": payload.get("applied")},
             )
             return
-        await lease.restore(target, payload.get("baseline"))
+        async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
+            await lease.restore(target, payload.get("baseline"))
     except Exception as exc:
         await _fail(
             host,
