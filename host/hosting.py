@@ -64,7 +64,7 @@ class Host:
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
         #: Each plugin's own bound on the give-back calls made into it at once.
-        self.plugin_slots = PluginSlots(self.settings.plugin_cleanup_concurrency)
+        self.plugin_slots = PluginSlots(self.settings.plugin_concurrency)
 
     @property
     def metrics(self) -> Any:

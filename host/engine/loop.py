@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,8 @@ class Engine:
         #: What the loop last asked the clock to sleep, in seconds.
         self.last_sleep: float | None = None
         self._slots = asyncio.Semaphore(host.settings.dispatch_concurrency)
+        #: The run tasks holding one of ``_slots`` now (see :meth:`plugin_call`).
+        self._slot_holders: set[asyncio.Task[Any]] = set()
         #: The shared transaction the answers of this host's steps are recorded in.
         self.outcomes = OutcomeBatch(host)
         self._wake = asyncio.Event()
@@ -251,6 +254,27 @@ class Engine:
         if drain:
             await self.drain()
 
+    @asynccontextmanager
+    async def plugin_call(self, owner: str) -> AsyncIterator[None]:
+        """Around a call into ``owner``'s plugin from a run task: the run waits for one of
+        the plugin's own slots (``plugin_concurrency``) without holding a dispatch slot,
+        and holds both for the call. Performs that hang therefore hold at most
+        ``plugin_concurrency`` of the ``dispatch_concurrency`` slots, and another plugin's
+        runs still find one."""
+        task = asyncio.current_task()
+        if task is None or task not in self._slot_holders:
+            async with self.host.plugin_slots.of(owner):
+                yield
+            return
+        self._slot_holders.discard(task)
+        self._slots.release()
+        async with self.host.plugin_slots.of(owner):
+            # Cancelled before this, the task holds no dispatch slot, and its run task
+            # gives none back (it reads _slot_holders).
+            await self._slots.acquire()
+            self._slot_holders.add(task)
+            yield
+
     async def drain(self) -> None:
         """Wait for every run task and every give-back task of this engine to finish."""
         while self.inflight or self.cleaning:
@@ -294,8 +318,17 @@ class Engine:
     async def _advance_one(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         progressed = False
         try:
-            async with self._slots:
+            task = asyncio.current_task()
+            assert task is not None
+            await self._slots.acquire()
+            self._slot_holders.add(task)
+            try:
                 outcome, progressed = await work
+            finally:
+                # Held unless a plugin call gave it back and was cancelled taking it again.
+                if task in self._slot_holders:
+                    self._slot_holders.discard(task)
+                    self._slots.release()
             if outcome in ("completed", "failed"):
                 self._ended = True  # what it holds is the cleanup stage's to give back
         except asyncio.CancelledError:

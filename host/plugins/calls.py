@@ -15,7 +15,7 @@ from pageant.plugins.tracing import exception_text
 
 
 class PluginSlots:
-    """At most ``limit`` calls into one plugin's give-back (revert, restore) at a time.
+    """At most ``limit`` calls into one plugin at a time (perform, revert, restore).
 
     Each plugin has slots of its own: a plugin whose calls hang fills only its own, and
     another plugin's calls never queue behind them.

@@ -1,6 +1,7 @@
-"""The cleanup stage beside the tick, against the real engine on both databases: a revert
-that hangs holds only its own run's give-back, a status a stopped host never wrote is
-derived again after a start, and lock contention is retried quietly."""
+"""One plugin's slowness costs only its own runs, against the real engine on both databases:
+a perform or a revert that hangs holds neither the tick nor another plugin's run; and the
+cleanup stage derives a status a stopped host never wrote, and retries lock contention
+quietly."""
 
 from __future__ import annotations
 
@@ -110,6 +111,47 @@ async def test_a_hanging_revert_holds_neither_the_tick_nor_another_plugins_run(h
         await engine.drain()
         await engine.stop()
     assert (await run_row(host.db, held)).cleanup_status == "complete"
+
+
+async def test_performs_that_hang_fill_their_own_plugins_slots_and_no_other_plugins(
+    settings, db, clock, smith, bell
+):
+    settings = settings.model_copy(update={"dispatch_concurrency": 2, "plugin_concurrency": 1})
+    host = make_host(settings, db, clock, [smith, bell])
+    async with host.db.begin() as conn:
+        await board.set_action(
+            conn, host.registry, "smith.forge", enabled=True, actor="admin:test", now=clock.now()
+        )
+    engine = Engine(host)
+    released = asyncio.Event()
+
+    async def hang(ctx: Any) -> Any:
+        await released.wait()
+        return None
+
+    smith.first = hang
+    try:
+        first = await _start(host, spec(phase("p", forge(1))))
+        second = await _start(host, spec(phase("p", forge(1))))
+        await asyncio.wait_for(engine.tick(drain=False), 2)
+        await asyncio.sleep(0.05)
+        # The plugin's one slot is the first run's; the second waits for it, untried.
+        assert len(smith.performs) == 1
+        canary = await _start(host, spec(phase("p", step("bell.ring"))))
+        await asyncio.wait_for(engine.tick(drain=False), 2)
+        running = engine.inflight.get(canary)
+        if running is not None:
+            await asyncio.wait_for(asyncio.shield(running), 2)
+        assert len(bell.rung) == 1
+        assert (await run_row(host.db, canary)).status == "completed"
+        assert len(smith.performs) == 1
+    finally:
+        released.set()
+        await engine.drain()
+        await engine.stop()
+        await host.close()
+    assert len(smith.performs) == 2
+    assert {(await run_row(host.db, r)).status for r in (first, second)} == {"completed"}
 
 
 async def test_a_status_a_stopped_host_never_wrote_is_derived_again_after_a_start(host, smith):
