@@ -69,6 +69,9 @@ class ShardSettings(BaseModel):
     fault_broadcast_acks_lost: int = Field(
         0, ge=0, description="The first N broadcasts are never acknowledged."
     )
+    fault_revert_hang_seconds: float = Field(
+        0.0, ge=0, description="Every despawn hangs this long before it answers."
+    )
     fault_revert_failures: int = Field(
         0, ge=0, description="The first despawn fails this many times, then succeeds."
     )
@@ -215,6 +218,8 @@ class ShardPlugin:
         serials = [r.ref for r in ctx.resources] or list(
             self.world.spawned.get(ctx.idempotency_key, [])
         )
+        if self.settings.fault_revert_hang_seconds:
+            await asyncio.sleep(self.settings.fault_revert_hang_seconds)
         if self._revert_fails(serials):
             return {
                 "ok": False,
