@@ -8,9 +8,14 @@
   key and no resources.
 * **Cleanup** is one stage of the tick, after advance: every run with a holding row that
   can still be tried — of a run that has ended, or of a lease past its deadline — is
-  selected from the rows themselves, and its rows are given back newest first. A failed
-  revert counts one attempt; at ``revert_max_attempts`` the row is ``revert_failed``.
-  ``cleanup_status`` is derived from the rows afterwards, never the other way round.
+  selected from the rows themselves, and its rows are given back newest first, by a task of
+  the run's own beside the tick. A failed revert counts one attempt; at
+  ``revert_max_attempts`` the row is ``revert_failed``. ``cleanup_status`` is derived from
+  the rows afterwards, never the other way round.
+* **A revert is final for its key** (contract 1.2): a step whose perform timed out is given
+  back by reverting its key with no resources, and that ok is the plugin's word that nothing
+  made under the key is, or will be, in the world. A reconcile afterwards could not add to
+  it: it sees only the rows the ledger holds, at one moment.
 * **Reconcile** asks a plugin which of the rows it holds are still in the world.
 """
 
