@@ -98,6 +98,14 @@ async def cue(ctx: ActionContext) -> object:
     return {"ok": True, "park": True}
 
 
+#: The lease steps reverted in this process, newest last, at most :data:`REVERTED_KEYS`: a
+#: revert is final for its key (contract 1.2), so a lease performed after its step's revert
+#: borrows nothing. (A lease reserved anyway is the host's own ledger row, given back by
+#: the cleanup stage; this keeps the contract's letter within one process.)
+_reverted: dict[str, None] = {}
+REVERTED_KEYS = 10_000
+
+
 async def lease(ctx: ActionContext) -> dict[str, Any]:
     """Borrow ``lease`` on ``target``: reserve the target's ledger row first (a target
     another run holds is refused by name before anything is applied), apply ``value``, and
@@ -122,7 +130,7 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "retry": False,
             "error": f"minutes must be between 1 and {longest} (lease_max_minutes), not {minutes}",
         }
-    if ctx.verify:
+    if ctx.verify or ctx.idempotency_key in _reverted:
         return {"ok": True}
     until = services.now() + timedelta(minutes=minutes)
     row_id, holder = await services.reserve_lease(lease_id, target, value, until=until)
@@ -142,7 +150,11 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
 
 
 async def lease_revert(ctx: ActionContext) -> dict[str, Any]:
-    """Nothing to do per step: a lease is given back through its own ledger row."""
+    """Nothing to give back per step (a lease is given back through its own ledger row);
+    the key is final from here on."""
+    _reverted[ctx.idempotency_key] = None
+    while len(_reverted) > REVERTED_KEYS:
+        del _reverted[next(iter(_reverted))]
     return {"ok": True}
 
 

@@ -240,6 +240,8 @@ class ActionContext:
     ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
     ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
     whose answer was lost, so reverting something that does not exist must succeed).
+    A revert is final for its key: a ``perform`` under a key already reverted makes nothing
+    and answers ok with no resources (contract 1.2).
     """
 
     params: dict[str, Any]

@@ -180,6 +180,12 @@ class Action(_Declaration):
     holds it), or with no resources at all when the perform's answer was lost (take back
     whatever was made under ``ctx.idempotency_key``). Reverting something that does not
     exist must succeed, and a revert may be repeated.
+
+    A revert is final for its key (contract 1.2): after a revert under a key has answered
+    ok, a ``perform`` under that key (a retry, or a call still on its way to the game) makes
+    nothing and answers ok with no resources. Keep the keys you reverted where the game
+    applies changes, or answer the revert with a failure until you know the key's last
+    request has been applied or refused.
     """
 
     id: str

@@ -37,6 +37,17 @@ class PageantSpecs:
         plugin's namespace or a duplicate of another plugin's id, the whole plugin is
         refused with every problem named, and the host runs on without it.
 
+        Restrictions: **a revert is final for its key** (contract 1.2). Once the host has
+        called an action's ``revert`` under an idempotency key and it answered ok, nothing
+        made under that key may be in the world, then or later: any ``perform`` under the
+        same key that arrives afterwards (a retry, a call the host stopped waiting for, a
+        request still queued in the game) must make nothing and answer ok with no
+        resources. The host gives back a step whose perform timed out by calling
+        ``revert`` with its key and no resources, and counts it given back on that ok
+        alone; so a revert that cannot yet promise finality (the game may still apply the
+        request) must answer a failure, and the host tries again. ``pageant
+        contract-check`` and ``pageant.testing``'s ``Kit.perform_after_revert`` check it.
+
         Example::
 
             async def spawn(ctx: ActionContext) -> dict[str, Any]:
@@ -66,7 +77,7 @@ class PageantSpecs:
                     )
                 ]
 
-        Added in contract 1.0.
+        Added in contract 1.0; a revert final for its key, 1.2.
         """
 
     @hookspec

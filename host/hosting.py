@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
+from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
 from pageant.settings import Settings
@@ -64,6 +65,8 @@ class Host:
         self._metrics: Any = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
+        #: Each plugin's own bound on the give-back calls made into it at once.
+        self.plugin_slots = PluginSlots(self.settings.plugin_concurrency)
 
     def warn_once(self, key: str, message: str, *args: Any) -> bool:
         """Log ``message`` as a WARNING the first time this host meets ``key``; answers

@@ -65,6 +65,11 @@ class Settings(BaseModel):
     # The ledger: how many times cleanup tries to give one resource back, and the longest
     # a core.lease may borrow a value.
     revert_max_attempts: int = Field(default=3, ge=1, le=100)
+    #: The most calls into one plugin at once (performs, reverts, restores): one plugin's
+    #: other runs wait their turn when its calls are slow, and no other plugin's do. Below
+    #: ``dispatch_concurrency``, a plugin whose performs hang leaves the rest of the
+    #: dispatch slots to the others.
+    plugin_concurrency: int = Field(default=8, ge=1, le=1000)
     lease_max_minutes: int = Field(default=24 * 60, ge=1)
 
     webhook_urls: tuple[str, ...] = ()

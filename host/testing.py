@@ -173,6 +173,27 @@ class Kit:
             )
         return envelope
 
+    async def perform_after_revert(
+        self, action_id: str, params: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> Envelope:
+        """Revert ``action_id`` under a key, then perform it under the same key, as a retry
+        or a call still on its way lands after the host's revert; answers the perform's
+        envelope after asserting the rule of contract 1.2: **a revert is final for its
+        key**, so that perform answers ok with no resources (and should leave the game as
+        it was: compare it yourself). A revert that fails fails the assertion too."""
+        key = idempotency_key or uuid.uuid4().hex
+        reverted = await self.perform(action_id, params, idempotency_key=key, revert=True)
+        assert reverted.ok, f"expected the revert to answer ok, got: {reverted.error}"
+        answer = await self.perform(action_id, params, idempotency_key=key)
+        assert answer.ok, (
+            f"expected a perform after its key's revert to answer ok, got: {answer.error}"
+        )
+        made = [f"{r.kind} {r.ref}" for r in answer.resources]
+        assert not made, (
+            f"a perform after its key's revert made {made}; a revert is final for its key"
+        )
+        return answer
+
     async def resolve(self, source_id: str) -> list[dict[str, Any]]:
         """An option source's values, checked as the catalog route checks them."""
         from pageant.plugins.options import resolve_options

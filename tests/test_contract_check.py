@@ -111,6 +111,7 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
         "perform",
         "cost",
         "revert",
+        "revert_final",
         "option_example",
         "trigger",
         "world",
@@ -120,8 +121,13 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
     }
     assert any("wisps.summon: perform(verify=True)" in line for line in passed)
     assert any("wisps.summon: revert of nothing" in line for line in passed)
+    assert any(
+        "wisps.summon: perform after a revert under the same idempotency key answered ok and "
+        "made nothing" in line
+        for line in passed
+    )
     assert any(line.split(" ")[1:3] == ["lease", "wisps.weather:"] for line in passed)
-    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 11 checks")
+    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 12 checks")
 
 
 def test_the_committed_wisps_manifest_is_what_write_produces(tmp_path: Path) -> None:
@@ -346,6 +352,17 @@ def test_a_dry_run_that_posts_is_a_violation(site: Site) -> None:
     (v,) = violations
     assert v["subject"] == "leaky.drip"
     assert "posted to http://game.invalid/hook; expected a dry run to send nothing" in v["message"]
+
+
+def test_a_perform_that_makes_something_after_its_keys_revert_is_a_violation(
+    site: Site,
+) -> None:
+    code, violations, _ = only_violations("revenant")
+    assert code == 1
+    (v,) = violations
+    assert (v["check"], v["subject"]) == ("revert_final", "revenant.haunt")
+    assert "answered ok with 1 resource(s)" in v["message"]
+    assert "a revert is final for its key" in v["message"]
 
 
 def test_a_dry_run_answering_resources_is_only_a_warning(site: Site) -> None:

@@ -411,7 +411,8 @@ async def dispatch_step(
         services=services,
     )
     started = time.perf_counter()
-    envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    async with engine.plugin_call(ledger.owner_of(action.id)):
+        envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
     metrics.dispatch_seconds.labels(action=step["action"]).observe(time.perf_counter() - started)
     extra = None
     if envelope.exception is not None:

@@ -60,8 +60,8 @@ class Check:
 
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
-    #: load, startup, perform, perform_fresh, cost, revert, option_source, option_example,
-    #: trigger, lease, leg, world, manifest.
+    #: load, startup, perform, perform_fresh, cost, revert, revert_final, option_source,
+    #: option_example, trigger, lease, leg, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -170,6 +170,8 @@ async def exercise(
             checks.append(await _perform_check(record.label, action, params, services, world))
             checks.append(_cost_check(record.label, action, params, registry))
         checks.append(await _revert_check(record.label, action, services, world))
+        if action.revert is not None:
+            checks.append(await _revert_final_check(record.label, action, services, world))
         for param in action.params:
             if param.option_source is None:
                 continue
@@ -470,6 +472,62 @@ async def _revert_check(label: str, action: Action, services: KitServices, world
             f"{what} {changed}; expected reverting nothing to change nothing",
         )
     return Check(label, "revert", subject, "pass", f"{what} answered ok ({said})")
+
+
+async def _revert_final_check(
+    label: str, action: Action, services: KitServices, world: World
+) -> Check:
+    # A revert is final for its key (contract 1.2): a perform that arrives after it under
+    # the same key (a retry, or a call still in flight) must make nothing and answer ok
+    # with no resources; otherwise a slow game plus a cancel leaves what nobody gives back.
+    subject = action.id
+    key = f"contract-check:reverted-first:{uuid.uuid4().hex}"
+    params = {p.name: p.example for p in action.params}
+
+    def context() -> ActionContext:
+        return ActionContext(
+            params=params,
+            idempotency_key=key,
+            run=None,
+            verify=False,
+            deadline=datetime.now(UTC) + timedelta(milliseconds=action.budget_ms),
+            services=services,
+        )
+
+    timeout = action.budget_ms / 1000
+    revert, perform = action.revert, action.perform
+    assert revert is not None
+
+    async def call() -> Envelope:
+        reverted = await run_with_envelope(revert, context(), timeout=timeout)
+        if not reverted.ok:
+            return reverted
+        return await run_with_envelope(perform, context(), timeout=timeout)
+
+    envelope, changed = await _observed(world, call)
+    what = f"{subject}: perform after a revert under the same idempotency key"
+    if not envelope.ok or envelope.resources:
+        answered = describe(envelope, action)
+        if envelope.ok:
+            made = [f"{r.kind} {r.ref}" for r in envelope.resources]
+            answered = f"ok with {len(made)} resource(s) ({_show(made)})"
+        return Check(
+            label,
+            "revert_final",
+            subject,
+            "violation",
+            f"{what} answered {answered}; expected ok with no resources: "
+            "a revert is final for its key, and what arrives after it makes nothing",
+        )
+    if changed is not None:
+        return Check(
+            label,
+            "revert_final",
+            subject,
+            "violation",
+            f"{what} {changed}; expected a perform after its revert to make nothing",
+        )
+    return Check(label, "revert_final", subject, "pass", f"{what} answered ok and made nothing")
 
 
 async def _bounded(fn: Any, *args: Any) -> Any:

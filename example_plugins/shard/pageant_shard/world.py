@@ -93,6 +93,10 @@ class World:
     #: Config key -> {until, baseline}: what a lease set, and when the shard puts the
     #: baseline back by itself if nobody has by then.
     leased: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: The idempotency keys a revert was asked for: final, so a change requested under one
+    #: that arrives later (a retry, a request still on its way) makes nothing. Kept with the
+    #: world, but no part of what players see (nor of ``snapshot``).
+    reverted: list[str] = field(default_factory=list)
 
     # ── reading ──────────────────────────────────────────────────────────────
 
@@ -106,10 +110,23 @@ class World:
 
     # ── changing ─────────────────────────────────────────────────────────────
 
+    def is_reverted(self, key: str) -> bool:
+        return key in self.reverted
+
+    def mark_reverted(self, key: str) -> None:
+        """Make ``key`` final: nothing is made under it from now on."""
+        self.require_up()
+        if key not in self.reverted:
+            self.reverted.append(key)
+            self.save()
+
     def spawn(self, key: str, creature: str, region: str, count: int) -> list[str]:
         """Spawn ``count`` of ``creature`` in ``region`` under ``key``; spawning again under
-        the same key spawns nothing and answers the first spawn's serials."""
+        the same key spawns nothing and answers the first spawn's serials, and under a key
+        already reverted spawns nothing and answers none."""
         self.require_up()
+        if key in self.reverted:
+            return []
         if key not in self.spawned:
             made = []
             for _ in range(count):
@@ -134,9 +151,12 @@ class World:
         if self.creatures.pop(serial, None) is not None:
             self.save()
 
-    def open_gate(self, key: str, origin: str, to: str, closes_at: datetime) -> str:
-        """Open a gate from ``origin`` to ``to`` until ``closes_at``; once per key."""
+    def open_gate(self, key: str, origin: str, to: str, closes_at: datetime) -> str | None:
+        """Open a gate from ``origin`` to ``to`` until ``closes_at``; once per key, and not
+        under a key already reverted (None)."""
         self.require_up()
+        if key in self.reverted:
+            return None
         ref = f"gate-{key[:12]}"
         if ref not in self.gates:
             self.gates[ref] = {"from": origin, "to": to, "closes_at": closes_at.isoformat()}
@@ -245,12 +265,10 @@ class World:
     def save(self) -> None:
         if self.path is None:
             return
+        doc = {**self.snapshot(), "reverted": self.reverted}
         with contextlib.closing(sqlite3.connect(self.path)) as db, db:
             db.execute("CREATE TABLE IF NOT EXISTS world (id INTEGER PRIMARY KEY, doc TEXT)")
-            db.execute(
-                "INSERT OR REPLACE INTO world (id, doc) VALUES (1, ?)",
-                (json.dumps(self.snapshot()),),
-            )
+            db.execute("INSERT OR REPLACE INTO world (id, doc) VALUES (1, ?)", (json.dumps(doc),))
 
     @classmethod
     def open(cls, path: str | Path | None) -> World:
