@@ -1,0 +1,1 @@
+"""openarena: run pageant world events on a real OpenArena server."""
