@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -133,8 +134,14 @@ class OpenArenaPlugin:
     async def _probe(self) -> None:
         """Ask every server for ``status``; tell the host when one stops answering, and
         when all answer again (then reconcile: what it held may be gone)."""
+        assert self.settings is not None
         came_back = False
         for server in self.servers.values():
+            if (
+                server.up
+                and time.monotonic() - server.rcon.answered_at < self.settings.probe_seconds
+            ):
+                continue  # it answered a moment ago: spare the server's rcon ration
             try:
                 await server.clients()
             except BadPassword:

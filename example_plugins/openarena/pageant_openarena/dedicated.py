@@ -52,7 +52,9 @@ class Dedicated:
         self.log_path = folder / ".openarena" / "baseoa" / "games.log"
 
     def rcon(self, password: str | None = None) -> Rcon:
-        return Rcon("127.0.0.1", self.port, password or self.password, timeout=1.0)
+        """A client of this server's remote console. It shares the server's ration of rcon
+        requests from 127.0.0.1 with every other client, so it asks patiently."""
+        return Rcon("127.0.0.1", self.port, password or self.password, timeout=1.0, retries=6)
 
     async def start(self, *, ready_within: float = 20.0) -> None:
         """Start the server and wait until it answers RCON."""

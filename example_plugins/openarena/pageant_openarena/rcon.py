@@ -79,6 +79,8 @@ class Rcon:
         self._lock = asyncio.Lock()
         self._tokens = float(burst)
         self._stamp = time.monotonic()
+        #: When the server last answered (``time.monotonic()``; 0: never).
+        self.answered_at = 0.0
 
     @property
     def where(self) -> str:
@@ -142,6 +144,7 @@ class Rcon:
                     pieces.append(data[len(PRINT) :])
             if not pieces:
                 return None
+            self.answered_at = time.monotonic()
             return b"".join(pieces).decode("latin-1")
         finally:
             transport.close()
