@@ -38,14 +38,19 @@ PATIENCE_SECONDS = 150
 BOT_ROW = re.compile(r"^\s*\d+\s+-?\d+\s+\d+\s+(\S+)\s+bot\s+\d+\s*$", re.MULTILINE)
 
 
-@pytest.fixture
-async def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Dedicated]:
-    """A private server, and the plugin's settings pointing at it."""
+def need_engine() -> None:
+    """Skip without ``ioq3ded``; under ``CI``, where it is installed, fail instead."""
     if find_engine() is None:
         why = f"ioq3ded (OpenArena's server) is not installed; on Debian: {INSTALL}"
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
+
+
+@pytest.fixture
+async def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Dedicated]:
+    """A private server, and the plugin's settings pointing at it."""
+    need_engine()
     server = Dedicated(tmp_path / "arena")
     await server.start()
     for name in list(os.environ):
