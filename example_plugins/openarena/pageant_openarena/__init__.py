@@ -70,6 +70,8 @@ class OpenArenaPlugin:
         self.settings: OpenArenaSettings | None = None
         self.context: PluginContext | None = None
         self.servers: dict[str, Server] = {}
+        #: Why the plugin cannot reach any server (its settings lack a password), or None.
+        self.problem: str | None = "the openarena plugin has no settings"
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
@@ -87,6 +89,10 @@ class OpenArenaPlugin:
         self.context = context
         self.settings = getattr(context, "settings", None)
         if self.settings is None:
+            return
+        self.problem = self.settings.unset_password()
+        if self.problem is not None:
+            log.warning("openarena does nothing until configured: %s", self.problem)
             return
         self.servers = {c.id: Server(c, self.settings) for c in self.settings.resolved()}
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to watch from
@@ -211,7 +217,7 @@ class OpenArenaPlugin:
     def _server(self, ctx: ActionContext) -> Server | str:
         """The step's server, or why there is none."""
         if not self.servers:
-            return "the openarena plugin has no settings (rcon_password is required)"
+            return self.problem or "the openarena plugin has no servers"
         wanted = ctx.params.get("server") or next(iter(self.servers))
         found = self.servers.get(wanted)
         return (
@@ -343,8 +349,10 @@ class OpenArenaPlugin:
 
     def _cvar(self, target: str) -> tuple[Server, str]:
         """``g_gravity`` on the first server, or ``arena2:g_gravity`` on ``arena2``."""
+        if not self.servers:
+            raise ValueError(self.problem or "the openarena plugin has no servers")
         server_id, _, name = target.rpartition(":")
-        server = self.servers.get(server_id or next(iter(self.servers), ""))
+        server = self.servers.get(server_id or next(iter(self.servers)))
         if server is None:
             raise ValueError(f"no server {server_id!r} for {target!r}")
         allowed = self.settings.cvars if self.settings else []

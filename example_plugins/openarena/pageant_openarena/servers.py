@@ -31,7 +31,7 @@ class Server:
     """One server: ``rcon`` to steer it, ``log`` and ``follower`` to hear it."""
 
     def __init__(self, config: ServerSettings, settings: OpenArenaSettings) -> None:
-        assert config.rcon_host and config.rcon_port and config.rcon_password
+        assert config.rcon_host and config.rcon_port and config.rcon_password, "resolved()"
         self.id = config.id
         self.rcon = Rcon(
             config.rcon_host,

@@ -4,6 +4,10 @@
 One server needs ``rcon_password`` (and ``rcon_port``, ``log_path`` when not the defaults).
 Several are a ``[[plugins.openarena.servers]]`` table each, with an ``id``; what a server
 does not say it takes from the top-level settings.
+
+Without a password the plugin still loads (so installing it beside other plugins refuses
+nothing), but every action, lease and option source answers that ``rcon_password`` is not
+set, naming where to set it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ class OpenArenaSettings(BaseModel):
 
     rcon_host: str = Field("127.0.0.1", description="The server's address.")
     rcon_port: int = Field(27960, ge=1, le=65535, description="The server's UDP port.")
-    rcon_password: SecretStr = Field(description="The server's rconpassword (required).")
+    rcon_password: SecretStr | None = Field(
+        None, description="The server's rconpassword: without it the plugin does nothing."
+    )
     log_path: str | None = Field(
         None, description="The server's game log (g_log, with g_logsync 1); no triggers without."
     )
@@ -82,6 +88,17 @@ class OpenArenaSettings(BaseModel):
         if twice:
             raise ValueError(f"servers: id(s) given twice: {', '.join(twice)}")
         return self
+
+    def unset_password(self) -> str | None:
+        """Why the servers cannot be reached (a password is missing), or None."""
+        missing = [s.id for s in self.resolved() if s.rcon_password is None]
+        if not missing:
+            return None
+        return (
+            f"rcon_password is not set for {', '.join(missing)}: set "
+            "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD, or rcon_password in [plugins.openarena] "
+            "(or in the server's [[plugins.openarena.servers]] table) of the settings file"
+        )
 
     def resolved(self) -> list[ServerSettings]:
         """Every server, each with its fields filled from the top level where it is silent."""

@@ -9,7 +9,7 @@ import pytest
 from pageant_openarena.settings import OpenArenaSettings
 from pydantic import ValidationError
 
-from pageant.testing import kit_host
+from pageant.testing import assert_failed, kit_host
 
 ENV = "PAGEANT_PLUGIN_OPENARENA_"
 
@@ -21,13 +21,18 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-async def test_without_a_password_the_plugin_is_refused_naming_the_setting() -> None:
+async def test_without_a_password_it_loads_and_every_action_names_the_setting() -> None:
+    # Installed beside other plugins and not yet pointed at a server, it refuses nothing.
     async with kit_host(["pageant-openarena"]) as kit:
-        reason = kit.refused()["pageant-openarena[openarena]"]
-    assert "rcon_password: Field required" in reason
-    assert (
-        "set PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD, or rcon_password in [plugins.openarena]"
-        in reason
+        assert kit.refused() == {}
+        failed = assert_failed(
+            await kit.perform("openarena.bots.add", {"count": 1, "skill": 1}, verify=True),
+            retry=False,
+        )
+    assert failed.error == (
+        "rcon_password is not set for main: set PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD, or "
+        "rcon_password in [plugins.openarena] (or in the server's [[plugins.openarena.servers]] "
+        "table) of the settings file"
     )
 
 
