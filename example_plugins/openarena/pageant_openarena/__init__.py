@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import time
 from collections import Counter
@@ -27,6 +26,16 @@ from typing import Any
 from pageant import hookimpl
 from pageant.hookspecs import ActionContext, HeldResource, PluginContext
 
+from .catalog import (
+    BOT,
+    CHARACTERS,
+    MAPS,
+    MAX_BOTS,
+    MAX_MESSAGE,
+    MAX_SKILL,
+    TRIGGERS,
+    bot_names,
+)
 from .rcon import BadPassword, NoAnswer, RconError
 from .servers import Server
 from .settings import WORD, OpenArenaSettings
@@ -35,32 +44,8 @@ __all__ = ["OpenArenaPlugin", "OpenArenaSettings"]
 
 log = logging.getLogger("pageant_openarena")
 
-MAX_BOTS, MAX_SKILL, MAX_MESSAGE = 8, 5, 150
-#: The resource kind of one bot; its ref is ``<server>/<name>``.
-BOT = "openarena.bot"
-#: The characters the stock game ships (``scripts/bots.txt``): what ``addbot`` accepts.
-CHARACTERS = (
-    "Andriy Angelyss Arachna Assassin Ayumi Beret Broadklin Cyber-Garg Dark Gargoyle Ghost "
-    "Grism Grunt Headcrash Jenna Kyonshi Liz Major Merman Metalbot Morgan Murielle Neko "
-    "Nekoyss Penguin Rai S_Marine Sarge Sergei Skelebot Sorceress Tanisha Tony"
-).split()
-#: Who joins when a step names no character.
-MIX = ("Sarge", "Grunt", "Major", "Kyonshi", "Angelyss", "Tony", "Jenna", "Penguin")
-#: The deathmatch maps the stock game ships.
-MAPS = (
-    "oa_dm1 oa_dm2 oa_dm3 oa_dm4 oa_dm5 oa_dm6 oa_dm7 aggressor czest1dm delta dm4ish dm6ish "
-    "fan hydronex islanddm kaos kaos2 oa_rpg3dm2 oasago2 oa_minia oa_shouse oa_thor slimefac"
-).split()
 TOP_FRAGGER = "{top_fragger}"
 SETTING = "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
-
-
-def bot_names(key: str, count: int, character: str | None) -> list[tuple[str, str]]:
-    """``(character, name)`` of each bot a step adds: the same names for the same key, so
-    a retry finds the bots it already added instead of adding more."""
-    tag = hashlib.sha256(key.encode()).hexdigest()[:4]
-    chosen = [character or MIX[i % len(MIX)] for i in range(count)]
-    return [(c, f"{c}-{tag}{i + 1}") for i, c in enumerate(chosen)]
 
 
 class OpenArenaPlugin:
@@ -181,17 +166,17 @@ class OpenArenaPlugin:
     async def observe(self) -> dict[str, Any]:
         """Each server's bots and leasable cvars: ``pageant contract-check`` compares them
         around every dry run."""
+        allowed = set(self.settings.cvars if self.settings else [])
         picture: dict[str, Any] = {}
         for server in self.servers.values():
-            answer = await server.rcon.command("cvarlist", idempotent=True)
-            cvars = self.settings.cvars if self.settings else []
+            # ``cvarlist`` rows end ``NAME "VALUE"``: one request for every cvar at once.
+            rows = [
+                line.split()
+                for line in (await server.rcon.command("cvarlist", idempotent=True)).splitlines()
+            ]
             picture[server.id] = {
                 "bots": sorted(await server.bot_names()),
-                "cvars": sorted(
-                    line.split()[-2:]
-                    for line in answer.splitlines()
-                    if len(line.split()) >= 2 and line.split()[-2] in cvars
-                ),
+                "cvars": sorted(row[-2:] for row in rows if len(row) >= 2 and row[-2] in allowed),
             }
         return picture
 
@@ -305,8 +290,7 @@ class OpenArenaPlugin:
                 return {"ok": True}
         except RconError as exc:
             # A retry under this key adds only what is missing: always safe to retry.
-            failed = self._failed(server, exc, sent=False)
-            return failed
+            return self._failed(server, exc, sent=False)
         return {
             "ok": True,
             "resources": [
@@ -489,49 +473,7 @@ class OpenArenaPlugin:
 
     @hookimpl
     def pageant_triggers(self) -> list[dict[str, Any]]:
-        server = _var("server", "string", "Which server it happened on.", "main")
-        name = _var("name", "string", "The player.", "Sarge")
-        return [
-            {
-                "id": "openarena.frag",
-                "label": "A player was fragged",
-                "variables": [
-                    _var(
-                        "killer",
-                        "string",
-                        "Who fragged (the victim for a suicide, world for lava, a fall or a kick).",
-                        "Sarge",
-                    ),
-                    _var("victim", "string", "Who died.", "Grunt"),
-                    _var("weapon", "string", "The means of death.", "MOD_ROCKET"),
-                    _var("killer_is_bot", "boolean", "Whether a bot fragged.", True),
-                    server,
-                ],
-            },
-            {
-                "id": "openarena.player.joined",
-                "label": "A player joined",
-                "variables": [name, _var("bot", "boolean", "Whether it is a bot.", True), server],
-            },
-            {
-                "id": "openarena.chat",
-                "label": "A player said something",
-                "variables": [name, _var("text", "string", "What they said.", "gg"), server],
-            },
-            {
-                "id": "openarena.match.started",
-                "label": "A match started",
-                "variables": [_var("map", "string", "The map.", "oa_dm1"), server],
-            },
-            {
-                "id": "openarena.match.ended",
-                "label": "A match ended",
-                "variables": [
-                    _var("reason", "string", "Why (Fraglimit hit., shutdown, ...).", "shutdown"),
-                    server,
-                ],
-            },
-        ]
+        return TRIGGERS
 
 
 def _param(name: str, kind: str, description: str, example: Any) -> dict[str, Any]:
@@ -542,10 +484,6 @@ def _param(name: str, kind: str, description: str, example: Any) -> dict[str, An
         "description": description,
         "example": example,
     }
-
-
-def _var(name: str, kind: str, description: str, example: Any) -> dict[str, Any]:
-    return {"name": name, "type": kind, "description": description, "example": example}
 
 
 def _outside(name: str, value: int, low: int, high: int) -> str | None:

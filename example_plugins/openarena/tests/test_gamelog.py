@@ -4,8 +4,10 @@ and the follower across rotation, truncation, a partial last line and a restart.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from pageant_openarena.gamelog import Follower, GameLog
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -81,11 +83,29 @@ def test_lines_that_are_not_happenings_fire_nothing() -> None:
 
 # ── the follower ─────────────────────────────────────────────────────────────
 
+Follow = Callable[[Path, Path], Follower]
 
-def test_the_first_look_starts_at_the_end_then_reads_what_is_added(tmp_path: Path) -> None:
+
+@pytest.fixture
+def follow() -> Iterator[Follow]:
+    """Makes followers, and closes each at the end of the test."""
+    made: list[Follower] = []
+
+    def make(log: Path, state: Path) -> Follower:
+        made.append(Follower(log, state))
+        return made[-1]
+
+    yield make
+    for follower in made:
+        follower.close()
+
+
+def test_the_first_look_starts_at_the_end_then_reads_what_is_added(
+    tmp_path: Path, follow: Follow
+) -> None:
     log = tmp_path / "games.log"
     log.write_text("  0:01 old line\n")
-    follower = Follower(log, tmp_path / "state.json")
+    follower = follow(log, tmp_path / "state.json")
     assert follower.poll() == []
     with log.open("a") as out:
         out.write("  0:02 new line\n")
@@ -93,10 +113,10 @@ def test_the_first_look_starts_at_the_end_then_reads_what_is_added(tmp_path: Pat
     assert follower.poll() == []
 
 
-def test_a_partial_last_line_waits_for_its_newline(tmp_path: Path) -> None:
+def test_a_partial_last_line_waits_for_its_newline(tmp_path: Path, follow: Follow) -> None:
     log = tmp_path / "games.log"
     log.write_text("")
-    follower = Follower(log, tmp_path / "state.json")
+    follower = follow(log, tmp_path / "state.json")
     follower.poll()
     with log.open("a") as out:
         out.write("  0:02 Kill: 0 1 4: Sarge ki")
@@ -106,10 +126,12 @@ def test_a_partial_last_line_waits_for_its_newline(tmp_path: Path) -> None:
     assert follower.poll() == ["  0:02 Kill: 0 1 4: Sarge killed Grunt by MOD_GRENADE"]
 
 
-def test_a_rotated_log_is_read_to_its_end_then_the_new_one_from_its_start(tmp_path: Path) -> None:
+def test_a_rotated_log_is_read_to_its_end_then_the_new_one_from_its_start(
+    tmp_path: Path, follow: Follow
+) -> None:
     log = tmp_path / "games.log"
     log.write_text("")
-    follower = Follower(log, tmp_path / "state.json")
+    follower = follow(log, tmp_path / "state.json")
     follower.poll()
     with log.open("a") as out:
         out.write("a\n")
@@ -120,10 +142,10 @@ def test_a_rotated_log_is_read_to_its_end_then_the_new_one_from_its_start(tmp_pa
     assert follower.poll() == ["a", "b", "c"]
 
 
-def test_a_truncated_log_is_read_from_its_start(tmp_path: Path) -> None:
+def test_a_truncated_log_is_read_from_its_start(tmp_path: Path, follow: Follow) -> None:
     log = tmp_path / "games.log"
     log.write_text("")
-    follower = Follower(log, tmp_path / "state.json")
+    follower = follow(log, tmp_path / "state.json")
     follower.poll()
     with log.open("a") as out:
         out.write("one line that is long\n")
@@ -134,10 +156,12 @@ def test_a_truncated_log_is_read_from_its_start(tmp_path: Path) -> None:
     assert follower.poll() == ["x"]
 
 
-def test_a_restart_goes_on_where_it_was_and_never_reads_a_line_twice(tmp_path: Path) -> None:
+def test_a_restart_goes_on_where_it_was_and_never_reads_a_line_twice(
+    tmp_path: Path, follow: Follow
+) -> None:
     log, state = tmp_path / "games.log", tmp_path / "state.json"
     log.write_text("")
-    first = Follower(log, state)
+    first = follow(log, state)
     first.poll()
     with log.open("a") as out:
         out.write("seen\n")
@@ -145,24 +169,26 @@ def test_a_restart_goes_on_where_it_was_and_never_reads_a_line_twice(tmp_path: P
     first.close()
     with log.open("a") as out:
         out.write("while away\n")  # pageant is down; the server goes on writing
-    again = Follower(log, state)
+    again = follow(log, state)
     assert again.poll() == ["while away"]
 
 
-def test_a_log_replaced_while_pageant_was_away_is_read_from_its_start(tmp_path: Path) -> None:
+def test_a_log_replaced_while_pageant_was_away_is_read_from_its_start(
+    tmp_path: Path, follow: Follow
+) -> None:
     log, state = tmp_path / "games.log", tmp_path / "state.json"
     log.write_text("")
-    first = Follower(log, state)
+    first = follow(log, state)
     first.poll()
     first.close()
     os.rename(log, tmp_path / "games.log.1")
     log.write_text("fresh\n")
-    assert Follower(log, state).poll() == ["fresh"]
+    assert follow(log, state).poll() == ["fresh"]
 
 
-def test_a_missing_log_is_waited_for(tmp_path: Path) -> None:
+def test_a_missing_log_is_waited_for(tmp_path: Path, follow: Follow) -> None:
     log = tmp_path / "games.log"
-    follower = Follower(log, tmp_path / "state.json")
+    follower = follow(log, tmp_path / "state.json")
     assert follower.poll() == []
     log.write_text("x\n")
     # Never looked at before: the file's first look starts at its end.

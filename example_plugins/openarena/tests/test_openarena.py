@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,8 +26,10 @@ BOT_ROW = re.compile(r"^\s*\d+\s+-?\d+\s+\d+\s+(\S+)\s+bot\s+\d+\s*$", re.MULTIL
 
 
 @pytest.fixture
-def plugin() -> OpenArenaPlugin:
-    return OpenArenaPlugin()
+async def plugin() -> AsyncIterator[OpenArenaPlugin]:
+    made = OpenArenaPlugin()
+    yield made
+    await made.stop()  # its watcher and the log it follows
 
 
 @pytest.fixture
