@@ -244,3 +244,54 @@ async def test_a_wrong_password_fails_the_step_once_naming_the_setting(
         "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
     )
     assert await bots_on(arena) == []
+
+
+async def test_two_servers_each_get_the_steps_that_name_them(
+    settings: Settings, db: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need_engine()
+    for name in list(os.environ):
+        if name.startswith(ENV):
+            monkeypatch.delenv(name)
+    one, two = Dedicated(tmp_path / "one"), Dedicated(tmp_path / "two")
+    await one.start()
+    await two.start()
+    table = {
+        "rcon_password": one.password,
+        "state_dir": str(tmp_path),
+        "rcon_timeout_seconds": 1.0,
+        "servers": [
+            {"id": "arena1", "rcon_port": one.port, "log_path": str(one.log_path)},
+            {"id": "arena2", "rcon_port": two.port, "log_path": str(two.log_path)},
+        ],
+    }
+    host = Host(settings.with_plugin_tables({"openarena": table}), clock=SystemClock(), db=db)
+    engine = Engine(host)
+    try:
+        await host.start_plugins()
+        await enable(host, "openarena.bots.add")
+        await enable(host, "core.lease")
+        lease = step(
+            "core.lease", lease="openarena.cvar", target="arena2:g_gravity", value="300", minutes=5
+        )
+        add = step("openarena.bots.add", count=1, skill=1, bot="Tony", server="arena2")
+        run_id = await start(host, spec(phase("second", lease, add, wait(2))))
+        await run_until(host, engine, run_id, lambda v: v["steps"][1]["status"] == "done")
+        assert [n[:5] for n in await bots_on(two)] == ["Tony-"]
+        assert (await gravity(two), await bots_on(one), await gravity(one)) == ("300", [], "800")
+
+        view = await run_until(host, engine, run_id, ended_and_clean)
+
+        assert {r["status"] for r in view["resources"]} == {"reverted"}
+        refs = {r["kind"]: r["ref"] for r in view["resources"]}
+        assert refs["openarena.cvar"] == "arena2:g_gravity"
+        assert refs["openarena.bot"].startswith("arena2/Tony-")
+        assert (await bots_on(two), await gravity(two)) == ([], "800")
+    finally:
+        for record in host.plugins.loaded():
+            if record.owner == "openarena":
+                await record.plugin.stop()
+        await engine.stop()
+        await host.close()
+        await one.stop()
+        await two.stop()
