@@ -99,10 +99,13 @@ class OpenArenaPlugin:
         probe_every = max(1, round(self.settings.probe_seconds / self.settings.log_poll_seconds))
         turn = 0
         while True:
-            for server in self.servers.values():
-                await self._hear(server)
-            if turn % probe_every == 0:
-                await self._probe()
+            try:
+                for server in self.servers.values():
+                    await self._hear(server)
+                if turn % probe_every == 0:
+                    await self._probe()
+            except Exception:  # the watcher must outlive any one bad turn
+                log.exception("watching the OpenArena servers failed; trying again")
             turn += 1
             await asyncio.sleep(self.settings.log_poll_seconds)
 
