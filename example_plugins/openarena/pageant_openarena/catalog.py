@@ -28,7 +28,7 @@ MAPS = (
 def bot_names(key: str, count: int, character: str | None) -> list[tuple[str, str]]:
     """``(character, name)`` of each bot a step adds: the same names for the same key, so
     a retry finds the bots it already added instead of adding more."""
-    tag = hashlib.sha256(key.encode()).hexdigest()[:4]
+    tag = hashlib.sha256(key.encode()).hexdigest()[:6]
     chosen = [character or MIX[i % len(MIX)] for i in range(count)]
     return [(c, f"{c}-{tag}{i + 1}") for i, c in enumerate(chosen)]
 
