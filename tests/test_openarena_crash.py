@@ -43,7 +43,7 @@ def serve(url: str, tmp_path: Path, name: str, arena: Dedicated) -> Serve:
         "rcon_password": arena.password,
         "log_path": arena.log_path,
         "state_dir": tmp_path,
-        "rcon_timeout_seconds": 1.0,
+        "rcon_timeout_seconds": 2.0,
         "probe_seconds": 2.0,
     }
     return Serve(

@@ -61,7 +61,7 @@ async def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         "rcon_password": server.password,
         "log_path": server.log_path,
         "state_dir": tmp_path,
-        "rcon_timeout_seconds": 1.0,
+        "rcon_timeout_seconds": 2.0,
         "probe_seconds": 2.0,
         "log_poll_seconds": 0.2,
     }.items():
@@ -173,8 +173,8 @@ async def test_a_killed_server_holds_the_run_degraded_and_its_return_is_reconcil
         spec(
             phase("muster", lease, step("openarena.bots.add", count=2, skill=1)),
             # The plugin notices a dead server within probe_seconds + rcon_timeout_seconds
-            # x (1 + rcon_retries) = 5 s, before the reinforcement is due.
-            phase("reinforce", wait(8), step("openarena.bots.add", count=1, skill=1, bot="Tony")),
+            # x (1 + rcon_retries) = 8 s, before the reinforcement is due.
+            phase("reinforce", wait(12), step("openarena.bots.add", count=1, skill=1, bot="Tony")),
         ),
     )
     await run_until(host, engine, run_id, in_phase("reinforce"))
@@ -188,7 +188,7 @@ async def test_a_killed_server_holds_the_run_degraded_and_its_return_is_reconcil
         return waiting == "unavailable" and view["run"]["health"] == "degraded"
 
     view = await run_until(host, engine, run_id, held)
-    assert "does not answer RCON within 1 s" in view["run"]["waiting_on"]["sentence"]
+    assert "does not answer RCON within 2 s" in view["run"]["waiting_on"]["sentence"]
     reinforce = view["steps"][-1]
     assert (reinforce["status"], reinforce["attempts"]) == ("pending", 0)
 
@@ -259,7 +259,7 @@ async def test_two_servers_each_get_the_steps_that_name_them(
     table = {
         "rcon_password": one.password,
         "state_dir": str(tmp_path),
-        "rcon_timeout_seconds": 1.0,
+        "rcon_timeout_seconds": 2.0,
         "servers": [
             {"id": "arena1", "rcon_port": one.port, "log_path": str(one.log_path)},
             {"id": "arena2", "rcon_port": two.port, "log_path": str(two.log_path)},

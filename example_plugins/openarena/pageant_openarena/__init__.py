@@ -173,10 +173,9 @@ class OpenArenaPlugin:
         picture: dict[str, Any] = {}
         for server in self.servers.values():
             # ``cvarlist`` rows end ``NAME "VALUE"``: one request for every cvar at once.
-            rows = [
-                line.split()
-                for line in (await server.rcon.command("cvarlist", idempotent=True)).splitlines()
-            ]
+            # A long answer in many pieces: give each piece time to come, even on a busy host.
+            answer = await server.rcon.command("cvarlist", idempotent=True, settle=0.6)
+            rows = [line.split() for line in answer.splitlines()]
             picture[server.id] = {
                 "bots": sorted(await server.bot_names()),
                 "cvars": sorted(row[-2:] for row in rows if len(row) >= 2 and row[-2] in allowed),

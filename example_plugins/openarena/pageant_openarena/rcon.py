@@ -86,18 +86,19 @@ class Rcon:
     def where(self) -> str:
         return f"{self.host}:{self.port}"
 
-    async def command(self, text: str, *, idempotent: bool) -> str:
+    async def command(self, text: str, *, idempotent: bool, settle: float | None = None) -> str:
         """Run ``text`` on the server's console and answer what it printed, colours
         stripped. A read (``idempotent``) is asked again up to ``retries`` times when no
         answer comes; anything else is sent once, because a lost answer may hide a command
-        that ran. Raises :class:`NoAnswer`, :class:`BadPassword`, or :class:`RconError`
-        for a command that cannot be sent safely."""
+        that ran. ``settle`` overrides the client's for an answer known to be long. Raises
+        :class:`NoAnswer`, :class:`BadPassword`, or :class:`RconError` for a command that
+        cannot be sent safely."""
         if UNSAFE.search(text) or UNSAFE.search(self.password):
             raise RconError(f"refusing to send {text!r}: it holds ; or a quote or a newline")
         tries = 1 + (self.retries if idempotent else 0)
         async with self._lock:
             for _ in range(tries):
-                answer = await self._once(text)
+                answer = await self._once(text, self.settle if settle is None else settle)
                 if answer is not None:
                     break
             else:
@@ -121,7 +122,7 @@ class Rcon:
                 return
             await asyncio.sleep((1 - self._tokens) * self.refill)
 
-    async def _once(self, text: str) -> str | None:
+    async def _once(self, text: str, settle: float) -> str | None:
         """One request and its answer, or None when nothing that reads as an answer came."""
         await self._ration()
         loop = asyncio.get_running_loop()
@@ -135,7 +136,7 @@ class Rcon:
             while True:
                 # The first piece may take the whole timeout; each later one must follow
                 # within ``settle``, or the answer is complete.
-                left = (deadline - time.monotonic()) if not pieces else self.settle
+                left = (deadline - time.monotonic()) if not pieces else settle
                 try:
                     data = await asyncio.wait_for(protocol.datagrams.get(), max(left, 0))
                 except TimeoutError:

@@ -33,7 +33,7 @@ def point_at(
         "rcon_password": server.password,
         "log_path": server.log_path,
         "state_dir": state,
-        "rcon_timeout_seconds": 1.0,
+        "rcon_timeout_seconds": 2.0,
         "probe_seconds": 1.5,
         "log_poll_seconds": 0.2,
         **more,

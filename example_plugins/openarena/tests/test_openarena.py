@@ -229,7 +229,7 @@ async def test_a_server_that_stops_answering_makes_the_plugin_unavailable_until_
         while host.unavailable("openarena.bots.add") is None:  # noqa: ASYNC110 - polled
             await asyncio.sleep(0.2)
     reason = host.unavailable("openarena.bots.add")
-    assert f"main (127.0.0.1:{arena.port}) does not answer RCON within 1 s" in str(reason)
+    assert f"main (127.0.0.1:{arena.port}) does not answer RCON within 2 s" in str(reason)
     await arena.start()
     async with asyncio.timeout(15):
         while host.unavailable("openarena.bots.add") is not None:  # noqa: ASYNC110 - polled

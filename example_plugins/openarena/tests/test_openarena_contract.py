@@ -21,7 +21,11 @@ async def test_openarena_passes_the_contract_check_against_its_committed_manifes
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PAGEANT_PLUGIN_OPENARENA_CVARS", CVARS)
+    # The kit's observations need the server's rcon ration; the plugin's probe can wait.
+    monkeypatch.setenv("PAGEANT_PLUGIN_OPENARENA_PROBE_SECONDS", "60")
+    # A busy machine can keep the server from answering within the tests' usual second.
+    monkeypatch.setenv("PAGEANT_PLUGIN_OPENARENA_RCON_TIMEOUT_SECONDS", "3")
     code, report = contract_check("--plugin", "openarena", "--manifest", str(MANIFEST))
-    assert code == 0, report
+    assert code == 0, [c for c in report.get("checks", [report]) if c.get("outcome") != "pass"]
     (plugin,) = report["plugins"]
     assert {check["outcome"] for check in plugin["checks"]} == {"pass"}
