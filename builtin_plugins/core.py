@@ -14,6 +14,8 @@ import json
 from datetime import timedelta
 from typing import Any, Literal
 
+from pageant.builtin_plugins.announce_chat import send_to_discord, send_to_slack
+from pageant.builtin_plugins.announce_email import send_email
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -56,14 +58,19 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> object:
         return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
     if ctx.verify:
         return {"ok": True}
+    # The host's services render the run's event template; a stand-in without them (the
+    # kit's) hands the message on as written.
+    render = getattr(services, "announcement", None)
+    announcement = await render(message) if render is not None else None
     send_ctx = SendContext(
         run=ctx.run,
         step_id=services.step_id,
         idempotency_key=ctx.idempotency_key,
         deadline=ctx.deadline,
         services=services,
+        announcement=announcement,
     )
-    return await leg.send(message, send_ctx)
+    return await leg.send(message if announcement is None else announcement.body, send_ctx)
 
 
 async def announce(ctx: ActionContext) -> object:
@@ -105,6 +112,9 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
     declared = services.registry.leases.get(lease_id)
     if declared is None:
         return {"ok": False, "retry": False, "error": f"no plugin declares the lease {lease_id!r}"}
+    refusal = services.registry.lease_target_refusal(lease_id, target)
+    if refusal is not None:
+        return {"ok": False, "retry": False, "error": refusal}
     longest = services.settings.lease_max_minutes
     if not 1 <= minutes <= longest:
         return {
@@ -123,7 +133,7 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "error": f"{lease_id} for {target} is already leased by run {holder}",
         }
     try:
-        baseline = await declared.apply(target, value)
+        baseline = await declared.apply_until(target, value, until)
     except Exception as exc:
         await services.forget_lease(row_id)
         return {"ok": False, "retry": False, "error": f"apply failed: {type(exc).__name__}: {exc}"}
@@ -148,7 +158,9 @@ LIFECYCLE_VARIABLES: tuple[tuple[str, Literal["string", "integer"], str, str | i
     ("health", "string", "ok, degraded or stalled.", "ok"),
 )
 LIFECYCLE_TRIGGERS = (
+    ("core.run.scheduled", "An occurrence was scheduled (a schedule made its run)"),
     ("core.run.started", "A run started (entered its first phase)"),
+    ("core.run.ending", "A run's last phase ended; what it holds is being given back"),
     ("core.run.completed", "A run completed"),
     ("core.run.failed", "A run failed"),
     ("core.run.cancelled", "A run was cancelled by a person"),
@@ -344,6 +356,9 @@ class CorePlugin:
         return [
             AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
             AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
+            AnnounceLeg(id="core.email", label="Email (SMTP)", send=send_email),
+            AnnounceLeg(id="core.discord", label="Discord channel", send=send_to_discord),
+            AnnounceLeg(id="core.slack", label="Slack channel", send=send_to_slack),
         ]
 
     @hookimpl

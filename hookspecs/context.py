@@ -254,10 +254,40 @@ class ActionContext:
 
 
 @dataclass(frozen=True)
+class Announcement:
+    """An announcement as its event's template rendered it, for a leg that shows more than
+    one line of text (an email's subject, a chat embed's title and link).
+
+    ``body`` is the message the leg is handed as ``message``; ``title`` is the headline;
+    ``when`` is the occurrence's start (UTC) and ``when_text`` the same instant written in
+    the event's time zone (``Fri 4 Dec 2026, 20:00 CET``); ``link`` is the event's public
+    page, or ``""`` when there is none to show (a staff-only event, no ``public_page_url``).
+
+    Example::
+
+        async def send(message: str, ctx: SendContext) -> dict[str, Any]:
+            headline = ctx.announcement.title if ctx.announcement else "Announcement"
+            await game.broadcast(f"{headline}: {message}")
+            return {"ok": True}
+
+    Added in contract 1.2.
+    """
+
+    title: str
+    body: str
+    link: str = ""
+    when: datetime | None = None
+    when_text: str = ""
+    timezone: str = ""
+
+
+@dataclass(frozen=True)
 class SendContext:
     """What an announce leg's ``send`` receives besides the message.
 
     ``verify`` (contract 1.1) asks for a dry run: check the message could go, send nothing.
+    ``announcement`` (contract 1.2) is the message as the event's template rendered it, with
+    its title, time and link; ``None`` where no run's event stands behind the call.
     """
 
     run: RunInfo | None
@@ -267,3 +297,4 @@ class SendContext:
     #: What the host lends this call; ``None`` where no host lends anything.
     services: StepServices | None = None
     verify: bool = False
+    announcement: Announcement | None = None

@@ -62,6 +62,18 @@ class Host:
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
+        #: What :meth:`warn_once` has said already.
+        self._warned: set[str] = set()
+
+    def warn_once(self, key: str, message: str, *args: Any) -> bool:
+        """Log ``message`` as a WARNING the first time this host meets ``key``; answers
+        whether it was logged. For a plugin's repeated mistake that changes nothing by
+        itself (resources a ``notify`` action reports, say): said once, not once per step."""
+        if key in self._warned:
+            return False
+        self._warned.add(key)
+        log.warning(message, *args)
+        return True
 
     @property
     def metrics(self) -> Any:
@@ -136,13 +148,44 @@ class Host:
         return self.plugin_unavailable(action_id.split(".", 1)[0])
 
     async def start_plugins(self) -> None:
-        """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
+        """Hand each loaded plugin its context (a plugin whose startup raises is refused),
+        then run the boot-time self-check of the leases that declare one."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
             )
         )
+        from pageant.plugins.lease_check import check_leases
+
+        held = await self.held_lease_targets()
+        await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
         self.started = True
+
+    async def held_lease_targets(self) -> set[tuple[str, str]]:
+        """``(lease id, target)`` of every lease a run holds now, from the ledger; empty
+        when the database cannot say (a SQLite file not made yet is not made here, and a
+        schema not migrated holds nothing)."""
+        import asyncio
+
+        from pageant.db import resources
+        from pageant.db.engine import sqlite_file
+
+        path = sqlite_file(self.settings.database_url)
+        if self._db is None and path is not None:
+            # Connecting would make the file: a host that has no database yet holds nothing.
+            if not await asyncio.to_thread(os.path.exists, path):
+                return set()
+        owners = {lease_id.split(".", 1)[0] for lease_id in self.registry.leases}
+        held: set[tuple[str, str]] = set()
+        try:
+            async with self.db.connect() as conn:
+                for owner in sorted(owners):
+                    for row in await resources.holding_of_owner(conn, owner):
+                        if row.kind in self.registry.leases:
+                            held.add((row.kind, row.ref))
+        except Exception:  # no database yet, or not migrated: nothing is held
+            log.debug("could not read the held leases", exc_info=True)
+        return held
 
     def context_for(self, label: str, owner: str, *, settings: Any = None) -> PluginContext:
         """The context a plugin receives: what it may ask of this host, lent as callables."""

@@ -4,16 +4,27 @@ TOML key ``x_y`` (file from ``--config`` or ``PAGEANT_CONFIG``), in that precede
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from pageant.errors import Invalid
 
 ENV_PREFIX = "PAGEANT_"
+#: An address as a mail relay takes it: no display name, no spaces, no line breaks.
+_ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
 _LEVELS = ("debug", "info", "warning", "error")
 
 
@@ -59,6 +70,31 @@ class Settings(BaseModel):
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
 
+    # The announce legs core.email, core.discord and core.slack (docs/announcements.md).
+    # The secrets are SecretStr: a listing, a log line or a repr shows asterisks.
+    smtp_host: str = ""
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    #: ``starttls`` (upgrade a plain connection, port 587), ``tls`` (TLS from the first
+    #: byte, port 465) or ``none`` (a relay on a trusted network, port 25).
+    smtp_security: Literal["starttls", "tls", "none"] = "starttls"
+    #: A PEM file of the certificate authorities to trust for the SMTP server ("" for the
+    #: system's), for a relay with a private CA.
+    smtp_ca_file: str = ""
+    smtp_username: str = ""
+    smtp_password: SecretStr = SecretStr("")
+    smtp_from: str = ""
+    smtp_to: tuple[str, ...] = ()
+    #: Each exchange with the relay; keep it well under core.announce's 10-second budget.
+    smtp_timeout_seconds: float = Field(default=5, gt=0, le=300)
+    discord_webhook_url: SecretStr = SecretStr("")
+    slack_webhook_url: SecretStr = SecretStr("")
+    #: The longest a chat leg waits, inside one attempt, for a rate limit to pass before it
+    #: posts again; a longer ``retry_after`` leaves the step to the engine's retry.
+    announce_retry_after_max_seconds: float = Field(default=10, ge=0, le=300)
+    #: The event's public page, with ``{slug}`` where its slug goes
+    #: (``https://example.org/events/{slug}``): the ``{link}`` of announcement templates.
+    public_page_url: str = ""
+
     # The web console's session cookie is signed with this secret (empty: a random one per
     # process, so sessions end when the host restarts and are not shared between hosts).
     console_secret: str = ""
@@ -86,11 +122,38 @@ class Settings(BaseModel):
             else (value.lower() if isinstance(value, str) else value)
         )
 
-    @field_validator("webhook_urls", mode="before")
+    @field_validator("webhook_urls", "smtp_to", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(u.strip() for u in value.split(",") if u.strip())
+        return value
+
+    @field_validator("smtp_from", "smtp_to")
+    @classmethod
+    def _addresses(cls, value: Any) -> Any:
+        for address in (value,) if isinstance(value, str) else value:
+            if address and (not _ADDRESS.fullmatch(address)):
+                raise ValueError(f"{address!r} is not an email address (name@example.org)")
+        return value
+
+    @field_validator("discord_webhook_url", "slack_webhook_url")
+    @classmethod
+    def _secret_url(cls, value: SecretStr) -> SecretStr:
+        # The URL is the secret, so the message names its scheme only, never the URL.
+        text = value.get_secret_value()
+        if text and not text.startswith(("https://", "http://")):
+            raise ValueError("expected an https:// URL (the incoming webhook's address)")
+        return value
+
+    @field_validator("public_page_url")
+    @classmethod
+    def _page_url(cls, value: str) -> str:
+        if value and (not value.startswith(("https://", "http://")) or "{slug}" not in value):
+            raise ValueError(
+                "expected an http(s) URL with {slug} where the event's slug goes "
+                "(https://example.org/events/{slug})"
+            )
         return value
 
 

@@ -453,3 +453,36 @@ async def test_the_same_step_decided_twice_at_once_pays_once(purse_host):
     allowed = await asyncio.gather(*[_decide(purse_host, made[0]) for _ in range(4)])
     assert allowed == [True] * 4
     assert (await _meters(purse_host, run_id))["purse.gold"][1] == 7
+
+
+# ── at save ───────────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+async def purse_client(purse_host, aiohttp_client):
+    from pageant.api.app import make_app
+
+    return await aiohttp_client(make_app(purse_host, run_engine=False))
+
+
+async def test_a_cost_naming_an_undeclared_dimension_is_refused_at_save(purse_client, tokens):
+    from tests.test_events_api import EVENTS, call, create
+
+    event = await create(purse_client, tokens["admin"], title="Ghost market")
+    body = {"spec": spec(phase("open", buy(1)), phase("haunt", step("purse.ghost")))}
+    status, answer = await call(
+        purse_client, "PUT", f"{EVENTS}/{event['id']}", tokens["admin"], body
+    )
+    assert status == 400
+    assert answer["error"]["details"] == [
+        'spec.phases[1].steps[0]: "purse.nothing" is not a budget dimension any installed '
+        "plugin declares"
+    ]
+    status, stored = await call(purse_client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert stored["spec"] == event["spec"]  # nothing of the refused edit was written
+    # The declared dimensions of the same spec save.
+    body = {"spec": spec(phase("open", buy(1)), phase("trade", step("purse.trade", silver=2)))}
+    status, saved = await call(
+        purse_client, "PUT", f"{EVENTS}/{event['id']}", tokens["admin"], body
+    )
+    assert status == 200, saved

@@ -127,7 +127,21 @@ def test_plugins_json_is_the_one_listing() -> None:
     result = pageant("plugins", "--json")
     assert result.exit_code == 0
     items = json.loads(result.stdout)["items"]
-    assert items == plugin_listing(load_plugins())
+    # The listing of a started host: its leases' self-checks have run (see
+    # tests/test_lease_contract.py), as they have in the API's.
+    from pageant.hosting import Host
+
+    host = Host(Settings())
+
+    async def started() -> list[dict[str, Any]]:
+        try:
+            await host.start_plugins()
+            return plugin_listing(host.plugins)
+        finally:
+            await host.close()
+
+    assert items == json.loads(json.dumps(asyncio.run(started())))
+    assert items != plugin_listing(load_plugins())  # the shard's latched target is dropped
     by_label = {f"{i['distribution']}[{i['name']}]": i for i in items}
     assert by_label["pageant[core]"]["status"] == "loaded"
     assert by_label["pageant-wisps[wisps]"] == {
@@ -140,6 +154,7 @@ def test_plugins_json_is_the_one_listing() -> None:
         "status": "loaded",
         "reason": None,
         "traceback": None,
+        "dropped": [],
         "settings": None,
     }
 

@@ -351,8 +351,11 @@ def test_a_dry_run_that_posts_is_a_violation(site: Site) -> None:
 def test_a_dry_run_answering_resources_is_only_a_warning(site: Site) -> None:
     code, violations, warnings = only_violations("hoarder")
     assert (code, violations) == (0, [])
-    (w,) = warnings
-    assert w["subject"] == "hoarder.stash" and "resources chest:c-1" in w["message"]
+    stash, tally = sorted(warnings, key=lambda w: w["subject"])
+    assert stash["subject"] == "hoarder.stash" and "resources chest:c-1" in stash["message"]
+    assert "never recorded" not in stash["message"]  # a change action's are recorded
+    assert tally["subject"] == "hoarder.tally"
+    assert "a notify action's resources are never recorded" in tally["message"]
 
 
 def test_a_cost_naming_an_undeclared_dimension_or_a_negative_amount_is_a_violation(

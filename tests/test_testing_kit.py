@@ -37,6 +37,8 @@ class Bell:
             await ctx.services.write_log("announce", {"message": "ding"})
         if how == "odd-log":
             await ctx.services.write_log("bell.rang", {})
+        if how == "prize":
+            return {"ok": True, "resources": [{"kind": "prize", "ref": "p-1"}]}
         if not ctx.verify:
             self.rung.append(ctx.idempotency_key)
         return {"ok": True}
@@ -118,6 +120,21 @@ async def test_perform_answers_the_classified_envelope(pageant_kit: Kit) -> None
     before = len(BELL.rung)
     assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}, verify=True))
     assert len(BELL.rung) == before
+
+
+async def test_perform_warns_when_a_notify_action_reports_resources_no_run_would_record(
+    pageant_kit: Kit,
+) -> None:
+    from pageant.testing import UnrecordedResourcesWarning
+
+    with pytest.warns(UnrecordedResourcesWarning, match=r"bell.ring \(risk notify\).*prize:p-1"):
+        assert_ok(await pageant_kit.perform("bell.ring", {"how": "prize"}))
+    # Nothing reported, nothing said: the warning is about resources only.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}))
 
 
 async def test_perform_keeps_log_lines_and_refuses_a_kind_a_run_would_refuse(

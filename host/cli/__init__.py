@@ -41,7 +41,7 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper: Callable[..., Any] = merged
     for name, field in reversed(list(Settings.model_fields.items())):
         flag = "--" + name.replace("_", "-")
-        multiple = name == "webhook_urls"
+        multiple = name in ("webhook_urls", "smtp_to")
         wrapper = click.option(
             flag,
             name,
@@ -212,12 +212,24 @@ async def _placed(engine: Any) -> str | None:
 def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bool) -> None:
     """List the plugins: loaded ones, and refused ones with their reason.
 
-    Exit 1 when any plugin is refused, unless --allow-refused.
+    The plugins are started as the host starts them, so a lease target its self-check drops
+    is shown dropped, with the reason. Exit 1 when any plugin is refused, unless
+    --allow-refused.
     """
-    from pageant.plugins.loader import load_plugins, plugin_listing
+    from pageant.hosting import Host
+    from pageant.plugins.loader import plugin_listing
 
     _quiet_plugin_log()
-    manager = load_plugins(settings=settings)
+    host = Host(settings)
+
+    async def _start() -> None:
+        try:
+            await host.start_plugins()
+        finally:
+            await host.close()
+
+    run(_start())
+    manager = host.plugins
     items = plugin_listing(manager)
     if show_all:
         declared = _declared_by(manager)
@@ -247,6 +259,11 @@ def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
             lines.append(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
             for kind, ids in item.get("declares", {}).items():
                 lines.append(f"           {kind}: {', '.join(ids)}")
+            for dropped in item.get("dropped") or []:
+                lines.append(
+                    f"           dropped  {dropped['lease']} target {dropped['target']!r}: "
+                    f"{dropped['reason']}"
+                )
             if "declares" in item and item.get("settings") is not None:
                 shown = ", ".join(f"{k}={v}" for k, v in item["settings"].items())
                 lines.append(f"           settings: {shown or 'none'}")
@@ -504,7 +521,7 @@ def demo(
 
     if game == "openarena" and and_serve:
         raise click.UsageError("--serve runs with --game shard only")
-
+    _quiet_plugin_log()  # the demo says what the loader would log (a dropped lease target)
     live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
     say: Callable[[str], None] = (
         functools.partial(click.echo, err=as_json) if live is None else live.say
@@ -547,17 +564,14 @@ def demo(
 
 def _print_demo_end(result: Any, as_json: bool) -> None:
     from pageant.cli import showcase
-    from pageant.runs.console_text import render_console
+    from pageant.cli.demo_text import summary
 
     if as_json:
         click.echo(showcase.console_json(result.console))
         return
-    click.echo()
-    click.echo(render_console(result.console))
-    click.echo()
-    click.echo(showcase.render_ledger(result.console))
-    click.echo()
-    click.echo(f"The run took {result.wall_seconds:.1f} s of wall time, cleanup included.")
+    for line in summary(result.console, result.wall_seconds):
+        click.echo(line)
+    click.echo("The whole run console, log included: pageant demo --json")
 
 
 async def _serve_demo(host: Any, settings: Settings) -> None:

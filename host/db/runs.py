@@ -642,3 +642,18 @@ async def lock_free(conn: AsyncConnection, run_ids: list[int], *, now: datetime)
     if not run_ids:
         return []
     return list((await conn.execute(_FREE, {"run_ids": run_ids, "now": now})).scalars())
+
+
+async def ended_in_trouble(conn: AsyncConnection, *, since: datetime) -> dict[str, int]:
+    """Of the runs that ended at or after ``since``: how many ``failed``, and how many left
+    something in the world with nothing left to try (cleanup ``incomplete``)."""
+    ended = r.status.in_(TERMINAL_RUN_STATUSES)
+    row = (
+        await conn.execute(
+            select(
+                _count_where(r.status == "failed").label("failed"),
+                _count_where(r.cleanup_status == "incomplete").label("incomplete"),
+            ).where(ended, r.ended_at >= since)
+        )
+    ).one()
+    return {"failed": int(row.failed), "incomplete": int(row.incomplete)}

@@ -555,6 +555,8 @@ async def record(
             action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]
+            elif envelope.resources and action is not None:
+                ledger.unrecorded_resources(host, action)
             if ahead is not None:
                 await ahead.look(conn, now=now)
             return CONTINUE

@@ -307,8 +307,12 @@ async def publish_definition(
     now: datetime,
     actor: str | None,
     horizon_days: int,
+    created: list[int] | None = None,
 ) -> AnyRow:
     """Freeze the working copy into the next numbered version and answer its row.
+
+    ``created``, when given, receives the ids of the runs the new schedule made: the caller
+    fires ``core.run.scheduled`` for them once its transaction has committed.
 
     The working copy is re-validated against the plugins installed now (``Invalid`` if it
     no longer holds); anything dormant refuses the publish (:class:`Dormant`, each item
@@ -377,7 +381,11 @@ async def publish_definition(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
-    await schedule.reconcile_schedule(conn, plan, now=now, end=end, registry=registry, actor=actor)
+    outcome = await schedule.reconcile_schedule(
+        conn, plan, now=now, end=end, registry=registry, actor=actor
+    )
+    if created is not None:
+        created.extend(outcome.created_runs)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
     return found

@@ -349,6 +349,12 @@ async def _perform_check(
             "expected a dry run to send nothing",
         )
     if envelope.resources:
+        unrecorded = (
+            f"; and a {action.risk} action's resources are never recorded (only change and "
+            "irreversible actions' are): in a run the host drops them, and never gives them back"
+            if action.risk not in ("change", "irreversible")
+            else ""
+        )
         return Check(
             label,
             "perform",
@@ -356,7 +362,7 @@ async def _perform_check(
             "warning",
             f"{subject}: {call_text} answered ok with resources "
             f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; "
-            "a dry run should create nothing",
+            f"a dry run should create nothing{unrecorded}",
         )
     return Check(label, "perform", subject, "pass", f"{subject}: {call_text} answered ok")
 
@@ -479,7 +485,8 @@ async def _lease_check(label: str, lease: Lease) -> Check:
         original = await _bounded(lease.read, LEASE_TARGET)
         value = lease.example if lease.example is not None else original
         step = "apply"
-        baseline = await _bounded(lease.apply, LEASE_TARGET, value)
+        until = datetime.now(UTC) + timedelta(minutes=1)
+        baseline = await _bounded(lease.apply_until, LEASE_TARGET, value, until)
         step = "read after apply"
         applied = await _bounded(lease.read, LEASE_TARGET)
         step = "restore"

@@ -49,6 +49,21 @@ def recorded(action: Action | None) -> bool:
     return action is not None and action.risk in RECORDED_RISKS
 
 
+def unrecorded_resources(host: Host, action: Action) -> None:
+    """A ``notify`` or ``inspect`` action answered ``resources``: the ledger records only
+    what ``change`` and ``irreversible`` actions make, so they are not given back at the
+    run's end. Said once per action and host, naming the plugin's action and the rule."""
+    host.warn_once(
+        f"unrecorded-resources:{action.id}",
+        "%s (risk %s) answered resources; only %s actions' resources are recorded and given "
+        "back at the run's end, so these are not: declare the action's risk as change (with "
+        "a revert) or stop reporting them",
+        action.id,
+        action.risk,
+        " and ".join(RECORDED_RISKS),
+    )
+
+
 async def record_placeholder(
     conn: AsyncConnection, step: Mapping[str, Any], action: Action, *, now: datetime
 ) -> None:

@@ -185,7 +185,8 @@ class Leaky:
 
 
 class Hoarder:
-    """Its dry run answers resources, as though it had created them (a warning)."""
+    """Its dry run answers resources, as though it had created them (a warning); one of its
+    actions is a notify, whose resources no run would ever record."""
 
     PLUGIN_INFO = info("hoarder")
 
@@ -195,7 +196,10 @@ class Hoarder:
 
     @hookimpl
     def pageant_actions(self) -> list[dict[str, Any]]:
-        return [action("hoarder.stash", self.perform)]
+        return [
+            action("hoarder.stash", self.perform),
+            action("hoarder.tally", self.perform, risk="notify"),
+        ]
 
 
 class Hollow:

@@ -90,7 +90,7 @@ class ShardPlugin:
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
             "owner": "shard",
-            "contract": "^1.1",
+            "contract": "^1.2",
             "settings": ShardSettings,
             "observe": self.observe,
         }
@@ -277,9 +277,12 @@ class ShardPlugin:
         self.world.require_up()
         return self.world.config.get(target)
 
-    async def apply_config(self, target: str, value: str) -> str | None:
-        """Set ``target`` to ``value``; answers the value it replaced (the baseline)."""
+    async def apply_config(self, target: str, value: str, until: datetime) -> str | None:
+        """Set ``target`` to ``value`` until ``until``; answers the value it replaced (the
+        baseline). Past ``until`` the shard puts the baseline back by itself, should pageant
+        be gone by then."""
         baseline = self.world.set_config(target, value)
+        self.world.lease(target, until, baseline)
         if self.simulation is not None and self.settings.fault_gm_after_seconds is not None:
             self.simulation.game_master_changes(target, self.settings.fault_gm_after_seconds)
         return baseline
@@ -287,6 +290,7 @@ class ShardPlugin:
     async def restore_config(self, target: str, baseline: str | None) -> None:
         """Put the baseline back (None: the key was unset). Safe to repeat."""
         self.world.set_config(target, baseline)
+        self.world.end_lease(target)
 
     # ── faults ───────────────────────────────────────────────────────────────
 
@@ -431,6 +435,14 @@ class ShardPlugin:
                 "id": "shard.config",
                 "label": "A live configuration value",
                 "example": "2.0",
+                # Each key the lease offers, with a value the host probes it with at start:
+                # max_players is latched (read when the shard starts), so it is dropped.
+                "self_check": {
+                    "xp_rate": "1.5",
+                    "spawn_rate": "high",
+                    "weather": "storm",
+                    "max_players": "64",
+                },
                 "read": self.read_config,
                 "apply": self.apply_config,
                 "restore": self.restore_config,

@@ -50,7 +50,14 @@ ITEMS: dict[str, str] = {
     "potion": "Healing potion",
 }
 #: The live configuration a game master (or a run, through a lease) may change.
-CONFIG: dict[str, str] = {"xp_rate": "1.0", "spawn_rate": "normal", "weather": "clear"}
+CONFIG: dict[str, str] = {
+    "xp_rate": "1.0",
+    "spawn_rate": "normal",
+    "weather": "clear",
+    "max_players": "32",
+}
+#: Configuration the shard reads only when it starts: a change waits for the next restart.
+LATCHED = frozenset({"max_players"})
 
 
 class ShardDown(Exception):
@@ -81,6 +88,11 @@ class World:
     notices: dict[str, str] = field(default_factory=dict)
     #: Region -> the boss alive there now (the simulation's, not an event's).
     bosses: dict[str, str] = field(default_factory=dict)
+    #: Latched key -> the value it takes at the next restart.
+    pending: dict[str, str | None] = field(default_factory=dict)
+    #: Config key -> {until, baseline}: what a lease set, and when the shard puts the
+    #: baseline back by itself if nobody has by then.
+    leased: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     # ── reading ──────────────────────────────────────────────────────────────
 
@@ -157,9 +169,14 @@ class World:
             self.save()
 
     def set_config(self, name: str, value: str | None) -> str | None:
-        """Set (None: remove) a live configuration value; answers the value it replaced."""
+        """Set (None: remove) a live configuration value; answers the value it replaced. A
+        latched key keeps its value until the next restart, which takes the new one."""
         self.require_up()
         before = self.config.get(name)
+        if name in LATCHED:
+            self.pending[name] = value
+            self.save()
+            return before
         if value is None:
             self.config.pop(name, None)
         else:
@@ -175,7 +192,32 @@ class World:
     def come_up(self) -> None:
         self.up = True
         self.boot_id = uuid.uuid4().hex[:8]
+        for name, value in self.pending.items():  # a restart reads the latched keys anew
+            if value is None:
+                self.config.pop(name, None)
+            else:
+                self.config[name] = value
+        self.pending.clear()
         self.save()
+
+    def lease(self, name: str, until: datetime, baseline: str | None) -> None:
+        """Remember that a lease set ``name`` until ``until``, over ``baseline``."""
+        self.leased[name] = {"until": until.isoformat(), "baseline": baseline}
+        self.save()
+
+    def end_lease(self, name: str) -> None:
+        if self.leased.pop(name, None) is not None:
+            self.save()
+
+    def restore_expired_leases(self, now: datetime) -> list[str]:
+        """Put back, by the shard itself, every leased value whose lease ended before
+        ``now`` and that nobody restored: pageant is gone past the deadline. The keys."""
+        expired = [n for n, held in self.leased.items() if str(held["until"]) <= now.isoformat()]
+        for name in expired:
+            self.set_config(name, self.leased.pop(name)["baseline"])
+        if expired:
+            self.save()
+        return expired
 
     # ── keeping ──────────────────────────────────────────────────────────────
 
@@ -192,6 +234,8 @@ class World:
         "broadcasts",
         "notices",
         "bosses",
+        "pending",
+        "leased",
     )
 
     def snapshot(self) -> dict[str, Any]:
