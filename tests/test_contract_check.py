@@ -489,6 +489,7 @@ def test_by_default_every_installed_plugin_but_the_hosts_own_is_checked(site: Si
     labels = {p["distribution"] + "[" + p["name"] + "]" for p in report["plugins"]}
     assert labels == {
         "pageant-glimmer[glimmer]",
+        "pageant-openarena[openarena]",
         "pageant-shard[shard]",
         "pageant-wisps[wisps]",
         *(f"pageant-kitfaults[{name}]" for name in FAULTS),

@@ -487,22 +487,40 @@ async def _require_schema(engine: Any, url: str | None = None) -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
-    default=60,
-    show_default=True,
+    default=None,
     help="Seconds to wait for the run to complete and give everything back before giving "
-    "up (exit 1).",
+    "up (exit 1); default 60, 300 with --game openarena.",
+)
+@click.option(
+    "--game",
+    type=click.Choice(["shard", "openarena"]),
+    default="shard",
+    show_default=True,
+    help="shard: the Champion Muster on the simulated shard. openarena: the Low-Gravity "
+    "Frenzy on a private OpenArena server, in real time (needs pageant-openarena and "
+    "Debian's openarena-server).",
 )
 @settings_options
-def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeout: float) -> None:
+def demo(
+    settings: Settings,
+    as_json: bool,
+    faults: bool,
+    and_serve: bool,
+    timeout: float | None,
+    game: str,
+) -> None:
     """Run the Champion Muster on the simulated shard and print its run console.
 
     Needs the pageant-shard example plugin (pip install -e ./example_plugins/shard). Uses
     a SQLite database in a temporary folder unless --database-url names an empty one; the
     host's clock runs 60 times fast. Exit 0 when the run completed and gave back everything
-    it held, 1 otherwise.
+    it held, 1 otherwise. --game openarena runs the Low-Gravity Frenzy on a real OpenArena
+    server instead.
     """
     from pageant.cli import showcase
 
+    if game == "openarena" and and_serve:
+        raise click.UsageError("--serve runs with --game shard only")
     _quiet_plugin_log()  # the demo says what the loader would log (a dropped lease target)
     live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
     say: Callable[[str], None] = (
@@ -518,11 +536,17 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
 
     async def go() -> Any:
         try:
+            if game == "openarena":
+                from pageant.cli import arena
+
+                return await arena.run_openarena_demo(
+                    settings, say=say, show=show, timeout=timeout or 300, faults=faults
+                )
             return await showcase.run_demo(
                 settings,
                 say=say,
                 show=show,
-                timeout=timeout,
+                timeout=timeout or showcase.TIMEOUT_SECONDS,
                 faults=faults,
                 serve=serve_after if and_serve else None,
             )
