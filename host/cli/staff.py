@@ -403,8 +403,10 @@ def register(main: click.Group, settings_options: Callable[..., Any]) -> None:
     def fire(settings: Settings, trigger_id: str, pairs: tuple[str, ...], as_json: bool) -> None:
         """Fire TRIGGER with its variables as KEY=VALUE (each read as its declared type)."""
         from pageant.gates.emit import payload_from_text
+        from pageant.gates.firers import check_outside_firing
 
         async def _go(host: Host) -> dict[str, int]:
+            check_outside_firing(trigger_id)
             payload = payload_from_text(host.registry, trigger_id, pairs)
             return await host.emit(trigger_id, payload, actor=actor())
 
