@@ -108,6 +108,13 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
         if scheme.lower() != "bearer" or not token.strip():
             request[AUTH_PROBLEM_KEY] = "malformed Authorization header; expected: Bearer <token>"
             return await handler(request)
+        if not token.isascii():
+            # aiohttp keeps a header's undecodable bytes as surrogates; no token pageant
+            # issues holds one, and one cannot even be hashed. Anyone can send such bytes,
+            # so they cost a DEBUG line, never a traceback.
+            log.debug("a bearer token with bytes that are not ASCII on %s", request.path)
+            request[AUTH_PROBLEM_KEY] = "the bearer token is not valid"
+            return await handler(request)
         host = request.app[HOST]
         try:
             found = await principal_for(host.db, token.strip(), now=host.clock.now())

@@ -72,7 +72,12 @@ async def signin(request: web.Request) -> web.Response:
     form = await request.post()
     nonce = request.cookies.get(SIGNIN_COOKIE)
     sent = form.get(CSRF_FIELD)
-    if not nonce or not isinstance(sent, str) or not secrets.compare_digest(nonce, sent):
+    if (
+        not nonce
+        or not isinstance(sent, str)
+        or not (nonce.isascii() and sent.isascii())  # compare_digest takes only ASCII text
+        or not secrets.compare_digest(nonce, sent)
+    ):
         return _signin_page(
             request, 403, "The sign-in form was out of date or not from this page; try again."
         )
