@@ -63,6 +63,11 @@ class Settings(BaseModel):
     # process, so sessions end when the host restarts and are not shared between hosts).
     console_secret: str = ""
     console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
+    #: pageant is served only through a reverse proxy that sets ``X-Forwarded-Proto`` or
+    #: ``Forwarded: proto=`` (replacing any the client sent): the protocol the proxy names
+    #: then decides whether the console's cookies are ``Secure``. Off, those headers are
+    #: ignored, since any client could send them.
+    trusted_proxy: bool = False
 
     #: The settings file's ``[plugins.<owner>]`` tables: each plugin's own settings.
     _plugin_tables: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
