@@ -172,13 +172,14 @@ async def _open(url: str, *, create: bool = False) -> Any:
     """An engine on ``url`` that has answered once, or an operator error saying why not.
     Only ``create`` may make a SQLite file that is not there yet."""
     from pageant.cli.operator import check_sqlite_exists, check_sqlite_folder, unreachable
-    from pageant.db.engine import create_engine
+    from pageant.db.engine import MARIADB_STATEMENT_SECONDS, create_engine
 
     if create:
         check_sqlite_folder(url)
     else:
         check_sqlite_exists(url)
-    engine = create_engine(url)
+    # Creating or migrating the schema may run long statements: no statement bound.
+    engine = create_engine(url, statement_seconds=None if create else MARIADB_STATEMENT_SECONDS)
     try:
         async with engine.connect() as conn:
             await conn.rollback()

@@ -34,6 +34,7 @@ from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
+from pageant.engine.outage import Outage
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -79,6 +80,8 @@ class Engine:
         self.started_at: float | None = None
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
+        #: Whether (and since when) the database is out of reach, for one line each way.
+        self.outage = Outage()
         #: Whether the loop's next tick must be whole: something outside woke the engine
         #: (or nothing has ticked yet), or a run ended (its cleanup is due).
         self._outside = True
@@ -218,6 +221,7 @@ class Engine:
         """
         now = self._ticked_at = self.host.clock.now()
         started = time.perf_counter()
+        unreachable = False
         for stage in STAGES:
             if only is not None and stage.__name__ not in only:
                 continue
@@ -229,8 +233,13 @@ class Engine:
                 )
             except ContentionPersisted:
                 pass  # logged at the bound; the next tick runs the stage again
-            except Exception:
-                log.exception("the %s stage failed; the tick goes on", stage.__name__)
+            except Exception as exc:
+                if self.outage.noted(exc, f"the {stage.__name__} stage"):
+                    unreachable = True
+                else:
+                    log.exception("the %s stage failed; the tick goes on", stage.__name__)
+        if not unreachable:
+            self.outage.answered()
         metrics = self.host.metrics
         metrics.tick_seconds.observe(time.perf_counter() - started)
         metrics.last_tick.set(time.time())
@@ -269,7 +278,8 @@ class Engine:
                 asyncio.get_running_loop().call_later(jitter(collisions), self.wake)
             else:
                 self._collisions.pop(run_id, None)
-                log.exception("advancing run %s failed; the next tick tries again", run_id)
+                if not self.outage.noted(exc, f"advancing run {run_id}"):
+                    log.exception("advancing run %s failed; the next tick tries again", run_id)
         else:
             self._collisions.pop(run_id, None)
         finally:
@@ -304,8 +314,9 @@ class Engine:
                 at, stages = await due.next_instant_and_stages(
                     conn, after, stall_seconds=self.host.settings.stall_seconds
                 )
-        except Exception:
-            log.exception("could not read the next due instant; polling")
+        except Exception as exc:
+            if not self.outage.noted(exc, "reading the next due instant"):
+                log.exception("could not read the next due instant; polling")
             return poll
         if at is None:
             return poll
