@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from sqlalchemy.engine import make_url
 
@@ -95,3 +96,36 @@ class DatabaseProxy:
                 writer.write(data)
                 await writer.drain()
         writer.close()
+
+
+class ThreadedProxy:
+    """A :class:`DatabaseProxy` on an event loop of its own thread, for a test that waits on
+    processes (its own loop blocked) while the proxy must keep forwarding."""
+
+    def __init__(self, url: str) -> None:
+        import threading
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.proxy = DatabaseProxy.before(url)
+        self._do(self.proxy.start())
+        self.url = self.proxy.url_of(url)
+
+    def _do(self, work: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(30)
+
+    def open(self) -> None:
+        self._do(self.proxy.open())
+
+    def refuse(self) -> None:
+        self._do(self.proxy.refuse())
+
+    def black_hole(self) -> None:
+        self._do(self.proxy.black_hole())
+
+    def close(self) -> None:
+        self._do(self.proxy.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

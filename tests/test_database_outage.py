@@ -4,9 +4,13 @@ it is back - never a traceback a stage a tick - with nothing lost."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import socket
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,8 +22,10 @@ from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.settings import Settings
 from tests.conftest import bearer
-from tests.databases import MARIADB_ONLY
-from tests.dbproxy import DatabaseProxy
+from tests.databases import MARIADB_ONLY, empty_database
+from tests.dbproxy import DatabaseProxy, ThreadedProxy
+from tests.processes import Serve, until
+from tests.test_processes import _prepare
 
 
 def _loud(caplog: Any) -> list[str]:
@@ -30,6 +36,12 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]  # nothing listens once it closes
+
+
+@pytest.fixture
+def database(dialect: str, tmp_path: Any) -> Any:
+    with empty_database(dialect, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture
@@ -117,3 +129,113 @@ async def test_the_engine_logs_one_line_when_the_database_goes_and_one_when_it_i
         await engine.stop()
         await host.close()
         await proxy.close()
+
+
+# ── a real serve, its database cut and black-holed ───────────────────────────
+
+
+def _get(base: str, path: str, token: str | None = None, body: Any = None) -> tuple[int, Any, Any]:
+    """One request: (status, JSON body, headers), whatever the status."""
+    request = urllib.request.Request(
+        base + path,
+        method="GET" if body is None else "POST",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"}
+        | ({"Authorization": f"Bearer {token}"} if token else {}),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as answer:
+        return answer.code, json.loads(answer.read()), answer.headers
+
+
+def _timed_health(base: str) -> tuple[float, int, dict[str, Any]]:
+    began = time.monotonic()
+    status, body, _ = _get(base, "/healthz")
+    return time.monotonic() - began, status, body
+
+
+@MARIADB_ONLY
+def test_a_served_host_rides_out_a_cut_and_a_black_holed_database(database, tmp_path) -> None:
+    token = asyncio.run(_prepare(database))
+    proxy = ThreadedProxy(database)
+    serve = None
+    try:
+        # A short step lease margin: a step whose answer the cut swallowed is taken back
+        # (and run again under its key) seconds later, as it would be minutes later.
+        serve = Serve(
+            proxy.url, tmp_path / "serve.log", poll_seconds=1, step_lease_margin_seconds=2
+        )
+        base = serve.base
+        status, event, _ = _get(base, "/api/v1/admin/events", token, SLOW_EVENT)
+        assert status == 201, event
+        _get(base, f"/api/v1/admin/events/{event['id']}/publish", token, {})
+        runs = [
+            _get(base, f"/api/v1/admin/events/{event['id']}/runs", token, {"scope": f"s{i}"})[1][
+                "id"
+            ]
+            for i in range(3)
+        ]
+        assert _timed_health(base)[1] == 200
+
+        proxy.refuse()
+        took, status, health = _timed_health(base)
+        assert status == 503 and took < 3, (took, health)
+        assert health["problems"][0].startswith("database: unreachable ("), health
+        status, error, headers = _get(base, "/api/v1/admin/events", token, SLOW_EVENT)
+        assert (status, error["error"]["code"], headers["Retry-After"]) == (
+            503,
+            "database_unavailable",
+            "5",
+        )
+        time.sleep(4)  # four ticks meet the cut
+        proxy.open()
+        assert until(lambda: _timed_health(base)[1] == 200, timeout=30)
+
+        proxy.black_hole()
+        took, status, health = _timed_health(base)
+        assert status == 503 and 2 <= took < 4, (took, health)
+        assert health["problems"][0] == "database: no answer within 2 s", health
+        time.sleep(4)
+        proxy.open()
+        assert until(lambda: _timed_health(base)[1] == 200, timeout=90)
+
+        # Nothing lost: every run started before the outages completes after them.
+        def completed() -> bool:
+            return all(
+                _get(base, f"/api/v1/admin/runs/{run_id}", token)[1]["run"]["status"] == "completed"
+                for run_id in runs
+            )
+
+        assert until(completed, timeout=90)
+    finally:
+        if serve is not None:
+            serve.kill()
+        proxy.close()
+    lines = serve.log_lines()
+    # One line when it went, one when it was back; the black hole, shorter than every bound,
+    # failed nothing (its statements waited and went on).
+    errors = [line["msg"] for line in lines if line["level"] == "ERROR"]
+    assert [m.split(" (")[0] for m in errors] == ["the database is unreachable"], errors
+    back = [line["msg"] for line in lines if "the database is back after" in line["msg"]]
+    assert len(back) == 1, back
+    assert [line for line in lines if "exc" in line] == []
+
+
+SLOW_EVENT = {
+    "title": "Outage",
+    "spec": {
+        "schedule": {"kind": "manual"},
+        "phases": [
+            {
+                "key": "main",
+                "label": "Main",
+                "steps": [
+                    {"action": "core.wait", "params": {"seconds": 15}},
+                    {"action": "core.announce", "params": {"leg": "core.log", "message": "on"}},
+                ],
+            }
+        ],
+    },
+}

@@ -222,6 +222,8 @@ class Engine:
         now = self._ticked_at = self.host.clock.now()
         started = time.perf_counter()
         unreachable = False
+        if self.outage.since is not None:
+            unreachable = not await self._hand_back_stale_claims()
         for stage in STAGES:
             if only is not None and stage.__name__ not in only:
                 continue
@@ -246,6 +248,20 @@ class Engine:
         self.last_tick_at = time.monotonic()
         if drain:
             await self.drain()
+
+    async def _hand_back_stale_claims(self) -> bool:
+        """After an outage: hand back the run claims this host holds on runs it is not
+        working. A claim whose release met the outage (or whose commit the outage made
+        uncertain) would otherwise hold its run still until its lease expired - fifteen
+        minutes by default. Answers whether the database answered."""
+        try:
+            async with self.host.db.begin() as conn:
+                await runs.release_claims_of(conn, self.host.identity, keep=list(self.inflight))
+        except Exception as exc:
+            if not self.outage.noted(exc, "handing back claims"):
+                log.exception("could not hand back this host's stale claims")
+            return False
+        return True
 
     async def drain(self) -> None:
         """Wait for every run task of this engine to finish."""
