@@ -239,3 +239,24 @@ SLOW_EVENT = {
         ],
     },
 }
+
+
+def test_an_outage_is_told_from_other_database_errors() -> None:
+    """Both sides of the line: what is an outage (503, one line) and what is not (a lock
+    collision stays a 409 retried at DEBUG; a constraint, a client hanging up, stay what
+    they were)."""
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
+    from pageant.db.errors import is_unavailable
+
+    def wrapped(orig: BaseException) -> OperationalError:
+        return OperationalError("SELECT 1", {}, orig)
+
+    refused = wrapped(Exception(2003, "Can't connect to MySQL server"))
+    gone = wrapped(Exception(2013, "Lost connection to MySQL server during query"))
+    socket_error = wrapped(ConnectionRefusedError(111, "Connect call failed"))
+    assert is_unavailable(refused) and is_unavailable(gone) and is_unavailable(socket_error)
+    assert not is_unavailable(wrapped(Exception(1213, "Deadlock found")))
+    assert not is_unavailable(IntegrityError("INSERT", {}, Exception(1062, "Duplicate")))
+    assert not is_unavailable(ConnectionResetError(104, "the client hung up"))
+    assert not is_unavailable(ValueError("a bug"))

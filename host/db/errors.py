@@ -62,6 +62,9 @@ def is_unavailable(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     while seen is not None and len(chain) < 20:
         chain.append(seen)
+        orig = getattr(seen, "orig", None)
+        if isinstance(orig, BaseException) and orig is not seen and orig not in chain:
+            chain.append(orig)
         seen = seen.__cause__ or seen.__context__
     # A socket's error counts only under the database's: a client hanging up is no outage.
     if not any(isinstance(e, SQLAlchemyError) for e in chain):
