@@ -8,6 +8,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -15,6 +16,7 @@ from pageant.errors import Invalid
 
 ENV_PREFIX = "PAGEANT_"
 _LEVELS = ("debug", "info", "warning", "error")
+
 
 #: Each database URL scheme pageant accepts, and the driver it runs: the plain spellings
 #: (``sqlite://``, ``mysql://``, ``mariadb://``) choose pageant's own.
@@ -45,14 +47,12 @@ def database_url(value: str) -> str:
         shown = f"the scheme {scheme!r}" if sep else "it has no scheme://"
         raise ValueError(f"not a database URL pageant can use ({shown}); {DATABASE_FORMS}")
     url = f"{driver}://{rest}"
-    from sqlalchemy.engine import make_url  # here: ``import pageant`` stays light
-
     try:
-        parsed = make_url(url)
+        parsed = urlsplit(url)
         parsed.port  # noqa: B018 - a port that is not a number raises here
-    except Exception as exc:
+    except ValueError as exc:
         raise ValueError(f"not a database URL pageant can read; {DATABASE_FORMS}") from exc
-    if driver.startswith("mysql") and not (parsed.host and parsed.database):
+    if driver.startswith("mysql") and not (parsed.hostname and parsed.path.strip("/")):
         raise ValueError(f"a MariaDB URL needs a host and a database; {DATABASE_FORMS}")
     return url
 
