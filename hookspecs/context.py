@@ -174,8 +174,10 @@ class PluginContext(Protocol):
         """Fire ``trigger_id`` with ``payload``, feeding phase gates as the HTTP fire route
         does; answers ``{"gates_matched": n, "gates_closed": m}``. Raises
         ``pageant.errors.Invalid`` naming the variable when the payload does not fit the
-        trigger's declared variables, and ``pageant.errors.NotFound`` for a trigger no
-        plugin registers."""
+        trigger's declared variables, ``pageant.errors.NotFound`` for a trigger no
+        plugin registers, and ``pageant.errors.Forbidden`` for a trigger of another owner
+        (core's lifecycle triggers among them): a plugin fires only its own owner's
+        triggers (contract 1.2)."""
         ...
 
     async def reconcile(self) -> None:

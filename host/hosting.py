@@ -5,6 +5,7 @@ Nothing happens at import; a ``Host`` does its work when it is built and started
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -196,7 +197,7 @@ class Host:
             label,
             owner,
             registry=self.registry,
-            emit=self.emit,
+            emit=functools.partial(self.emit_as_plugin, owner),
             reconcile=self.reconcile,
             set_available=self.mark_unavailable,
             settings=settings,
@@ -248,6 +249,16 @@ class Host:
         if answer["gates_closed"]:
             self.wake(advance_only=True)  # the gate's run moves on: advance's to do
         return answer
+
+    async def emit_as_plugin(
+        self, owner: str, trigger_id: str, payload: Any, *, actor: str | None = None
+    ) -> dict[str, int]:
+        """A plugin's ``context.emit``: :meth:`emit`, refused with
+        :class:`~pageant.errors.Forbidden` for a trigger another owner declares."""
+        from pageant.gates.firers import check_plugin_firing
+
+        check_plugin_firing(trigger_id, owner)
+        return await self.emit(trigger_id, payload, actor=actor)
 
     async def close(self) -> None:
         if self._db is not None and self._own_db:

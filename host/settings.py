@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -26,6 +27,45 @@ ENV_PREFIX = "PAGEANT_"
 #: An address as a mail relay takes it: no display name, no spaces, no line breaks.
 _ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
 _LEVELS = ("debug", "info", "warning", "error")
+
+
+#: Each database URL scheme pageant accepts, and the driver it runs: the plain spellings
+#: (``sqlite://``, ``mysql://``, ``mariadb://``) choose pageant's own.
+DATABASE_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "mysql": "mysql+asyncmy",
+    "mariadb": "mysql+asyncmy",
+    "mysql+asyncmy": "mysql+asyncmy",
+    "mariadb+asyncmy": "mysql+asyncmy",
+    "mysql+aiomysql": "mysql+aiomysql",
+    "mariadb+aiomysql": "mysql+aiomysql",
+}
+DATABASE_FORMS = (
+    "expected sqlite:///FILE or mysql://USER:PASSWORD@HOST/DATABASE (mariadb:// too; "
+    "the drivers sqlite+aiosqlite, mysql+asyncmy and mysql+aiomysql may be named)"
+)
+
+
+def database_url(value: str) -> str:
+    """``value`` with the driver pageant runs named (``sqlite:///x.db`` ->
+    ``sqlite+aiosqlite:///x.db``, ``mariadb://...`` -> ``mysql+asyncmy://...``); ValueError
+    naming the accepted forms otherwise. The message never repeats the URL, which may hold a
+    password."""
+    scheme, sep, rest = value.strip().partition("://")
+    driver = DATABASE_SCHEMES.get(scheme.lower()) if sep else None
+    if driver is None:
+        shown = f"the scheme {scheme!r}" if sep else "it has no scheme://"
+        raise ValueError(f"not a database URL pageant can use ({shown}); {DATABASE_FORMS}")
+    url = f"{driver}://{rest}"
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError as exc:
+        raise ValueError(f"not a database URL pageant can read; {DATABASE_FORMS}") from exc
+    if driver.startswith("mysql") and not (parsed.hostname and parsed.path.strip("/")):
+        raise ValueError(f"a MariaDB URL needs a host and a database; {DATABASE_FORMS}")
+    return url
 
 
 class Settings(BaseModel):
@@ -104,6 +144,11 @@ class Settings(BaseModel):
     # process, so sessions end when the host restarts and are not shared between hosts).
     console_secret: str = ""
     console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
+    #: pageant is served only through a reverse proxy that sets ``X-Forwarded-Proto`` or
+    #: ``Forwarded: proto=`` (replacing any the client sent): the protocol the proxy names
+    #: then decides whether the console's cookies are ``Secure``. Off, those headers are
+    #: ignored, since any client could send them.
+    trusted_proxy: bool = False
 
     #: The settings file's ``[plugins.<owner>]`` tables: each plugin's own settings.
     _plugin_tables: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
@@ -126,6 +171,11 @@ class Settings(BaseModel):
             if isinstance(value, str) and value.lower() in _LEVELS
             else (value.lower() if isinstance(value, str) else value)
         )
+
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, value: str) -> str:
+        return database_url(value)
 
     @field_validator("webhook_urls", "smtp_to", mode="before")
     @classmethod
@@ -229,5 +279,7 @@ def load_settings(
                 source = f"environment variable {ENV_PREFIX}{key.upper()}"
             elif source == "flag":
                 source = f"flag --{key.replace('_', '-')}"
-            details.append(f"{key} (from {source}): {e['msg']}")
+            # A validator's own sentence, without pydantic's "Value error, " before it.
+            message = str(e["ctx"]["error"]) if e["type"] == "value_error" else e["msg"]
+            details.append(f"{key} (from {source}): {message}")
         raise Invalid("invalid settings", details=details) from exc

@@ -207,8 +207,13 @@ class Kit:
         return answer["items"]
 
     async def fire(self, trigger_id: str, payload: Mapping[str, Any]) -> dict[str, int]:
-        """Fire a trigger through the emit path that feeds phase gates: answers
-        ``{gates_matched, gates_closed}``; a payload that does not fit raises ``Invalid``."""
+        """Fire a trigger through the emit path that feeds phase gates, as a game server
+        does: answers ``{gates_matched, gates_closed}``; a payload that does not fit raises
+        ``Invalid``, and one of core's lifecycle triggers ``Forbidden`` (the host alone
+        fires those)."""
+        from pageant.gates.firers import check_outside_firing
+
+        check_outside_firing(trigger_id)
         return await self.host.emit(trigger_id, dict(payload), actor="game:pageant-testing")
 
     # ── whole runs ───────────────────────────────────────────────────────────

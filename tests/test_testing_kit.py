@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pageant import hookimpl
+from pageant.errors import Forbidden
 from pageant.testing import Kit, assert_failed, assert_log_kinds, assert_ok, kit_host
 
 
@@ -286,3 +287,10 @@ def test_the_pytest_plugin_is_found_through_its_entry_point(tmp_path: Path) -> N
     )
     assert opted_out.returncode != 0
     assert "fixture 'pageant_kit' not found" in opted_out.stdout
+
+
+async def test_kit_fire_refuses_cores_lifecycle_triggers_as_the_api_does(
+    pageant_kit: Kit,
+) -> None:
+    with pytest.raises(Forbidden, match=r"core\.run\.completed is one of pageant's own"):
+        await pageant_kit.fire("core.run.completed", {"event": "x"})

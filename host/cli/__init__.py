@@ -23,6 +23,8 @@ from pageant.errors import Invalid, PageantError
 from pageant.settings import ENV_PREFIX, Settings, load_settings
 
 EXIT_USAGE = 2
+#: Where ``pageant --config X`` (given before the command) leaves the file for the command.
+CONFIG_KEY = "pageant.config"
 
 
 def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -31,7 +33,9 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def merged(**kwargs: Any) -> Any:
         flags = {name: kwargs.pop(name, None) for name in Settings.model_fields}
-        config = kwargs.pop("config", None)
+        # After the command or before it (``pageant --config X runs list``): the command's
+        # own wins.
+        config = kwargs.pop("config", None) or click.get_current_context().meta.get(CONFIG_KEY)
         try:
             settings = load_settings(flags, config_path=config)
         except Invalid as exc:
@@ -98,8 +102,16 @@ def run(coro: Any) -> Any:
 
 @click.group(epilog=settings_help())
 @click.version_option(package_name="pageant")
-def main() -> None:
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A TOML settings file, for any command (also accepted after the command).",
+)
+@click.pass_context
+def main(ctx: click.Context, config: str | None) -> None:
     """pageant: scheduled, multi-phase world events for game servers."""
+    ctx.meta[CONFIG_KEY] = config
 
 
 # ── db ────────────────────────────────────────────────────────────────────────
@@ -117,7 +129,7 @@ def db_upgrade(settings: Settings) -> None:
     from pageant.db.migrate import upgrade
 
     async def _go() -> None:
-        engine = await _open(settings.database_url)
+        engine = await _open(settings.database_url, create=True)
         try:
             before = await _placed(engine)
             state = await upgrade(engine)
@@ -156,13 +168,18 @@ def db_stamp(settings: Settings, revision: str) -> None:
     run(_go())
 
 
-async def _open(url: str) -> Any:
-    """An engine on ``url`` that has answered once, or an operator error saying why not."""
-    from pageant.cli.operator import check_sqlite_folder, unreachable
-    from pageant.db.engine import create_engine
+async def _open(url: str, *, create: bool = False) -> Any:
+    """An engine on ``url`` that has answered once, or an operator error saying why not.
+    Only ``create`` may make a SQLite file that is not there yet."""
+    from pageant.cli.operator import check_sqlite_exists, check_sqlite_folder, unreachable
+    from pageant.db.engine import MARIADB_STATEMENT_SECONDS, create_engine
 
-    check_sqlite_folder(url)
-    engine = create_engine(url)
+    if create:
+        check_sqlite_folder(url)
+    else:
+        check_sqlite_exists(url)
+    # Creating or migrating the schema may run long statements: no statement bound.
+    engine = create_engine(url, statement_seconds=None if create else MARIADB_STATEMENT_SECONDS)
     try:
         async with engine.connect() as conn:
             await conn.rollback()
@@ -174,7 +191,7 @@ async def _open(url: str) -> Any:
 
 async def _placed(engine: Any) -> str | None:
     """The schema's current revision, refusing one the migrations cannot start from."""
-    from pageant.cli.operator import OperatorError
+    from pageant.cli.operator import OperatorError, newer_schema
     from pageant.db.migrate import known_revisions, schema_state, tables_of_pageant
 
     current = (await schema_state(engine)).current
@@ -189,11 +206,7 @@ async def _placed(engine: Any) -> str | None:
             )
         return None
     if current not in known_revisions():
-        raise OperatorError(
-            f"the database's schema is at revision {current!r}, which this pageant does not "
-            "know (a newer pageant migrated it); run that newer pageant, or restore the "
-            "backup taken before its upgrade"
-        )
+        raise newer_schema(current)
     return current
 
 
@@ -445,14 +458,16 @@ def token_revoke(settings: Settings, ref: str, as_json: bool) -> None:
 
 
 async def _require_schema(engine: Any, url: str | None = None) -> None:
-    from pageant.cli.operator import unreachable
-    from pageant.db.migrate import schema_state
+    from pageant.cli.operator import newer_schema, unreachable
+    from pageant.db.migrate import known_revisions, schema_state
     from pageant.errors import SchemaOutOfDate
 
     try:
         state = await schema_state(engine)
     except Exception as exc:
         raise unreachable(url or str(engine.url), exc) from exc
+    if state.current is not None and state.current not in known_revisions():
+        raise newer_schema(state.current)
     if not state.up_to_date:
         raise SchemaOutOfDate(
             f"the database schema is at {state.current or 'nothing (empty database)'}, "
@@ -612,9 +627,9 @@ def serve(settings: Settings) -> None:
 
     async def _check() -> None:
         try:
-            from pageant.cli.operator import check_sqlite_folder
+            from pageant.cli.operator import check_sqlite_exists
 
-            check_sqlite_folder(settings.database_url)
+            check_sqlite_exists(settings.database_url)
             await _require_schema(host.db, settings.database_url)
         finally:
             await host.close()  # this loop ends here; the app opens its own pool

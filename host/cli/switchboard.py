@@ -16,11 +16,13 @@ from pageant.settings import Settings
 
 async def _with_host(settings: Settings, work: Any) -> Any:
     from pageant.cli import _require_schema
+    from pageant.cli.operator import check_sqlite_exists
     from pageant.hosting import Host
 
+    check_sqlite_exists(settings.database_url)
     host = Host(settings)
     try:
-        await _require_schema(host.db)
+        await _require_schema(host.db, settings.database_url)
         await host.start_plugins()  # a plugin's option sources may need its context
         return await work(host)
     finally:

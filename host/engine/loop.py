@@ -35,6 +35,7 @@ from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
+from pageant.engine.outage import Outage
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -87,6 +88,8 @@ class Engine:
         self.started_at: float | None = None
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
+        #: Whether (and since when) the database is out of reach, for one line each way.
+        self.outage = Outage()
         #: Whether the loop's next tick must be whole: something outside woke the engine
         #: (or nothing has ticked yet), or a run ended (its cleanup is due).
         self._outside = True
@@ -234,6 +237,9 @@ class Engine:
         """
         now = self._ticked_at = self.host.clock.now()
         started = time.perf_counter()
+        unreachable = False
+        if self.outage.since is not None:
+            unreachable = not await self._hand_back_stale_claims()
         for stage in STAGES:
             if only is not None and stage.__name__ not in only:
                 continue
@@ -245,8 +251,13 @@ class Engine:
                 )
             except ContentionPersisted:
                 pass  # logged at the bound; the next tick runs the stage again
-            except Exception:
-                log.exception("the %s stage failed; the tick goes on", stage.__name__)
+            except Exception as exc:
+                if self.outage.noted(exc, f"the {stage.__name__} stage"):
+                    unreachable = True
+                else:
+                    log.exception("the %s stage failed; the tick goes on", stage.__name__)
+        if not unreachable:
+            self.outage.answered()
         metrics = self.host.metrics
         metrics.tick_seconds.observe(time.perf_counter() - started)
         metrics.last_tick.set(time.time())
@@ -274,6 +285,20 @@ class Engine:
             await self._slots.acquire()
             self._slot_holders.add(task)
             yield
+
+    async def _hand_back_stale_claims(self) -> bool:
+        """After an outage: hand back the run claims this host holds on runs it is not
+        working. A claim whose release met the outage (or whose commit the outage made
+        uncertain) would otherwise hold its run still until its lease expired - fifteen
+        minutes by default. Answers whether the database answered."""
+        try:
+            async with self.host.db.begin() as conn:
+                await runs.release_claims_of(conn, self.host.identity, keep=list(self.inflight))
+        except Exception as exc:
+            if not self.outage.noted(exc, "handing back claims"):
+                log.exception("could not hand back this host's stale claims")
+            return False
+        return True
 
     async def drain(self) -> None:
         """Wait for every run task and every give-back task of this engine to finish."""
@@ -342,7 +367,8 @@ class Engine:
                 asyncio.get_running_loop().call_later(jitter(collisions), self.wake)
             else:
                 self._collisions.pop(run_id, None)
-                log.exception("advancing run %s failed; the next tick tries again", run_id)
+                if not self.outage.noted(exc, f"advancing run {run_id}"):
+                    log.exception("advancing run %s failed; the next tick tries again", run_id)
         else:
             self._collisions.pop(run_id, None)
         finally:
@@ -377,8 +403,9 @@ class Engine:
                 at, stages = await due.next_instant_and_stages(
                     conn, after, stall_seconds=self.host.settings.stall_seconds
                 )
-        except Exception:
-            log.exception("could not read the next due instant; polling")
+        except Exception as exc:
+            if not self.outage.noted(exc, "reading the next due instant"):
+                log.exception("could not read the next due instant; polling")
             return poll
         if at is None:
             return poll

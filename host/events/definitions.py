@@ -25,6 +25,7 @@ from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
 from pageant.events.spec import validator as specs
+from pageant.events.spec.dormancy import as_registered
 from pageant.plugins.registry import Registry
 from pageant.schedules import calendar
 from pageant.schedules import reconcile as schedule
@@ -209,7 +210,8 @@ def event_object(
         "series_id": row.series_id,
         "visibility": row.visibility,
         "state": row.state,
-        "spec": row.spec,
+        # Dormancy as the registry stands now, not as it stood at the last save.
+        "spec": row.spec if registry is None else as_registered(row.spec, registry),
         "current_version": current,
         "version_verified": current is not None and current["verified_at"] is not None,
         "version_drift": version_drift(row.version_spec, registry) if current else [],

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pageant.errors import Invalid, NotFound
 from pageant.gates.conditions import check_payload
+from pageant.gates.firers import check_plugin_firing
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -99,9 +100,9 @@ class KitServices:
 class KitContext:
     """What ``pageant_startup`` receives during a check: the plugin context without a host.
 
-    ``emit`` refuses an unknown trigger or a payload that does not fit its variables exactly
-    as the emit path does, then counts no gates (there are none); ``reconcile`` does nothing,
-    and ``set_available`` is only kept.
+    ``emit`` refuses another owner's trigger, an unknown trigger or a payload that does not
+    fit its variables exactly as the emit path does, then counts no gates (there are none);
+    ``reconcile`` does nothing, and ``set_available`` is only kept.
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class KitContext:
         self.emitted: list[tuple[str, dict[str, Any]]] = []
 
     async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:
+        check_plugin_firing(trigger_id, self.owner)
         trigger = self.registry.triggers.get(trigger_id)
         if trigger is None:
             raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")

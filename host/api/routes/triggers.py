@@ -1,7 +1,8 @@
 """Triggers: a game server tells pageant that something happened in the game.
 
 The ``game`` role exists for this route and can do nothing else; an admin may fire too (to
-try a gate by hand). The body is the payload: the trigger's declared variables, checked
+try a gate by hand). Core's lifecycle triggers are the host's alone: no token fires them
+(:mod:`pageant.gates.firers`). The body is the payload: the trigger's declared variables, checked
 before anything is written.
 """
 
@@ -15,6 +16,7 @@ from pageant.access.roles import FIRERS
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_json, respond
 from pageant.errors import NotFound
+from pageant.gates.firers import check_outside_firing
 from pageant.plugins.registry import Registry
 
 routes = RouteTable("triggers")
@@ -81,5 +83,6 @@ async def fire(request: web.Request) -> web.Response:
     # The trigger before the body: an unknown trigger is a 404 whatever was sent with it.
     if trigger_id not in host.registry.triggers:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
+    check_outside_firing(trigger_id)
     payload = await read_json(request)
     return respond(await host.emit(trigger_id, payload, actor=principal(request).actor))
