@@ -248,3 +248,13 @@ class Blocker:
         self.entered.set()
         await self.release.wait()
         return self.answer
+
+
+async def start_event(host: Host, event_spec: dict[str, Any]) -> int:
+    """Publish ``event_spec`` as a new event and start a run of it now, as an admin; the run's
+    id."""
+    from pageant.runs.create import start_now
+
+    event = await publish_event(host.db, host.clock.now(), event_spec)
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+    return run_id

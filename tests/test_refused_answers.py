@@ -11,9 +11,16 @@ from typing import Any
 import pytest
 
 from pageant.engine import Engine
-from pageant.runs.create import start_now
 from pageant.switchboard import board
-from tests.factories import log_lines, make_host, phase, publish_event, run_row, spec, step_rows
+from tests.factories import (
+    log_lines,
+    make_host,
+    phase,
+    run_row,
+    spec,
+    start_event,
+    step_rows,
+)
 from tests.test_ledger import Smith, forge
 
 
@@ -44,12 +51,6 @@ async def smith_engine(smith_host):
         await e.stop()
 
 
-async def _start(host, event_spec) -> int:
-    event = await publish_event(host.db, host.clock.now(), event_spec)
-    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
-    return run_id
-
-
 ANSWERS = [
     ({"ok": False, "retry": True, "error": "x" * 70_000}, '"error" is 70,000 bytes'),
     (
@@ -75,7 +76,7 @@ async def test_an_answer_the_database_could_not_store_is_refused_at_once(
     caplog.set_level(logging.INFO, logger="pageant")
     max_attempts = smith_host.settings.max_attempts
     smith.answers = [answer] * max_attempts
-    run_id = await _start(smith_host, spec(phase("p", forge(1, on_failure="abort_run"))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1, on_failure="abort_run"))))
     for _ in range(max_attempts):
         await smith_engine.tick()
         clock.advance(smith_host.settings.retry_seconds)
@@ -97,7 +98,7 @@ async def test_an_answer_the_database_could_not_store_is_refused_at_once(
 async def test_an_answer_at_every_limit_is_stored_and_given_back(smith_host, smith_engine, smith):
     longest = {"kind": "k" * 120, "ref": "r" * 200, "detail": {"hp": 3}}
     smith.answers = [{"ok": True, "resources": [longest], "hold_for": 0}]
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     await smith_engine.tick()
     (row,) = await step_rows(smith_host.db, run_id)
     assert row.status == "done"

@@ -16,9 +16,16 @@ from sqlalchemy.exc import OperationalError
 from pageant import hookimpl
 from pageant.db import resources
 from pageant.engine import Engine
-from pageant.runs.create import start_now
 from pageant.switchboard import board
-from tests.factories import make_host, phase, publish_event, run_row, set_run, spec, step
+from tests.factories import (
+    make_host,
+    phase,
+    run_row,
+    set_run,
+    spec,
+    start_event,
+    step,
+)
 from tests.test_ledger import Smith, forge
 
 
@@ -70,12 +77,6 @@ async def host(settings, db, clock, smith, bell):
         await h.close()
 
 
-async def _start(host, event_spec) -> int:
-    event = await publish_event(host.db, host.clock.now(), event_spec)
-    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
-    return run_id
-
-
 async def test_a_hanging_revert_holds_neither_the_tick_nor_another_plugins_run(host, smith, bell):
     engine = Engine(host)
     hung = asyncio.Event()
@@ -91,10 +92,10 @@ async def test_a_hanging_revert_holds_neither_the_tick_nor_another_plugins_run(h
         update={"revert": hang}
     )
     try:
-        held = await _start(host, spec(phase("p", forge(1))))
+        held = await start_event(host, spec(phase("p", forge(1))))
         await engine.tick()  # performs; the run completes; its give-back starts
         await asyncio.wait_for(hung.wait(), 5)
-        canary = await _start(host, spec(phase("p", step("bell.ring"))))
+        canary = await start_event(host, spec(phase("p", step("bell.ring"))))
         # The tick that follows returns while the revert still hangs, and the canary runs.
         await asyncio.wait_for(engine.tick(drain=False), 2)
         running = engine.inflight.get(canary)
@@ -131,13 +132,13 @@ async def test_performs_that_hang_fill_their_own_plugins_slots_and_no_other_plug
 
     smith.first = hang
     try:
-        first = await _start(host, spec(phase("p", forge(1))))
-        second = await _start(host, spec(phase("p", forge(1))))
+        first = await start_event(host, spec(phase("p", forge(1))))
+        second = await start_event(host, spec(phase("p", forge(1))))
         await asyncio.wait_for(engine.tick(drain=False), 2)
         await asyncio.sleep(0.05)
         # The plugin's one slot is the first run's; the second waits for it, untried.
         assert len(smith.performs) == 1
-        canary = await _start(host, spec(phase("p", step("bell.ring"))))
+        canary = await start_event(host, spec(phase("p", step("bell.ring"))))
         await asyncio.wait_for(engine.tick(drain=False), 2)
         running = engine.inflight.get(canary)
         if running is not None:
@@ -156,7 +157,7 @@ async def test_performs_that_hang_fill_their_own_plugins_slots_and_no_other_plug
 
 async def test_a_status_a_stopped_host_never_wrote_is_derived_again_after_a_start(host, smith):
     engine = Engine(host)
-    run_id = await _start(host, spec(phase("p", forge(2))))
+    run_id = await start_event(host, spec(phase("p", forge(2))))
     await engine.tick()
     await engine.stop()
     assert smith.world == {}
@@ -175,7 +176,7 @@ async def test_a_status_a_stopped_host_never_wrote_is_derived_again_after_a_star
 async def test_a_status_still_pending_for_rows_left_to_try_is_left_pending(host, smith):
     engine = Engine(host)
     smith.revert_error = "shard busy"
-    run_id = await _start(host, spec(phase("p", forge(1))))
+    run_id = await start_event(host, spec(phase("p", forge(1))))
     try:
         await engine.tick()
     finally:
@@ -207,7 +208,7 @@ async def test_a_deadlock_in_the_cleanup_stage_is_retried_and_logged_at_debug(
         return await real_release(conn, resource_id, **kw)
 
     monkeypatch.setattr(resources, "release", release_once_deadlocked)
-    run_id = await _start(host, spec(phase("p", forge(1))))
+    run_id = await start_event(host, spec(phase("p", forge(1))))
     caplog.set_level(logging.DEBUG, logger="pageant")
     try:
         await engine.tick()

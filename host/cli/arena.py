@@ -27,9 +27,6 @@ from typing import Any
 from pageant.clock import SystemClock
 from pageant.db import runs
 from pageant.db.migrate import upgrade
-from pageant.events import definitions
-from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.runs.console_text import render_log_line
@@ -37,7 +34,7 @@ from pageant.runs.create import start_now
 from pageant.settings import Settings
 from pageant.switchboard import board
 
-from .showcase import STAFF_ACTOR, DemoFailed, DemoResult, Say, Show, require_empty
+from .showcase import STAFF_ACTOR, DemoFailed, DemoResult, Say, Show, publish, require_empty
 
 #: The switchboard the demo opens: action -> its per-run caps.
 SWITCHBOARD: dict[str, dict[str, int | None]] = {
@@ -222,30 +219,6 @@ async def _outage(arena: Any, say: Say) -> list[str]:
 
 
 async def _publish(host: Host, event: dict[str, Any]) -> int:
-    async with host.db.begin() as conn:
-        spec = specs.validate(event["spec"], host.registry, stored=None)
-        definition_id = await definitions.create_definition(
-            conn,
-            title=event["title"],
-            slug=None,
-            derived_slug=slugify(event["title"]),
-            spec=spec,
-            now=host.clock.now(),
-            actor=STAFF_ACTOR,
-            description=event.get("description", ""),
-            timezone=definitions.DEFAULT_TIMEZONE,
-            grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
-            concurrency_key=None,
-            series_id=None,
-            visibility="staff",
-        )
-    async with host.db.begin() as conn:
-        await definitions.publish_definition(
-            conn,
-            definition_id,
-            host.registry,
-            now=host.clock.now(),
-            actor=STAFF_ACTOR,
-            horizon_days=host.settings.horizon_days,
-        )
-    return definition_id
+    return await publish(
+        host, event["title"], event["spec"], description=event.get("description", "")
+    )

@@ -18,7 +18,7 @@ from typing import Any
 from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
 from pageant.runs.console_text import log_sentence, resources_sentence
-from pageant.timefmt import parse_instant
+from pageant.timefmt import instant_or_none
 
 #: The widest line the demo prints: a 120-column terminal shows each on one row.
 WIDTH = 120
@@ -38,22 +38,13 @@ def terminal_width() -> int:
     return min(WIDTH, shutil.get_terminal_size((WIDTH, 40)).columns)
 
 
-def _at(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return parse_instant(str(value))
-    except ValueError:
-        return None
-
-
 def hhmm(value: Any) -> str:
-    at = _at(value)
+    at = instant_or_none(value)
     return "--:--" if at is None else at.astimezone(UTC).strftime("%H:%M")
 
 
 def _hhmmss(value: Any) -> str:
-    at = _at(value)
+    at = instant_or_none(value)
     return "--:--:--" if at is None else at.astimezone(UTC).strftime("%H:%M:%S")
 
 
@@ -175,11 +166,11 @@ def health_sentence(run: Mapping[str, Any], log: Sequence[Line]) -> str:
         text = f"{line['detail']['to']} at {hhmm(line['at'])}" + (
             f" ({because})" if because else ""
         )
-        after = _at(line["at"]) or datetime.max.replace(tzinfo=UTC)
+        after = instant_or_none(line["at"]) or datetime.max.replace(tzinfo=UTC)
         done = [
             s
             for s in _of(log, LogKind.STEP_STATUS)
-            if s["detail"].get("to") == "done" and (_at(s["at"]) or after) > after
+            if s["detail"].get("to") == "done" and (instant_or_none(s["at"]) or after) > after
         ]
         text += f", recovered at {hhmm(done[0]['at'])}" if done else ", not recovered"
         parts.append(text)
@@ -271,7 +262,7 @@ def summary(console: Mapping[str, Any], wall_seconds: float, width: int | None =
     """The end of the demo: what happened to the run, in at most a screen of lines."""
     width = width or terminal_width()
     run, log = console["run"], console["log"]
-    started, ended = _at(run["started_at"]), _at(run["ended_at"])
+    started, ended = instant_or_none(run["started_at"]), instant_or_none(run["ended_at"])
     took = (
         f"{elapsed((ended - started).total_seconds())} on the event's clock, "
         if (started and ended)

@@ -328,18 +328,27 @@ async def open_switchboard(host: Host, say: Say) -> None:
 
 async def seed(host: Host) -> int:
     """Create and publish the demo event as an admin would through the API; its id."""
-    raw = demo_spec()
+    return await publish(
+        host,
+        TITLE,
+        demo_spec(),
+        description="The showcase `pageant demo` seeds and runs on the simulated shard.",
+    )
+
+
+async def publish(host: Host, title: str, raw: dict[str, Any], *, description: str) -> int:
+    """Create and publish one staff-only event from its spec, as an admin would; its id."""
     async with host.db.begin() as conn:
         spec = specs.validate(raw, host.registry, stored=None)
         definition_id = await definitions.create_definition(
             conn,
-            title=TITLE,
+            title=title,
             slug=None,
-            derived_slug=slugify(TITLE),
+            derived_slug=slugify(title),
             spec=spec,
             now=host.clock.now(),
             actor=STAFF_ACTOR,
-            description="The showcase `pageant demo` seeds and runs on the simulated shard.",
+            description=description,
             timezone=definitions.DEFAULT_TIMEZONE,
             grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
             concurrency_key=None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
-from pageant.timefmt import parse_instant
+from pageant.timefmt import instant_or_none
 
 Detail = Mapping[str, Any]
 
@@ -38,24 +38,15 @@ def render_console(console: Mapping[str, Any]) -> str:
 # ── words ─────────────────────────────────────────────────────────────────────
 
 
-def _instant(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return parse_instant(str(value))
-    except ValueError:
-        return None
-
-
 def _when(value: Any) -> str:
     """``2027-03-05 20:01:07 UTC``."""
-    at = _instant(value)
+    at = instant_or_none(value)
     return "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _clock(value: Any) -> str:
     """``20:01:07.250``: a log line's time of day, to the millisecond."""
-    at = _instant(value)
+    at = instant_or_none(value)
     if at is None:
         return str(value)
     return at.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
@@ -64,7 +55,7 @@ def _clock(value: Any) -> str:
 def _value(value: Any) -> str:
     if isinstance(value, str):
         # An instant reads as a time of day; anything else as its author would write it.
-        at = _instant(value) if len(value) >= 20 and value[4:5] == "-" else None
+        at = instant_or_none(value) if len(value) >= 20 and value[4:5] == "-" else None
         return _clock(at) if at is not None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, datetime):
         return _clock(value)
@@ -99,7 +90,7 @@ def _run(run: Mapping[str, Any], world: str | None = None) -> list[str]:
         ["scheduled", f"{_when(run['scheduled_for'])} ({run['source']})"],
         ["started", _when(run["started_at"])],
     ]
-    started, ended = _instant(run["started_at"]), _instant(run["ended_at"])
+    started, ended = instant_or_none(run["started_at"]), instant_or_none(run["ended_at"])
     if ended is not None:
         took = f", {(ended - started).total_seconds():.1f} s after it started" if started else ""
         rows.append(["ended", _when(ended) + took])
@@ -238,7 +229,7 @@ def _refs(refs: list[str]) -> str:
 
 
 def _described(value: Any, key: str) -> str:
-    at = _instant(value) if isinstance(value, str) and len(value) >= 20 else None
+    at = instant_or_none(value) if isinstance(value, str) and len(value) >= 20 else None
     if at is not None:
         return f"{key.replace('_', ' ')} {at.astimezone(UTC).strftime('%H:%M')}"
     return str(value)
