@@ -1,8 +1,10 @@
 """How fast the web console's pages answer with 10,000 runs in the database.
 
 Seeds N finished runs over 100 events (each with two steps and four log lines, as
-``idle_tick.py`` does) plus a few live runs parked on a cue, starts the real app on a real
-port, signs in with an admin token, and times each page (p50 and p95 over R requests each).
+``idle_tick.py`` does; every 50th failed) plus a few live runs parked on a cue and one
+finished run of 500 steps (five phases of 100, each ended by an ``after`` gate, with 1,500
+log lines), starts the real app on a real port, signs in with an admin token, and times each
+page (p50 and p95 over R requests each).
 
     python benchmarks/console_pages.py [--runs 10000] [--repeat 50] [--spread-days 0] [--mysql URL]
 
@@ -30,11 +32,151 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
 from pageant.clock import FakeClock
-from pageant.db.tables import event_run_log, event_run_steps, event_runs
+from pageant.db.tables import (
+    event_definitions,
+    event_run_log,
+    event_run_phase_gates,
+    event_run_steps,
+    event_runs,
+    event_versions,
+)
 from pageant.hosting import Host
 from pageant.settings import Settings
 
 LIVE = 20
+#: Every how many seeded runs one is marked failed (what the history's filter finds).
+FAILED_EVERY = 50
+#: The long run: phases x steps.
+PHASES, STEPS = 5, 100
+
+
+async def seed_failed(db: AsyncEngine, runs: int) -> None:
+    """Mark every ``FAILED_EVERY``-th seeded run failed (and degraded)."""
+    stmt = (
+        update(event_runs)
+        .where(event_runs.c.id == bindparam("rid"))
+        .values(status="failed", health="degraded")
+    )
+    async with db.begin() as conn:
+        await conn.execute(stmt, [{"rid": i} for i in range(FAILED_EVERY, runs + 1, FAILED_EVERY)])
+
+
+async def seed_long(db: AsyncEngine, run_id: int) -> int:
+    """One finished run of ``PHASES`` x ``STEPS`` announce steps under its own event, each
+    phase ended by a one-minute ``after`` gate, with three log lines a step."""
+    definition_id = 1000
+    phases = [
+        {
+            "key": f"p{p}",
+            "label": f"Phase {p}",
+            "steps": [
+                {"action": "core.announce", "params": {"leg": "core.log", "message": f"m{s}"}}
+                for s in range(STEPS)
+            ],
+            "advance": {"after": "1m"},
+        }
+        for p in range(PHASES)
+    ]
+    spec = {"schedule": {"kind": "manual"}, "phases": phases}
+    start = NOW - timedelta(hours=2)
+    steps, log, gates = [], [], []
+    at = start
+    for p in range(PHASES):
+        entered = at
+        log.append(
+            {
+                "run_id": run_id,
+                "kind": "phase.entered",
+                "phase": f"p{p}",
+                "at": at,
+                "detail": {"steps": STEPS},
+            }
+        )
+        for s in range(STEPS):
+            began, at = at, at + timedelta(seconds=2)
+            steps.append(
+                {
+                    "run_id": run_id,
+                    "phase": f"p{p}",
+                    "seq": s,
+                    "label": "Announce",
+                    "action": "core.announce",
+                    "action_version": 1,
+                    "params": {"leg": "core.log", "message": f"m{s}"},
+                    "on_failure": "skip",
+                    "status": "done",
+                    "attempts": 1,
+                    "claimed_by": "bench",
+                    "idempotency_key": uuid.uuid4().hex,
+                    "started_at": began,
+                    "finished_at": at,
+                }
+            )
+            for kind, detail in (
+                ("step.status", {"action": "core.announce", "to": "running"}),
+                ("announce", {"leg": "core.log", "message": f"m{s}"}),
+                ("step.status", {"action": "core.announce", "to": "done"}),
+            ):
+                log.append(
+                    {"run_id": run_id, "kind": kind, "phase": f"p{p}", "at": at, "detail": detail}
+                )
+        at = max(at, entered + timedelta(minutes=1)) + timedelta(seconds=30)
+        gates.append(
+            {
+                "run_id": run_id,
+                "phase": f"p{p}",
+                "kind": "after",
+                "needed": 1,
+                "tally": 0,
+                "entered_at": entered,
+                "deadline": entered + timedelta(minutes=1),
+                "satisfied_at": at,
+                "satisfied_by": "deadline",
+            }
+        )
+    async with db.begin() as conn:
+        await conn.execute(
+            insert(event_definitions).values(
+                id=definition_id,
+                title="Long night",
+                slug="long-night",
+                spec=spec,
+                state="ready",
+                current_version_id=definition_id,
+                timezone="Europe/Berlin",
+                created_at=NOW,
+                updated_at=NOW,
+            )
+        )
+        await conn.execute(
+            insert(event_versions).values(
+                id=definition_id,
+                definition_id=definition_id,
+                number=1,
+                spec=spec,
+                timezone="Europe/Berlin",
+                published_at=NOW,
+            )
+        )
+        await conn.execute(
+            insert(event_runs).values(
+                id=run_id,
+                definition_id=definition_id,
+                version_id=definition_id,
+                scope="",
+                scheduled_for=start,
+                source="manual",
+                status="completed",
+                current_phase=f"p{PHASES - 1}",
+                created_at=start,
+                started_at=start,
+                ended_at=at,
+            )
+        )
+        await conn.execute(insert(event_run_steps), steps)
+        await conn.execute(insert(event_run_log), log)
+        await conn.execute(insert(event_run_phase_gates), gates)
+    return run_id
 
 
 async def seed_live(db: AsyncEngine, first_id: int) -> list[int]:
@@ -100,7 +242,9 @@ async def measure(
         await seed(db, runs)
         if spread_days:
             await spread(db, runs, spread_days)
+        await seed_failed(db, runs)
         live = await seed_live(db, runs + 1)
+        long_run = await seed_long(db, runs + LIVE + 1)
         token = await create_token(db, role="admin", name="bench", now=NOW)
         host = Host(Settings(), clock=FakeClock(NOW), db=db)
         client = TestClient(TestServer(make_app(host, run_engine=False)))
@@ -115,7 +259,16 @@ async def measure(
             month = (NOW - timedelta(days=30 if not spread_days else 45)).strftime("%Y-%m")
             agenda = await (await client.get(f"/calendar?view=agenda&month={month}")).text()
             later = re.search(r'href="([^"]+)" rel="next"', agenda)
+            since = (NOW - timedelta(days=60)).strftime("%Y-%m-%dT%H:%M")
             pages = {
+                "Runs, first page": "/runs",
+                "Runs, failed": "/runs?status=failed",
+                "Runs, failed and degraded of one event since a date": (
+                    f"/runs?status=failed&health=degraded&definition=50&from={since}"
+                ),
+                "Runs, an older page": f"/runs?before={runs // 2}",
+                f"Run console ({PHASES * STEPS} steps)": f"/runs/{long_run}",
+                f"Run console ({PHASES * STEPS} steps, polled part)": f"/runs/{long_run}/live",
                 "Now": "/now",
                 "Now (polled part)": "/now/live",
                 "Events": "/events",

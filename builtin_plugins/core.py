@@ -14,6 +14,8 @@ import json
 from datetime import timedelta
 from typing import Any, Literal
 
+from pageant.builtin_plugins.announce_chat import send_to_discord, send_to_slack
+from pageant.builtin_plugins.announce_email import send_email
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -56,14 +58,19 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> object:
         return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
     if ctx.verify:
         return {"ok": True}
+    # The host's services render the run's event template; a stand-in without them (the
+    # kit's) hands the message on as written.
+    render = getattr(services, "announcement", None)
+    announcement = await render(message) if render is not None else None
     send_ctx = SendContext(
         run=ctx.run,
         step_id=services.step_id,
         idempotency_key=ctx.idempotency_key,
         deadline=ctx.deadline,
         services=services,
+        announcement=announcement,
     )
-    return await leg.send(message, send_ctx)
+    return await leg.send(message if announcement is None else announcement.body, send_ctx)
 
 
 async def announce(ctx: ActionContext) -> object:
@@ -91,6 +98,14 @@ async def cue(ctx: ActionContext) -> object:
     return {"ok": True, "park": True}
 
 
+#: The lease steps reverted in this process, newest last, at most :data:`REVERTED_KEYS`: a
+#: revert is final for its key (contract 1.2), so a lease performed after its step's revert
+#: borrows nothing. (A lease reserved anyway is the host's own ledger row, given back by
+#: the cleanup stage; this keeps the contract's letter within one process.)
+_reverted: dict[str, None] = {}
+REVERTED_KEYS = 10_000
+
+
 async def lease(ctx: ActionContext) -> dict[str, Any]:
     """Borrow ``lease`` on ``target``: reserve the target's ledger row first (a target
     another run holds is refused by name before anything is applied), apply ``value``, and
@@ -105,6 +120,9 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
     declared = services.registry.leases.get(lease_id)
     if declared is None:
         return {"ok": False, "retry": False, "error": f"no plugin declares the lease {lease_id!r}"}
+    refusal = services.registry.lease_target_refusal(lease_id, target)
+    if refusal is not None:
+        return {"ok": False, "retry": False, "error": refusal}
     longest = services.settings.lease_max_minutes
     if not 1 <= minutes <= longest:
         return {
@@ -112,7 +130,7 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "retry": False,
             "error": f"minutes must be between 1 and {longest} (lease_max_minutes), not {minutes}",
         }
-    if ctx.verify:
+    if ctx.verify or ctx.idempotency_key in _reverted:
         return {"ok": True}
     until = services.now() + timedelta(minutes=minutes)
     row_id, holder = await services.reserve_lease(lease_id, target, value, until=until)
@@ -123,7 +141,7 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "error": f"{lease_id} for {target} is already leased by run {holder}",
         }
     try:
-        baseline = await declared.apply(target, value)
+        baseline = await declared.apply_until(target, value, until)
     except Exception as exc:
         await services.forget_lease(row_id)
         return {"ok": False, "retry": False, "error": f"apply failed: {type(exc).__name__}: {exc}"}
@@ -132,7 +150,11 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
 
 
 async def lease_revert(ctx: ActionContext) -> dict[str, Any]:
-    """Nothing to do per step: a lease is given back through its own ledger row."""
+    """Nothing to give back per step (a lease is given back through its own ledger row);
+    the key is final from here on."""
+    _reverted[ctx.idempotency_key] = None
+    while len(_reverted) > REVERTED_KEYS:
+        del _reverted[next(iter(_reverted))]
     return {"ok": True}
 
 
@@ -148,7 +170,9 @@ LIFECYCLE_VARIABLES: tuple[tuple[str, Literal["string", "integer"], str, str | i
     ("health", "string", "ok, degraded or stalled.", "ok"),
 )
 LIFECYCLE_TRIGGERS = (
+    ("core.run.scheduled", "An occurrence was scheduled (a schedule made its run)"),
     ("core.run.started", "A run started (entered its first phase)"),
+    ("core.run.ending", "A run's last phase ended; what it holds is being given back"),
     ("core.run.completed", "A run completed"),
     ("core.run.failed", "A run failed"),
     ("core.run.cancelled", "A run was cancelled by a person"),
@@ -344,6 +368,9 @@ class CorePlugin:
         return [
             AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
             AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
+            AnnounceLeg(id="core.email", label="Email (SMTP)", send=send_email),
+            AnnounceLeg(id="core.discord", label="Discord channel", send=send_to_discord),
+            AnnounceLeg(id="core.slack", label="Slack channel", send=send_to_slack),
         ]
 
     @hookimpl

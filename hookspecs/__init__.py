@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .context import (
     ActionContext,
+    Announcement,
     Declarations,
     HeldResource,
     HostSettings,
@@ -50,6 +51,7 @@ __all__ = [
     "Action",
     "ActionContext",
     "AnnounceLeg",
+    "Announcement",
     "Budget",
     "Declarations",
     "Envelope",

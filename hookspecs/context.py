@@ -181,8 +181,10 @@ class PluginContext(Protocol):
         """Fire ``trigger_id`` with ``payload``, feeding phase gates as the HTTP fire route
         does; answers ``{"gates_matched": n, "gates_closed": m}``. Raises
         ``pageant.errors.Invalid`` naming the variable when the payload does not fit the
-        trigger's declared variables (or ``key`` or ``at`` does not fit), and
-        ``pageant.errors.NotFound`` for a trigger no plugin registers.
+        trigger's declared variables (or ``key`` or ``at`` does not fit),
+        ``pageant.errors.NotFound`` for a trigger no plugin registers, and
+        ``pageant.errors.Forbidden`` for a trigger of another owner (core's lifecycle
+        triggers among them): a plugin fires only its own owner's triggers (contract 1.2).
 
         ``key`` (contract 1.2, 1 to 200 characters) makes a retry safe: a key this plugin
         sent before (kept at least a day) answers the first answer and counts nothing.
@@ -194,9 +196,9 @@ class PluginContext(Protocol):
         """Fire up to 500 firings, ``{"trigger", "payload", "id"?, "at"?}`` each, in one
         transaction, as ``POST /api/v1/triggers/fire`` does. Answers one entry per firing in
         order: ``{"status": 200, "gates_matched", "gates_closed"}``, or a refused firing's
-        ``{"status": 400 | 404, "error": {...}}`` (it changes nothing, and the others are
-        still recorded). Raises ``pageant.errors.Invalid`` for a list empty or past 500.
-        Added in contract 1.2."""
+        ``{"status": 400 | 403 | 404, "error": {...}}`` (it changes nothing, and the others
+        are still recorded; 403 for another owner's trigger). Raises
+        ``pageant.errors.Invalid`` for a list empty or past 500. Added in contract 1.2."""
         ...
 
     async def reconcile(self) -> None:
@@ -261,6 +263,8 @@ class ActionContext:
     ``verify`` asks for a dry run: validate and write nothing. ``resources`` is what the
     ledger recorded for the step (empty for ``perform``; possibly empty for a ``revert``
     whose answer was lost, so reverting something that does not exist must succeed).
+    A revert is final for its key: a ``perform`` under a key already reverted makes nothing
+    and answers ok with no resources (contract 1.2).
     """
 
     params: dict[str, Any]
@@ -275,10 +279,40 @@ class ActionContext:
 
 
 @dataclass(frozen=True)
+class Announcement:
+    """An announcement as its event's template rendered it, for a leg that shows more than
+    one line of text (an email's subject, a chat embed's title and link).
+
+    ``body`` is the message the leg is handed as ``message``; ``title`` is the headline;
+    ``when`` is the occurrence's start (UTC) and ``when_text`` the same instant written in
+    the event's time zone (``Fri 4 Dec 2026, 20:00 CET``); ``link`` is the event's public
+    page, or ``""`` when there is none to show (a staff-only event, no ``public_page_url``).
+
+    Example::
+
+        async def send(message: str, ctx: SendContext) -> dict[str, Any]:
+            headline = ctx.announcement.title if ctx.announcement else "Announcement"
+            await game.broadcast(f"{headline}: {message}")
+            return {"ok": True}
+
+    Added in contract 1.2.
+    """
+
+    title: str
+    body: str
+    link: str = ""
+    when: datetime | None = None
+    when_text: str = ""
+    timezone: str = ""
+
+
+@dataclass(frozen=True)
 class SendContext:
     """What an announce leg's ``send`` receives besides the message.
 
     ``verify`` (contract 1.1) asks for a dry run: check the message could go, send nothing.
+    ``announcement`` (contract 1.2) is the message as the event's template rendered it, with
+    its title, time and link; ``None`` where no run's event stands behind the call.
     """
 
     run: RunInfo | None
@@ -288,3 +322,4 @@ class SendContext:
     #: What the host lends this call; ``None`` where no host lends anything.
     services: StepServices | None = None
     verify: bool = False
+    announcement: Announcement | None = None

@@ -16,10 +16,18 @@ A callable answers one of::
 mapping and an answer without ``ok`` all read as ``{"ok": False, "retry": True}``.** The
 expensive mistake is recording a world change that did not happen; a retry of something
 that did happen is made harmless by the step's idempotency key.
+
+**An answer the host could not store is refused, never cut to fit**: an ``error`` longer
+than :data:`MAX_ERROR_BYTES`, more than :data:`MAX_RESOURCES` resources, a resource whose
+``kind`` is not text of at most :data:`MAX_KIND_CHARS` characters, whose ``ref`` is longer
+than :data:`MAX_REF_CHARS`, or whose detail is not JSON, and a ``hold_for`` past
+:data:`MAX_HOLD_SECONDS`. Each reads as the plugin's retryable failure, with an error that
+names the field and its limit (contract 1.2).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +36,15 @@ from typing import Any
 from .context import Resource
 from .models import Participant, ResultEntry, Results
 
+#: The longest ``hold_for``, in seconds (a day); a longer one is refused (1.2; before, cut).
 MAX_HOLD_SECONDS = 86_400
+#: The longest ``error``, in bytes of UTF-8.
+MAX_ERROR_BYTES = 16_384
+#: The most resources one answer may report.
+MAX_RESOURCES = 1_000
+#: The longest resource ``kind`` and ``ref``, in characters (what the ledger's row holds).
+MAX_KIND_CHARS = 120
+MAX_REF_CHARS = 200
 #: The most participants one answer may report, and the most entries one results table holds.
 MAX_PARTICIPANTS = 1_000
 MAX_ENTRIES = 100
@@ -72,25 +88,38 @@ def classify(answer: object) -> Envelope:
     if not ok:
         retry = answer.get("retry", True)
         error = answer.get("error")
-        return Envelope(
-            ok=False,
-            retry=retry if isinstance(retry, bool) else True,
-            error=str(error) if error is not None else "failed without an error message",
-        )
+        text = str(error) if error is not None else "failed without an error message"
+        size = len(text.encode("utf-8", "replace"))
+        if size > MAX_ERROR_BYTES:
+            # Refused, not cut: the plugin's own failure stands, and its message is named
+            # by its size and its opening words.
+            text = (
+                f'"error" is {size:,} bytes; the most is {MAX_ERROR_BYTES:,} '
+                f"(it began: {text[:200]!r})"
+            )
+            return Envelope(
+                ok=False,
+                retry=retry if isinstance(retry, bool) else True,
+                error=text,
+                malformed="bad error",
+            )
+        return Envelope(ok=False, retry=retry if isinstance(retry, bool) else True, error=text)
 
-    resources: list[Resource] = []
     raw_resources = answer.get("resources") or []
     if not isinstance(raw_resources, list):
         return _retryable("bad resources", '"resources" must be a list')
+    if len(raw_resources) > MAX_RESOURCES:
+        return _retryable(
+            "bad resources",
+            f'"resources" lists {len(raw_resources):,}; the most one answer may report is '
+            f"{MAX_RESOURCES:,}",
+        )
+    resources: list[Resource] = []
     for i, item in enumerate(raw_resources):
-        if (
-            not isinstance(item, Mapping)
-            or item.get("kind") in (None, "")
-            or item.get("ref") in (None, "")
-        ):
-            return _retryable("bad resources", f"resources[{i}] needs a kind and a ref")
-        detail = {k: v for k, v in item.items() if k not in ("kind", "ref")}
-        resources.append(Resource(kind=str(item["kind"]), ref=str(item["ref"]), detail=detail))
+        resource, why = _resource(i, item)
+        if resource is None:
+            return _retryable("bad resources", why)
+        resources.append(resource)
 
     hold = answer.get("hold_for", 0) or 0
     if (
@@ -98,8 +127,12 @@ def classify(answer: object) -> Envelope:
         or not isinstance(hold, (int, float))
         or math.isnan(hold)  # NaN passes "< 0" and would poison every later time sum
         or hold < 0
+        or hold > MAX_HOLD_SECONDS
     ):
-        return _retryable("bad hold_for", '"hold_for" must be a non-negative number of seconds')
+        return _retryable(
+            "bad hold_for",
+            f'"hold_for" must be a number of seconds from 0 to {MAX_HOLD_SECONDS:,}, not {hold!r}',
+        )
     park = answer.get("park", False)
     if not isinstance(park, bool):
         return _retryable("bad park", '"park" must be true or false')
@@ -112,11 +145,40 @@ def classify(answer: object) -> Envelope:
     return Envelope(
         ok=True,
         resources=tuple(resources),
-        hold_for=float(min(hold, MAX_HOLD_SECONDS)),
+        hold_for=float(hold),
         park=park,
         participants=participants,
         results=results,
     )
+
+
+def _resource(i: int, item: object) -> tuple[Resource | None, str]:
+    if (
+        not isinstance(item, Mapping)
+        or item.get("kind") in (None, "")
+        or item.get("ref")
+        in (
+            None,
+            "",
+        )
+    ):
+        return None, f"resources[{i}] needs a kind and a ref"
+    kind, ref = item["kind"], item["ref"]
+    if not isinstance(kind, str) or len(kind) > MAX_KIND_CHARS:
+        return None, f"resources[{i}].kind must be text of at most {MAX_KIND_CHARS} characters"
+    # A whole number is a ref too (read as its text); anything else must be text.
+    if isinstance(ref, bool) or not isinstance(ref, (str, int)):
+        return None, f"resources[{i}].ref must be text or a whole number"
+    ref = str(ref)
+    if len(ref) > MAX_REF_CHARS:
+        return None, (f"resources[{i}].ref is {len(ref):,} characters; the most is {MAX_REF_CHARS}")
+    detail = {k: v for k, v in item.items() if k not in ("kind", "ref")}
+    try:
+        # What the ledger stores must read back as it was written: JSON, no NaN.
+        json.dumps(detail, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return None, f"resources[{i}] detail is not JSON ({exc})"
+    return Resource(kind=kind, ref=ref, detail=detail), ""
 
 
 def _text(value: object, longest: int) -> bool:

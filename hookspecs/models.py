@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -29,6 +30,17 @@ OWNER_PATTERN = re.compile(rf"^{SEGMENT}\Z")
 ParamType = Literal["string", "integer", "number", "boolean"]
 Risk = Literal["notify", "inspect", "change", "irreversible"]
 Reversible = Literal["full", "partial", "none"]
+OnFailure = Literal["skip", "pause", "abort_run"]
+
+#: What a step does once it fails for good, when neither its action's declaration nor the
+#: spec says: the more of the world an action can change, the less a run should go on past
+#: it (a ``change`` falling back to ``skip`` would advance a run over a half-changed world).
+ON_FAILURE_BY_RISK: dict[str, OnFailure] = {
+    "notify": "skip",
+    "inspect": "skip",
+    "change": "pause",
+    "irreversible": "abort_run",
+}
 
 MAX_BUDGET_MS = 600_000
 
@@ -154,10 +166,26 @@ class Action(_Declaration):
     answers ``{dimension: amount}``. ``revert`` is present exactly when ``reversible`` is
     not ``none``. ``version`` is bumped whenever a param changes meaning.
 
+    ``on_failure`` (contract 1.2) is the step's disposition once it fails for good when the
+    spec does not say: ``skip``, ``pause`` or ``abort_run``. It wins over the default of the
+    action's risk (:attr:`default_on_failure`); an author's spec may still override it. A
+    broadcast declares ``skip``, say, whatever its risk: a retried or paused broadcast is a
+    second announcement to everyone.
+
+    ``resources`` in ``perform``'s envelope are recorded (and reverted at the run's end)
+    only for ``change`` and ``irreversible`` actions; a ``notify`` or ``inspect`` action
+    that reports resources has them dropped, and the host logs that once per action.
+
     ``revert`` is called by the host's cleanup once per recorded resource (``ctx.resources``
     holds it), or with no resources at all when the perform's answer was lost (take back
     whatever was made under ``ctx.idempotency_key``). Reverting something that does not
     exist must succeed, and a revert may be repeated.
+
+    A revert is final for its key (contract 1.2): after a revert under a key has answered
+    ok, a ``perform`` under that key (a retry, or a call still on its way to the game) makes
+    nothing and answers ok with no resources. Keep the keys you reverted where the game
+    applies changes, or answer the revert with a failure until you know the key's last
+    request has been applied or refused.
     """
 
     id: str
@@ -172,6 +200,13 @@ class Action(_Declaration):
     cost: Callable[[dict[str, Any]], dict[str, float]] | None = None
     perform: Callable[..., Any]
     revert: Callable[..., Any] | None = None
+    on_failure: OnFailure | None = None
+
+    @property
+    def default_on_failure(self) -> OnFailure:
+        """What a step of this action does once it fails for good, unless its spec says:
+        the declared ``on_failure``, else the default of its risk."""
+        return self.on_failure or ON_FAILURE_BY_RISK[self.risk]
 
     @field_validator("id")
     @classmethod
@@ -217,6 +252,19 @@ class Lease(_Declaration):
     the baseline it replaced; ``restore(target, baseline)`` puts the baseline back.
     ``example`` (contract 1.1) is a value ``pageant contract-check`` applies to its own
     target (``"contract-check"``); without one it applies the value it read.
+
+    ``apply`` may take a third parameter, ``until`` (contract 1.2): the host then passes
+    the instant (an aware UTC ``datetime``) the lease ends at the latest, so the game can put
+    the baseline back by itself should pageant be gone past it. An ``apply`` without it is
+    called as before.
+
+    ``self_check`` (contract 1.2) names the targets the lease offers, each with a value to
+    probe it with: ``{"xp_rate": "1.5"}``. When the host starts, before the engine's first
+    tick, it reads each target, applies the probe, reads it back and restores the value it
+    read. A target whose probe does not take (a value the game reads only at start, a
+    latched setting), or whose calls fail, is dropped: logged as a WARNING naming it, shown
+    dropped with the reason by ``pageant plugins`` and the plugins API, and refused by
+    ``core.lease``. Only the targets named are offered; without ``self_check`` any target is.
     """
 
     id: str
@@ -225,6 +273,23 @@ class Lease(_Declaration):
     read: Callable[..., Any]
     apply: Callable[..., Any]
     restore: Callable[..., Any]
+    self_check: dict[str, str] | None = None
+
+    @property
+    def apply_takes_until(self) -> bool:
+        """Whether ``apply`` takes ``until`` (contract 1.2): a parameter of that name, or
+        ``**kwargs``."""
+        try:
+            parameters = inspect.signature(self.apply).parameters.values()
+        except (TypeError, ValueError):  # a callable whose signature cannot be read
+            return False
+        return any(p.name == "until" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+    async def apply_until(self, target: str, value: Any, until: datetime) -> Any:
+        """Call ``apply`` as its signature asks: with ``until`` when it takes it."""
+        if self.apply_takes_until:
+            return await self.apply(target, value, until=until)
+        return await self.apply(target, value)
 
     @field_validator("id")
     @classmethod

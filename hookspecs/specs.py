@@ -37,6 +37,17 @@ class PageantSpecs:
         plugin's namespace or a duplicate of another plugin's id, the whole plugin is
         refused with every problem named, and the host runs on without it.
 
+        Restrictions: **a revert is final for its key** (contract 1.2). Once the host has
+        called an action's ``revert`` under an idempotency key and it answered ok, nothing
+        made under that key may be in the world, then or later: any ``perform`` under the
+        same key that arrives afterwards (a retry, a call the host stopped waiting for, a
+        request still queued in the game) must make nothing and answer ok with no
+        resources. The host gives back a step whose perform timed out by calling
+        ``revert`` with its key and no resources, and counts it given back on that ok
+        alone; so a revert that cannot yet promise finality (the game may still apply the
+        request) must answer a failure, and the host tries again. ``pageant
+        contract-check`` and ``pageant.testing``'s ``Kit.perform_after_revert`` check it.
+
         Example::
 
             async def spawn(ctx: ActionContext) -> dict[str, Any]:
@@ -66,7 +77,7 @@ class PageantSpecs:
                     )
                 ]
 
-        Added in contract 1.0.
+        Added in contract 1.0; a revert final for its key, 1.2.
         """
 
     @hookspec
@@ -95,7 +106,17 @@ class PageantSpecs:
         When: once, at load, as :meth:`pageant_actions`. A run borrows one with the core
         action ``core.lease``; the host reserves the target, calls ``apply``, and at the
         deadline or the run's end calls ``read`` and then ``restore`` (or, when someone else
-        changed the value meanwhile, leaves it alone: ``drifted``).
+        changed the value meanwhile, leaves it alone: ``drifted``). ``core.lease`` passes the
+        step's ``value`` param, a string, so ``apply`` receives a string and ``read``,
+        ``apply`` and ``restore`` deal in strings (or None for a value that is unset).
+
+        An ``apply`` that takes ``until`` (contract 1.2) is told when the lease ends at the
+        latest, an aware UTC ``datetime``: hand it to the game, so the game can put the value
+        back by itself if pageant is gone past it. An ``apply(target, value)`` is called as
+        before. A lease that declares ``self_check`` (contract 1.2) offers only the targets
+        it names; when the host starts, each is set to its probe value, read back and
+        restored, and a target whose value does not take is dropped with a WARNING, shown
+        dropped by ``pageant plugins`` and the plugins API, and refused by ``core.lease``.
 
         Returns: a list of :class:`~pageant.hookspecs.Lease` models or dicts.
 
@@ -103,31 +124,34 @@ class PageantSpecs:
 
         Example::
 
-            async def read(target: str) -> float:
-                return await game.get_rate(target)
+            async def read(target: str) -> str:
+                return await game.get_setting(target)
 
 
-            async def apply(target: str, value: float) -> float:
-                return await game.set_rate(target, value)  # answers the rate it replaced
+            async def apply(target: str, value: str, until: datetime) -> str:
+                # The game puts the value back by itself at until, if nobody has by then.
+                return await game.set_setting(target, value, revert_at=until)
 
 
-            async def restore(target: str, baseline: float) -> None:
-                await game.set_rate(target, baseline)
+            async def restore(target: str, baseline: str) -> None:
+                await game.set_setting(target, baseline)
 
 
             @hookimpl
             def pageant_leases() -> list[Lease]:
                 return [
                     Lease(
-                        id="mygame.xp_rate",
-                        label="XP rate",
+                        id="mygame.setting",
+                        label="A server setting",
+                        # Offered targets, each with a value to probe it with at start.
+                        self_check={"xp_rate": "1.5", "max_players": "64"},
                         read=read,
                         apply=apply,
                         restore=restore,
                     )
                 ]
 
-        Added in contract 1.0.
+        Added in contract 1.0; the until of apply and self_check in 1.2.
         """
 
     @hookspec

@@ -5,14 +5,16 @@ Nothing happens at import; a ``Host`` does its work when it is built and started
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
+from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
 from pageant.settings import Settings
@@ -63,6 +65,20 @@ class Host:
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
         self._firings: Any = None
+        #: What :meth:`warn_once` has said already.
+        self._warned: set[str] = set()
+        #: Each plugin's own bound on the give-back calls made into it at once.
+        self.plugin_slots = PluginSlots(self.settings.plugin_concurrency)
+
+    def warn_once(self, key: str, message: str, *args: Any) -> bool:
+        """Log ``message`` as a WARNING the first time this host meets ``key``; answers
+        whether it was logged. For a plugin's repeated mistake that changes nothing by
+        itself (resources a ``notify`` action reports, say): said once, not once per step."""
+        if key in self._warned:
+            return False
+        self._warned.add(key)
+        log.warning(message, *args)
+        return True
 
     @property
     def metrics(self) -> Any:
@@ -137,13 +153,44 @@ class Host:
         return self.plugin_unavailable(action_id.split(".", 1)[0])
 
     async def start_plugins(self) -> None:
-        """Hand each loaded plugin its context; a plugin whose startup raises is refused."""
+        """Hand each loaded plugin its context (a plugin whose startup raises is refused),
+        then run the boot-time self-check of the leases that declare one."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
             )
         )
+        from pageant.plugins.lease_check import check_leases
+
+        held = await self.held_lease_targets()
+        await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
         self.started = True
+
+    async def held_lease_targets(self) -> set[tuple[str, str]]:
+        """``(lease id, target)`` of every lease a run holds now, from the ledger; empty
+        when the database cannot say (a SQLite file not made yet is not made here, and a
+        schema not migrated holds nothing)."""
+        import asyncio
+
+        from pageant.db import resources
+        from pageant.db.engine import sqlite_file
+
+        path = sqlite_file(self.settings.database_url)
+        if self._db is None and path is not None:
+            # Connecting would make the file: a host that has no database yet holds nothing.
+            if not await asyncio.to_thread(os.path.exists, path):
+                return set()
+        owners = {lease_id.split(".", 1)[0] for lease_id in self.registry.leases}
+        held: set[tuple[str, str]] = set()
+        try:
+            async with self.db.connect() as conn:
+                for owner in sorted(owners):
+                    for row in await resources.holding_of_owner(conn, owner):
+                        if row.kind in self.registry.leases:
+                            held.add((row.kind, row.ref))
+        except Exception:  # no database yet, or not migrated: nothing is held
+            log.debug("could not read the held leases", exc_info=True)
+        return held
 
     def context_for(self, label: str, owner: str, *, settings: Any = None) -> PluginContext:
         """The context a plugin receives: what it may ask of this host, lent as callables."""
@@ -151,8 +198,8 @@ class Host:
             label,
             owner,
             registry=self.registry,
-            emit=self.emit,
-            emit_batch=self.emit_batch,
+            emit=functools.partial(self.emit_as_plugin, owner),
+            emit_batch=functools.partial(self.emit_batch_as_plugin, owner),
             reconcile=self.reconcile,
             set_available=self.mark_unavailable,
             settings=settings,
@@ -224,13 +271,20 @@ class Host:
         return answer
 
     async def emit_batch(
-        self, items: Any, *, actor: str | None = None, issuer: str | None = None
+        self,
+        items: Any,
+        *,
+        actor: str | None = None,
+        issuer: str | None = None,
+        check: Callable[[str], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Fire a batch, ``[{"trigger", "payload", "id"?, "at"?}, ...]``, in one transaction.
 
         Answers one entry per item, in order: ``{"status": 200, gates_matched,
         gates_closed}``, or the refused item's own ``{"status": 400 | 404, "error": ...}``;
-        a refused item changes nothing and does not sink the others. Raises
+        a refused item changes nothing and does not sink the others. ``check`` is asked
+        about each item's trigger (who may fire it, :mod:`pageant.gates.firers`); what it
+        raises is that item's answer. Raises
         :class:`~pageant.errors.Invalid` when ``items`` is not a list of at most
         :data:`pageant.gates.emit.MAX_BATCH` objects.
         """
@@ -259,6 +313,8 @@ class Host:
                             for name in unknown
                         ],
                     )
+                if check is not None and isinstance(item.get("trigger"), str):
+                    check(item["trigger"])
                 firing = self.firings.check(
                     item.get("trigger"),
                     item.get("payload", {}),
@@ -277,6 +333,38 @@ class Host:
         ):
             answers[i] = {"status": 200, **answer}
         return [answer or {} for answer in answers]
+
+    async def emit_as_plugin(
+        self,
+        owner: str,
+        trigger_id: str,
+        payload: Any,
+        *,
+        actor: str | None = None,
+        key: str | None = None,
+        at: Any = None,
+        issuer: str | None = None,
+    ) -> dict[str, int]:
+        """A plugin's ``context.emit``: :meth:`emit`, refused with
+        :class:`~pageant.errors.Forbidden` for a trigger another owner declares."""
+        from pageant.gates.firers import check_plugin_firing
+
+        check_plugin_firing(trigger_id, owner)
+        return await self.emit(trigger_id, payload, actor=actor, key=key, at=at, issuer=issuer)
+
+    async def emit_batch_as_plugin(
+        self, owner: str, items: Any, *, actor: str | None = None, issuer: str | None = None
+    ) -> list[dict[str, Any]]:
+        """A plugin's ``context.emit_batch``: :meth:`emit_batch`, each item of another
+        owner's trigger refused by itself (``403``)."""
+        from pageant.gates.firers import check_plugin_firing
+
+        return await self.emit_batch(
+            items,
+            actor=actor,
+            issuer=issuer,
+            check=functools.partial(check_plugin_firing, plugin_owner=owner),
+        )
 
     async def close(self) -> None:
         if self._db is not None and self._own_db:

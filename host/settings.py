@@ -4,17 +4,68 @@ TOML key ``x_y`` (file from ``--config`` or ``PAGEANT_CONFIG``), in that precede
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from pageant.errors import Invalid
 
 ENV_PREFIX = "PAGEANT_"
+#: An address as a mail relay takes it: no display name, no spaces, no line breaks.
+_ADDRESS = re.compile(r"[^@\s<>,;]+@[^@\s<>,;]+")
 _LEVELS = ("debug", "info", "warning", "error")
+
+
+#: Each database URL scheme pageant accepts, and the driver it runs: the plain spellings
+#: (``sqlite://``, ``mysql://``, ``mariadb://``) choose pageant's own.
+DATABASE_SCHEMES = {
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "mysql": "mysql+asyncmy",
+    "mariadb": "mysql+asyncmy",
+    "mysql+asyncmy": "mysql+asyncmy",
+    "mariadb+asyncmy": "mysql+asyncmy",
+    "mysql+aiomysql": "mysql+aiomysql",
+    "mariadb+aiomysql": "mysql+aiomysql",
+}
+DATABASE_FORMS = (
+    "expected sqlite:///FILE or mysql://USER:PASSWORD@HOST/DATABASE (mariadb:// too; "
+    "the drivers sqlite+aiosqlite, mysql+asyncmy and mysql+aiomysql may be named)"
+)
+
+
+def database_url(value: str) -> str:
+    """``value`` with the driver pageant runs named (``sqlite:///x.db`` ->
+    ``sqlite+aiosqlite:///x.db``, ``mariadb://...`` -> ``mysql+asyncmy://...``); ValueError
+    naming the accepted forms otherwise. The message never repeats the URL, which may hold a
+    password."""
+    scheme, sep, rest = value.strip().partition("://")
+    driver = DATABASE_SCHEMES.get(scheme.lower()) if sep else None
+    if driver is None:
+        shown = f"the scheme {scheme!r}" if sep else "it has no scheme://"
+        raise ValueError(f"not a database URL pageant can use ({shown}); {DATABASE_FORMS}")
+    url = f"{driver}://{rest}"
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError as exc:
+        raise ValueError(f"not a database URL pageant can read; {DATABASE_FORMS}") from exc
+    if driver.startswith("mysql") and not (parsed.hostname and parsed.path.strip("/")):
+        raise ValueError(f"a MariaDB URL needs a host and a database; {DATABASE_FORMS}")
+    return url
 
 
 class Settings(BaseModel):
@@ -61,15 +112,50 @@ class Settings(BaseModel):
     # The ledger: how many times cleanup tries to give one resource back, and the longest
     # a core.lease may borrow a value.
     revert_max_attempts: int = Field(default=3, ge=1, le=100)
+    #: The most calls into one plugin at once (performs, reverts, restores): one plugin's
+    #: other runs wait their turn when its calls are slow, and no other plugin's do. Below
+    #: ``dispatch_concurrency``, a plugin whose performs hang leaves the rest of the
+    #: dispatch slots to the others.
+    plugin_concurrency: int = Field(default=8, ge=1, le=1000)
     lease_max_minutes: int = Field(default=24 * 60, ge=1)
 
     webhook_urls: tuple[str, ...] = ()
     webhook_timeout_seconds: float = Field(default=5, gt=0)
 
+    # The announce legs core.email, core.discord and core.slack (docs/announcements.md).
+    # The secrets are SecretStr: a listing, a log line or a repr shows asterisks.
+    smtp_host: str = ""
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    #: ``starttls`` (upgrade a plain connection, port 587), ``tls`` (TLS from the first
+    #: byte, port 465) or ``none`` (a relay on a trusted network, port 25).
+    smtp_security: Literal["starttls", "tls", "none"] = "starttls"
+    #: A PEM file of the certificate authorities to trust for the SMTP server ("" for the
+    #: system's), for a relay with a private CA.
+    smtp_ca_file: str = ""
+    smtp_username: str = ""
+    smtp_password: SecretStr = SecretStr("")
+    smtp_from: str = ""
+    smtp_to: tuple[str, ...] = ()
+    #: Each exchange with the relay; keep it well under core.announce's 10-second budget.
+    smtp_timeout_seconds: float = Field(default=5, gt=0, le=300)
+    discord_webhook_url: SecretStr = SecretStr("")
+    slack_webhook_url: SecretStr = SecretStr("")
+    #: The longest a chat leg waits, inside one attempt, for a rate limit to pass before it
+    #: posts again; a longer ``retry_after`` leaves the step to the engine's retry.
+    announce_retry_after_max_seconds: float = Field(default=10, ge=0, le=300)
+    #: The event's public page, with ``{slug}`` where its slug goes
+    #: (``https://example.org/events/{slug}``): the ``{link}`` of announcement templates.
+    public_page_url: str = ""
+
     # The web console's session cookie is signed with this secret (empty: a random one per
     # process, so sessions end when the host restarts and are not shared between hosts).
     console_secret: str = ""
     console_session_hours: float = Field(default=12, gt=0, le=24 * 30)
+    #: pageant is served only through a reverse proxy that sets ``X-Forwarded-Proto`` or
+    #: ``Forwarded: proto=`` (replacing any the client sent): the protocol the proxy names
+    #: then decides whether the console's cookies are ``Secure``. Off, those headers are
+    #: ignored, since any client could send them.
+    trusted_proxy: bool = False
 
     #: The settings file's ``[plugins.<owner>]`` tables: each plugin's own settings.
     _plugin_tables: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
@@ -93,11 +179,43 @@ class Settings(BaseModel):
             else (value.lower() if isinstance(value, str) else value)
         )
 
-    @field_validator("webhook_urls", mode="before")
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, value: str) -> str:
+        return database_url(value)
+
+    @field_validator("webhook_urls", "smtp_to", mode="before")
     @classmethod
     def _split_urls(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(u.strip() for u in value.split(",") if u.strip())
+        return value
+
+    @field_validator("smtp_from", "smtp_to")
+    @classmethod
+    def _addresses(cls, value: Any) -> Any:
+        for address in (value,) if isinstance(value, str) else value:
+            if address and (not _ADDRESS.fullmatch(address)):
+                raise ValueError(f"{address!r} is not an email address (name@example.org)")
+        return value
+
+    @field_validator("discord_webhook_url", "slack_webhook_url")
+    @classmethod
+    def _secret_url(cls, value: SecretStr) -> SecretStr:
+        # The URL is the secret, so the message names its scheme only, never the URL.
+        text = value.get_secret_value()
+        if text and not text.startswith(("https://", "http://")):
+            raise ValueError("expected an https:// URL (the incoming webhook's address)")
+        return value
+
+    @field_validator("public_page_url")
+    @classmethod
+    def _page_url(cls, value: str) -> str:
+        if value and (not value.startswith(("https://", "http://")) or "{slug}" not in value):
+            raise ValueError(
+                "expected an http(s) URL with {slug} where the event's slug goes "
+                "(https://example.org/events/{slug})"
+            )
         return value
 
 
@@ -168,5 +286,7 @@ def load_settings(
                 source = f"environment variable {ENV_PREFIX}{key.upper()}"
             elif source == "flag":
                 source = f"flag --{key.replace('_', '-')}"
-            details.append(f"{key} (from {source}): {e['msg']}")
+            # A validator's own sentence, without pydantic's "Value error, " before it.
+            message = str(e["ctx"]["error"]) if e["type"] == "value_error" else e["msg"]
+            details.append(f"{key} (from {source}): {message}")
         raise Invalid("invalid settings", details=details) from exc

@@ -24,6 +24,7 @@ import contextlib
 import shutil
 import tempfile
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,6 +40,8 @@ from pageant.settings import Settings
 
 __all__ = [
     "Kit",
+    "UnrecordedResourcesWarning",
+    "assert_contract_holds",
     "assert_failed",
     "assert_log_kinds",
     "assert_ok",
@@ -52,6 +55,13 @@ EPOCH = datetime(2030, 1, 4, 19, 0, tzinfo=UTC)
 ENDED = ("completed", "failed", "cancelled")
 #: The actor the kit's own controls and publishes are logged as.
 ACTOR = "admin:pageant-testing"
+#: The risks whose reported resources the host records (and gives back at a run's end).
+RECORDED_RISKS = ("change", "irreversible")
+
+
+class UnrecordedResourcesWarning(UserWarning):
+    """A ``notify`` or ``inspect`` action answered ``resources``, which the host never
+    records: in a run they would be dropped, and never given back."""
 
 
 def _candidates(plugins: Iterable[Any]) -> list[Candidate]:
@@ -150,7 +160,39 @@ class Kit:
             deadline=self.clock.now() + timedelta(milliseconds=action.budget_ms),
             services=_Services(self),
         )
-        return await run_with_envelope(fn, context, timeout=action.budget_ms / 1000)
+        envelope = await run_with_envelope(fn, context, timeout=action.budget_ms / 1000)
+        if not revert and envelope.resources and action.risk not in RECORDED_RISKS:
+            warnings.warn(
+                UnrecordedResourcesWarning(
+                    f"{action_id} (risk {action.risk}) answered resources "
+                    f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; the host "
+                    f"records only {' and '.join(RECORDED_RISKS)} actions' resources, so in a "
+                    "run these would be dropped and never given back"
+                ),
+                stacklevel=2,
+            )
+        return envelope
+
+    async def perform_after_revert(
+        self, action_id: str, params: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> Envelope:
+        """Revert ``action_id`` under a key, then perform it under the same key, as a retry
+        or a call still on its way lands after the host's revert; answers the perform's
+        envelope after asserting the rule of contract 1.2: **a revert is final for its
+        key**, so that perform answers ok with no resources (and should leave the game as
+        it was: compare it yourself). A revert that fails fails the assertion too."""
+        key = idempotency_key or uuid.uuid4().hex
+        reverted = await self.perform(action_id, params, idempotency_key=key, revert=True)
+        assert reverted.ok, f"expected the revert to answer ok, got: {reverted.error}"
+        answer = await self.perform(action_id, params, idempotency_key=key)
+        assert answer.ok, (
+            f"expected a perform after its key's revert to answer ok, got: {answer.error}"
+        )
+        made = [f"{r.kind} {r.ref}" for r in answer.resources]
+        assert not made, (
+            f"a perform after its key's revert made {made}; a revert is final for its key"
+        )
+        return answer
 
     async def resolve(self, source_id: str) -> list[dict[str, Any]]:
         """An option source's values, checked as the catalog route checks them."""
@@ -165,8 +207,13 @@ class Kit:
         return answer["items"]
 
     async def fire(self, trigger_id: str, payload: Mapping[str, Any]) -> dict[str, int]:
-        """Fire a trigger through the emit path that feeds phase gates: answers
-        ``{gates_matched, gates_closed}``; a payload that does not fit raises ``Invalid``."""
+        """Fire a trigger through the emit path that feeds phase gates, as a game server
+        does: answers ``{gates_matched, gates_closed}``; a payload that does not fit raises
+        ``Invalid``, and one of core's lifecycle triggers ``Forbidden`` (the host alone
+        fires those)."""
+        from pageant.gates.firers import check_outside_firing
+
+        check_outside_firing(trigger_id)
         return await self.host.emit(trigger_id, dict(payload), actor="game:pageant-testing")
 
     # ── whole runs ───────────────────────────────────────────────────────────
@@ -286,6 +333,16 @@ class _Services:
     async def post_json(self, url: str, body: Any) -> Any:
         return await self._real.post_json(url, body)
 
+    # What core's chat legs use besides the contract's services: the same as a step's.
+    async def http_session(self) -> Any:
+        return await self._real.http_session()
+
+    def now(self) -> datetime:
+        return self._real.now()
+
+    async def sleep(self, seconds: float) -> None:
+        await self._real.sleep(seconds)
+
 
 def _instant(value: Any) -> datetime:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
@@ -355,6 +412,31 @@ def contract_check(*args: str) -> tuple[int, dict[str, Any]]:
     if done.returncode == 2 or not done.stdout.strip():
         return done.returncode, {"usage": done.stderr}
     return done.returncode, json.loads(done.stdout)
+
+
+def assert_contract_holds(*args: str) -> None:
+    """Run ``pageant contract-check ARGS`` in a process of its own and fail, with the whole
+    report it prints (each manifest difference on a line of its own: ``changed
+    actions/mygame.spawn/risk: "notify" -> "change"``), unless it passes: what a plugin's
+    own test of its contract asserts."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pageant.cli", "contract-check", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        # Raised, not asserted: pytest shows the message whole, where an assert's would be
+        # cut to a few lines.
+        raise AssertionError(
+            f"pageant contract-check exited {done.returncode}:\n{done.stdout}{done.stderr}"
+        )
 
 
 # ── the host ──────────────────────────────────────────────────────────────────

@@ -40,3 +40,14 @@ def parse_instant(text: str) -> datetime:
 
 class OutOfRange(ValueError):
     """An instant that parses but lies outside :data:`SUPPORTED`."""
+
+
+def instant_or_none(value: object) -> datetime | None:
+    """A datetime as it is, an ISO 8601 instant parsed, anything else (``None``, an unreadable
+    text) ``None``: for text that shows a time when it has one and a dash when not."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return parse_instant(str(value))
+    except ValueError:
+        return None

@@ -81,6 +81,8 @@ async def publish_event(
     state: str = "ready",
     published: bool = True,
     verified: bool = True,
+    timezone: str = "UTC",
+    visibility: str = "staff",
 ) -> Event:
     """A definition with (unless ``published=False``) one published version of ``spec``,
     verified unless ``verified=False`` (scheduled occurrences of an unverified version are
@@ -94,10 +96,10 @@ async def publish_event(
                     title=title,
                     slug=slug,
                     description="",
-                    timezone="UTC",
+                    timezone=timezone,
                     grace_seconds=grace_seconds,
                     concurrency_key=concurrency_key,
-                    visibility="staff",
+                    visibility=visibility,
                     state=state if published else "draft",
                     spec=event_spec,
                     created_at=now,
@@ -113,7 +115,7 @@ async def publish_event(
                         definition_id=definition_id,
                         number=1,
                         spec=event_spec,
-                        timezone="UTC",
+                        timezone=timezone,
                         published_at=now,
                         published_by="admin:test",
                         verified_at=now if verified else None,
@@ -246,3 +248,13 @@ class Blocker:
         self.entered.set()
         await self.release.wait()
         return self.answer
+
+
+async def start_event(host: Host, event_spec: dict[str, Any]) -> int:
+    """Publish ``event_spec`` as a new event and start a run of it now, as an admin; the run's
+    id."""
+    from pageant.runs.create import start_now
+
+    event = await publish_event(host.db, host.clock.now(), event_spec)
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+    return run_id

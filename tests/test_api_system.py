@@ -191,6 +191,7 @@ async def test_the_plugin_list_is_the_one_listing(
         "reason",
         "traceback",
         "settings",
+        "dropped",
     }
     assert all(set(item) == fields for item in items)
     loaded = {f"{i['distribution']}[{i['name']}]" for i in items if i["status"] == "loaded"}
@@ -303,6 +304,9 @@ async def test_the_catalog_describes_an_action_whole(rich: Any, tokens: dict[str
         "description": "",
         "has_cost": True,
         "has_revert": True,
+        # Declared none (contract 1.2): the default of its risk, change.
+        "on_failure": None,
+        "default_on_failure": "pause",
         "plugin": "inline[lantern]",
         "enabled": False,  # a change action, and no admin has enabled it
         "configured": False,
@@ -340,7 +344,10 @@ async def test_the_legs_source_lists_every_registered_leg(
     assert body == {
         "ok": True,
         "items": [
+            {"value": "core.discord", "label": "Discord channel"},
+            {"value": "core.email", "label": "Email (SMTP)"},
             {"value": "core.log", "label": "Run log"},
+            {"value": "core.slack", "label": "Slack channel"},
             {"value": "core.webhook", "label": "Webhook (JSON POST)"},
             {"value": "lantern.beacon", "label": "Beacon"},
         ],

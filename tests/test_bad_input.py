@@ -3,6 +3,8 @@ envelope, naming what was wrong and where, and writes nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 from typing import Any
 
@@ -46,7 +48,8 @@ async def ids(client: Any, tokens: dict[str, str], host: Any) -> dict[str, Any]:
         "run_id": run["id"],
         "step_id": console["steps"][0]["id"],
         "number": 1,
-        "trigger_id": sorted(host.registry.triggers)[0],
+        # A game's trigger: core's are the host's alone, refused before any body is read.
+        "trigger_id": next(t for t in sorted(host.registry.triggers) if not t.startswith("core.")),
         "action_id": "core.announce",
     }
 
@@ -331,3 +334,75 @@ async def test_a_revoked_or_expired_token_on_a_route_that_needs_none_is_anonymou
         response = await client.get(EVENTS, headers=headers)
         assert response.status == 401
         assert why in envelope(await response.json())["message"]
+
+
+# ── bytes a header cannot decode ──────────────────────────────────────────────
+
+
+async def _raw_get(client: Any, path: str, header: bytes) -> tuple[int, bytes]:
+    """GET ``path`` with one raw header line, sent byte for byte (a client library would
+    refuse to send what is not text)."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    try:
+        writer.write(
+            b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+            b"Connection: close\r\n" + header + b"\r\n\r\n"
+        )
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest
+
+
+def _loud(caplog: Any) -> list[str]:
+    """What was logged above DEBUG by pageant, and any warning or error at all (the access
+    log's INFO line is every request's)."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING or (r.name.startswith("pageant") and r.levelno > 10)
+    ]
+
+
+PUBLIC_PATHS = ["/healthz", "/api/v1/public/events", "/api/v1/openapi.json", "/sign-in"]
+
+
+@pytest.mark.parametrize("path", [*PUBLIC_PATHS, "/metrics", "/api/v1/admin/events"])
+async def test_a_bearer_token_of_undecodable_bytes_is_a_bad_token(client, path, caplog):
+    """``Bearer caf\\xe9`` is a token no one was issued: a route that needs a token answers
+    401, a public one serves the caller as anonymous, and nothing is logged above DEBUG."""
+    caplog.set_level(logging.DEBUG)
+    status, _ = await _raw_get(client, path, b"Authorization: Bearer caf\xe9")
+    expected = 401 if path in ("/metrics", "/api/v1/admin/events") else 200
+    assert status == expected
+    assert _loud(caplog) == []
+
+
+async def test_a_static_file_ignores_an_undecodable_header(client, caplog):
+    static = client.app.router["static"].url_for(filename="console.css")
+    status, _ = await _raw_get(client, str(static), b"Authorization: Bearer caf\xe9")
+    assert status == 200
+    assert _loud(caplog) == []
+
+
+@pytest.mark.parametrize("path", ["/", "/events", "/sign-in"])
+async def test_a_session_cookie_of_undecodable_bytes_is_no_session(client, path, caplog):
+    """A session cookie that is not text signs no one in: a page sends the caller to sign
+    in (or shows the sign-in page), never a 500."""
+    status, _ = await _raw_get(client, path, b"Cookie: pageant_session=caf\xe9")
+    assert status in (200, 303)
+    assert _loud(caplog) == []
+
+
+async def test_a_sign_in_post_with_text_that_is_not_ascii_is_refused_not_a_500(client, caplog):
+    """The sign-in form's nonce and a page's CSRF field are compared in constant time, which
+    takes only ASCII: other text is a form out of date (403), never a 500."""
+    page = await client.get("/sign-in")
+    nonce = page.cookies["pageant_signin"].value
+    refused = await client.post(
+        "/sign-in", data={"csrf_token": "café", "token": "x"}, cookies={"pageant_signin": nonce}
+    )
+    assert refused.status == 403
+    assert _loud(caplog) == []

@@ -25,6 +25,7 @@ from tests.factories import (
     publish_event,
     run_row,
     spec,
+    start_event,
     step,
     step_rows,
 )
@@ -138,12 +139,6 @@ async def _cap(host, action_id: str, **caps: int | None) -> None:
         )
 
 
-async def _start(host, event_spec) -> int:
-    event = await publish_event(host.db, host.clock.now(), event_spec)
-    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
-    return run_id
-
-
 async def _meters(host, run_id) -> dict[str, tuple[int | None, int, str | None]]:
     async with host.db.connect() as conn:
         rows = await budgets.budget_of(conn, run_id)
@@ -160,7 +155,7 @@ def buy(gold: int, **kw: Any) -> dict[str, Any]:
 async def test_a_run_is_pinned_one_row_per_dimension_with_the_tightest_cap(purse_host):
     await _cap(purse_host, "purse.buy", purse_gold=50)
     await _cap(purse_host, "purse.trade", purse_gold=20, purse_silver=None)
-    run_id = await _start(
+    run_id = await start_event(
         purse_host,
         spec(phase("a", buy(5)), phase("b", step("purse.trade", gold=1, silver=2))),
     )
@@ -171,16 +166,16 @@ async def test_a_run_is_pinned_one_row_per_dimension_with_the_tightest_cap(purse
 
 
 async def test_a_run_that_spends_nothing_has_no_budget_rows(purse_host):
-    run_id = await _start(purse_host, spec(phase("a", step("probe.step", name="x"))))
+    run_id = await start_event(purse_host, spec(phase("a", step("probe.step", name="x"))))
     assert await _meters(purse_host, run_id) == {}
 
 
 async def test_raising_a_cap_reaches_runs_that_have_not_ended_only(purse_host, purse_engine):
     await _cap(purse_host, "purse.buy", purse_gold=10)
-    done = await _start(purse_host, spec(phase("a", buy(1))))
+    done = await start_event(purse_host, spec(phase("a", buy(1))))
     await purse_engine.tick()
     assert (await run_row(purse_host.db, done)).status == "completed"
-    live = await _start(purse_host, spec(phase("a", buy(1))))
+    live = await start_event(purse_host, spec(phase("a", buy(1))))
     await _cap(purse_host, "purse.buy", purse_gold=40)
     assert (await _meters(purse_host, live))["purse.gold"] == (40, 0, "purse.buy")
     assert (await _meters(purse_host, done))["purse.gold"] == (10, 1, "purse.buy")
@@ -193,7 +188,7 @@ async def test_the_cap_refuses_with_the_numbers_and_the_run_goes_on_skip(
     purse_host, purse_engine, purse
 ):
     await _cap(purse_host, "purse.buy", purse_gold=30)
-    run_id = await _start(
+    run_id = await start_event(
         purse_host, spec(phase("a", buy(15), buy(15), buy(15, on_failure="skip"), buy(0)))
     )
     await purse_engine.tick()
@@ -217,7 +212,7 @@ async def test_the_cap_refuses_with_the_numbers_and_the_run_goes_on_skip(
 
 async def test_a_spend_exactly_at_the_cap_passes_and_one_more_is_refused(purse_host, purse_engine):
     await _cap(purse_host, "purse.buy", purse_gold=10)
-    run_id = await _start(
+    run_id = await start_event(
         purse_host, spec(phase("a", buy(10, on_failure="skip"), buy(1, on_failure="skip")))
     )
     await purse_engine.tick()
@@ -229,7 +224,7 @@ async def test_a_step_refused_on_its_second_dimension_gives_the_first_back(
     purse_host, purse_engine, purse
 ):
     await _cap(purse_host, "purse.trade", purse_gold=100, purse_silver=2)
-    run_id = await _start(
+    run_id = await start_event(
         purse_host, spec(phase("a", step("purse.trade", gold=7, silver=3, on_failure="pause")))
     )
     await purse_engine.tick()
@@ -262,7 +257,7 @@ async def test_a_retry_does_not_pay_twice_and_a_failure_is_not_refunded(
         {"ok": True},
     ]
     await _cap(purse_host, "purse.buy", purse_gold=10)
-    run_id = await _start(purse_host, spec(phase("a", buy(6, on_failure="pause"))))
+    run_id = await start_event(purse_host, spec(phase("a", buy(6, on_failure="pause"))))
     for _ in range(3):
         await purse_engine.tick()
         clock.advance(purse_host.settings.retry_seconds)
@@ -299,7 +294,9 @@ async def test_a_cost_the_host_cannot_count_is_refused_before_any_arithmetic(
     purse_host, purse_engine, purse, action, code, error
 ):
     params = {"gold": -1} if action == "purse.odd" else {}
-    run_id = await _start(purse_host, spec(phase("a", step(action, on_failure="skip", **params))))
+    run_id = await start_event(
+        purse_host, spec(phase("a", step(action, on_failure="skip", **params)))
+    )
     await purse_engine.tick()
     (refused,) = await log_lines(purse_host.db, run_id, "step.refused")
     assert (refused.detail["code"], refused.detail["error"]) == (code, error)
@@ -313,14 +310,14 @@ async def test_a_fractional_amount_is_rounded_up_to_whole_units(
     # A cap of 3: two payments of 1.5 count 2 + 2 and the second does not fit; two of 1.0 do.
     await _cap(purse_host, "purse.odd", purse_gold=3)
     odd = step("purse.odd", gold=gold, on_failure="skip")
-    run_id = await _start(purse_host, spec(phase("a", odd, odd)))
+    run_id = await start_event(purse_host, spec(phase("a", odd, odd)))
     await purse_engine.tick()
     assert [s.status for s in await step_rows(purse_host.db, run_id)] == ["done", second]
     assert (await _meters(purse_host, run_id))["purse.gold"][1] == 2  # 2 + refused, or 1 + 1
 
 
 async def test_a_dimension_the_run_has_no_row_for_is_refused(purse_host, purse_engine, purse):
-    run_id = await _start(purse_host, spec(phase("a", buy(1, on_failure="skip"))))
+    run_id = await start_event(purse_host, spec(phase("a", buy(1, on_failure="skip"))))
     async with purse_host.db.begin() as conn:
         await conn.execute(delete(event_run_budget).where(event_run_budget.c.run_id == run_id))
     await purse_engine.tick()
@@ -341,7 +338,7 @@ async def test_an_admin_can_disable_a_notify_action_and_enable_it_again(
             actor="a",
             now=purse_host.clock.now(),
         )
-    run_id = await _start(purse_host, spec(phase("a", buy(1, on_failure="pause"))))
+    run_id = await start_event(purse_host, spec(phase("a", buy(1, on_failure="pause"))))
     await purse_engine.tick()
     assert (await run_row(purse_host.db, run_id)).status == "paused"
     (refused,) = await log_lines(purse_host.db, run_id, "step.refused")
@@ -367,7 +364,7 @@ async def test_an_admin_can_disable_a_notify_action_and_enable_it_again(
 
 async def test_an_unavailable_plugin_is_refused_until_it_is_back(purse_host, purse_engine, purse):
     purse_host.mark_unavailable("purse", "the shard is restarting")
-    run_id = await _start(purse_host, spec(phase("a", buy(1, on_failure="skip"), buy(1))))
+    run_id = await start_event(purse_host, spec(phase("a", buy(1, on_failure="skip"), buy(1))))
     await purse_engine.tick()
     refused = await log_lines(purse_host.db, run_id, "step.refused")
     assert refused[0].detail["code"] == "unavailable"
@@ -414,7 +411,7 @@ async def test_a_step_written_for_an_older_declaration_is_flagged_and_logged_onc
 
 async def _two_steps(host, cap: int, asks: int, count: int = 2) -> tuple[int, list[dict]]:
     await _cap(host, "purse.buy", purse_gold=cap)
-    run_id = await _start(host, spec(phase("a", *[buy(asks) for _ in range(count)])))
+    run_id = await start_event(host, spec(phase("a", *[buy(asks) for _ in range(count)])))
     rows = await step_rows(host.db, run_id)
     return run_id, [dict(r._mapping) for r in rows]
 
@@ -453,3 +450,36 @@ async def test_the_same_step_decided_twice_at_once_pays_once(purse_host):
     allowed = await asyncio.gather(*[_decide(purse_host, made[0]) for _ in range(4)])
     assert allowed == [True] * 4
     assert (await _meters(purse_host, run_id))["purse.gold"][1] == 7
+
+
+# ── at save ───────────────────────────────────────────────────────────────────
+
+
+@pytest.fixture
+async def purse_client(purse_host, aiohttp_client):
+    from pageant.api.app import make_app
+
+    return await aiohttp_client(make_app(purse_host, run_engine=False))
+
+
+async def test_a_cost_naming_an_undeclared_dimension_is_refused_at_save(purse_client, tokens):
+    from tests.test_events_api import EVENTS, call, create
+
+    event = await create(purse_client, tokens["admin"], title="Ghost market")
+    body = {"spec": spec(phase("open", buy(1)), phase("haunt", step("purse.ghost")))}
+    status, answer = await call(
+        purse_client, "PUT", f"{EVENTS}/{event['id']}", tokens["admin"], body
+    )
+    assert status == 400
+    assert answer["error"]["details"] == [
+        'spec.phases[1].steps[0]: "purse.nothing" is not a budget dimension any installed '
+        "plugin declares"
+    ]
+    status, stored = await call(purse_client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert stored["spec"] == event["spec"]  # nothing of the refused edit was written
+    # The declared dimensions of the same spec save.
+    body = {"spec": spec(phase("open", buy(1)), phase("trade", step("purse.trade", silver=2)))}
+    status, saved = await call(
+        purse_client, "PUT", f"{EVENTS}/{event['id']}", tokens["admin"], body
+    )
+    assert status == 200, saved

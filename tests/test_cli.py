@@ -19,7 +19,7 @@ from sqlalchemy import select, text
 
 from pageant.access.tokens import hash_token, principal_for
 from pageant.cli import main
-from pageant.db.engine import create_engine
+from pageant.db.engine import create_engine, sqlite_file
 from pageant.db.migrate import head_revision
 from pageant.db.tables import api_tokens
 from pageant.errors import Invalid
@@ -127,7 +127,21 @@ def test_plugins_json_is_the_one_listing() -> None:
     result = pageant("plugins", "--json")
     assert result.exit_code == 0
     items = json.loads(result.stdout)["items"]
-    assert items == plugin_listing(load_plugins())
+    # The listing of a started host: its leases' self-checks have run (see
+    # tests/test_lease_contract.py), as they have in the API's.
+    from pageant.hosting import Host
+
+    host = Host(Settings())
+
+    async def started() -> list[dict[str, Any]]:
+        try:
+            await host.start_plugins()
+            return plugin_listing(host.plugins)
+        finally:
+            await host.close()
+
+    assert items == json.loads(json.dumps(asyncio.run(started())))
+    assert items != plugin_listing(load_plugins())  # the shard's latched target is dropped
     by_label = {f"{i['distribution']}[{i['name']}]": i for i in items}
     assert by_label["pageant[core]"]["status"] == "loaded"
     assert by_label["pageant-wisps[wisps]"] == {
@@ -140,6 +154,7 @@ def test_plugins_json_is_the_one_listing() -> None:
         "status": "loaded",
         "reason": None,
         "traceback": None,
+        "dropped": [],
         "settings": None,
     }
 
@@ -274,6 +289,8 @@ def test_a_blank_name_is_refused_and_nothing_stored(migrated_url: str) -> None:
 
 
 def test_token_create_on_an_unmigrated_database_names_the_upgrade(empty_url: str) -> None:
+    if (path := sqlite_file(empty_url)) is not None:
+        Path(path).touch()  # an empty SQLite database (a missing one is refused sooner)
     result = pageant(
         "token", "create", "--role", "admin", "--name", "x", "--database-url", empty_url
     )
@@ -292,6 +309,8 @@ def free_port() -> int:
 
 
 def test_serve_refuses_an_empty_database(empty_url: str) -> None:
+    if (path := sqlite_file(empty_url)) is not None:
+        Path(path).touch()  # an empty SQLite database (a missing one is refused sooner)
     done = pageant_process(
         "serve", "--port", str(free_port()), env={"PAGEANT_DATABASE_URL": empty_url}, timeout=30
     )
@@ -307,7 +326,8 @@ def test_serve_refuses_an_out_of_date_database(migrated_url: str) -> None:
         engine = create_engine(migrated_url)
         try:
             async with engine.begin() as conn:
-                await conn.execute(text("UPDATE alembic_version SET version_num = '0000'"))
+                # An older revision this pageant knows (one it does not know is a newer one).
+                await conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
         finally:
             await engine.dispose()
 
@@ -317,7 +337,7 @@ def test_serve_refuses_an_out_of_date_database(migrated_url: str) -> None:
     )
     assert done.returncode == 1
     assert (
-        f"error: the database schema is at 0000, this pageant needs {HEAD}; "
+        f"error: the database schema is at 0001, this pageant needs {HEAD}; "
         "run `pageant db upgrade` first"
     ) in done.stderr
 

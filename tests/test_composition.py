@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pageant.api.app import make_app
+from pageant.db import runs
 from pageant.runs.controls import cancel
 from pageant.runs.create import start_now
 from tests.conftest import bearer
@@ -115,8 +116,50 @@ async def test_each_transition_fires_once_with_the_runs_public_facts(
         ),
         ("core.phase.entered", {**fired[0][1], "phase": "light"}),
         ("core.phase.entered", {**fired[0][1], "phase": "walk"}),
+        # The last phase ended; what the run holds is being given back.
+        ("core.run.ending", {**fired[0][1], "status": "ending", "phase": "walk"}),
         (COMPLETED, {**fired[0][1], "status": "completed", "phase": "walk"}),
     ]
+
+
+async def test_each_occurrence_a_schedule_makes_fires_scheduled_once(
+    api, tokens, probe_host, clock, engine, fired
+):
+    body = {
+        "title": "Weekly muster",
+        "slug": "weekly-muster",
+        "spec": {
+            "schedule": {"kind": "weekly", "days": ["friday"], "time": "20:00"},
+            "phases": [_phase("p", announce("a"))],
+        },
+    }
+    status, event = await call(api, "POST", EVENTS, tokens["admin"], body)
+    assert status == 201, event
+    assert fired == []  # a draft makes no occurrence
+    status, _ = await call(api, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    assert status == 200
+
+    async def occurrences() -> list[int]:
+        async with probe_host.db.connect() as conn:
+            found = await runs.runs_of_definition(conn, event["id"], after_id=0, limit=100)
+            return sorted(r.id for r in found)
+
+    made = await occurrences()
+    assert len(made) == 2  # two Fridays within the 14-day horizon
+    scheduled = [p for t, p in fired if t == "core.run.scheduled"]
+    assert [p["run_id"] for p in scheduled] == made
+    assert {(p["event"], p["status"], p["phase"]) for p in scheduled} == {
+        ("weekly-muster", "scheduled", "")
+    }
+    await engine.tick()  # nothing new to make: nothing fires
+    assert len([t for t, _ in fired if t == "core.run.scheduled"]) == 2
+    # A week on, the engine's expansion makes the next Friday's run, and fires for it alone.
+    clock.advance(days=7)
+    fired.clear()
+    await engine.tick()
+    new = sorted(set(await occurrences()) - set(made))
+    assert len(new) == 1
+    assert [p["run_id"] for t, p in fired if t == "core.run.scheduled"] == new
 
 
 async def test_a_cancel_fires_once_and_a_refused_cancel_not_at_all(api, tokens, probe_host, fired):
@@ -229,7 +272,9 @@ async def test_the_catalog_lists_core_lifecycle_triggers(api, tokens):
     catalog = await response.json()
     ids = {t["id"] for t in catalog["triggers"]}
     assert {
+        "core.run.scheduled",
         "core.run.started",
+        "core.run.ending",
         "core.run.completed",
         "core.run.failed",
         "core.run.cancelled",

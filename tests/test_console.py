@@ -190,9 +190,14 @@ async def test_a_token_that_expires_ends_its_session_and_cannot_sign_in(client, 
 
 async def test_a_game_token_may_sign_in_but_sees_no_staff_page(client, tokens):
     await sign_in(client, tokens["game"])
-    answer = await client.get("/now")
-    assert answer.status == 403
-    assert "needs the role admin or editor or moderator" in await answer.text()
+    for path in ("/now", "/runs", "/events/1", "/tokens"):
+        answer = await client.get(path)
+        assert answer.status == 403
+        html = await answer.text()
+        # a page that says what the token is for, not a bare refusal
+        assert "This is a game server's token" in html
+        assert "POST /api/v1/triggers/{trigger}/fire" in html
+        assert "Sign out" in html and '<nav aria-label="Console">' in html
 
 
 def test_an_expired_or_forged_cookie_is_no_session():

@@ -200,7 +200,12 @@ async def test_verify_shows_every_problem_at_the_field_its_path_names(client, to
     assert re.search(
         r'id="err-spec-phases_0-steps_0-1">⚠ wisps.summon is a change action, disabled', html
     )
-    assert "<code>spec.phases[0].steps[0]: wisps.summon is a change action" in html
+    # numbered as the form numbers it, and linked to the switchboard row that fixes it
+    assert (
+        "<li><strong>Phase 1, step 1</strong>: wisps.summon is a change action, disabled "
+        'by default (its risk) <a href="/switchboard/wisps.summon">Change it on the '
+        "switchboard</a></li>"
+    ) in html
     _status, data = await call(client, "GET", f"/api/v1/admin/events/{event_id}", tokens["admin"])
     assert data["version_verified"] is False
 
@@ -308,7 +313,7 @@ def test_the_axis_words_and_bars():
         "stalls": [{"phase": "a", "stalled_seconds": 600}],
     }
     out = drawn(report)
-    assert out["span"] == 600 and out["ticks"][-1] == "10 min"
+    assert out["span"] == 600 and out["ticks"][-1]["words"] == "10 min"
     assert out["placed"][0]["bar"]["open"] and out["stall_marks"][0]["at"] == 100
 
 

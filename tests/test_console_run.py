@@ -94,12 +94,16 @@ async def test_a_moderator_reschedules_a_scheduled_run_from_its_console(
     await sign_in(client, tokens["moderator"])
     html = await (await client.get(f"/runs/{first.id}")).text()
     assert f'action="/runs/{first.id}/reschedule"' in html
-    assert '<label for="reschedule-at">New start (UTC)</label>' in html
+    # The event's zone: its wall clock in the form and in the error, never microseconds.
+    assert '<label for="reschedule-at">New start (Europe/Berlin)</label>' in html
     csrf = csrf_of(html)
     # a bad instant and one in the past: at the field, nothing moved
     for value, words in (
         ("next friday", "Expected a date and time such as"),
-        ("2020-01-01T10:00", "is not later than now"),
+        (
+            "2020-01-01T10:00",
+            r"Wed 2020-01-01 10:00 CET is not later than now \(Mon 2027-03-01 13:00 CET\)",
+        ),
     ):
         answer = await client.post(
             f"/runs/{first.id}/reschedule",
@@ -122,7 +126,8 @@ async def test_a_moderator_reschedules_a_scheduled_run_from_its_console(
         allow_redirects=False,
     )
     assert answer.status == 303
-    assert (await run_row(db, first.id)).scheduled_for == utc(2027, 3, 6, 17)
+    # 17:00 in Berlin (CET, UTC+1) is 16:00 UTC.
+    assert (await run_row(db, first.id)).scheduled_for == utc(2027, 3, 6, 16)
     (line,) = await log_lines(db, first.id, "control.reschedule")
     assert line.actor == "moderator:test-moderator" and line.detail["reason"] == "raid night"
 

@@ -111,6 +111,7 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
         "perform",
         "cost",
         "revert",
+        "revert_final",
         "option_example",
         "trigger",
         "world",
@@ -120,8 +121,13 @@ def test_wisps_passes_against_its_committed_manifest(workdir: Path) -> None:
     }
     assert any("wisps.summon: perform(verify=True)" in line for line in passed)
     assert any("wisps.summon: revert of nothing" in line for line in passed)
+    assert any(
+        "wisps.summon: perform after a revert under the same idempotency key answered ok and "
+        "made nothing" in line
+        for line in passed
+    )
     assert any(line.split(" ")[1:3] == ["lease", "wisps.weather:"] for line in passed)
-    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 11 checks")
+    assert result.output.splitlines()[-1].startswith("contract-check passed: 1 plugin, 12 checks")
 
 
 def test_the_committed_wisps_manifest_is_what_write_produces(tmp_path: Path) -> None:
@@ -348,11 +354,25 @@ def test_a_dry_run_that_posts_is_a_violation(site: Site) -> None:
     assert "posted to http://game.invalid/hook; expected a dry run to send nothing" in v["message"]
 
 
+def test_a_perform_that_makes_something_after_its_keys_revert_is_a_violation(
+    site: Site,
+) -> None:
+    code, violations, _ = only_violations("revenant")
+    assert code == 1
+    (v,) = violations
+    assert (v["check"], v["subject"]) == ("revert_final", "revenant.haunt")
+    assert "answered ok with 1 resource(s)" in v["message"]
+    assert "a revert is final for its key" in v["message"]
+
+
 def test_a_dry_run_answering_resources_is_only_a_warning(site: Site) -> None:
     code, violations, warnings = only_violations("hoarder")
     assert (code, violations) == (0, [])
-    (w,) = warnings
-    assert w["subject"] == "hoarder.stash" and "resources chest:c-1" in w["message"]
+    stash, tally = sorted(warnings, key=lambda w: w["subject"])
+    assert stash["subject"] == "hoarder.stash" and "resources chest:c-1" in stash["message"]
+    assert "never recorded" not in stash["message"]  # a change action's are recorded
+    assert tally["subject"] == "hoarder.tally"
+    assert "a notify action's resources are never recorded" in tally["message"]
 
 
 def test_a_cost_naming_an_undeclared_dimension_or_a_negative_amount_is_a_violation(
@@ -469,6 +489,7 @@ def test_by_default_every_installed_plugin_but_the_hosts_own_is_checked(site: Si
     labels = {p["distribution"] + "[" + p["name"] + "]" for p in report["plugins"]}
     assert labels == {
         "pageant-glimmer[glimmer]",
+        "pageant-openarena[openarena]",
         "pageant-shard[shard]",
         "pageant-wisps[wisps]",
         *(f"pageant-kitfaults[{name}]" for name in FAULTS),

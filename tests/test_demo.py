@@ -1,7 +1,8 @@
 """``pageant demo``: the Champion Muster runs on the simulated shard to completion, gives
-back everything it held, and prints its console; ``--faults`` shows an outage and failing
-despawns recovered from; ``--serve`` leaves the API serving; a database with anything in it
-is refused and left as it was; without the shard plugin the demo says how to install it.
+back everything it held, and ends with a summary that fits a screen; ``--faults`` shows an
+outage and failing despawns recovered from; ``--serve`` leaves the API serving; a database
+with anything in it is refused and left as it was; without the shard plugin the demo says
+how to install it.
 
 The runs are real: the engine on a clock running 60 times fast, the shard's simulation on
 its own seeded clock. Each takes some seconds; the refusals take none.
@@ -27,6 +28,7 @@ from sqlalchemy import func, inspect, select, text
 
 from pageant.access.tokens import create_token
 from pageant.cli import main
+from pageant.cli.demo_text import hhmm, summary
 from pageant.cli.showcase import (
     NEEDS_SHARD,
     SWITCHBOARD,
@@ -62,17 +64,24 @@ def pageant(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-def log_rows(output: str) -> list[tuple[str, str, str]]:
-    """The printed console's log as ``(kind, phase, what)``, in order."""
+def summary_of(output: str) -> list[str]:
+    """The summary the demo ends with: the lines between its two rules."""
     lines = output.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("Log ("))
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("  "):
+    rules = [i for i, line in enumerate(lines) if line and set(line) == {"─"}]
+    assert len(rules) == 2, output
+    return lines[rules[0] + 1 : rules[1]]
+
+
+def row(summary: list[str], label: str) -> list[str]:
+    """The texts of one labelled row of the summary (its continuation lines included)."""
+    out: list[str] = []
+    for line in summary[1:]:
+        head, text = line[2:13].strip(), line[14:]
+        if head and out:
             break
-        _, kind, phase, *what = re.split(r" {2,}", line.strip(), maxsplit=3)
-        rows.append((kind, phase, what[0] if what else ""))
-    return rows
+        if head == label or (out and not head):
+            out.append(text.strip())
+    return out
 
 
 def count_rows(url: str, table: Any) -> int | None:
@@ -105,42 +114,44 @@ def test_the_demo_runs_the_champion_muster_and_gives_everything_back() -> None:
     assert all(f"switch    {action} enabled" in out for action in SWITCHBOARD)
     # The cue was confirmed, visibly, by the demo acting as a moderator.
     assert "demo      moderator:demo confirms the cue (step 3)" in out
-    assert "status     completed (health ok)" in out
-    rows = log_rows(out)
-    assert [phase for kind, phase, _ in rows if kind == "phase.entered"] == PHASES
-    (confirm,) = [what for kind, _, what in rows if kind == "control.confirm"]
-    assert confirm.endswith("(by moderator:demo)")
-    # The muster's gate closed on the second boss to rise in Yew, fired by the shard itself.
-    counted = [what for kind, _, what in rows if kind == "condition.evaluated"]
-    assert counted[-1] == (
-        'counted: region="yew" satisfies region eq "yew" (2 of 2)  (by plugin:shard)'
-    ), counted
-    advanced = [
-        (phase, what.split(",")[0]) for kind, phase, what in rows if kind == "phase.advanced"
-    ]
-    assert advanced == [("muster", "because tally"), ("champion", "because deadline")]
-    steps = [line.split() for line in out.split("\nSteps\n")[1].split("\n\n")[0].splitlines()]
-    assert [(s[2], s[3]) for s in steps[1:]] == [
-        ("shard.broadcast", "done"),
-        ("shard.towncrier.post", "done"),
-        ("core.cue", "done"),
-        ("shard.spawn", "done"),
-        ("shard.spawn", "done"),
-        ("core.lease", "done"),
-        ("shard.gate.open", "done"),
-        ("shard.broadcast", "done"),
-        ("shard.reward.grant", "done"),
-        ("shard.broadcast", "done"),
-    ]
+    assert "herald     step 3: confirmed: in place at the shrine  (by moderator:demo)" in out
+    # One live view: each log line is printed once, as a sentence, and no log follows.
+    entered = re.findall(r"^\d\d:\d\d:\d\d  \S+ +phase (\S+) entered", out, re.M)
+    assert entered == PHASES
+    assert "Log (" not in out and "resources=[" not in out
+    assert re.search(
+        r"step 4: shard.spawn done, made 6 creatures \(guardian, yew: c\d+…c\d+\)", out
+    )
+    counted = re.findall(r"counted: .*", out)
+    assert (
+        counted[-1] == 'counted: region="yew" satisfies region eq "yew" (2 of 2)  (by plugin:shard)'
+    )
+    # The summary says what happened, and fits a 120 by 40 screen.
+    summary = summary_of(out)
+    assert summary[0] == "Run 1: Champion Muster, version 1: completed (health ok)"
+    assert len(summary) + 2 <= 40 and max(len(line) for line in summary) <= 120
+    assert row(summary, "health") == ["ok throughout"]
+    phases = row(summary, "phases")
+    assert [p.split()[0] for p in phases] == PHASES
+    assert "cue confirmed at" in phases[0] and phases[0].endswith("by moderator:demo")
+    assert phases[1].endswith('on shard.boss.spawned where region eq "yew", 2 of 2')
+    assert phases[2].endswith("after 2m")
+    assert re.fullmatch(r"wind-down \d\d:\d\d, completed at \d\d:\d\d", phases[3])
+    assert row(summary, "steps") == ["10 done"]
     # What it spent, against the caps the demo set, and what it gave back.
-    assert "shard.creatures    spent 10 creatures, cap 12 (shard.spawn)" in out
-    assert "shard.rewards      spent 1 items, cap 1 (shard.reward.grant)" in out
-    assert "Resources (Everything this run created or borrowed has been given back)" in out
-    held = re.findall(r"^  (creature|gate|shard\.config) +(\S+) +(\w+)", out, re.M)
-    assert len(held) == 12
-    assert {status for _, _, status in held} == {"reverted"}
-    took = float(re.search(r"The run took ([0-9.]+) s of wall time", out).group(1))
-    assert took < TIMEOUT_SECONDS
+    assert row(summary, "spent") == [
+        "10 of 12 creatures (shard.creatures), 1 of 1 items (shard.rewards)"
+    ]
+    made = row(summary, "made")
+    assert re.fullmatch(r"step 4: 6 creatures \(guardian, yew: c00001…c00006\)", made[0])
+    assert re.fullmatch(r"step 5: 4 creatures \(wolf, yew: c00007…c00010\)", made[1])
+    assert re.fullmatch(r"step 7: 1 gate \(closes at \d\d:\d\d: gate-\w+\)", made[2])
+    assert row(summary, "borrowed") == ["xp_rate (shard.config): 1.0 -> 2.0"]
+    (given,) = row(summary, "given back")
+    assert given.startswith("12 of 12.") and "has been given back" in given
+    (took,) = row(summary, "took")
+    wall = float(re.search(r"([0-9.]+) s of wall time", took).group(1))
+    assert wall < TIMEOUT_SECONDS
     # The temporary database is gone with its folder.
     url = re.search(r"^database  sqlite\+aiosqlite:///(\S+) \(temporary", out, re.M)
     assert url is not None, out
@@ -175,6 +186,18 @@ def test_with_faults_the_run_degrades_waits_and_recovers_and_json_keeps_progress
     # The progress went to standard error, the console alone to standard output.
     assert "faults    the shard goes down for 4 s after its first world change" in result.stderr
     assert "is unavailable (shard " in result.stderr
+    # The summary a terminal shows says when the run degraded and when it went on again:
+    # the second spawn, the step the outage held, done.
+    (fell,) = [line for line in log if line["kind"] == "run.health"]
+    (second,) = [
+        line for line in log if line["kind"] == "step.status" and line["step_id"] == spawns[1]["id"]
+    ]
+    (health,) = row(summary(found, 1.0), "health")
+    assert health == (
+        f"degraded at {hhmm(fell['at'])} (shard.spawn is unavailable), "
+        f"recovered at {hhmm(second['at'])}"
+    )
+    assert hhmm(fell["at"]) != hhmm(second["at"])  # the outage held it for 4 min
 
 
 async def test_the_console_is_what_the_api_answers_on_an_empty_migrated_database(
@@ -247,7 +270,7 @@ def test_serve_leaves_the_api_serving_the_demo_with_a_printed_admin_token(
         assert process.stdout is not None
         process.stdout.close()
         errors.close()
-    assert any("Resources (Everything this run created" in line for line in lines)
+    assert any(line.startswith("  given back  12 of 12.") for line in lines)
 
 
 # ── giving up ─────────────────────────────────────────────────────────────────

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 import pageant.hookspecs
 from pageant.hookspecs import CONTRACT_VERSION
@@ -24,6 +25,12 @@ from pageant.kit.hookdocs import (
     render,
 )
 from pageant.settings import ENV_PREFIX, Settings
+from tests.factories import phase, spec
+from tests.test_cli import pageant as run_pageant
+from tests.test_cli_staff import migrated_url, no_settings_in_the_environment, seed
+
+# Fixtures shared with the staff command line's tests (a migrated database of each dialect).
+__all__ = ["migrated_url", "no_settings_in_the_environment"]
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -163,7 +170,8 @@ def test_every_setting_is_documented_with_its_default() -> None:
         field = Settings.model_fields[name]
         assert flag == f"`--{name.replace('_', '-')}`"
         assert env == f"`{ENV_PREFIX}{name.upper()}`"
-        expected = "none" if field.default in ((), "") else f"`{field.default}`"
+        unset = field.default in ((), "") or field.default == SecretStr("")
+        expected = "none" if unset else f"`{field.default}`"
         assert default == expected, name
         assert meaning, name
 
@@ -176,3 +184,98 @@ def test_links_between_docs_resolve() -> None:
     for page in DOCS.glob("*.md"):
         for target in re.findall(r"\]\(([^)#:]+\.md)\)", page.read_text()):
             assert (DOCS / target).exists(), f"{page.name} links to missing {target}"
+
+
+def test_the_hook_reference_shows_each_example_once() -> None:
+    # An example with two blank lines between its functions was rendered a second time,
+    # indented, after its code block.
+    outside_code = []
+    fenced = False
+    for line in doc("hooks.md").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            outside_code.append(line)
+    assert [line for line in outside_code if re.match(r"    \S", line)] == []
+    assert doc("hooks.md").count("def pageant_actions() -> list[Action]:") == 1
+
+
+def test_the_hook_reference_types_lease_values_as_core_lease_passes_them() -> None:
+    section = doc("hooks.md").split("### `pageant_leases`", 1)[1].split("\n### ", 1)[0]
+    assert "float" not in section
+    assert "async def apply(target: str, value: str" in section
+
+
+def test_the_switchboard_guides_firings_sample_rehearses(migrated_url: str, tmp_path) -> None:
+    text = doc("switchboard.md").split("## Rehearsal", 1)[1]
+    sample = re.search(r"simulated firings you give:\n\n```json\n(?P<body>.*?)```", text, re.S)
+    assert sample is not None
+    firings = tmp_path / "firings.json"
+    firings.write_text(sample.group("body"))
+    caught_twice = {"on": "wisps.caught", "where": {"var": "colour", "op": "eq", "value": "north"}}
+    (event,) = seed(
+        migrated_url, ("Wisp hunt", spec(phase("hunt", advance={**caught_twice, "count": 2})))
+    )
+    done = run_pageant(
+        "rehearse", event.slug, "--firings", str(firings), "--database-url", migrated_url
+    )
+    assert done.exit_code == 0, done.output
+    assert "run completed" in done.stdout
+
+
+def _head_of_the_migrations_folder() -> str:
+    """The revision no migration names as its ``down_revision``: read from the files, so a
+    migration added (or renumbered) moves it with no edit here."""
+    revisions, downs = set(), set()
+    for path in (ROOT / "host" / "db" / "migrations" / "versions").glob("*.py"):
+        source = path.read_text()
+        revision = re.search(r'^revision = "(\w+)"', source, re.M)
+        down = re.search(r'^down_revision = "(\w+)"', source, re.M)
+        assert revision is not None, path.name
+        revisions.add(revision.group(1))
+        if down is not None:
+            downs.add(down.group(1))
+    heads = revisions - downs
+    assert len(heads) == 1, f"the migrations have more than one head: {sorted(heads)}"
+    return heads.pop()
+
+
+SCHEMA_NUMBER = re.compile(
+    r'(?:upgraded from empty to|schema already at|this pageant needs|"current": "|"head": ")'
+    r"(?P<revision>\d{4})"
+)
+
+
+def test_the_docs_name_the_schema_head_of_the_migrations() -> None:
+    head = _head_of_the_migrations_folder()
+    from pageant.db.migrate import head_revision
+
+    assert head_revision() == head
+    named = {}
+    for page in [*DOCS.glob("*.md"), ROOT / "README.md"]:
+        for match in SCHEMA_NUMBER.finditer(page.read_text()):
+            named.setdefault(page.name, set()).add(match.group("revision"))
+    assert {"operators.md", "api.md"} <= set(named)
+    stale = {page: sorted(found) for page, found in named.items() if found != {head}}
+    assert stale == {}, f"the schema head is {head}; these pages name another: {stale}"
+
+
+PYTEST_WITHOUT_THE_TEST_EXTRA = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+PYTEST_WITHOUT_THE_TEST_EXTRA += ("-p", "no:timeout")
+
+
+def test_the_guides_examples_run_from_the_repository_root_without_the_test_extra() -> None:
+    # Without the host's test extra there is no pytest-timeout: the root configuration's
+    # ``timeout`` was an unknown option, and filterwarnings=error made that fatal.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PAGEANT_"))}
+    for args in (["docs/examples/"], ["docs/examples/test_settings.py"]):
+        ran = subprocess.run(
+            [*PYTEST_WITHOUT_THE_TEST_EXTRA, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert " passed" in ran.stdout and "skipped" not in ran.stdout

@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from pageant.hookspecs import Envelope, Resource, classify
-from pageant.hookspecs.envelope import MAX_HOLD_SECONDS
+from pageant.hookspecs.envelope import (
+    MAX_ERROR_BYTES,
+    MAX_HOLD_SECONDS,
+    MAX_KIND_CHARS,
+    MAX_REF_CHARS,
+    MAX_RESOURCES,
+)
 from pageant.plugins.calls import run_with_envelope
 
 
@@ -140,10 +146,12 @@ def test_ok_with_hold_for() -> None:
     assert classify({"ok": True, "hold_for": None}).hold_for == 0.0
 
 
-def test_hold_for_is_capped_at_a_day() -> None:
+def test_hold_for_past_a_day_is_refused_not_cut() -> None:
     assert classify({"ok": True, "hold_for": MAX_HOLD_SECONDS}).hold_for == MAX_HOLD_SECONDS
-    assert classify({"ok": True, "hold_for": MAX_HOLD_SECONDS + 1}).hold_for == MAX_HOLD_SECONDS
-    assert classify({"ok": True, "hold_for": float("inf")}).hold_for == MAX_HOLD_SECONDS
+    for hold in (MAX_HOLD_SECONDS + 1, float("inf")):
+        answer = classify({"ok": True, "hold_for": hold})
+        assert (answer.ok, answer.retry, answer.malformed) == (False, True, "bad hold_for")
+        assert "86,400" in (answer.error or "")
 
 
 def test_ok_with_park() -> None:
@@ -232,3 +240,63 @@ def test_a_resource_ref_of_zero_is_a_ref() -> None:
     answer = classify({"ok": True, "resources": [{"kind": "slot", "ref": 0}]})
     assert answer.ok
     assert answer.resources == (Resource(kind="slot", ref="0", detail={}),)
+
+
+# ── answers the host could not store are refused, naming the field and its limit ──
+
+
+def test_an_error_at_the_limit_is_kept_and_one_past_it_is_refused() -> None:
+    kept = classify({"ok": False, "retry": False, "error": "e" * MAX_ERROR_BYTES})
+    assert kept.error == "e" * MAX_ERROR_BYTES and kept.malformed is None
+    refused = classify({"ok": False, "retry": False, "error": "é" * (MAX_ERROR_BYTES // 2 + 1)})
+    assert (refused.ok, refused.retry, refused.malformed) == (False, False, "bad error")
+    assert refused.error is not None and len(refused.error) < 400
+    assert f'"error" is {MAX_ERROR_BYTES + 2:,} bytes; the most is 16,384' in refused.error
+
+
+def test_as_many_resources_as_the_limit_are_read_and_one_more_is_refused() -> None:
+    many = [{"kind": "coin", "ref": str(i)} for i in range(MAX_RESOURCES)]
+    assert len(classify({"ok": True, "resources": many}).resources) == MAX_RESOURCES
+    answer = classify({"ok": True, "resources": [*many, {"kind": "coin", "ref": "x"}]})
+    assert (answer.ok, answer.retry, answer.malformed) == (False, True, "bad resources")
+    assert "1,001; the most one answer may report is 1,000" in (answer.error or "")
+
+
+@pytest.mark.parametrize(
+    ("resource", "error"),
+    [
+        ({"kind": 7, "ref": "a"}, "resources[0].kind must be text of at most 120 characters"),
+        ({"kind": ["npc"], "ref": "a"}, "resources[0].kind must be text"),
+        ({"kind": "k" * (MAX_KIND_CHARS + 1), "ref": "a"}, "at most 120 characters"),
+        (
+            {"kind": "npc", "ref": "r" * (MAX_REF_CHARS + 1)},
+            "ref is 201 characters; the most is 200",
+        ),
+        ({"kind": "npc", "ref": 1.5}, "resources[0].ref must be text or a whole number"),
+        ({"kind": "npc", "ref": "a", "at": object()}, "resources[0] detail is not JSON"),
+        ({"kind": "npc", "ref": "a", "hp": float("nan")}, "resources[0] detail is not JSON"),
+    ],
+)
+def test_a_resource_the_ledger_could_not_store_is_refused(resource: Any, error: str) -> None:
+    answer = classify({"ok": True, "resources": [resource]})
+    assert (answer.ok, answer.retry, answer.malformed) == (False, True, "bad resources")
+    assert error in (answer.error or "")
+
+
+def test_a_resource_at_every_limit_is_read() -> None:
+    resource = {"kind": "k" * MAX_KIND_CHARS, "ref": "r" * MAX_REF_CHARS, "hp": 3}
+    (read,) = classify({"ok": True, "resources": [resource]}).resources
+    assert (len(read.kind), len(read.ref), read.detail) == (
+        MAX_KIND_CHARS,
+        MAX_REF_CHARS,
+        {"hp": 3},
+    )
+
+
+async def test_an_enormous_exception_message_is_cut_and_says_so() -> None:
+    async def boom(ctx: Any) -> Any:
+        raise RuntimeError("x" * 100_000)
+
+    answer = await run_with_envelope(boom, None, timeout=1)
+    assert answer.error is not None and len(answer.error) < 4_100
+    assert answer.error.endswith("(96,000 more characters)")

@@ -647,6 +647,37 @@ async def test_an_uninstalled_plugins_step_saves_dormant_and_refuses_to_publish(
     assert [s["dormant"] for s in v1["spec"]["phases"][0]["steps"]] == [False]
 
 
+async def test_an_uninstalled_plugins_steps_and_gates_read_dormant_without_a_save(
+    client, bare_client, tokens, db
+):
+    """Dormancy is the registry's of the moment: read without wisps, its step and its gate
+    say dormant (the event list too); read with it, they do not; the stored spec is as saved."""
+    phases = [
+        {
+            "key": "main",
+            "label": "Main",
+            "steps": [ANNOUNCE, SUMMON],
+            "advance": {"on": "wisps.caught", "count": 2},
+        }
+    ]
+    event = await create(client, tokens["admin"], spec=spec_of(phases=phases))
+    path = f"{EVENTS}/{event['id']}"
+    stored = await snapshot(db)
+
+    def flags(view: dict[str, Any]) -> tuple[list[bool], bool]:
+        main = view["spec"]["phases"][0]
+        return [s["dormant"] for s in main["steps"]], main["advance"]["dormant"]
+
+    status, without = await call(bare_client, "GET", path, tokens["editor"])
+    assert status == 200, without
+    assert flags(without) == ([False, True], True)
+    status, listed = await call(bare_client, "GET", EVENTS, tokens["editor"])
+    assert [flags(e) for e in listed["items"]] == [([False, True], True)]
+    status, with_it = await call(client, "GET", path, tokens["editor"])
+    assert flags(with_it) == ([False, False], False)
+    assert await snapshot(db) == stored
+
+
 # ── concurrency ─────────────────────────────────────────────────────────────────────────────
 
 

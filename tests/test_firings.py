@@ -364,3 +364,22 @@ async def test_a_plugin_fires_with_a_key_and_in_a_batch(host, engine):
     async with host.db.connect() as conn:
         rows = (await conn.execute(select(event_run_phase_gates.c.match_key))).all()
     assert {row.match_key for row in rows} >= {'colour="eu-1"'}
+
+
+async def test_a_batch_item_of_a_trigger_the_sender_may_not_fire_is_refused_by_itself(
+    client, tokens, host, engine
+):
+    runs = await _servers(host, engine, ["eu-1"])
+    batch = [
+        {"trigger": "core.run.completed", "payload": {}},
+        {"trigger": "wisps.caught", "payload": {"colour": "eu-1"}},
+    ]
+    status, answers = await _post(client, BATCH, tokens["game"], batch)
+    assert status == 200 and [a["status"] for a in answers] == [403, 200]
+    assert "lifecycle triggers" in answers[0]["error"]["message"]
+    await host.start_plugins()
+    context = host.context_for("wisps[wisps]", "wisps")
+    answers = await context.emit_batch(batch)
+    assert [a["status"] for a in answers] == [403, 200]
+    assert "may fire only its own triggers" in answers[0]["error"]["message"]
+    assert await _tally(host, runs["eu-1"]) == 2

@@ -18,7 +18,7 @@ from pageant.db import due
 from pageant.db import phase_gates as gate_rows
 from pageant.db.tables import event_run_phase_gates, event_runs
 from pageant.engine import Engine
-from pageant.errors import Invalid, NotFound
+from pageant.errors import Forbidden, Invalid, NotFound
 from pageant.gates import conditions
 from pageant.gates import phase as gates
 from pageant.hosting import Host
@@ -691,3 +691,26 @@ async def test_the_gate_row_keeps_no_payload(host, engine):
     assert 12.5 not in [v for v in row._mapping.values()]
     (line,) = await log_lines(host.db, run_id, "condition.evaluated")
     assert "weight" not in str(line.detail)
+
+
+async def test_a_plugin_emits_only_its_own_owners_triggers(host, engine):
+    """``context.emit`` is a game reporting its own game: another owner's trigger, core's
+    lifecycle among them, is refused and counts for no gate."""
+    run_id = await _start(host, phase("p", advance=TWO_NORTH))
+    await engine.tick()
+    before = await _kinds(host, run_id)
+    wisps = host.context_for("wisps[wisps]", "wisps")
+    with pytest.raises(Forbidden) as refused:
+        await wisps.emit("core.run.completed", {"event": "x", "run_id": run_id})
+    assert refused.value.message == (
+        "plugin 'wisps' may fire only its own triggers (wisps.*); "
+        "core.run.completed belongs to 'core'"
+    )
+    with pytest.raises(Forbidden, match=r"wisps\.caught belongs to 'wisps'"):
+        await host.context_for("shard[shard]", "shard").emit("wisps.caught", {"colour": "north"})
+    assert await _kinds(host, run_id) == before
+    # Its own trigger goes through the same emit path.
+    assert await wisps.emit("wisps.caught", {"colour": "north"}) == {
+        "gates_matched": 1,
+        "gates_closed": 0,
+    }

@@ -232,6 +232,30 @@ async def test_an_unknown_trigger_is_404_whatever_the_body(client, tokens, db):
     assert await _written(db) == before
 
 
+@pytest.mark.parametrize("role", ["game", "admin"])
+async def test_no_token_fires_a_core_lifecycle_trigger(client, tokens, engine, db, role):
+    """A gate waiting on ``core.run.completed`` trusts that a run completed: a token that
+    could fire it would advance the gate for an event that never ran."""
+    waits = {"on": "core.run.completed", "where": {"var": "event", "op": "eq", "value": "muster"}}
+    run_id = await _gated_run(client, tokens, engine, phase("wait", advance=waits))
+    before = await _written(db)
+    status, data = await call(
+        client,
+        "POST",
+        FIRE.format("core.run.completed"),
+        tokens[role],
+        {"event": "muster", "run_id": 999, "status": "completed"},
+    )
+    assert status == 403, data
+    assert data["error"]["message"] == (
+        "core.run.completed is one of pageant's own lifecycle triggers: the host fires it "
+        "when a run moves, and no token may fire it"
+    )
+    assert await _written(db) == before
+    await engine.tick()
+    assert (await _console(client, tokens, run_id))["run"]["current_phase"] == "wait"
+
+
 async def test_a_game_token_is_refused_on_every_other_route(client, tokens):
     """The ``game`` role fires triggers and can do nothing else; a new route that forgot its
     roles would show up here."""

@@ -24,6 +24,7 @@ from tests.factories import (
     publish_event,
     run_row,
     spec,
+    start_event,
     step,
     step_rows,
 )
@@ -145,12 +146,6 @@ async def smith_engine(smith_host):
         await e.stop()
 
 
-async def _start(host, event_spec) -> int:
-    event = await publish_event(host.db, host.clock.now(), event_spec)
-    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
-    return run_id
-
-
 async def _rows(host, run_id) -> list[Any]:
     async with host.db.connect() as conn:
         return await resources.resources_of_run(conn, run_id)
@@ -172,7 +167,7 @@ def test_the_ledger_migration_is_on_the_one_line_to_the_head():
 
 
 async def _one_run_and_step(host) -> tuple[int, int]:
-    run_id = await _start(host, spec(phase("p", forge(1))))
+    run_id = await start_event(host, spec(phase("p", forge(1))))
     (made,) = await step_rows(host.db, run_id)
     return run_id, made.id
 
@@ -246,7 +241,7 @@ async def test_a_placeholder_is_written_before_perform_and_resolved_by_the_answe
         return None  # then forge as usual
 
     smith.first = look
-    run_id = await _start(smith_host, spec(phase("p", forge(2))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(2))))
     await smith_engine.tick()
     (made,) = await step_rows(smith_host.db, run_id)
     (placeholder,) = seen
@@ -261,7 +256,7 @@ async def test_a_placeholder_is_written_before_perform_and_resolved_by_the_answe
 async def test_three_swords_are_recorded_and_all_given_back_when_the_run_completes(
     smith_host, smith_engine, smith
 ):
-    run_id = await _start(smith_host, spec(phase("p", forge(3))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(3))))
     await smith_engine.tick()
     run = await run_row(smith_host.db, run_id)
     assert run.status == "completed"
@@ -293,7 +288,7 @@ async def test_three_swords_are_recorded_and_all_given_back_when_the_run_complet
 
 async def test_a_retry_reuses_its_own_placeholder(smith_host, smith_engine, smith, clock):
     smith.answers = [{"ok": False, "retry": True, "error": "anvil busy"}]
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     await smith_engine.tick()
     (pending,) = await _rows(smith_host, run_id)
     assert (pending.kind, pending.status) == ("@step", "pending")
@@ -315,7 +310,7 @@ async def test_a_lost_answer_leaves_the_placeholder_and_revert_gets_the_key_and_
         return {"ok": False, "retry": False, "error": "shard went away"}
 
     smith.first = half_done
-    run_id = await _start(smith_host, spec(phase("p", forge(1, on_failure="skip"))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1, on_failure="skip"))))
     await smith_engine.tick()
     (made,) = await step_rows(smith_host.db, run_id)
     assert made.status == "failed"
@@ -329,7 +324,7 @@ async def test_a_lost_answer_leaves_the_placeholder_and_revert_gets_the_key_and_
 
 
 async def test_a_notify_action_records_nothing(smith_host, smith_engine):
-    run_id = await _start(
+    run_id = await start_event(
         smith_host, spec(phase("p", step("core.announce", leg="core.log", message="hi")))
     )
     await smith_engine.tick()
@@ -344,7 +339,7 @@ async def test_a_failing_revert_is_tried_exactly_three_times_then_the_run_is_inc
     smith_host, smith_engine, smith, clock
 ):
     smith.revert_error = "the forge is cold"
-    run_id = await _start(smith_host, spec(phase("p", forge(2))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(2))))
     await smith_engine.tick()
     run = await run_row(smith_host.db, run_id)
     assert (run.status, run.cleanup_status) == ("completed", "pending")
@@ -378,7 +373,7 @@ async def test_the_bound_is_a_setting(settings, db, clock, smith):
     engine = Engine(host)
     try:
         smith.revert_error = "no"
-        run_id = await _start(host, spec(phase("p", forge(1))))
+        run_id = await start_event(host, spec(phase("p", forge(1))))
         await engine.tick()
         await engine.tick()
         (row,) = await _rows(host, run_id)
@@ -392,7 +387,9 @@ async def test_the_bound_is_a_setting(settings, db, clock, smith):
 async def test_a_run_that_ended_otherwise_is_given_back_too(smith_host, smith_engine, smith):
     # Failed: the second step aborts the run; what the first forged is given back.
     smith.answers = [None, {"ok": False, "retry": False, "error": "slag"}]
-    run_id = await _start(smith_host, spec(phase("p", forge(1), forge(1, on_failure="abort_run"))))
+    run_id = await start_event(
+        smith_host, spec(phase("p", forge(1), forge(1, on_failure="abort_run")))
+    )
     await smith_engine.tick()
     run = await run_row(smith_host.db, run_id)
     assert (run.status, run.cleanup_status) == ("failed", "complete")
@@ -405,7 +402,7 @@ async def test_the_stage_selects_from_the_rows_not_from_cleanup_status(
     # A run whose summary column says nothing is needed is still given back.
     from tests.factories import set_run
 
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     smith.revert_error = "later"
     await smith_engine.tick()
     await set_run(smith_host.db, run_id, cleanup_status="not_required")
@@ -416,7 +413,7 @@ async def test_the_stage_selects_from_the_rows_not_from_cleanup_status(
 
 
 async def test_the_idle_stage_reads_nothing_for_ended_runs_that_hold_nothing(smith_host):
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     from tests.factories import set_run
 
     await set_run(smith_host.db, run_id, status="completed")
@@ -431,7 +428,7 @@ async def test_reconcile_marks_what_the_plugin_no_longer_reports_orphaned_never_
     smith_host, smith_engine, smith
 ):
     smith.revert_error = "keep them"
-    run_id = await _start(smith_host, spec(phase("p", forge(2))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(2))))
     await smith_engine.tick()  # forged and ended; the reverts fail, so both are held
     del smith.world["sword-1"]  # someone removed it in the game
     reverts = len(smith.reverts)
@@ -451,7 +448,7 @@ async def test_a_reconcile_that_raises_changes_nothing_and_is_logged(
     smith_host, smith_engine, smith
 ):
     smith.revert_error = "keep them"
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     await smith_engine.tick()
     before = [(r.id, r.status) for r in await _rows(smith_host, run_id)]
     smith.reconcile_error = RuntimeError("game unreachable")
@@ -477,7 +474,7 @@ async def test_a_failing_revert_is_rescued_by_the_cleanup_route_and_a_moderator_
     smith_host, smith_engine, smith, smith_client, tokens, clock
 ):
     smith.revert_error = "the forge is cold"
-    run_id = await _start(smith_host, spec(phase("p", forge(3))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(3))))
     for _ in range(4):
         await smith_engine.tick()
         clock.advance(seconds=1)
@@ -511,7 +508,7 @@ async def test_a_failing_revert_is_rescued_by_the_cleanup_route_and_a_moderator_
 async def test_the_cleanup_route_refuses_a_run_in_flight_and_one_that_recorded_nothing(
     smith_host, smith_engine, smith_client, tokens
 ):
-    live = await _start(smith_host, spec(phase("p", step("core.wait", seconds=60), forge(1))))
+    live = await start_event(smith_host, spec(phase("p", step("core.wait", seconds=60), forge(1))))
     await smith_engine.tick()
     answer = await smith_client.post(
         f"/api/v1/admin/runs/{live}/cleanup", headers=bearer(tokens["admin"])
@@ -521,7 +518,7 @@ async def test_the_cleanup_route_refuses_a_run_in_flight_and_one_that_recorded_n
         "is running; cleanup acts on a run that has ended"
         in (await answer.json())["error"]["message"]
     )
-    quiet = await _start(
+    quiet = await start_event(
         smith_host, spec(phase("p", step("core.announce", leg="core.log", message="hi")))
     )
     await smith_engine.tick()
@@ -539,7 +536,9 @@ async def test_the_cleanup_route_refuses_a_run_in_flight_and_one_that_recorded_n
 async def test_cancel_without_cleanup_is_an_admins_call_leaves_the_world_and_is_logged(
     smith_host, smith_engine, smith, smith_client, tokens, clock
 ):
-    run_id = await _start(smith_host, spec(phase("p", forge(2), step("core.wait", seconds=600))))
+    run_id = await start_event(
+        smith_host, spec(phase("p", forge(2), step("core.wait", seconds=600)))
+    )
     await smith_engine.tick()
     assert len(smith.world) == 2
     url = f"/api/v1/admin/runs/{run_id}/cancel"
@@ -568,7 +567,9 @@ async def test_cancel_without_cleanup_is_an_admins_call_leaves_the_world_and_is_
 async def test_a_moderators_cancel_gives_everything_back(
     smith_host, smith_engine, smith, smith_client, tokens
 ):
-    run_id = await _start(smith_host, spec(phase("p", forge(2), step("core.wait", seconds=600))))
+    run_id = await start_event(
+        smith_host, spec(phase("p", forge(2), step("core.wait", seconds=600)))
+    )
     await smith_engine.tick()
     answer = await smith_client.post(
         f"/api/v1/admin/runs/{run_id}/cancel",
@@ -656,7 +657,7 @@ async def _lease_rows(host, run_id) -> list[Any]:
 
 async def test_a_lease_only_run_is_given_back(wx_host, wx_engine, weather):
     # The reference's first defect: a run holding only a lease was never cleaned up.
-    run_id = await _start(wx_host, spec(phase("p", lease("north", "storm"))))
+    run_id = await start_event(wx_host, spec(phase("p", lease("north", "storm"))))
     await wx_engine.tick()
     run = await run_row(wx_host.db, run_id)
     assert run.status == "completed"
@@ -676,7 +677,7 @@ async def test_a_lease_only_run_is_given_back(wx_host, wx_engine, weather):
 async def test_a_lease_is_given_back_at_its_deadline_while_the_run_goes_on(
     wx_host, wx_engine, weather, clock
 ):
-    run_id = await _start(
+    run_id = await start_event(
         wx_host,
         spec(phase("p", lease("north", "storm", minutes=5), step("core.wait", seconds=3600))),
     )
@@ -701,7 +702,7 @@ async def test_a_lease_is_given_back_at_its_deadline_while_the_run_goes_on(
 async def test_a_second_run_asking_for_a_leased_target_is_refused_by_name(
     wx_host, wx_engine, weather
 ):
-    first = await _start(
+    first = await start_event(
         wx_host, spec(phase("p", lease("north", "storm"), step("core.wait", seconds=3600)))
     )
     await wx_engine.tick()
@@ -720,7 +721,7 @@ async def test_a_second_run_asking_for_a_leased_target_is_refused_by_name(
 async def test_a_drifted_lease_leaves_the_world_alone_and_a_later_run_leases_it_again(
     wx_host, wx_engine, weather
 ):
-    run_id = await _start(
+    run_id = await start_event(
         wx_host, spec(phase("p", lease("north", "storm"), step("core.wait", seconds=60)))
     )
     await wx_engine.tick()
@@ -740,7 +741,7 @@ async def test_a_drifted_lease_leaves_the_world_alone_and_a_later_run_leases_it_
         "Everything this run created or borrowed has been given back; "
         "someone else changed wx.sky for north; it was left alone"
     )
-    later = await _start(wx_host, spec(phase("p", lease("north", "snow"))))
+    later = await start_event(wx_host, spec(phase("p", lease("north", "snow"))))
     await wx_engine.tick()
     assert [r.status for r in await _lease_rows(wx_host, later)] == ["reverted"]
     assert weather.sky["north"] == "fog"
@@ -749,8 +750,8 @@ async def test_a_drifted_lease_leaves_the_world_alone_and_a_later_run_leases_it_
 async def test_lease_minutes_are_bounded_by_the_setting(wx_host, wx_engine, weather):
     longest = wx_host.settings.lease_max_minutes
     assert longest == 24 * 60
-    ok = await _start(wx_host, spec(phase("p", lease("north", "storm", minutes=longest))))
-    too_long = await _start(
+    ok = await start_event(wx_host, spec(phase("p", lease("north", "storm", minutes=longest))))
+    too_long = await start_event(
         wx_host, spec(phase("p", lease("south", "storm", minutes=longest + 1, on_failure="skip")))
     )
     await wx_engine.tick()
@@ -764,7 +765,9 @@ async def test_lease_minutes_are_bounded_by_the_setting(wx_host, wx_engine, weat
 
 
 async def test_core_lease_is_off_until_an_admin_enables_it(smith_host, smith_engine):
-    run_id = await _start(smith_host, spec(phase("p", lease("north", "storm", on_failure="skip"))))
+    run_id = await start_event(
+        smith_host, spec(phase("p", lease("north", "storm", on_failure="skip")))
+    )
     await smith_engine.tick()
     (line,) = await log_lines(smith_host.db, run_id, "step.refused")
     assert line.detail["code"] == "disabled"
@@ -780,7 +783,7 @@ async def test_an_unavailable_plugin_holds_its_world_changing_steps_until_it_is_
 
     context = smith_host.context_for("smith", "smith")
     context.set_available(False, "the shard is restarting")
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     for _ in range(3):
         await smith_engine.tick()
         clock.advance(seconds=5)
@@ -813,7 +816,7 @@ async def test_reverts_wait_for_an_unavailable_plugin_without_spending_attempts(
         context.set_available(False, "the shard went down")
 
     smith.first = then_go_down
-    run_id = await _start(smith_host, spec(phase("p", forge(2))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(2))))
     for _ in range(5):
         await smith_engine.tick()
         clock.advance(seconds=30)
@@ -831,7 +834,9 @@ async def test_reverts_wait_for_an_unavailable_plugin_without_spending_attempts(
 async def test_reconcile_runs_when_the_host_starts(smith_host, smith_engine, smith, aiohttp_client):
     from pageant.api.app import make_app
 
-    run_id = await _start(smith_host, spec(phase("p", forge(2), step("core.wait", seconds=3600))))
+    run_id = await start_event(
+        smith_host, spec(phase("p", forge(2), step("core.wait", seconds=3600)))
+    )
     await smith_engine.tick()
     del smith.world["sword-2"]
     await aiohttp_client(make_app(smith_host, run_engine=True))
@@ -865,7 +870,7 @@ async def test_the_wisps_walk_summons_borrows_and_gives_everything_back(host, cl
     )
     engine = Engine(host)
     try:
-        run_id = await _start(host, event_spec)
+        run_id = await start_event(host, event_spec)
         await engine.tick()
         assert sum(len(refs) for refs in pageant_wisps.WORLD.values()) == 3
         assert pageant_wisps.WEATHER["north"] == "storm"
@@ -898,7 +903,7 @@ async def test_a_rescue_that_fails_leaves_a_row_its_remaining_tries(
     smith_host, smith_engine, smith, smith_client, tokens
 ):
     smith.revert_error = "still cold"
-    run_id = await _start(smith_host, spec(phase("p", forge(1))))
+    run_id = await start_event(smith_host, spec(phase("p", forge(1))))
     await smith_engine.tick()  # completed; the first attempt failed
     (row,) = await _rows(smith_host, run_id)
     assert (row.status, row.revert_attempts) == ("confirmed", 1)
@@ -922,7 +927,7 @@ async def test_what_an_action_without_a_revert_reports_is_shown_as_still_out_the
         await board.set_action(
             conn, smith_host.registry, "smith.melt", enabled=True, actor="a", now=clock.now()
         )
-    run_id = await _start(smith_host, spec(phase("p", step("smith.melt", count=1))))
+    run_id = await start_event(smith_host, spec(phase("p", step("smith.melt", count=1))))
     await smith_engine.tick()
     (row,) = await _rows(smith_host, run_id)
     # Nothing could try it, and the counter says so.
@@ -947,20 +952,20 @@ async def test_what_waits_for_a_plugin_that_is_down_never_crowds_out_the_rest(
             )
     engine = Engine(host)
     try:
-        forged = await _start(host, spec(phase("p", forge(1))))
-        leased = await _start(host, spec(phase("p", lease("north", "storm"))))
+        forged = await start_event(host, spec(phase("p", forge(1))))
+        leased = await start_event(host, spec(phase("p", lease("north", "storm"))))
         for _ in range(4):
             await engine.tick()
         assert weather.sky["north"] == "clear" and smith.world == {}
         # The smith's game goes down with a sword still out; the weather's plugin is fine.
-        third = await _start(host, spec(phase("p", forge(1))))
+        third = await start_event(host, spec(phase("p", forge(1))))
         smith.first = None
 
         async def down_after(ctx: Any) -> None:
             host.mark_unavailable("smith", "the forge is offline")
 
         smith.first = down_after
-        later = await _start(host, spec(phase("p", lease("south", "storm"))))
+        later = await start_event(host, spec(phase("p", lease("south", "storm"))))
         for _ in range(6):
             clock.advance(seconds=1)
             await engine.tick()

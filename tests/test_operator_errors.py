@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from pageant.db.engine import create_engine
 from tests.databases import empty_database
-from tests.test_cli import pageant_process
+from tests.test_cli import pageant, pageant_process
 
 
 def one_line(done: object) -> str:
@@ -108,14 +108,20 @@ async def _execute(url: str, statement: str) -> None:
         await engine.dispose()
 
 
+NEWER = (
+    "error: a newer pageant migrated this database's schema to revision 'f00d', which this "
+    "pageant does not know; install that newer pageant, or restore the backup taken before "
+    "its upgrade"
+)
+
+
 def test_db_upgrade_on_an_unknown_revision_is_one_line(migrated_url: str) -> None:
     asyncio.run(_execute(migrated_url, "UPDATE alembic_version SET version_num = 'f00d'"))
     line = one_line(pageant_process("db", "upgrade", env={"PAGEANT_DATABASE_URL": migrated_url}))
-    assert line == (
-        "error: the database's schema is at revision 'f00d', which this pageant does not know "
-        "(a newer pageant migrated it); run that newer pageant, or restore the backup taken "
-        "before its upgrade"
-    )
+    assert line == NEWER
+    # Every command says the same, never "run pageant db upgrade" (which would refuse).
+    done = pageant("runs", "list", env={"PAGEANT_DATABASE_URL": migrated_url})
+    assert (done.exit_code, done.stderr.strip()) == (1, NEWER)
 
 
 def test_db_upgrade_on_an_unstamped_schema_names_db_stamp(migrated_url: str) -> None:
@@ -135,3 +141,102 @@ def test_db_stamp_refuses_an_unknown_revision(migrated_url: str) -> None:
     done = pageant_process("db", "stamp", "f00d", env={"PAGEANT_DATABASE_URL": migrated_url})
     assert done.returncode == 2
     assert "unknown revision 'f00d'" in done.stderr
+
+
+# ── the database URL ──────────────────────────────────────────────────────────
+
+FORMS = (
+    "expected sqlite:///FILE or mysql://USER:PASSWORD@HOST/DATABASE (mariadb:// too; the "
+    "drivers sqlite+aiosqlite, mysql+asyncmy and mysql+aiomysql may be named)"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("foo://bar", "not a database URL pageant can use (the scheme 'foo')"),
+        ("postgresql://pageant:hunter2@db/pageant", "(the scheme 'postgresql')"),
+        ("pageant.db", "not a database URL pageant can use (it has no scheme://)"),
+        ("mysql://pageant:hunter2@db:port/pageant", "not a database URL pageant can read"),
+        ("mariadb://pageant:hunter2@db", "a MariaDB URL needs a host and a database"),
+    ],
+)
+def test_a_bad_database_url_is_one_line_naming_the_setting_and_the_forms(url, why) -> None:
+    done = pageant("runs", "list", env={"PAGEANT_DATABASE_URL": url})
+    assert done.exit_code == 2
+    error = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and "Traceback" not in done.stderr
+    assert error[0].startswith(
+        "Error: database_url (from environment variable PAGEANT_DATABASE_URL): "
+    )
+    assert why in error[0] and error[0].endswith(FORMS)
+    assert "hunter2" not in done.stderr
+
+
+def test_a_bad_database_url_is_no_traceback_from_serve(tmp_path: Path) -> None:
+    done = pageant_process("serve", "--port", "0", env={"PAGEANT_DATABASE_URL": "foo://bar"})
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "database_url (from environment variable PAGEANT_DATABASE_URL)" in done.stderr
+
+
+def test_the_plain_spellings_choose_the_driver(empty_url: str, dialect: str) -> None:
+    """``sqlite:///`` and ``mysql://`` / ``mariadb://`` name no driver: pageant picks its own."""
+    plain = empty_url.replace("sqlite+aiosqlite://", "sqlite://").replace(
+        "mysql+asyncmy://", "mariadb://" if dialect == "mysql" else "mysql://"
+    )
+    assert "+" not in plain.partition("://")[0]
+    env = {"PAGEANT_DATABASE_URL": plain}
+    done = pageant("db", "upgrade", env=env)
+    assert done.exit_code == 0, done.stderr
+    done = pageant("runs", "list", env=env)
+    assert (done.exit_code, done.stderr) == (0, "")
+
+
+# ── a SQLite file that is not there ─────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["runs", "list"], ["token", "list"], ["db", "stamp"], ["actions", "list"], ["events", "list"]],
+)
+def test_only_db_upgrade_creates_a_missing_sqlite_file(tmp_path: Path, command) -> None:
+    path = tmp_path / "typo.db"
+    env = {"PAGEANT_DATABASE_URL": f"sqlite:///{path}"}
+    done = pageant(*command, env=env)
+    assert done.exit_code == 1
+    assert done.stderr.strip() == (
+        f"error: the SQLite database {str(path)!r} does not exist; create it with `pageant db "
+        "upgrade`, or point --database-url (PAGEANT_DATABASE_URL) at the existing file"
+    )
+    assert not path.exists()
+    assert pageant("db", "upgrade", env=env).exit_code == 0
+    assert path.exists()
+    assert pageant(*command, env=env).exit_code == 0
+
+
+def test_serve_does_not_create_a_missing_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "typo.db"
+    done = pageant_process(
+        "serve", "--port", "0", env={"PAGEANT_DATABASE_URL": f"sqlite:///{path}"}
+    )
+    assert one_line(done).startswith(f"error: the SQLite database {str(path)!r} does not exist")
+    assert not path.exists()
+
+
+# ── --config before the command ───────────────────────────────────────────────
+
+
+def test_config_is_accepted_before_the_command_and_the_commands_own_wins(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.toml", tmp_path / "second.toml"
+    first.write_text(f'database_url = "sqlite:///{tmp_path / "first.db"}"\n')
+    second.write_text(f'database_url = "sqlite:///{tmp_path / "second.db"}"\n')
+    done = pageant("--config", str(first), "db", "upgrade", env={})
+    assert done.exit_code == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["first.db"]
+    done = pageant("--config", str(first), "db", "upgrade", "--config", str(second), env={})
+    assert done.exit_code == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["first.db", "second.db"]
+    done = pageant("--config", str(first), "runs", "list", env={})
+    assert (done.exit_code, done.stderr) == (0, "")
+    missing = pageant("--config", str(tmp_path / "nope.toml"), "runs", "list", env={})
+    assert missing.exit_code == 2 and "nope.toml" in missing.stderr

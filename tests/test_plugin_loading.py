@@ -686,6 +686,7 @@ def test_an_installed_plugin_loads_with_its_distribution_and_version(site: Site)
         "status": "loaded",
         "reason": None,
         "traceback": None,
+        "dropped": [],
         "settings": None,
     }
     assert manager.registry.owner_of("leases", "lantern.brightness") == "lantern-plug[lantern]"

@@ -3,12 +3,15 @@ spend, the refusals and the stalls a real run would meet, and the real database 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from typing import Any
 
 from sqlalchemy import select
 
 from pageant.db.tables import ALL_TABLES
+from pageant.engine.muting import muted
 from tests.schedules import spec_with
 from tests.test_events_api import EVENTS, call, create
 
@@ -132,7 +135,7 @@ async def test_a_three_phase_rehearsal_answers_the_timeline_and_spend_and_writes
 
 
 async def test_a_rehearsal_reports_the_refusals_and_the_stall_a_real_run_would_meet(
-    client, tokens, db
+    client, tokens, db, caplog
 ):
     # wisps.summon is off (no switchboard row), and nothing ever catches a wisp.
     phases = [
@@ -141,9 +144,12 @@ async def test_a_rehearsal_reports_the_refusals_and_the_stall_a_real_run_would_m
     ]
     event_id = await _event(client, tokens, phases)
     before = await everything(db)
+    caplog.set_level(logging.DEBUG)
     status, report = await call(client, "POST", f"{EVENTS}/{event_id}/rehearse", tokens["admin"])
     assert status == 200, report
     assert await everything(db) == before
+    # The made-up run's lines (its refusal, its stall) are the report's, not the host's log.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pageant")] == []
     assert [(r["action"], r["code"]) for r in report["refusals"]] == [("wisps.summon", "disabled")]
     # The hunt is entered at 10 minutes and, its gate never opening, stalls an hour later.
     assert report["stalls"] == [
@@ -206,3 +212,35 @@ async def test_a_named_version_is_rehearsed_and_an_unknown_one_is_a_404(client, 
     assert (status, data["error"]["message"]) == (404, f"event {event_id} has no version 9")
     status, data = await call(client, "POST", path, tokens["admin"], {"firings": "soon"})
     assert (status, data["error"]["code"]) == (400, "invalid")
+
+
+async def test_muting_holds_for_the_rehearsal_and_never_for_the_host_beside_it(caplog):
+    """The host's own tasks keep logging while a rehearsal is muted in another task."""
+    caplog.set_level(logging.INFO)
+    log = logging.getLogger("pageant.runs")
+    go, done = asyncio.Event(), asyncio.Event()
+
+    async def host_engine() -> None:
+        await go.wait()
+        log.info("run 7 real")
+        done.set()
+
+    beside = asyncio.create_task(host_engine())
+
+    async def child() -> None:
+        log.info("run 1 in a task the rehearsal started")
+
+    async def rehearsal() -> None:
+        with muted():
+            log.info("run 1 made up")
+            await asyncio.create_task(child())
+            go.set()
+            await done.wait()
+
+    await rehearsal()
+    await beside
+    log.info("run 8 after")
+    assert [r.getMessage() for r in caplog.records if r.name == "pageant.runs"] == [
+        "run 7 real",
+        "run 8 after",
+    ]

@@ -40,6 +40,7 @@ ROUTES: list[tuple[str, str, Any, set[str], int]] = [
     ("GET", ACTIONS + "/core.announce/history", None, STAFF, 200),
     ("POST", EVENTS + "/{event}/verify", None, AUTHORS, 200),
     ("POST", EVENTS + "/{event}/rehearse", None, AUTHORS, 200),
+    ("POST", EVENTS + "/{event}/announce-preview", {"message": "Hi"}, STAFF, 200),
 ]
 
 

@@ -97,6 +97,20 @@ def test_a_scaffolded_plugin_installs_and_passes_its_tests_and_the_contract_chec
     assert raffle["distribution"] == "pageant-raffle"
     assert {check["outcome"] for check in raffle["checks"]} == {"pass"}
 
+    # An unintended contract change fails the plugin's own contract test with the report
+    # contract-check prints, each difference named on its line, not a truncated dict.
+    manifest = folder / "contract-manifest.json"
+    manifest.write_text(manifest.read_text().replace('"risk": "change"', '"risk": "notify"'))
+    failed = _run(
+        python,
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "contract_holds"),
+        cwd=folder,
+    )
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert 'changed actions/raffle.draw/risk: "notify" -> "change"' in failed.stdout
+    assert "pageant contract-check --plugin raffle --write" in failed.stdout
+    assert "truncated" not in failed.stdout
+
 
 @pytest.mark.parametrize(
     ("name", "why"),

@@ -118,7 +118,10 @@ class Server:
             "number": 1,
             "run_id": run["id"],
             "step_id": console["steps"][0]["id"],
-            "trigger_id": sorted(self.host.registry.triggers)[0],
+            # A game's trigger: core's are the host's alone (403 whatever the body).
+            "trigger_id": next(
+                t for t in sorted(self.host.registry.triggers) if not t.startswith("core.")
+            ),
             "slug": event["slug"],
             "source_id": sorted(self.host.registry.option_sources)[0],
             "action_id": "core.announce",
@@ -160,7 +163,7 @@ IDS = {
     "number": 1,
     "run_id": 1,
     "step_id": 1,
-    "trigger_id": sorted(REGISTRY.triggers)[0],
+    "trigger_id": next(t for t in sorted(REGISTRY.triggers) if not t.startswith("core.")),
     "slug": "probe",
     "source_id": sorted(REGISTRY.option_sources)[0],
     "action_id": "core.announce",

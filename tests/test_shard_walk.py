@@ -16,11 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pageant.clock import FakeClock
 from pageant.engine import Engine
 from pageant.hosting import Host
+from pageant.runs import controls
 from pageant.runs.console import console
 from pageant.runs.create import start_now
 from pageant.settings import Settings
 from pageant.switchboard import board
-from tests.factories import phase, publish_event, spec, step, wait
+from tests.factories import phase, publish_event, spec, step, step_rows, wait
 
 ENV = "PAGEANT_PLUGIN_SHARD_"
 #: How long a walk may wait (real seconds) for the shard to come back.
@@ -204,3 +205,33 @@ async def test_without_the_game_master_the_lease_is_put_back(walk: Any, faults: 
     (held,) = view["resources"]
     assert held["status"] == "reverted"
     assert shard.world.config["xp_rate"] == "1.0"
+
+
+# ── a slow game and a cancel ──────────────────────────────────────────────────
+
+
+async def test_a_spawn_the_slow_shard_applies_after_its_revert_makes_nothing(walk, faults):
+    # The probe's scenario: the shard makes a spawn 3 s after the request, the step's
+    # budget is 1 s, the run is cancelled and cleaned up before the shard gets to it.
+    faults(fault_apply_delay_seconds=3)
+    host, engine, shard = await walk()
+    await enable(host, "shard.spawn")
+    host.registry.actions["shard.spawn"] = host.registry.actions["shard.spawn"].model_copy(
+        update={"budget_ms": 1_000}
+    )
+    run_id = await start(host, spec(phase("muster", spawn("guardian", 2))))
+    loop = asyncio.get_running_loop()
+    requested = loop.time()
+    await engine.tick()  # the perform times out at 1 s; the step waits for its retry
+    (row,) = await step_rows(host.db, run_id)
+    assert (row.status, row.attempts) == ("pending", 1)
+    await controls.cancel(host, run_id, actor="admin:walk", reason="called off")
+    await engine.tick()  # cleanup: the placeholder's key is reverted
+    view = await console(host, run_id)
+    assert (view["run"]["status"], view["run"]["cleanup_status"]) == ("cancelled", "complete")
+    assert loop.time() - requested < 3
+    assert shard.world.is_reverted(row.idempotency_key)
+    # The shard now gets to the request it was sent at the start.
+    await asyncio.sleep(3.2 - (loop.time() - requested))
+    assert shard.world.creatures == {}
+    assert shard.world.spawned == {}

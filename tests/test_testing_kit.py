@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pageant import hookimpl
+from pageant.errors import Forbidden
 from pageant.testing import Kit, assert_failed, assert_log_kinds, assert_ok, kit_host
 
 
@@ -37,6 +38,8 @@ class Bell:
             await ctx.services.write_log("announce", {"message": "ding"})
         if how == "odd-log":
             await ctx.services.write_log("bell.rang", {})
+        if how == "prize":
+            return {"ok": True, "resources": [{"kind": "prize", "ref": "p-1"}]}
         if not ctx.verify:
             self.rung.append(ctx.idempotency_key)
         return {"ok": True}
@@ -118,6 +121,21 @@ async def test_perform_answers_the_classified_envelope(pageant_kit: Kit) -> None
     before = len(BELL.rung)
     assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}, verify=True))
     assert len(BELL.rung) == before
+
+
+async def test_perform_warns_when_a_notify_action_reports_resources_no_run_would_record(
+    pageant_kit: Kit,
+) -> None:
+    from pageant.testing import UnrecordedResourcesWarning
+
+    with pytest.warns(UnrecordedResourcesWarning, match=r"bell.ring \(risk notify\).*prize:p-1"):
+        assert_ok(await pageant_kit.perform("bell.ring", {"how": "prize"}))
+    # Nothing reported, nothing said: the warning is about resources only.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_ok(await pageant_kit.perform("bell.ring", {"how": "ok"}))
 
 
 async def test_perform_keeps_log_lines_and_refuses_a_kind_a_run_would_refuse(
@@ -269,3 +287,10 @@ def test_the_pytest_plugin_is_found_through_its_entry_point(tmp_path: Path) -> N
     )
     assert opted_out.returncode != 0
     assert "fixture 'pageant_kit' not found" in opted_out.stdout
+
+
+async def test_kit_fire_refuses_cores_lifecycle_triggers_as_the_api_does(
+    pageant_kit: Kit,
+) -> None:
+    with pytest.raises(Forbidden, match=r"core\.run\.completed is one of pageant's own"):
+        await pageant_kit.fire("core.run.completed", {"event": "x"})

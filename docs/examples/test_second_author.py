@@ -77,7 +77,9 @@ class Mint:
             {
                 "id": "mint.strike",
                 "label": "Strike coins",
-                "risk": "notify",
+                # Struck coins are in players' purses: they cannot be taken back, and the
+                # host records them (a notify action's resources would be dropped).
+                "risk": "irreversible",
                 "budget_ms": 5_000,
                 "params": [coins],
                 "cost": cost,

@@ -15,10 +15,13 @@ from aiohttp.typedefs import Middleware
 from pageant.access.tokens import principal_for
 from pageant.api.keys import HOST
 from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
-from pageant.db.errors import OperationalError, is_retryable_conflict
+from pageant.db.errors import OperationalError, is_retryable_conflict, is_unavailable
 from pageant.errors import PageantError, Unauthenticated
 
 log = logging.getLogger("pageant.api")
+
+#: What a caller is told to wait before trying again while the database is out of reach.
+RETRY_AFTER_SECONDS = 5
 
 #: Paths that answer at once however many requests wait: an operator's probes, and files.
 UNQUEUED_PATHS = ("/healthz", "/metrics")
@@ -55,6 +58,20 @@ def error_response(
     return respond({"error": {"code": code, "message": message, "details": details or []}}, status)
 
 
+def unavailable(request: web.Request) -> web.Response:
+    """503 with ``Retry-After``: the database is out of reach. An outage, not a fault of
+    this request, so it is logged at DEBUG: a line a request would flood the log, and the
+    engine reports the outage once."""
+    log.debug("the database is unreachable on %s %s", request.method, request.path)
+    response = error_response(
+        503,
+        "database_unavailable",
+        f"the database is not answering; try again in {RETRY_AFTER_SECONDS} s",
+    )
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
@@ -62,6 +79,8 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except PageantError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.details)
     except OperationalError as exc:
+        if is_unavailable(exc):
+            return unavailable(request)
         if not is_retryable_conflict(exc):
             log.exception("database error on %s %s", request.method, request.path)
             return error_response(500, "internal", "internal error; the server log has the details")
@@ -91,7 +110,9 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return error_response(
             exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason
         )
-    except Exception:
+    except Exception as exc:
+        if is_unavailable(exc):
+            return unavailable(request)
         log.exception("unhandled error on %s %s", request.method, request.path)
         return error_response(500, "internal", "internal error; the server log has the details")
 
@@ -107,6 +128,13 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             request[AUTH_PROBLEM_KEY] = "malformed Authorization header; expected: Bearer <token>"
+            return await handler(request)
+        if not token.isascii():
+            # aiohttp keeps a header's undecodable bytes as surrogates; no token pageant
+            # issues holds one, and one cannot even be hashed. Anyone can send such bytes,
+            # so they cost a DEBUG line, never a traceback.
+            log.debug("a bearer token with bytes that are not ASCII on %s", request.path)
+            request[AUTH_PROBLEM_KEY] = "the bearer token is not valid"
             return await handler(request)
         host = request.app[HOST]
         try:

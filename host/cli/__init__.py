@@ -23,6 +23,8 @@ from pageant.errors import Invalid, PageantError
 from pageant.settings import ENV_PREFIX, Settings, load_settings
 
 EXIT_USAGE = 2
+#: Where ``pageant --config X`` (given before the command) leaves the file for the command.
+CONFIG_KEY = "pageant.config"
 
 
 def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -31,7 +33,9 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def merged(**kwargs: Any) -> Any:
         flags = {name: kwargs.pop(name, None) for name in Settings.model_fields}
-        config = kwargs.pop("config", None)
+        # After the command or before it (``pageant --config X runs list``): the command's
+        # own wins.
+        config = kwargs.pop("config", None) or click.get_current_context().meta.get(CONFIG_KEY)
         try:
             settings = load_settings(flags, config_path=config)
         except Invalid as exc:
@@ -41,7 +45,7 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     wrapper: Callable[..., Any] = merged
     for name, field in reversed(list(Settings.model_fields.items())):
         flag = "--" + name.replace("_", "-")
-        multiple = name == "webhook_urls"
+        multiple = name in ("webhook_urls", "smtp_to")
         wrapper = click.option(
             flag,
             name,
@@ -98,8 +102,16 @@ def run(coro: Any) -> Any:
 
 @click.group(epilog=settings_help())
 @click.version_option(package_name="pageant")
-def main() -> None:
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A TOML settings file, for any command (also accepted after the command).",
+)
+@click.pass_context
+def main(ctx: click.Context, config: str | None) -> None:
     """pageant: scheduled, multi-phase world events for game servers."""
+    ctx.meta[CONFIG_KEY] = config
 
 
 # ── db ────────────────────────────────────────────────────────────────────────
@@ -117,7 +129,7 @@ def db_upgrade(settings: Settings) -> None:
     from pageant.db.migrate import upgrade
 
     async def _go() -> None:
-        engine = await _open(settings.database_url)
+        engine = await _open(settings.database_url, create=True)
         try:
             before = await _placed(engine)
             state = await upgrade(engine)
@@ -156,13 +168,18 @@ def db_stamp(settings: Settings, revision: str) -> None:
     run(_go())
 
 
-async def _open(url: str) -> Any:
-    """An engine on ``url`` that has answered once, or an operator error saying why not."""
-    from pageant.cli.operator import check_sqlite_folder, unreachable
-    from pageant.db.engine import create_engine
+async def _open(url: str, *, create: bool = False) -> Any:
+    """An engine on ``url`` that has answered once, or an operator error saying why not.
+    Only ``create`` may make a SQLite file that is not there yet."""
+    from pageant.cli.operator import check_sqlite_exists, check_sqlite_folder, unreachable
+    from pageant.db.engine import MARIADB_STATEMENT_SECONDS, create_engine
 
-    check_sqlite_folder(url)
-    engine = create_engine(url)
+    if create:
+        check_sqlite_folder(url)
+    else:
+        check_sqlite_exists(url)
+    # Creating or migrating the schema may run long statements: no statement bound.
+    engine = create_engine(url, statement_seconds=None if create else MARIADB_STATEMENT_SECONDS)
     try:
         async with engine.connect() as conn:
             await conn.rollback()
@@ -174,7 +191,7 @@ async def _open(url: str) -> Any:
 
 async def _placed(engine: Any) -> str | None:
     """The schema's current revision, refusing one the migrations cannot start from."""
-    from pageant.cli.operator import OperatorError
+    from pageant.cli.operator import OperatorError, newer_schema
     from pageant.db.migrate import known_revisions, schema_state, tables_of_pageant
 
     current = (await schema_state(engine)).current
@@ -189,11 +206,7 @@ async def _placed(engine: Any) -> str | None:
             )
         return None
     if current not in known_revisions():
-        raise OperatorError(
-            f"the database's schema is at revision {current!r}, which this pageant does not "
-            "know (a newer pageant migrated it); run that newer pageant, or restore the "
-            "backup taken before its upgrade"
-        )
+        raise newer_schema(current)
     return current
 
 
@@ -212,12 +225,24 @@ async def _placed(engine: Any) -> str | None:
 def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bool) -> None:
     """List the plugins: loaded ones, and refused ones with their reason.
 
-    Exit 1 when any plugin is refused, unless --allow-refused.
+    The plugins are started as the host starts them, so a lease target its self-check drops
+    is shown dropped, with the reason. Exit 1 when any plugin is refused, unless
+    --allow-refused.
     """
-    from pageant.plugins.loader import load_plugins, plugin_listing
+    from pageant.hosting import Host
+    from pageant.plugins.loader import plugin_listing
 
     _quiet_plugin_log()
-    manager = load_plugins(settings=settings)
+    host = Host(settings)
+
+    async def _start() -> None:
+        try:
+            await host.start_plugins()
+        finally:
+            await host.close()
+
+    run(_start())
+    manager = host.plugins
     items = plugin_listing(manager)
     if show_all:
         declared = _declared_by(manager)
@@ -247,6 +272,11 @@ def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
             lines.append(f"loaded   {head}  owner={item['owner']} contract={item['contract']}")
             for kind, ids in item.get("declares", {}).items():
                 lines.append(f"           {kind}: {', '.join(ids)}")
+            for dropped in item.get("dropped") or []:
+                lines.append(
+                    f"           dropped  {dropped['lease']} target {dropped['target']!r}: "
+                    f"{dropped['reason']}"
+                )
             if "declares" in item and item.get("settings") is not None:
                 shown = ", ".join(f"{k}={v}" for k, v in item["settings"].items())
                 lines.append(f"           settings: {shown or 'none'}")
@@ -428,14 +458,16 @@ def token_revoke(settings: Settings, ref: str, as_json: bool) -> None:
 
 
 async def _require_schema(engine: Any, url: str | None = None) -> None:
-    from pageant.cli.operator import unreachable
-    from pageant.db.migrate import schema_state
+    from pageant.cli.operator import newer_schema, unreachable
+    from pageant.db.migrate import known_revisions, schema_state
     from pageant.errors import SchemaOutOfDate
 
     try:
         state = await schema_state(engine)
     except Exception as exc:
         raise unreachable(url or str(engine.url), exc) from exc
+    if state.current is not None and state.current not in known_revisions():
+        raise newer_schema(state.current)
     if not state.up_to_date:
         raise SchemaOutOfDate(
             f"the database schema is at {state.current or 'nothing (empty database)'}, "
@@ -470,22 +502,41 @@ async def _require_schema(engine: Any, url: str | None = None) -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
-    default=60,
-    show_default=True,
+    default=None,
     help="Seconds to wait for the run to complete and give everything back before giving "
-    "up (exit 1).",
+    "up (exit 1); default 60, 300 with --game openarena.",
+)
+@click.option(
+    "--game",
+    type=click.Choice(["shard", "openarena"]),
+    default="shard",
+    show_default=True,
+    help="shard: the Champion Muster on the simulated shard. openarena: the Low-Gravity "
+    "Frenzy on a private OpenArena server, in real time (needs pageant-openarena and "
+    "Debian's openarena-server).",
 )
 @settings_options
-def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeout: float) -> None:
+def demo(
+    settings: Settings,
+    as_json: bool,
+    faults: bool,
+    and_serve: bool,
+    timeout: float | None,
+    game: str,
+) -> None:
     """Run the Champion Muster on the simulated shard and print its run console.
 
     Needs the pageant-shard example plugin (pip install -e ./example_plugins/shard). Uses
     a SQLite database in a temporary folder unless --database-url names an empty one; the
     host's clock runs 60 times fast. Exit 0 when the run completed and gave back everything
-    it held, 1 otherwise.
+    it held, 1 otherwise. --game openarena runs the Low-Gravity Frenzy on a real OpenArena
+    server instead.
     """
     from pageant.cli import showcase
 
+    if game == "openarena" and and_serve:
+        raise click.UsageError("--serve runs with --game shard only")
+    _quiet_plugin_log()  # the demo says what the loader would log (a dropped lease target)
     live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
     say: Callable[[str], None] = (
         functools.partial(click.echo, err=as_json) if live is None else live.say
@@ -500,11 +551,17 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
 
     async def go() -> Any:
         try:
+            if game == "openarena":
+                from pageant.cli import arena
+
+                return await arena.run_openarena_demo(
+                    settings, say=say, show=show, timeout=timeout or 300, faults=faults
+                )
             return await showcase.run_demo(
                 settings,
                 say=say,
                 show=show,
-                timeout=timeout,
+                timeout=timeout or showcase.TIMEOUT_SECONDS,
                 faults=faults,
                 serve=serve_after if and_serve else None,
             )
@@ -522,17 +579,14 @@ def demo(settings: Settings, as_json: bool, faults: bool, and_serve: bool, timeo
 
 def _print_demo_end(result: Any, as_json: bool) -> None:
     from pageant.cli import showcase
-    from pageant.runs.console_text import render_console
+    from pageant.cli.demo_text import summary
 
     if as_json:
         click.echo(showcase.console_json(result.console))
         return
-    click.echo()
-    click.echo(render_console(result.console))
-    click.echo()
-    click.echo(showcase.render_ledger(result.console))
-    click.echo()
-    click.echo(f"The run took {result.wall_seconds:.1f} s of wall time, cleanup included.")
+    for line in summary(result.console, result.wall_seconds):
+        click.echo(line)
+    click.echo("The whole run console, log included: pageant demo --json")
 
 
 async def _serve_demo(host: Any, settings: Settings) -> None:
@@ -573,9 +627,9 @@ def serve(settings: Settings) -> None:
 
     async def _check() -> None:
         try:
-            from pageant.cli.operator import check_sqlite_folder
+            from pageant.cli.operator import check_sqlite_exists
 
-            check_sqlite_folder(settings.database_url)
+            check_sqlite_exists(settings.database_url)
             await _require_schema(host.db, settings.database_url)
         finally:
             await host.close()  # this loop ends here; the app opens its own pool

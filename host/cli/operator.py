@@ -34,6 +34,29 @@ def check_sqlite_folder(url: str) -> None:
         )
 
 
+def check_sqlite_exists(url: str) -> None:
+    """Refuse a SQLite file that is not there: every command but ``db upgrade`` works on a
+    database that exists, and SQLite would otherwise create an empty one wherever a typo in
+    the URL points (and the command then answer from it, or fail on its missing schema)."""
+    check_sqlite_folder(url)
+    path = sqlite_file(url)
+    if path is None or Path(path).expanduser().exists():
+        return
+    raise OperatorError(
+        f"the SQLite database {path!r} does not exist; create it with `pageant db upgrade`, "
+        "or point --database-url (PAGEANT_DATABASE_URL) at the existing file"
+    )
+
+
+def newer_schema(current: str) -> OperatorError:
+    """The database's schema is at a revision this pageant does not know."""
+    return OperatorError(
+        f"a newer pageant migrated this database's schema to revision {current!r}, which this "
+        "pageant does not know; install that newer pageant, or restore the backup taken "
+        "before its upgrade"
+    )
+
+
 def unreachable(url: str, exc: BaseException) -> OperatorError:
     """The database at ``url`` did not answer (or refused the login)."""
     reason = _root_cause(exc)

@@ -148,7 +148,9 @@ PLUGIN_INFO = {"owner": "OWNER", "contract": "RANGE", "observe": observe}
 
 
 async def draw(ctx: Any) -> dict[str, Any]:
-    """Draw a prize of ``tier``; drawing twice under one key draws once."""
+    """Draw a prize of ``tier``; drawing twice under one key draws once. The prize is a
+    resource: the host records it (a ``change`` action's resources are recorded; a
+    ``notify`` action's would be dropped) and gives it back at the run's end."""
     tier = ctx.params["tier"]
     if tier not in TIERS:
         return {"ok": False, "retry": False, "error": f"no such tier {tier!r}"}
@@ -156,6 +158,13 @@ async def draw(ctx: Any) -> dict[str, Any]:
         return {"ok": True}
     prize = WORLD.setdefault(ctx.idempotency_key, f"{tier}-{ctx.idempotency_key[:8]}")
     return {"ok": True, "resources": [{"kind": "prize", "ref": prize}]}
+
+
+async def take_back(ctx: Any) -> dict[str, Any]:
+    """Take back the prize drawn under the step's key (there may be none: a revert of
+    nothing must succeed, and a revert may be repeated)."""
+    WORLD.pop(ctx.idempotency_key, None)
+    return {"ok": True}
 
 
 async def tiers() -> list[dict[str, str]]:
@@ -176,10 +185,12 @@ def pageant_actions() -> list[dict[str, Any]]:
         {
             "id": "OWNER.draw",
             "label": "Draw a prize",
-            "risk": "notify",
+            "risk": "change",
+            "reversible": "full",
             "budget_ms": 5_000,
             "params": [tier],
             "perform": draw,
+            "revert": take_back,
         }
     ]
 
@@ -208,7 +219,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pageant.testing import Kit, assert_failed, assert_ok, contract_check
+from pageant.testing import Kit, assert_contract_holds, assert_failed, assert_ok
 
 GOLD = {"tier": "gold"}
 
@@ -237,7 +248,9 @@ async def test_the_tiers_are_the_options(pageant_kit: Kit) -> None:
     ]
 
 
-async def test_a_drawn_prize_opens_the_gate(pageant_kit: Kit) -> None:
+async def test_a_drawn_prize_opens_the_gate_and_is_taken_back(pageant_kit: Kit) -> None:
+    # A change action is off until an admin enables it.
+    await pageant_kit.enable("OWNER.draw")
     event = {
         "phases": [
             {
@@ -251,12 +264,14 @@ async def test_a_drawn_prize_opens_the_gate(pageant_kit: Kit) -> None:
     firings = [("OWNER.drawn", GOLD)]
     console = await pageant_kit.run_to_completion(event, firings=firings)
     assert console["run"]["status"] == "completed"
+    (prize,) = console["resources"]
+    assert (prize["kind"], prize["status"]) == ("prize", "reverted")
 
 
 def test_the_contract_holds() -> None:
+    # On a difference, the failure shows contract-check's report, one line per change.
     manifest = Path(__file__).resolve().parents[1] / "contract-manifest.json"
-    code, report = contract_check("--plugin", "OWNER", "--manifest", str(manifest))
-    assert code == 0, report
+    assert_contract_holds("--plugin", "OWNER", "--manifest", str(manifest))
 '''
 
 README = """\

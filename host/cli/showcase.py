@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pageant.cli.demo_text import stream_lines
 from pageant.db import runs
 from pageant.db.contents import foreign_tables_and_counts
 from pageant.db.engine import shown_url
@@ -47,7 +48,6 @@ from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console
-from pageant.runs.console_text import render_log_line
 from pageant.runs.create import start_now
 from pageant.settings import Settings
 from pageant.switchboard import board
@@ -328,18 +328,27 @@ async def open_switchboard(host: Host, say: Say) -> None:
 
 async def seed(host: Host) -> int:
     """Create and publish the demo event as an admin would through the API; its id."""
-    raw = demo_spec()
+    return await publish(
+        host,
+        TITLE,
+        demo_spec(),
+        description="The showcase `pageant demo` seeds and runs on the simulated shard.",
+    )
+
+
+async def publish(host: Host, title: str, raw: dict[str, Any], *, description: str) -> int:
+    """Create and publish one staff-only event from its spec, as an admin would; its id."""
     async with host.db.begin() as conn:
         spec = specs.validate(raw, host.registry, stored=None)
         definition_id = await definitions.create_definition(
             conn,
-            title=TITLE,
+            title=title,
             slug=None,
-            derived_slug=slugify(TITLE),
+            derived_slug=slugify(title),
             spec=spec,
             now=host.clock.now(),
             actor=STAFF_ACTOR,
-            description="The showcase `pageant demo` seeds and runs on the simulated shard.",
+            description=description,
             timezone=definitions.DEFAULT_TIMEZONE,
             grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
             concurrency_key=None,
@@ -376,8 +385,8 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
     while True:
         view = await console(host, run_id)
         show(view)
-        for line in view["log"][seen:]:
-            say(render_log_line(line))
+        for text in stream_lines(view["log"][seen:]):
+            say(text)
         seen = len(view["log"])
         run = view["run"]
         waiting = run["waiting_on"] or {}
@@ -492,6 +501,9 @@ async def _demo(
     for record in host.plugins.records:
         if record.status == "loaded":
             say(f"plugin    {record.label} {record.version}")
+            for dropped in record.dropped:  # its lease's self-check at start
+                lease, target = dropped["lease"], dropped["target"]
+                say(f"dropped   {lease} target {target!r}: {dropped['reason']}")
         else:
             say(f"refused   {record.reason}")
     await open_switchboard(host, say)
@@ -516,21 +528,6 @@ async def _demo(
 
 
 # ── the end ──────────────────────────────────────────────────────────────────
-
-
-def render_ledger(found: Mapping[str, Any]) -> str:
-    """The run's budget and the resources it held, as text: what the event spent against
-    its caps and what it gave back."""
-    lines = ["Budget"]
-    for row in found["budget"]:
-        cap = "no cap" if row["cap"] is None else f"cap {row['cap']} ({row['cap_source_action']})"
-        lines.append(f"  {row['dimension']:<18} spent {row['consumed']} {row['unit']}, {cap}")
-    lines += ["", f"Resources ({found['cleanup_summary']})"]
-    for res in found["resources"]:
-        tries = f", {res['revert_attempts']} revert attempt(s)" if res["revert_attempts"] else ""
-        error = f" [last error: {res['last_error']}]" if res["last_error"] else ""
-        lines.append(f"  {res['kind']:<13} {res['ref']:<16} {res['status']}{tries}{error}")
-    return "\n".join(lines)
 
 
 def console_json(found: dict[str, Any]) -> str:

@@ -55,11 +55,11 @@ def with_host(settings: Settings, work: Callable[[Host], Awaitable[T]]) -> T:
     """Run ``work`` over a host on the configured database (checked to be at the schema
     head), closing it afterwards; a pageant error is one line and exit 1."""
     from pageant.cli import _require_schema, run
-    from pageant.cli.operator import check_sqlite_folder
+    from pageant.cli.operator import check_sqlite_exists
     from pageant.hosting import Host
 
     async def _go() -> T:
-        check_sqlite_folder(settings.database_url)
+        check_sqlite_exists(settings.database_url)
         host = Host(settings)
         try:
             await _require_schema(host.db, settings.database_url)
@@ -419,8 +419,10 @@ def register(main: click.Group, settings_options: Callable[..., Any]) -> None:
     def fire(settings: Settings, trigger_id: str, pairs: tuple[str, ...], as_json: bool) -> None:
         """Fire TRIGGER with its variables as KEY=VALUE (each read as its declared type)."""
         from pageant.gates.emit import payload_from_text
+        from pageant.gates.firers import check_outside_firing
 
         async def _go(host: Host) -> dict[str, int]:
+            check_outside_firing(trigger_id)
             payload = payload_from_text(host.registry, trigger_id, pairs)
             return await host.emit(trigger_id, payload, actor=actor())
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import click
@@ -15,11 +16,13 @@ from pageant.settings import Settings
 
 async def _with_host(settings: Settings, work: Any) -> Any:
     from pageant.cli import _require_schema
+    from pageant.cli.operator import check_sqlite_exists
     from pageant.hosting import Host
 
+    check_sqlite_exists(settings.database_url)
     host = Host(settings)
     try:
-        await _require_schema(host.db)
+        await _require_schema(host.db, settings.database_url)
         await host.start_plugins()  # a plugin's option sources may need its context
         return await work(host)
     finally:
@@ -174,7 +177,8 @@ def verify(settings: Settings, event: str, params: tuple[str, ...], as_json: boo
 @click.option(
     "--firings",
     type=click.File("r"),
-    help='A JSON file: [{"after": "5m", "trigger": "...", "payload": {...}}, ...].',
+    help='A JSON file: {"firings": [{"after": "5m", "trigger": "...", "payload": {...}}, ...]}'
+    " (or the list alone).",
 )
 @json_option
 @settings_options
@@ -185,17 +189,15 @@ def rehearse(
 
     Nothing reaches a game (every action is its perform(verify=True)) and nothing is
     written to the real database.
+
+    Exit 0 when the run completes with nothing refused and no cap overspent; 3 when it
+    would not complete (it stalls, pauses or fails); 4 when it completes but a step is
+    refused or a worst-case spend is over its cap; 1 on an error (an unknown event, no
+    published version) and 2 on a usage error.
     """
     from pageant.engine.rehearsal import rehearse as run_rehearsal
 
-    simulated: list[Any] = []
-    if firings is not None:
-        try:
-            simulated = json.load(firings)
-        except ValueError as exc:
-            raise click.UsageError(f"--firings is not JSON: {exc}") from exc
-        if not isinstance(simulated, list) or not all(isinstance(f, dict) for f in simulated):
-            raise click.UsageError("--firings must hold a JSON list of objects")
+    simulated = read_firings(firings.read()) if firings is not None else []
 
     async def _go(host: Any) -> dict[str, Any]:
         return await run_rehearsal(
@@ -208,7 +210,50 @@ def rehearse(
     report = run(_with_host(settings, _go))
     if as_json:
         click.echo(as_json_text(report))
-        return
+    else:
+        _print_rehearsal(report)
+    sys.exit(rehearsal_exit_code(report))
+
+
+#: ``pageant rehearse``'s exit codes beyond 0 (as planned), 1 (an error) and 2 (usage).
+EXIT_WOULD_NOT_COMPLETE = 3
+EXIT_OVER_PLAN = 4
+
+
+def rehearsal_exit_code(report: dict[str, Any]) -> int:
+    """What a CI reads from a rehearsal: 0 when the run completes with nothing refused and
+    nothing over a cap, :data:`EXIT_WOULD_NOT_COMPLETE` when it stalls, pauses or fails,
+    :data:`EXIT_OVER_PLAN` when it completes past a refusal or a cap."""
+    if report["outcome"]["status"] != "completed" or report["stalls"]:
+        return EXIT_WOULD_NOT_COMPLETE
+    if report["refusals"] or any(item["over_cap"] for item in report["spend"]):
+        return EXIT_OVER_PLAN
+    return 0
+
+
+def read_firings(text: str) -> list[dict[str, Any]]:
+    """The simulated firings of a ``--firings`` file: ``{"firings": [...]}``, the shape the
+    HTTP route takes, or the list alone. A usage error names what is wrong."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise click.UsageError(f"--firings is not JSON: {exc}") from exc
+    if isinstance(data, dict):
+        if set(data) != {"firings"}:
+            unknown = sorted(set(data) - {"firings"}) or ["no firings key"]
+            raise click.UsageError(
+                '--firings must be {"firings": [...]} or a list; '
+                f"found {', '.join(map(str, unknown))}"
+            )
+        data = data["firings"]
+    if not isinstance(data, list) or not all(isinstance(f, dict) for f in data):
+        raise click.UsageError(
+            '--firings must be {"firings": [...]} or a list, each firing an object'
+        )
+    return data
+
+
+def _print_rehearsal(report: dict[str, Any]) -> None:
     click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
     steps = report["timeline"]["steps"]
     for phase in report["timeline"]["phases"]:

@@ -18,7 +18,15 @@ import jinja2
 from aiohttp import web
 
 from pageant.console import filters
-from pageant.console.keys import API_PATHS, HOST, SESSION_KEY, SESSIONS, render_error
+from pageant.console.keys import (
+    API_PATHS,
+    HOST,
+    SESSION_KEY,
+    SESSIONS,
+    GameTokenSignedIn,
+    render,
+    render_error,
+)
 from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
 from pageant.db.errors import OperationalError
 from pageant.errors import PageantError
@@ -31,8 +39,10 @@ STATIC = Path(__file__).parent / "static"
 PAGE_MODULES = (
     "signin",
     "now",
+    "history",
     "runs",
     "events",
+    "announcement",
     "calendar",
     "switchboard",
     "plugins",
@@ -72,9 +82,16 @@ def mount(app: web.Application, host: Host) -> None:
     hours = host.settings.console_session_hours
     app[SESSIONS] = Sessions(host.settings.console_secret, max_age_seconds=int(hours * 3600))
     app.router.add_static("/static/", STATIC, name="static", append_version=True)
+    app.router.add_get("/favicon.ico", favicon)
     for name in PAGE_MODULES:
         module = importlib.import_module(f"pageant.console.{name}")
         app.router.add_routes(module.routes)
+
+
+async def favicon(request: web.Request) -> web.Response:
+    """Where a browser that asks for ``/favicon.ico`` finds the console's icon (the pages
+    also name it in a ``<link rel="icon">``)."""
+    return web.Response(status=301, headers={"Location": "/static/favicon.svg"})
 
 
 @web.middleware
@@ -106,6 +123,8 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
         if exc.status == 405:
             return render_error(request, 405, f"{request.method} is not allowed here.")
         return render_error(request, exc.status, exc.text or exc.reason)
+    except GameTokenSignedIn:
+        response = render(request, "game_token.html", status=403)
     except PageantError as exc:
         return render_error(request, exc.status, exc.message, exc.details)
     except OperationalError:

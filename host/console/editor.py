@@ -180,7 +180,11 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
         if advance is not None:
             phase["advance"] = advance
         phases.append(phase)
-    return {"schedule": schedule_from_form(form), "phases": phases}
+    out: dict[str, Any] = {"schedule": schedule_from_form(form), "phases": phases}
+    template = {k: _get(form, f"announce-{k}") for k in ("title", "body")}
+    if any(template.values()):
+        out["announcement"] = {k: v for k, v in template.items() if v}
+    return out
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -188,8 +192,9 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
 
 def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: Registry) -> str:
     """Apply a structural button (``add-phase``, ``add-step:0``, ``remove-step:0:1``,
-    ``add-cond:2``, ``remove-cond:2:0``, ``remove-phase:1``, ``refresh``) to ``spec`` in
-    place; answers a sentence saying what changed (shown until the author saves)."""
+    ``move-step:0:1:up``, ``move-phase:1:down``, ``add-cond:2``, ``remove-cond:2:0``,
+    ``remove-phase:1``, ``refresh``) to ``spec`` in place; answers a sentence saying what
+    changed (shown until the author saves)."""
     name, _, rest = op.partition(":")
     parts = [int(p) for p in rest.split(":") if p.isascii() and p.isdigit()] if rest else []
     phases = spec["phases"]
@@ -214,6 +219,22 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
         if parts[1] < len(steps):
             steps.pop(parts[1])
             return "Removed the step; save to keep the change."
+    if name == "move-phase" and len(parts) == 1 and parts[0] < len(phases):
+        to = parts[0] + (-1 if rest.endswith(":up") else 1)
+        if 0 <= to < len(phases):
+            phases[parts[0]], phases[to] = phases[to], phases[parts[0]]
+            return f"Moved phase {parts[0] + 1} to place {to + 1}; save to keep the order."
+        return "That phase cannot move further."
+    if name == "move-step" and len(parts) == 2 and parts[0] < len(phases):
+        steps = phases[parts[0]]["steps"]
+        to = parts[1] + (-1 if rest.endswith(":up") else 1)
+        if parts[1] < len(steps) and 0 <= to < len(steps):
+            steps[parts[1]], steps[to] = steps[to], steps[parts[1]]
+            return (
+                f"Moved step {parts[1] + 1} of phase {parts[0] + 1} to place {to + 1}; "
+                "save to keep the order."
+            )
+        return "That step cannot move further."
     if name in ("add-cond", "remove-cond") and parts and parts[0] < len(phases):
         gate = phases[parts[0]].get("advance")
         if not isinstance(gate, dict) or "on" not in gate:
@@ -230,6 +251,31 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
         gate["where"] = None if not leaves else leaves[0] if len(leaves) == 1 else {"all": leaves}
         return "Changed the conditions; save to keep them."
     return "Updated the form; save to keep the changes."
+
+
+def focus_after(spec: dict[str, Any], op: str) -> str:
+    """The id of the control the focus goes to once the form is drawn again after ``op``:
+    a moved step's or phase's button for the same direction at its new place, or the one
+    pressed; ``notice`` (the sentence saying what changed) when that is gone."""
+    name, _, rest = op.partition(":")
+    parts = rest.split(":") if rest else []
+    phases = spec.get("phases") or []
+    if name == "move-step" and len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
+        p, s, way = int(parts[0]), int(parts[1]), parts[2]
+        count = len(phases[p]["steps"]) if p < len(phases) else 0
+        to = s - 1 if way == "up" else s + 1
+        if 0 < to < count if way == "up" else 0 <= to < count - 1:
+            return f"op-move-step-{p}-{to}-{way}"
+        return "notice"
+    if name == "move-phase" and len(parts) == 2 and parts[0].isdigit():
+        p, way = int(parts[0]), parts[1]
+        to = p - 1 if way == "up" else p + 1
+        if 0 < to < len(phases) if way == "up" else 0 <= to < len(phases) - 1:
+            return f"op-move-phase-{to}-{way}"
+        return "notice"
+    if name in ("add-step", "add-phase", "add-cond", "refresh"):
+        return "op-" + op.replace(":", "-")
+    return "notice"
 
 
 # ── spec -> the editor's view ──────────────────────────────────────────────────
@@ -339,7 +385,12 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})
-    return {"schedule": schedule, "phases": phases}
+    announce = spec.get("announcement")
+    return {
+        "schedule": schedule,
+        "phases": phases,
+        "announcement": dict(announce) if isinstance(announce, dict) else {},
+    }
 
 
 # ── validation messages -> fields ──────────────────────────────────────────────
@@ -362,6 +413,63 @@ def place_errors(details: list[str]) -> dict[str, list[str]]:
                 path = f"{path}.{named.group(1)}"
         placed.setdefault(path, []).append(message)
     return placed
+
+
+_PART = re.compile(r"\.?([a-z_]+)(?:\[(\d+)\])?")
+#: How the form names the parts of a spec's path.
+_PART_WORDS = {
+    "phases": "Phase",
+    "steps": "step",
+    "params": "param",
+    "advance": "gate",
+    "all": "condition",
+    "where": "conditions",
+    "schedule": "Schedule",
+}
+_SWITCHBOARD_FIX = (
+    re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),
+    re.compile(r"\(set on ([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*)\)"),
+)
+
+
+def readable_path(path: str) -> str:
+    """A validator's path as the form numbers it: ``spec.phases[0].steps[1].params.count``
+    is "Phase 1, step 2, param count"; a path it cannot read is returned as it is."""
+    rest = path.removeprefix("body.").removeprefix("spec")
+    if not rest:
+        return "The event"
+    words: list[str] = []
+    pos = 0
+    while pos < len(rest):
+        match = _PART.match(rest, pos)
+        if match is None or match.end() == pos:
+            return path
+        name, index = match.groups()
+        word = _PART_WORDS.get(name, name)
+        if index is not None:
+            words.append(f"{word} {int(index) + 1}")
+        elif words and words[-1] == "param":
+            words[-1] = f"param {name}"
+        else:
+            words.append(word)
+        pos = match.end()
+    text = ", ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def readable(detail: str) -> dict[str, str | None]:
+    """One validation or verification problem for a person: ``{where, message, fix}`` —
+    where it is, as the form numbers it; what is wrong; and the page that fixes it (the
+    switchboard row of an action that is disabled or whose cap it is over), or None."""
+    match = _PATH.match(detail)
+    where, message = (readable_path(match.group(1)), match.group(2)) if match else ("", detail)
+    fix = None
+    for pattern in _SWITCHBOARD_FIX:
+        found = pattern.search(message)
+        if found:
+            fix = f"/switchboard/{found.group(1)}"
+            break
+    return {"where": where, "message": message, "fix": fix}
 
 
 WEEKDAY_NAMES = WEEKDAYS

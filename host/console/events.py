@@ -17,6 +17,7 @@ from aiohttp import web
 from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
 from pageant.console import editor
+from pageant.console.capmeter import meter
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
@@ -26,6 +27,7 @@ from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.gates.conditions import OPERATORS
 from pageant.plugins.options import resolve_options
+from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
 from pageant.runs.params import values_from_text
@@ -171,8 +173,11 @@ async def _editor(
     errors: list[str] | None = None,
     notice: str = "",
     fields: dict[str, str] | None = None,
+    partial: bool = False,
     **extra: Any,
 ) -> web.Response:
+    """The editor page, or with ``partial`` only its form (what htmx swaps in place after a
+    structural button: add, move or remove a phase, a step or a condition)."""
     host = host_of(request)
     registry = host.registry
     catalog_actions = sorted(registry.actions.values(), key=lambda a: a.id)
@@ -187,7 +192,7 @@ async def _editor(
     }
     return render(
         request,
-        "editor.html",
+        "_editor_form.html" if partial else "editor.html",
         status=status,
         event=event,
         fields=fields,
@@ -203,6 +208,8 @@ async def _editor(
         units=editor.AFTER_UNITS,
         errors=editor.place_errors(errors or []),
         all_errors=errors or [],
+        readable_errors=[editor.readable(e) for e in errors or []],
+        meter=await meter(host, spec),
         notice=notice,
         runs=runs,
         dormant=specs.dormant_items(event["spec"]),
@@ -259,7 +266,16 @@ async def save_event(request: web.Request) -> web.Response:
     op = _field(form, "op") or "save"
     if op != "save":
         notice = editor.apply_op(spec, op, form, host.registry)
-        return await _editor(request, event, spec, notice=notice, fields=fields)
+        return await _editor(
+            request,
+            event,
+            spec,
+            notice=notice,
+            fields=fields,
+            partial=request.headers.get("HX-Request") == "true",
+            unsaved=True,
+            focus=editor.focus_after(spec, op),
+        )
     problems: list[str] = []
     _check_fields(fields["title"], fields["timezone"], fields["description"], problems)
     try:
@@ -288,8 +304,23 @@ async def save_event(request: web.Request) -> web.Response:
             errors=exc.details or [exc.message],
             notice=exc.message,
             fields=fields,
+            unsaved=True,
         )
     return see_other(f"/events/{definition_id}?saved=1")
+
+
+@routes.post("/events/{id}/meter")
+async def cap_meter(request: web.Request) -> web.Response:
+    """The cap meter for the form as it stands (unsaved): htmx posts the editor's fields
+    here as they change and swaps the answer into the meter."""
+    require(request, AUTHORS)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    async with host.db.connect() as conn:
+        await definitions.require_definition(conn, definition_id)
+    form = await request.post()
+    spec = editor.spec_from_form(form, host.registry)
+    return render(request, "_meter.html", meter=await meter(host, spec))
 
 
 async def _refused(
@@ -319,6 +350,7 @@ async def publish(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
     host = host_of(request)
     definition_id = _event_id(request)
+    scheduled: list[int] = []
     try:
         async with host.db.begin() as conn:
             await definitions.publish_definition(
@@ -328,9 +360,11 @@ async def publish(request: web.Request) -> web.Response:
                 now=host.clock.now(),
                 actor=session.principal.actor,
                 horizon_days=host.settings.horizon_days,
+                created=scheduled,
             )
     except PageantError as exc:
         return await _refused(request, definition_id, exc)
+    await lifecycle.announce_scheduled(host, scheduled)
     host.wake()
     return see_other(f"/events/{definition_id}?published=1")
 
@@ -404,10 +438,22 @@ async def rehearse_published(request: web.Request) -> web.Response:
         )
     event = await _event(request, definition_id)
     outcome = report["outcome"]
+    tone = (
+        "bad"
+        if outcome["status"] == "failed"
+        else "ok"
+        if outcome["status"] == "completed"
+        and outcome["health"] == "ok"
+        and not report.get("refusals")
+        and not any(d.get("over_cap") for d in report.get("spend") or [])
+        else "warn"
+    )
     notice = (
         f"Rehearsed version {report['version']['number']}: the run ended {outcome['status']}"
         if outcome.get("ended_seconds") is not None
         else f"Rehearsed version {report['version']['number']}: the run stopped "
         f"{outcome['status']} ({outcome['health']})"
     ) + f" in {report['took_ms']} ms of real time; nothing was performed."
-    return await _editor(request, event, event["spec"], notice=notice, rehearsed=drawn(report))
+    return await _editor(
+        request, event, event["spec"], notice=notice, notice_tone=tone, rehearsed=drawn(report)
+    )

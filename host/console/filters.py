@@ -6,9 +6,13 @@ from datetime import datetime
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from pageant.console.rehearsal import duration
+from pageant.console.timeline import span_words, zone_of
 from pageant.schedules.recurrence import zone
+
+_UTC = zone("UTC")
 
 
 def when(value: datetime | None) -> str:
@@ -28,6 +32,33 @@ def local(value: datetime | None, tz: str) -> str:
         return when(value)
 
 
+def at(
+    value: datetime | None, tz: str = "UTC", *, seconds: bool = True, clock: bool = False
+) -> Markup:
+    """An instant as a ``<time>`` element: the wall clock of ``tz`` as its text, UTC in its
+    title (shown on hover) and the instant in ``datetime`` (which the console's script
+    rewrites into the viewer's zone when they ask for it). ``clock``: the time of day alone
+    (``20:01:07``), for a list of lines from one day."""
+    if value is None:
+        return Markup("")
+    utc = value.astimezone(_UTC)
+    try:
+        there = value.astimezone(zone_of(tz))
+    except ValueError:
+        there = utc
+    if clock:
+        text = there.strftime("%H:%M:%S")
+    else:
+        text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
+    stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    # strftime's digits, day names and zone abbreviations need no escaping; the zone's name
+    # is checked against the IANA list above, and escaped all the same.
+    return Markup(
+        f'<time datetime="{stamp}Z" title="{stamp[:10]} {stamp[11:]} UTC" data-zone="{escape(tz)}"'
+        f"{' data-clock' if clock else ''}>{text}</time>"
+    )
+
+
 def dst_note(adjusted: Any) -> str:
     """What a DST rule did to an occurrence, in words (empty when nothing)."""
     if not isinstance(adjusted, dict):
@@ -42,5 +73,7 @@ def dst_note(adjusted: Any) -> str:
 def install(env: jinja2.Environment) -> None:
     env.filters["when"] = when
     env.filters["local"] = local
+    env.filters["at"] = at
     env.filters["dst_note"] = dst_note
     env.filters["duration"] = duration
+    env.filters["span"] = span_words

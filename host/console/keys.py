@@ -24,6 +24,7 @@ HOME = "/now"
 #: (listed in ``app.PAGE_MODULES``) adds its row here.
 NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/now", "Now", STAFF),
+    ("/runs", "Runs", STAFF),
     ("/events", "Events", STAFF),
     ("/calendar", "Calendar", STAFF),
     ("/switchboard", "Switchboard", STAFF),
@@ -59,12 +60,18 @@ def _quote(text: str) -> str:
     return quote(text, safe="/")
 
 
+class GameTokenSignedIn(Forbidden):
+    """A ``game`` token signed in: it has no page, and is told what it is for."""
+
+
 def require(request: web.Request, roles: tuple[str, ...]) -> Session:
     """The session of a signed-in person whose role is among ``roles``; otherwise off to
     sign in (no session) or a 403 page (the role may not)."""
     session = session_of(request)
     if session is None:
         raise SignInRequired(request)
+    if session.principal.role == "game" and "game" not in roles:
+        raise GameTokenSignedIn("A game token has no console pages.")
     if session.principal.role not in roles:
         raise Forbidden(
             f"This page needs the role {' or '.join(roles)}; you are signed in as "

@@ -8,12 +8,15 @@ attention.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
 
 from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, require
+from pageant.db import runs as run_rows
+from pageant.events import definitions
 from pageant.runs.listing import RunFilter, list_runs
 
 routes = web.RouteTableDef()
@@ -22,6 +25,8 @@ routes = web.RouteTableDef()
 UNDER_WAY = ("starting", "running", "paused", "ending")
 #: The most runs the page lists (newest first); the summary counts every one.
 LIMIT = 200
+#: How far back the count of runs that ended badly looks.
+RECENT = timedelta(hours=24)
 
 
 async def _now(request: web.Request) -> dict[str, Any]:
@@ -29,6 +34,13 @@ async def _now(request: web.Request) -> dict[str, Any]:
         host_of(request), RunFilter(statuses=UNDER_WAY), before_id=None, limit=LIMIT
     )
     runs = found["items"]
+    host = host_of(request)
+    now = host.clock.now()
+    async with host.db.connect() as conn:
+        trouble = await run_rows.ended_in_trouble(conn, since=now - RECENT)
+        # Only asked when nothing is under way: whether there is any event to start yet.
+        any_event = bool(runs) or bool(await definitions.list_definitions(conn, limit=1))
+    since = (now - RECENT).strftime("%Y-%m-%dT%H:%M")
     # A person is what a parked step and a paused run both wait for (as the summary counts).
     waiting = [r for r in runs if (r["waiting_on"] or {}).get("reason") in ("parked", "paused")]
     return {
@@ -36,6 +48,9 @@ async def _now(request: web.Request) -> dict[str, Any]:
         "waiting_on_person": waiting,
         "summary": found["summary"],
         "more": found["next_before"] is not None,
+        "trouble": trouble,
+        "trouble_since": since,
+        "any_event": any_event,
     }
 
 

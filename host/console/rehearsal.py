@@ -4,15 +4,15 @@ The report is :func:`pageant.engine.rehearsal.rehearse`'s (every ``*_seconds`` a
 the virtual start). The page draws it with plain HTML and CSS: each bar's left edge and width
 are whole percentages of the axis, as classes (``l-0`` … ``l-100``, ``w-0`` … ``w-100`` in
 ``console.css``), since the pages' Content-Security-Policy allows no inline style. Every bar
-also says its times in words, so nothing is told by position alone.
+also says its times in words, so nothing is told by position alone; the axis is labelled at
+round offsets (:func:`pageant.console.timeline.ticks`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: How many ticks the axis is labelled with (both ends included).
-TICKS = 5
+from pageant.console.timeline import span_words, ticks
 
 
 def duration(seconds: float | None) -> str:
@@ -45,8 +45,8 @@ def _bar(start: float | None, end: float | None, span: float) -> dict[str, Any]:
     return {
         "left": min(left, 99),
         "width": max(1, right - left),
-        "from": duration(begin),
-        "to": duration(end) if end is not None else "",
+        "from": span_words(begin),
+        "to": span_words(end) if end is not None else "",
         "open": end is None,
     }
 
@@ -88,8 +88,8 @@ def drawn(report: dict[str, Any]) -> dict[str, Any]:
     return {
         **report,
         "span": span,
-        "span_words": duration(span),
-        "ticks": [duration(span * i / (TICKS - 1)) for i in range(TICKS)],
+        "span_words": span_words(span),
+        "ticks": ticks(span),
         "placed": placed,
         "stall_marks": marks,
     }

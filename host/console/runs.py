@@ -10,17 +10,25 @@ sentence, shown on the page.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
+from markupsafe import Markup, escape
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
+from pageant.console import timeline as drawing
+from pageant.console.filters import at
 from pageant.console.keys import host_of, render, require, see_other
+from pageant.db import phase_gates
 from pageant.errors import Conflict, Invalid, NotFound
+from pageant.events import definitions
 from pageant.runs import controls
 from pageant.runs.console import console, pinned_spec
+from pageant.runs.console_text import describe
 from pageant.runs.versions import phases_of
+from pageant.schedules.recurrence import zone
 
 routes = web.RouteTableDef()
 
@@ -70,41 +78,108 @@ def _run_id(request: web.Request, name: str = "run_id") -> int:
     return int(raw)
 
 
-async def _pinned_phases(request: web.Request, version_id: int) -> list[dict[str, Any]]:
+async def _pinned(request: web.Request, run: dict[str, Any]) -> dict[str, Any]:
+    """What the page reads beside the console: the pinned version's phases, the event's
+    zone, and every gate the run has opened (by phase)."""
     host = host_of(request)
     async with host.db.connect() as conn:
-        found = await pinned_spec(host, conn, version_id)
-    return (phases_of(found[1]) if found else None) or []
+        found = await pinned_spec(host, conn, run["version_id"])
+        event = await definitions.get_definition(conn, run["definition_id"])
+        gates = await phase_gates.gates_of_run(conn, run["id"])
+    return {
+        "phases": (phases_of(found[1]) if found else None) or [],
+        "tz": event.timezone if event is not None else "UTC",
+        "gates": {gate.phase: dict(gate._mapping) for gate in gates},
+    }
+
+
+def phase_state(index: int, current: int | None, status: str) -> str:
+    """Where a run is in its ``index``-th phase: ``done``, ``current``, ``ahead``, or, once
+    the run has ended, ``stopped here`` (where it ended without completing) and
+    ``not reached`` (after that)."""
+    if status == "completed" or (current is not None and index < current):
+        return "done"
+    if current == index:
+        return "current" if status not in TERMINAL else "stopped here"
+    return "not reached" if status in TERMINAL else "ahead"
+
+
+def _log_rows(lines: list[dict[str, Any]], tz: str) -> Markup:
+    """The log's rows: each line's time on the event's clock, its phase, the sentence the
+    terminal prints for it (the line as recorded behind a disclosure) and who.
+
+    Written here rather than by the template's loop, as are a step's cells: a long run's
+    page is mostly these rows, and this is several times faster."""
+    rows = []
+    for line in lines:
+        detail = ""
+        if line["detail"]:
+            recorded = escape(json.dumps(line["detail"], ensure_ascii=False, default=str))
+            detail = (
+                "\n        <details><summary>The line as recorded</summary>"
+                f'<code class="detail">{recorded}</code></details>'
+            )
+        rows.append(
+            f'<tr>\n      <td data-label="At">{at(line["at"], tz, clock=True)}</td>'
+            f'\n      <td data-label="Phase">{escape(line["phase"] or "")}</td>'
+            f'\n      <td data-label="What"><code class="kind">{escape(line["kind"])}</code> '
+            f"{escape(describe(line))}{detail}</td>"
+            f'\n      <td data-label="Who">{escape(line["actor"] or "")}</td>\n    </tr>'
+        )
+    return Markup("\n".join(rows))
+
+
+def _step_cells(step: dict[str, Any], tz: str, now: datetime) -> Markup:
+    """A step's cells in its phase's table, but its controls: its number (the one the
+    waiting sentence and the log use), label, action, status, attempts, when it started and
+    ended, how long it took, and its last error or note."""
+    status = "parked" if step["parked"] else step["status"]
+    words = "parked: waiting for a person" if step["parked"] else step["status"]
+    started, finished = step["started_at"], step["finished_at"]
+    took = drawing.span_words(((finished or now) - started).total_seconds()) if started else ""
+    detail = step["last_error"] or step["note"] or ""
+    return Markup(
+        f'<td data-label="Step">step {step["id"]}</td>'
+        f'\n          <td data-label="Label">{escape(step["label"])}</td>'
+        f'\n          <td data-label="Action"><code>{escape(step["action"])}</code></td>'
+        f'\n          <td data-label="Status"><span class="status s-{escape(status)}">'
+        f"{escape(words)}</span></td>"
+        f'\n          <td data-label="Attempts">{step["attempts"]}</td>'
+        f'\n          <td data-label="Started">{at(started, tz)}</td>'
+        f'\n          <td data-label="Ended">{at(finished, tz)}</td>'
+        f'\n          <td data-label="Took">{took}</td>'
+        f'\n          <td data-label="Detail">{escape(detail)}</td>'
+    )
 
 
 async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]:
     """The run console's data arranged for the page: each authored phase with its state
-    (done, current, ahead) and its steps (the rows once made; the authored ones before)."""
+    (done, current, ahead, stopped here, not reached) and its steps (the rows once made;
+    the authored ones before), the run drawn on a time axis, and the log in words."""
     run = data["run"]
-    phases = await _pinned_phases(request, run["version_id"])
+    pinned = await _pinned(request, run)
+    phases = pinned["phases"]
     keys = [p["key"] for p in phases]
     current = keys.index(run["current_phase"]) if run["current_phase"] in keys else None
+    now = host_of(request).clock.now()
     made: dict[str, list[dict[str, Any]]] = {}
     for step in data["steps"]:
-        made.setdefault(step["phase"], []).append(step)
+        made.setdefault(step["phase"], []).append(
+            {**step, "cells": _step_cells(step, pinned["tz"], now)}
+        )
     out = []
     for i, phase in enumerate(phases):
-        if run["status"] == "completed" or (current is not None and i < current):
-            state = "done"
-        elif current == i:
-            state = "current" if run["status"] not in TERMINAL else "stopped here"
-        else:
-            state = "ahead"
         out.append(
             {
                 "key": phase["key"],
                 "label": phase.get("label") or phase["key"],
-                "state": state,
+                "state": phase_state(i, current, run["status"]),
                 "steps": made.get(phase["key"], []),
                 "authored": phase.get("steps") or [],
                 "advance": phase.get("advance"),
             }
         )
+    drawn = drawing.draw(run, out, pinned["gates"], now=now, tz=pinned["tz"])
     waiting = run["waiting_on"] or {}
     gate = data["gate"]
     phase_settled = all(
@@ -125,6 +200,9 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "phases": out,
         "gate": gate,
         "log": data["log"][-LOG_LINES:],
+        "log_rows": _log_rows(data["log"][-LOG_LINES:], pinned["tz"]),
+        "tz": pinned["tz"],
+        "drawn": drawn,
         "log_total": data.get("log_total", len(data["log"])),
         "live": run["status"] not in TERMINAL,
         "offered": offered,
@@ -162,6 +240,9 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
                 "step_label": step["label"] if step else None,
                 "action": step["action"] if step else None,
                 "phase": step["phase"] if step else None,
+                "detail": payload.get("detail")
+                if isinstance(payload.get("detail"), dict)
+                else None,
             }
         )
     run = data["run"]
@@ -259,25 +340,39 @@ async def run_control(request: web.Request) -> web.Response:
     return see_other(f"/runs/{run_id}")
 
 
+def _local(at: datetime, tz: str) -> str:
+    return at.astimezone(zone(tz)).strftime("%a %Y-%m-%d %H:%M %Z")
+
+
 async def _reschedule(
     request: web.Request, run_id: int, form: Any, *, actor: str, reason: str
 ) -> web.Response:
     """Move a scheduled run (``controls.reschedule``, behind ``POST .../reschedule``): the
-    new start is a UTC date and time; a bad one is shown at its field."""
+    new start is a date and time on the event's wall clock; a bad one is shown at its
+    field, in that zone's words."""
+    host = host_of(request)
+    run = (await console(host, run_id, log_tail=0))["run"]
+    tz = (await _pinned(request, run))["tz"]
     sent = form.get("scheduled_for")
     raw = sent.strip() if isinstance(sent, str) else ""
     problem = ""
     try:
-        when = datetime.fromisoformat(raw).replace(tzinfo=UTC) if raw else None
+        when = datetime.fromisoformat(raw) if raw else None
     except ValueError:
         when = None
-    if when is None:
+    if when is None or when.tzinfo is not None:
         problem = f"Expected a date and time such as 2027-03-26T19:00; got {raw[:40]!r}."
     else:
-        try:
-            await controls.reschedule(
-                host_of(request), run_id, actor=actor, scheduled_for=when, reason=reason
+        when = when.replace(tzinfo=zone(tz)).astimezone(UTC)
+        now = host.clock.now()
+        if when <= now:
+            problem = (
+                f"{_local(when, tz)} is not later than now ({_local(now, tz)}); "
+                "choose a later start."
             )
+    if not problem and when is not None:
+        try:
+            await controls.reschedule(host, run_id, actor=actor, scheduled_for=when, reason=reason)
         except Invalid as exc:
             problem = "; ".join(d.split(": ", 1)[-1] for d in exc.details) or exc.message
     if problem:

@@ -47,7 +47,9 @@ class Sessions:
 
     def read(self, value: str | None) -> dict[str, Any] | None:
         """The cookie's payload, or None when it is missing, forged or expired."""
-        if not value:
+        # A cookie of bytes that are not ASCII (aiohttp keeps them as surrogates) is no
+        # cookie pageant signed.
+        if not value or not value.isascii():
             return None
         try:
             data = self._serializer.loads(value, max_age=self.max_age)
@@ -72,4 +74,5 @@ class Sessions:
 
 def csrf_ok(session: Session, sent: str | None) -> bool:
     """Whether a form's CSRF field matches its session's (compared in constant time)."""
-    return bool(sent) and hmac.compare_digest(session.csrf, str(sent))
+    # compare_digest refuses text that is not ASCII; no CSRF token pageant issues holds any.
+    return bool(sent) and str(sent).isascii() and hmac.compare_digest(session.csrf, str(sent))

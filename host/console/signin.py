@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import TypedDict
 
@@ -18,9 +19,17 @@ routes = web.RouteTableDef()
 SIGNIN_COOKIE = "pageant_signin"
 
 
-def _safe_next(raw: str | None) -> str:
-    # Only a path on this host: never an absolute or scheme-relative URL (an open redirect).
-    if raw and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw:
+#: A path on this host and its query, in the characters a URL carries unescaped: one ``/``
+#: first (never ``//``, a scheme-relative URL), and no tab, CR, LF, VT, FF, backslash, space
+#: or anything else a browser drops or turns into ``/`` before it resolves a Location (so
+#: ``/\t/evil.example`` cannot become ``//evil.example``), nor anything a header cannot carry.
+_SAFE_NEXT = re.compile(r"/(?!/)[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*")
+
+
+def safe_next(raw: str | None) -> str:
+    """Where to go after signing in: ``raw`` when it is a same-origin path of safe
+    characters, the default page otherwise (an open redirect refused)."""
+    if raw and _SAFE_NEXT.fullmatch(raw):
         return raw
     return HOME
 
@@ -39,8 +48,20 @@ def cookie_flags(request: web.Request) -> CookieFlags:
         "httponly": True,
         "samesite": "Strict",
         "path": "/",
-        "secure": request.secure,
+        "secure": request.secure
+        or (host_of(request).settings.trusted_proxy and forwarded_https(request)),
     }
+
+
+def forwarded_https(request: web.Request) -> bool:
+    """Whether the nearest proxy says the browser spoke HTTPS to it: the last value of
+    ``X-Forwarded-Proto``, or the ``proto`` of the last ``Forwarded`` element, is ``https``.
+    The last, because a proxy appends to what the client sent; ask this only when
+    ``trusted_proxy`` says a proxy stands in front."""
+    proto = request.headers.get("X-Forwarded-Proto", "").rpartition(",")[2].strip()
+    if not proto and request.forwarded:
+        proto = request.forwarded[-1].get("proto") or ""
+    return proto.lower() == "https"
 
 
 @routes.get("/")
@@ -55,7 +76,7 @@ def _signin_page(request: web.Request, status: int = 200, error: str = "") -> we
         "signin.html",
         status=status,
         signin_csrf=nonce,
-        next=_safe_next(request.query.get("next")),
+        next=safe_next(request.query.get("next")),
         error=error,
     )
     response.set_cookie(SIGNIN_COOKIE, nonce, max_age=3600, **cookie_flags(request))
@@ -72,7 +93,12 @@ async def signin(request: web.Request) -> web.Response:
     form = await request.post()
     nonce = request.cookies.get(SIGNIN_COOKIE)
     sent = form.get(CSRF_FIELD)
-    if not nonce or not isinstance(sent, str) or not secrets.compare_digest(nonce, sent):
+    if (
+        not nonce
+        or not isinstance(sent, str)
+        or not (nonce.isascii() and sent.isascii())  # compare_digest takes only ASCII text
+        or not secrets.compare_digest(nonce, sent)
+    ):
         return _signin_page(
             request, 403, "The sign-in form was out of date or not from this page; try again."
         )
@@ -87,7 +113,7 @@ async def signin(request: web.Request) -> web.Response:
         return _signin_page(request, 401, "That token is not valid.")
     sessions = request.app[SESSIONS]
     nxt = form.get("next")
-    response = see_other(_safe_next(nxt if isinstance(nxt, str) else None))
+    response = see_other(safe_next(nxt if isinstance(nxt, str) else None))
     response.set_cookie(
         COOKIE, sessions.issue(token), max_age=sessions.max_age, **cookie_flags(request)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import time
 import weakref
 from collections.abc import AsyncIterator
@@ -17,6 +18,14 @@ from pageant import jsoncodec
 from pageant.db import sqlite_driver
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+#: The longest a MariaDB connection may take to be made, and (with asyncmy) a statement's
+#: answer to begin arriving. Without them a server that accepts and never answers (a
+#: black-holed network) holds every caller for as long as the outage lasts; with them they
+#: meet an error that says the database is out of reach. A statement's bound is above
+#: MariaDB's own lock wait (50 s by default), so a lock wait still answers as itself.
+MARIADB_CONNECT_SECONDS = 10.0
+MARIADB_STATEMENT_SECONDS = 60.0
 
 #: A MariaDB connection back from the pool after resting this long is pinged before use (a
 #: server restart or its ``wait_timeout`` may have closed it meanwhile); one handed straight
@@ -122,7 +131,9 @@ def shown_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
+def create_engine(
+    url: str, *, statement_seconds: float | None = MARIADB_STATEMENT_SECONDS, **kwargs: Any
+) -> AsyncEngine:
     """Create the engine for ``url`` (``sqlite+aiosqlite``, or ``mysql+asyncmy`` — the MariaDB
     driver to name — or ``mysql+aiomysql``).
 
@@ -136,7 +147,9 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     MariaDB: READ COMMITTED (a compare-and-set must see the latest committed row, and gap
     locks of REPEATABLE READ serialise claims for nothing), no rollback-on-return (every
     caller commits or rolls back itself, and the extra round trip costs ~13%), and a ping
-    only for a connection that rested in the pool (:func:`ping_when_rested`).
+    only for a connection that rested in the pool (:func:`ping_when_rested`). A connection
+    is given up after :data:`MARIADB_CONNECT_SECONDS`, and (asyncmy) a statement after
+    ``statement_seconds`` (None: never; a migration's ``ALTER TABLE`` may take long).
     """
     # JSON columns are read through orjson (pageant.jsoncodec): the same values, faster.
     kwargs.setdefault("json_deserializer", jsoncodec.loads)
@@ -175,10 +188,41 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
     kwargs.setdefault("isolation_level", "READ COMMITTED")
     kwargs.setdefault("pool_reset_on_return", None)
     kwargs.setdefault("pool_recycle", 3600)
+    kwargs.setdefault(
+        "async_creator", bounded_connector(url, MARIADB_CONNECT_SECONDS, statement_seconds)
+    )
     server = create_async_engine(url, **kwargs)
     if not kwargs.get("pool_pre_ping"):
         ping_when_rested(server)
     return server
+
+
+def bounded_connector(url: str, seconds: float, statement_seconds: float | None) -> Any:
+    """A MariaDB driver's ``connect`` for ``url``, given up after ``seconds`` (the drivers'
+    own connect timeout covers the socket, not the server's greeting); asyncmy's statements
+    are bounded by ``statement_seconds`` (its ``read_timeout``)."""
+    parsed = make_url(url)
+    cargs, cparams = parsed.get_dialect()().create_connect_args(parsed)
+    driver = parsed.get_driver_name()
+    if driver == "asyncmy":
+        module = importlib.import_module("asyncmy")
+        driver_error = importlib.import_module("asyncmy.errors").OperationalError
+        if statement_seconds is not None:
+            cparams.setdefault("read_timeout", statement_seconds)
+    else:
+        module = importlib.import_module("aiomysql")
+        driver_error = importlib.import_module("pymysql.err").OperationalError
+
+    async def connect() -> Any:
+        try:
+            async with asyncio.timeout(seconds):
+                return await module.connect(*cargs, **cparams)
+        except TimeoutError as exc:
+            # The driver's own "cannot connect" (2003), so it reaches callers as every
+            # other failure to connect does.
+            raise driver_error(2003, f"no answer from the server within {seconds:g} s") from exc
+
+    return connect
 
 
 def ping_when_rested(engine: AsyncEngine, rest_seconds: float = PING_AFTER_IDLE_SECONDS) -> None:

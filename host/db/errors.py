@@ -6,9 +6,17 @@ anyone else can ask a question ("was this a conflict?") without knowing the serv
 
 from __future__ import annotations
 
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-__all__ = ["DatabaseError", "IntegrityError", "OperationalError", "is_retryable_conflict"]
+__all__ = [
+    "DatabaseError",
+    "IntegrityError",
+    "OperationalError",
+    "is_retryable_conflict",
+    "is_unavailable",
+    "reason_of",
+]
 
 #: Any error SQLAlchemy raises: an unreachable server, a missing database, a bad statement.
 DatabaseError = SQLAlchemyError
@@ -39,3 +47,46 @@ def is_retryable_conflict(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+#: MariaDB client errors that mean the server is out of reach: cannot connect (2002, 2003),
+#: gone away (2006), lost the connection (2013, 2055).
+_MYSQL_UNREACHABLE = frozenset({2002, 2003, 2006, 2013, 2055})
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when the database could not be reached at all (refused, gone away, no answer in
+    time, no pooled connection to be had): an outage to wait out, not a fault of the work
+    that met it. The chain is searched, as the drivers wrap the socket's error."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 20:
+        chain.append(seen)
+        orig = getattr(seen, "orig", None)
+        if isinstance(orig, BaseException) and orig is not seen and orig not in chain:
+            chain.append(orig)
+        seen = seen.__cause__ or seen.__context__
+    # A socket's error counts only under the database's: a client hanging up is no outage.
+    if not any(isinstance(e, SQLAlchemyError) for e in chain):
+        return False
+    for seen in chain:
+        if isinstance(seen, DBAPIError) and seen.connection_invalidated:
+            return True
+        if isinstance(seen, (OSError, TimeoutError, PoolTimeout)):
+            return True
+        orig = getattr(seen, "orig", seen)
+        args = getattr(orig, "args", ())
+        if args and args[0] in _MYSQL_UNREACHABLE:
+            return True
+    return False
+
+
+def reason_of(exc: BaseException) -> str:
+    """The innermost cause's first line: what a log line or a problem says about an outage."""
+    seen = exc
+    while (
+        inner := getattr(seen, "orig", None) or seen.__cause__
+    ) is not None and inner is not seen:
+        seen = inner
+    text = str(seen).strip()
+    return (text.splitlines()[0] if text else type(seen).__name__)[:200]

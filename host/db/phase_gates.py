@@ -192,3 +192,11 @@ async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) 
 async def force(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
     """Satisfy an open gate by a person's decision; False when it was already past."""
     return (await conn.execute(_FORCE, {"gate_id": gate_id, "now": now})).rowcount == 1
+
+
+_GATES_OF_RUN = select(*GATE_COLUMNS).where(g.run_id == bindparam("run_id")).order_by(g.id)
+
+
+async def gates_of_run(conn: AsyncConnection, run_id: int) -> list[Row]:
+    """Every gate row of a run (one per phase it entered that had a gate), oldest first."""
+    return list((await conn.execute(_GATES_OF_RUN, {"run_id": run_id})).all())

@@ -196,14 +196,22 @@ async def tryable_of_run(
 
 
 async def cleanup_candidates(
-    conn: AsyncConnection, now: datetime, *, limit: int, skip_owners: Sequence[str] = ()
+    conn: AsyncConnection,
+    now: datetime,
+    *,
+    limit: int,
+    skip_owners: Sequence[str] = (),
+    skip_runs: Sequence[int] = (),
 ) -> list[int]:
     """Runs with something to give back now, **selected from the rows**: a holding row that
     can still be tried, of a run that has ended (unless an admin left its world as it is)
     or of a lease whose deadline has passed. Rows of ``skip_owners`` (plugins that are
-    down) are left out, so what waits for them never crowds out what can go now."""
+    down) are left out, so what waits for them never crowds out what can go now; so are
+    ``skip_runs`` (being given back already, perhaps waiting on a slow plugin)."""
     u = event_runs.c
     owners = [x.owner.notin_(list(skip_owners))] if skip_owners else []
+    if skip_runs:
+        owners.append(x.run_id.notin_(list(skip_runs)))
     query = (
         select(x.run_id)
         .select_from(event_run_resources.join(event_runs, u.id == x.run_id))
@@ -218,6 +226,26 @@ async def cleanup_candidates(
         )
         .group_by(x.run_id)
         .order_by(x.run_id)
+        .limit(limit)
+    )
+    return list((await conn.execute(query)).scalars())
+
+
+async def unsettled_ended_runs(conn: AsyncConnection, *, after: int, limit: int) -> list[int]:
+    """Ended runs (id above ``after``) whose ``cleanup_status`` still says ``pending`` though
+    no row of theirs is left to try: the host stopped between a run's last release and the
+    status derived from it. Read by the cleanup stage after a start, in id order."""
+    u = event_runs.c
+    tryable = select(x.id).where(x.run_id == u.id, x.holding == 1, x.status.in_(TRYABLE)).exists()
+    query = (
+        select(u.id)
+        .where(
+            u.status.in_(TERMINAL_RUN_STATUSES),
+            u.cleanup_status == "pending",
+            u.id > after,
+            ~tryable,
+        )
+        .order_by(u.id)
         .limit(limit)
     )
     return list((await conn.execute(query)).scalars())

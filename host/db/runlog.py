@@ -145,3 +145,17 @@ async def prune(conn: AsyncConnection, cutoff: datetime, *, limit: int) -> int:
         return 0
     await conn.execute(_DELETE, {"ids": ids})
     return len(ids)
+
+
+async def creators(conn: AsyncConnection, run_ids: list[int]) -> dict[int, str | None]:
+    """Who made each of these runs: the actor of its ``run.created`` line (None for a run
+    the scheduler made, or one whose first line was pruned)."""
+    if not run_ids:
+        return {}
+    log = event_run_log.c
+    rows = await conn.execute(
+        select(log.run_id, log.actor).where(
+            log.run_id.in_(run_ids), log.kind == LogKind.RUN_CREATED.value
+        )
+    )
+    return {row.run_id: row.actor for row in rows}

@@ -8,6 +8,7 @@ state in the WHERE clause: a row that matched is a row that changed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -330,9 +331,13 @@ async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> No
     await conn.execute(_RELEASE, {"run_id": run_id, "owner": owner})
 
 
-async def release_claims_of(conn: AsyncConnection, owner: str) -> int:
-    """Hand back every run claim ``owner`` holds (a clean stop); answers how many."""
-    return (await conn.execute(_RELEASE_ALL, {"owner": owner})).rowcount
+async def release_claims_of(conn: AsyncConnection, owner: str, *, keep: Sequence[int] = ()) -> int:
+    """Hand back every run claim ``owner`` holds but those of the runs in ``keep`` (a clean
+    stop keeps none); answers how many."""
+    statement = _RELEASE_ALL
+    if keep:
+        statement = statement.where(r.id.not_in(list(keep)))
+    return (await conn.execute(statement, {"owner": owner})).rowcount
 
 
 async def reclaim_stale_runs(conn: AsyncConnection, now: datetime) -> int:
@@ -652,3 +657,18 @@ async def lock_free(conn: AsyncConnection, run_ids: list[int], *, now: datetime)
     if not run_ids:
         return []
     return list((await conn.execute(_FREE, {"run_ids": run_ids, "now": now})).scalars())
+
+
+async def ended_in_trouble(conn: AsyncConnection, *, since: datetime) -> dict[str, int]:
+    """Of the runs that ended at or after ``since``: how many ``failed``, and how many left
+    something in the world with nothing left to try (cleanup ``incomplete``)."""
+    ended = r.status.in_(TERMINAL_RUN_STATUSES)
+    row = (
+        await conn.execute(
+            select(
+                _count_where(r.status == "failed").label("failed"),
+                _count_where(r.cleanup_status == "incomplete").label("incomplete"),
+            ).where(ended, r.ended_at >= since)
+        )
+    ).one()
+    return {"failed": int(row.failed), "incomplete": int(row.incomplete)}

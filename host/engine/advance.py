@@ -283,6 +283,10 @@ async def _complete(
     completed = await in_outcome_transaction(host, finish)
     if completed is None:
         return TAKEN
+    if last_phase is not None:
+        # This caller moved the run from its last phase into ``ending``: the cleanup of what
+        # it holds is under way (the cleanup stage gives it back once the run has ended).
+        await lifecycle.announce(host, run_id, lifecycle.RUN_ENDING, phase=last_phase["key"])
     if completed:
         await lifecycle.announce(host, run_id, lifecycle.RUN_COMPLETED)
     return "completed"

@@ -411,7 +411,8 @@ async def dispatch_step(
         services=services,
     )
     started = time.perf_counter()
-    envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    async with engine.plugin_call(ledger.owner_of(action.id)):
+        envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
     metrics.dispatch_seconds.labels(action=step["action"]).observe(time.perf_counter() - started)
     extra = None
     if envelope.exception is not None:
@@ -555,6 +556,8 @@ async def record(
             action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]
+            elif envelope.resources and action is not None:
+                ledger.unrecorded_resources(host, action)
             if ahead is not None:
                 await ahead.look(conn, now=now)
             return CONTINUE

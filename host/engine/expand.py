@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import schedules
 from pageant.engine.contention import noted
+from pageant.runs import lifecycle
 from pageant.schedules import reconcile as schedule
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetim
         )
     if outcome.created or outcome.moved:
         log.debug("expanded event %s to %s: %s", row.id, end, outcome)
+    await lifecycle.announce_scheduled(host, outcome.created_runs)
     return True
 
 

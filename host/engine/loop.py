@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
+from pageant.engine.outage import Outage
 from pageant.engine.tick import STAGES
 from pageant.runs.versions import PinnedSpecs
 
@@ -62,10 +64,17 @@ class Engine:
         self.versions = PinnedSpecs()
         #: Run id -> the task advancing it in this process.
         self.inflight: dict[int, asyncio.Task[Any]] = {}
+        #: Run id -> the task giving back what it holds, beside the tick.
+        self.cleaning: dict[int, asyncio.Task[Any]] = {}
+        #: Whether this process's cleanup stage has settled the runs a stopped host left
+        #: ``pending`` with nothing to try (once per start).
+        self.unsettled_checked = False
         self.last_prune_at: datetime | None = None
         #: What the loop last asked the clock to sleep, in seconds.
         self.last_sleep: float | None = None
         self._slots = asyncio.Semaphore(host.settings.dispatch_concurrency)
+        #: The run tasks holding one of ``_slots`` now (see :meth:`plugin_call`).
+        self._slot_holders: set[asyncio.Task[Any]] = set()
         #: The shared transaction the answers of this host's steps are recorded in.
         self.outcomes = OutcomeBatch(host)
         self._wake = asyncio.Event()
@@ -79,6 +88,8 @@ class Engine:
         self.started_at: float | None = None
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
+        #: Whether (and since when) the database is out of reach, for one line each way.
+        self.outage = Outage()
         #: Whether the loop's next tick must be whole: something outside woke the engine
         #: (or nothing has ticked yet), or a run ended (its cleanup is due).
         self._outside = True
@@ -126,6 +137,14 @@ class Engine:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        cleaning = list(self.cleaning.values())
+        if cleaning:
+            # A give-back cut here spends nothing: the row is as it was, and the next
+            # host to start tries it again (a revert is final for its key, so twice is safe).
+            _, pending = await asyncio.wait(cleaning, timeout=max(0.0, deadline - loop.time()))
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*cleaning, return_exceptions=True)
         await self._hand_back()
         if self._session is not None:
             await self._session.close()
@@ -218,6 +237,9 @@ class Engine:
         """
         now = self._ticked_at = self.host.clock.now()
         started = time.perf_counter()
+        unreachable = False
+        if self.outage.since is not None:
+            unreachable = not await self._hand_back_stale_claims()
         for stage in STAGES:
             if only is not None and stage.__name__ not in only:
                 continue
@@ -229,8 +251,13 @@ class Engine:
                 )
             except ContentionPersisted:
                 pass  # logged at the bound; the next tick runs the stage again
-            except Exception:
-                log.exception("the %s stage failed; the tick goes on", stage.__name__)
+            except Exception as exc:
+                if self.outage.noted(exc, f"the {stage.__name__} stage"):
+                    unreachable = True
+                else:
+                    log.exception("the %s stage failed; the tick goes on", stage.__name__)
+        if not unreachable:
+            self.outage.answered()
         metrics = self.host.metrics
         metrics.tick_seconds.observe(time.perf_counter() - started)
         metrics.last_tick.set(time.time())
@@ -238,10 +265,72 @@ class Engine:
         if drain:
             await self.drain()
 
+    @asynccontextmanager
+    async def plugin_call(self, owner: str) -> AsyncIterator[None]:
+        """Around a call into ``owner``'s plugin from a run task: the run waits for one of
+        the plugin's own slots (``plugin_concurrency``) without holding a dispatch slot,
+        and holds both for the call. Performs that hang therefore hold at most
+        ``plugin_concurrency`` of the ``dispatch_concurrency`` slots, and another plugin's
+        runs still find one."""
+        task = asyncio.current_task()
+        if task is None or task not in self._slot_holders:
+            async with self.host.plugin_slots.of(owner):
+                yield
+            return
+        self._slot_holders.discard(task)
+        self._slots.release()
+        async with self.host.plugin_slots.of(owner):
+            # Cancelled before this, the task holds no dispatch slot, and its run task
+            # gives none back (it reads _slot_holders).
+            await self._slots.acquire()
+            self._slot_holders.add(task)
+            yield
+
+    async def _hand_back_stale_claims(self) -> bool:
+        """After an outage: hand back the run claims this host holds on runs it is not
+        working. A claim whose release met the outage (or whose commit the outage made
+        uncertain) would otherwise hold its run still until its lease expired - fifteen
+        minutes by default. Answers whether the database answered."""
+        try:
+            async with self.host.db.begin() as conn:
+                await runs.release_claims_of(conn, self.host.identity, keep=list(self.inflight))
+        except Exception as exc:
+            if not self.outage.noted(exc, "handing back claims"):
+                log.exception("could not hand back this host's stale claims")
+            return False
+        return True
+
     async def drain(self) -> None:
-        """Wait for every run task of this engine to finish."""
-        while self.inflight:
-            await asyncio.gather(*list(self.inflight.values()), return_exceptions=True)
+        """Wait for every run task and every give-back task of this engine to finish."""
+        while self.inflight or self.cleaning:
+            tasks = [*self.inflight.values(), *self.cleaning.values()]
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def give_back_beside(self, run_id: int, work: Coroutine[Any, Any, str]) -> None:
+        """Give back what one run holds in a task of its own, beside the tick: a revert
+        that hangs holds that run's cleanup, never the tick, and a run already being given
+        back is not given back twice at once."""
+        if run_id in self.cleaning or self.stopping:
+            work.close()
+            return
+        task = asyncio.create_task(
+            self._give_back_one(run_id, work), name=f"pageant-cleanup-{run_id}"
+        )
+        self.cleaning[run_id] = task
+
+    async def _give_back_one(self, run_id: int, work: Coroutine[Any, Any, str]) -> None:
+        try:
+            await work
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if noted(self.host, f"cleaning up run {run_id}", exc):
+                # Rolled back whole: the next tick's stage selects the run again.
+                asyncio.get_running_loop().call_later(jitter(1), self.wake)
+            else:
+                log.exception("could not clean up run %s; the next tick tries again", run_id)
+        finally:
+            self.cleaning.pop(run_id, None)
 
     def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         """Advance one run in a task of its own, bounded by ``dispatch_concurrency``."""
@@ -254,8 +343,17 @@ class Engine:
     async def _advance_one(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
         progressed = False
         try:
-            async with self._slots:
+            task = asyncio.current_task()
+            assert task is not None
+            await self._slots.acquire()
+            self._slot_holders.add(task)
+            try:
                 outcome, progressed = await work
+            finally:
+                # Held unless a plugin call gave it back and was cancelled taking it again.
+                if task in self._slot_holders:
+                    self._slot_holders.discard(task)
+                    self._slots.release()
             if outcome in ("completed", "failed"):
                 self._ended = True  # what it holds is the cleanup stage's to give back
         except asyncio.CancelledError:
@@ -269,7 +367,8 @@ class Engine:
                 asyncio.get_running_loop().call_later(jitter(collisions), self.wake)
             else:
                 self._collisions.pop(run_id, None)
-                log.exception("advancing run %s failed; the next tick tries again", run_id)
+                if not self.outage.noted(exc, f"advancing run {run_id}"):
+                    log.exception("advancing run %s failed; the next tick tries again", run_id)
         else:
             self._collisions.pop(run_id, None)
         finally:
@@ -304,8 +403,9 @@ class Engine:
                 at, stages = await due.next_instant_and_stages(
                     conn, after, stall_seconds=self.host.settings.stall_seconds
                 )
-        except Exception:
-            log.exception("could not read the next due instant; polling")
+        except Exception as exc:
+            if not self.outage.noted(exc, "reading the next due instant"):
+                log.exception("could not read the next due instant; polling")
             return poll
         if at is None:
             return poll

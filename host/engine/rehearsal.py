@@ -10,7 +10,8 @@ phase's entry and exit, each step's virtual start and end, as offsets from the o
 the worst-case spend per dimension against the current caps, every refusal the real run
 would meet, and the instant a run would turn ``stalled`` on a gate that never opens.
 
-The real database is only read (the version and the switchboard); nothing is written to it.
+The real database is only read (the version and the switchboard); nothing is written to it,
+and nothing of the made-up run reaches the host's log.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance import advance
+from pageant.engine.muting import muted
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.spec import validator as specs
@@ -154,18 +156,21 @@ async def rehearse(
     )
     rig.registry = dry_registry(host.registry)
     try:
-        async with throwaway.begin() as conn:
-            await rows.seed(
-                conn,
-                definition=definition,
-                version=version,
-                spec=spec,
-                settings=settings.values(),
-                now=start,
-            )
-        run_id, _ = await start_now(rig, definition.id, params=params, actor=ACTOR)
-        fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock)
-        report = await _report(rig, run_id, spec, start, settings, host.registry)
+        # The made-up run's log lines feed the report and never reach the host's log, where
+        # they would read as a real run's (:mod:`pageant.engine.muting`).
+        with muted():
+            async with throwaway.begin() as conn:
+                await rows.seed(
+                    conn,
+                    definition=definition,
+                    version=version,
+                    spec=spec,
+                    settings=settings.values(),
+                    now=start,
+                )
+            run_id, _ = await start_now(rig, definition.id, params=params, actor=ACTOR)
+            fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock)
+            report = await _report(rig, run_id, spec, start, settings, host.registry)
     finally:
         await rig.close()
         await throwaway.dispose()

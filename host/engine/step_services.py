@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from pageant.db import runlog
+from pageant.db import announcements, runlog
 from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import in_outcome_transaction
-from pageant.hookspecs import Posted
+from pageant.events.spec import announce
+from pageant.hookspecs import Announcement, Posted
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -185,6 +186,41 @@ class StepServices:
 
         async with self._host.db.begin() as conn:
             await resources.forget(conn, row_id)
+
+    # ── announcements (core's announce legs) ─────────────────────────────────
+
+    async def http_session(self) -> aiohttp.ClientSession:
+        """The engine's one HTTP session, for a built-in leg that reads more of an answer
+        than :meth:`post_json` tells (a chat service's rate limit)."""
+        return await self._session()
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait on the host's clock (a test's fake clock returns at once, moved on)."""
+        await self._host.clock.sleep(seconds)
+
+    async def announcement(self, message: str) -> Announcement:
+        """``message`` as this run's event template renders it (the run's version's
+        ``announce``; the message itself and the event's title without one)."""
+        async with self._host.db.connect() as conn:
+            row = await announcements.run_facts(conn, self.run_id)
+        if row is None:
+            return Announcement(title="", body=message)
+        spec = row.spec if isinstance(row.spec, dict) else {}
+        facts = announce.Facts(
+            title=row.title,
+            slug=row.slug,
+            timezone=row.timezone,
+            scheduled_for=row.scheduled_for,
+            public=row.visibility == "public",
+            phase=self.phase,
+            scope=row.scope,
+        )
+        return announce.announcement(
+            spec.get("announcement"),
+            message,
+            facts,
+            link_pattern=self._host.settings.public_page_url,
+        )
 
     async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
         """POST ``body`` (a JSON string, or data to encode) to ``url`` within the webhook

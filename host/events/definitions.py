@@ -25,6 +25,7 @@ from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
 from pageant.events.spec import validator as specs
+from pageant.events.spec.dormancy import as_registered
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
 from pageant.schedules import calendar
@@ -210,7 +211,8 @@ def event_object(
         "series_id": row.series_id,
         "visibility": row.visibility,
         "state": row.state,
-        "spec": row.spec,
+        # Dormancy as the registry stands now, not as it stood at the last save.
+        "spec": row.spec if registry is None else as_registered(row.spec, registry),
         "current_version": current,
         "version_verified": current is not None and current["verified_at"] is not None,
         "version_drift": version_drift(row.version_spec, registry) if current else [],
@@ -308,8 +310,12 @@ async def publish_definition(
     now: datetime,
     actor: str | None,
     horizon_days: int,
+    created: list[int] | None = None,
 ) -> AnyRow:
     """Freeze the working copy into the next numbered version and answer its row.
+
+    ``created``, when given, receives the ids of the runs the new schedule made: the caller
+    fires ``core.run.scheduled`` for them once its transaction has committed.
 
     The working copy is re-validated against the plugins installed now (``Invalid`` if it
     no longer holds); anything dormant refuses the publish (:class:`Dormant`, each item
@@ -387,7 +393,11 @@ async def publish_definition(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
-    await schedule.reconcile_schedule(conn, plan, now=now, end=end, registry=registry, actor=actor)
+    outcome = await schedule.reconcile_schedule(
+        conn, plan, now=now, end=end, registry=registry, actor=actor
+    )
+    if created is not None:
+        created.extend(outcome.created_runs)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
     return found

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pageant.errors import Invalid, PageantError
 from pageant.gates.conditions import check_payload
 from pageant.gates.emit import MAX_BATCH, check_firing, refusal
+from pageant.gates.firers import check_plugin_firing
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -61,8 +62,8 @@ class Check:
 
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
-    #: load, startup, perform, perform_fresh, cost, revert, option_source, option_example,
-    #: trigger, lease, leg, world, manifest.
+    #: load, startup, perform, perform_fresh, cost, revert, revert_final, option_source,
+    #: option_example, trigger, lease, leg, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -100,9 +101,9 @@ class KitServices:
 class KitContext:
     """What ``pageant_startup`` receives during a check: the plugin context without a host.
 
-    ``emit`` (and ``emit_batch``) refuses an unknown trigger, or a payload, key or ``at``
-    that does not fit, exactly as the emit path does, then counts no gates (there are none);
-    ``reconcile`` does nothing, and ``set_available`` is only kept.
+    ``emit`` (and ``emit_batch``) refuses another owner's trigger, an unknown trigger, or a
+    payload, key or ``at`` that does not fit, exactly as the emit path does, then counts no
+    gates (there are none); ``reconcile`` does nothing, and ``set_available`` is only kept.
     """
 
     def __init__(
@@ -122,6 +123,7 @@ class KitContext:
         key: str | None = None,
         at: datetime | None = None,
     ) -> dict[str, int]:
+        check_plugin_firing(trigger_id, self.owner)
         firing = check_firing(
             self.registry,
             trigger_id,
@@ -197,6 +199,8 @@ async def exercise(
             checks.append(await _perform_check(record.label, action, params, services, world))
             checks.append(_cost_check(record.label, action, params, registry))
         checks.append(await _revert_check(record.label, action, services, world))
+        if action.revert is not None:
+            checks.append(await _revert_final_check(record.label, action, services, world))
         for param in action.params:
             if param.option_source is None:
                 continue
@@ -376,6 +380,12 @@ async def _perform_check(
             "expected a dry run to send nothing",
         )
     if envelope.resources:
+        unrecorded = (
+            f"; and a {action.risk} action's resources are never recorded (only change and "
+            "irreversible actions' are): in a run the host drops them, and never gives them back"
+            if action.risk not in ("change", "irreversible")
+            else ""
+        )
         return Check(
             label,
             "perform",
@@ -383,7 +393,7 @@ async def _perform_check(
             "warning",
             f"{subject}: {call_text} answered ok with resources "
             f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; "
-            "a dry run should create nothing",
+            f"a dry run should create nothing{unrecorded}",
         )
     return Check(label, "perform", subject, "pass", f"{subject}: {call_text} answered ok")
 
@@ -493,6 +503,62 @@ async def _revert_check(label: str, action: Action, services: KitServices, world
     return Check(label, "revert", subject, "pass", f"{what} answered ok ({said})")
 
 
+async def _revert_final_check(
+    label: str, action: Action, services: KitServices, world: World
+) -> Check:
+    # A revert is final for its key (contract 1.2): a perform that arrives after it under
+    # the same key (a retry, or a call still in flight) must make nothing and answer ok
+    # with no resources; otherwise a slow game plus a cancel leaves what nobody gives back.
+    subject = action.id
+    key = f"contract-check:reverted-first:{uuid.uuid4().hex}"
+    params = {p.name: p.example for p in action.params}
+
+    def context() -> ActionContext:
+        return ActionContext(
+            params=params,
+            idempotency_key=key,
+            run=None,
+            verify=False,
+            deadline=datetime.now(UTC) + timedelta(milliseconds=action.budget_ms),
+            services=services,
+        )
+
+    timeout = action.budget_ms / 1000
+    revert, perform = action.revert, action.perform
+    assert revert is not None
+
+    async def call() -> Envelope:
+        reverted = await run_with_envelope(revert, context(), timeout=timeout)
+        if not reverted.ok:
+            return reverted
+        return await run_with_envelope(perform, context(), timeout=timeout)
+
+    envelope, changed = await _observed(world, call)
+    what = f"{subject}: perform after a revert under the same idempotency key"
+    if not envelope.ok or envelope.resources:
+        answered = describe(envelope, action)
+        if envelope.ok:
+            made = [f"{r.kind} {r.ref}" for r in envelope.resources]
+            answered = f"ok with {len(made)} resource(s) ({_show(made)})"
+        return Check(
+            label,
+            "revert_final",
+            subject,
+            "violation",
+            f"{what} answered {answered}; expected ok with no resources: "
+            "a revert is final for its key, and what arrives after it makes nothing",
+        )
+    if changed is not None:
+        return Check(
+            label,
+            "revert_final",
+            subject,
+            "violation",
+            f"{what} {changed}; expected a perform after its revert to make nothing",
+        )
+    return Check(label, "revert_final", subject, "pass", f"{what} answered ok and made nothing")
+
+
 async def _bounded(fn: Any, *args: Any) -> Any:
     async with asyncio.timeout(CALL_SECONDS):
         return await fn(*args)
@@ -506,7 +572,8 @@ async def _lease_check(label: str, lease: Lease) -> Check:
         original = await _bounded(lease.read, LEASE_TARGET)
         value = lease.example if lease.example is not None else original
         step = "apply"
-        baseline = await _bounded(lease.apply, LEASE_TARGET, value)
+        until = datetime.now(UTC) + timedelta(minutes=1)
+        baseline = await _bounded(lease.apply_until, LEASE_TARGET, value, until)
         step = "read after apply"
         applied = await _bounded(lease.read, LEASE_TARGET)
         step = "restore"

@@ -35,6 +35,7 @@ PROTOCOLS: tuple[type, ...] = (PluginContext, StepServices, Declarations, HostSe
 _BANNER = re.compile(r"^\s*#\s*──\s*(?P<title>[^─]+?)\s*─*\s*$")
 _ROLE = re.compile(r":\w+:`(?P<tilde>~?)(?P<target>[^`]+)`")
 _LITERAL = re.compile(r"``(?P<text>[^`]+)``")
+_PARAGRAPH_BREAK = re.compile(r"\n(?:[ \t]*\n)+")
 _LABEL = re.compile(r"^(?P<label>When|Returns|On failure|Parameters):\s*(?P<rest>.*)$", re.S)
 
 HEADER = """\
@@ -226,7 +227,10 @@ def _section(hook: Hook) -> list[str]:
 
 def _body(doc: str, members: tuple[Member, ...] = ()) -> list[str]:
     """A docstring as Markdown; ``members`` are listed before its example."""
-    paragraphs = doc.split("\n\n")
+    # Paragraphs split at any run of blank lines: an example's code with two blank lines
+    # between its functions must not leave a paragraph that starts with a newline and so
+    # escapes the indented-code check below (it was rendered a second time, as prose).
+    paragraphs = _PARAGRAPH_BREAK.split(doc)
     out = [_markdown(paragraphs[0]), ""]
     for paragraph in paragraphs[1:]:
         labelled = _LABEL.match(paragraph)

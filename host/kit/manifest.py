@@ -51,6 +51,15 @@ class Difference:
         return f"{self.kind} {where}"
 
 
+#: What the catalog shows that is not the plugin's contract: who declared it, what the host
+#: derives from it (an action's effective ``default_on_failure``), and what a boot found
+#: (the lease targets its self-check ``dropped``).
+NOT_CONTRACT = frozenset({"plugin", "default_on_failure", "dropped"})
+#: Optional fields of contract 1.2, recorded only when declared: a manifest written before
+#: them still matches a plugin that does not use them.
+SINCE_1_2 = frozenset({"on_failure", "self_check"})
+
+
 def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
     """One loaded plugin's part of the manifest: owner, range and everything it declared."""
     catalog = registry.catalog()
@@ -61,7 +70,11 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
     }
     for key, items in catalog.items():
         entry[key] = [
-            {k: v for k, v in item.items() if k != "plugin"}
+            {
+                k: v
+                for k, v in item.items()
+                if k not in NOT_CONTRACT and not (k in SINCE_1_2 and v is None)
+            }
             for item in items
             if item["plugin"] == record.label
         ]

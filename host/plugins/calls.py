@@ -11,6 +11,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from pageant.hookspecs.envelope import Envelope, classify
+from pageant.plugins.tracing import exception_text
+
+
+class PluginSlots:
+    """At most ``limit`` calls into one plugin at a time (perform, revert, restore).
+
+    Each plugin has slots of its own: a plugin whose calls hang fills only its own, and
+    another plugin's calls never queue behind them.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._slots: dict[str, asyncio.Semaphore] = {}
+
+    def of(self, owner: str) -> asyncio.Semaphore:
+        """The slots of the plugin that owns ``owner``'s ids."""
+        slots = self._slots.get(owner)
+        if slots is None:
+            slots = self._slots[owner] = asyncio.Semaphore(self.limit)
+        return slots
 
 
 def _retryable(reason: str, error: str) -> Envelope:
@@ -35,5 +55,6 @@ async def run_with_envelope(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # any plugin failure is an answer, never a crash of the host
-        return replace(_retryable("exception", f"{type(exc).__name__}: {exc}"), exception=exc)
+        error = f"{type(exc).__name__}: {exception_text(exc)}"
+        return replace(_retryable("exception", error), exception=exc)
     return classify(answer)

@@ -83,6 +83,8 @@ class PluginRecord:
     #: The plugin's own settings (its ``PLUGIN_INFO`` settings model, filled), if it has any.
     settings: Any = field(default=None, repr=False)
     info: Any = field(default=None, repr=False)
+    #: The lease targets its boot-time self-check dropped: ``{lease, target, reason}``.
+    dropped: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def label(self) -> str:

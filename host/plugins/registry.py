@@ -34,6 +34,21 @@ class Registry:
     legs: dict[str, AnnounceLeg] = field(default_factory=dict)
     #: (catalog key, id) -> the plugin label (``dist[entry]``) that declared it.
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (lease id, target) -> why the boot-time self-check dropped it (see
+    #: :mod:`pageant.plugins.lease_check`).
+    dropped_targets: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def lease_target_refusal(self, lease_id: str, target: str) -> str | None:
+        """Why ``target`` of the lease ``lease_id`` is not offered, or None when it is: it
+        was dropped at boot, or the lease names the targets it offers and not this one."""
+        dropped = self.dropped_targets.get((lease_id, target))
+        if dropped is not None:
+            return f"{lease_id} does not offer {target!r}: dropped at start, {dropped}"
+        lease = self.leases.get(lease_id)
+        if lease is not None and lease.self_check and target not in lease.self_check:
+            offered = ", ".join(sorted(lease.self_check))
+            return f"{lease_id} does not offer {target!r}; it offers {offered}"
+        return None
 
     def table(self, key: str) -> dict[str, Any]:
         return getattr(self, key)
@@ -63,6 +78,13 @@ class Registry:
                 if key == "actions":
                     data["has_cost"] = declaration.cost is not None
                     data["has_revert"] = declaration.revert is not None
+                    data["default_on_failure"] = declaration.default_on_failure
+                if key == "leases" and declaration.self_check:
+                    data["dropped"] = [
+                        {"target": target, "reason": self.dropped_targets[(ident, target)]}
+                        for target in declaration.self_check
+                        if (ident, target) in self.dropped_targets
+                    ]
                 data["plugin"] = self.owners[(key, ident)]
                 items.append(data)
             out[key] = items

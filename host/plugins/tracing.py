@@ -105,10 +105,23 @@ def last_frames(exc: BaseException, limit: int = 3) -> str:
     return "".join(shown.format()).rstrip()
 
 
+#: The most of an exception's message the host keeps, in characters: a plugin's exception
+#: is the host's sentence to store, so an enormous one is cut (and says so), never refused.
+MAX_EXCEPTION_CHARS = 4_000
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, cut to :data:`MAX_EXCEPTION_CHARS` with a note of how much was left out."""
+    text = str(exc)
+    if len(text) <= MAX_EXCEPTION_CHARS:
+        return text
+    return f"{text[:MAX_EXCEPTION_CHARS]}... ({len(text) - MAX_EXCEPTION_CHARS:,} more characters)"
+
+
 def describe_exception(exc: BaseException, roots: Iterable[Path | None] = ()) -> dict[str, Any]:
     """``{type, message, at}``: what a step's log line says about a plugin's exception."""
     return {
         "type": type(exc).__name__,
-        "message": str(exc),
+        "message": exception_text(exc),
         "at": innermost_frame(exc, roots),
     }

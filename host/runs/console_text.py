@@ -15,7 +15,7 @@ from typing import Any
 
 from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
-from pageant.timefmt import parse_instant
+from pageant.timefmt import instant_or_none
 
 Detail = Mapping[str, Any]
 
@@ -38,24 +38,15 @@ def render_console(console: Mapping[str, Any]) -> str:
 # ── words ─────────────────────────────────────────────────────────────────────
 
 
-def _instant(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return parse_instant(str(value))
-    except ValueError:
-        return None
-
-
 def _when(value: Any) -> str:
     """``2027-03-05 20:01:07 UTC``."""
-    at = _instant(value)
+    at = instant_or_none(value)
     return "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _clock(value: Any) -> str:
     """``20:01:07.250``: a log line's time of day, to the millisecond."""
-    at = _instant(value)
+    at = instant_or_none(value)
     if at is None:
         return str(value)
     return at.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
@@ -64,7 +55,7 @@ def _clock(value: Any) -> str:
 def _value(value: Any) -> str:
     if isinstance(value, str):
         # An instant reads as a time of day; anything else as its author would write it.
-        at = _instant(value) if len(value) >= 20 and value[4:5] == "-" else None
+        at = instant_or_none(value) if len(value) >= 20 and value[4:5] == "-" else None
         return _clock(at) if at is not None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, datetime):
         return _clock(value)
@@ -100,7 +91,7 @@ def _run(run: Mapping[str, Any], world: str | None = None) -> list[str]:
         *([["params", _pairs(run["params"])]] if run.get("params") else []),
         ["started", _when(run["started_at"])],
     ]
-    started, ended = _instant(run["started_at"]), _instant(run["ended_at"])
+    started, ended = instant_or_none(run["started_at"]), instant_or_none(run["ended_at"])
     if ended is not None:
         took = f", {(ended - started).total_seconds():.1f} s after it started" if started else ""
         rows.append(["ended", _when(ended) + took])
@@ -171,12 +162,19 @@ def _outcome(people: list[Mapping[str, Any]], tables: list[Mapping[str, Any]]) -
 # ── the log ───────────────────────────────────────────────────────────────────
 
 
-def _what(line: Mapping[str, Any]) -> str:
+def describe(line: Mapping[str, Any]) -> str:
+    """What one log line says, in words (``step 6: core.cue -> running``): the sentence
+    every surface that shows a run's log prints for it, without who did it."""
     detail = line["detail"] or {}
     say = _SAY.get(line["kind"], _pairs)
     text = say(detail)
     if line["step_id"] is not None:
         text = f"step {line['step_id']}: {text}"
+    return text
+
+
+def _what(line: Mapping[str, Any]) -> str:
+    text = describe(line)
     if line["actor"]:
         text += f"  (by {line['actor']})"
     return text
@@ -187,6 +185,12 @@ def _log(log: list[Mapping[str, Any]]) -> list[str]:
     for line in log:
         rows.append([_clock(line["at"]), line["kind"], line["phase"] or "-", _what(line)])
     return [f"Log ({len(log)} lines)", *_table(rows)]
+
+
+def log_sentence(line: Mapping[str, Any]) -> str:
+    """What one log line says, without its time, kind and phase (``step 4: shard.spawn ->
+    done  attempt=1; made 6 creatures (guardian, yew: c00001…c00006)``)."""
+    return _what(line)
 
 
 def render_log_line(line: Mapping[str, Any]) -> str:
@@ -202,8 +206,58 @@ def _status(detail: Detail) -> str:
 
 def _step_status(detail: Detail) -> str:
     text = f"{detail.get('action', '?')} -> {detail.get('to')}"
-    rest = _pairs(detail, skip=("action", "to"))
-    return f"{text}  {rest}" if rest else text
+    rest = _pairs(detail, skip=("action", "to", "resources"))
+    if rest:
+        text += f"  {rest}"
+    if detail.get("resources"):
+        text += f"; made {resources_sentence(detail['resources'])}"
+    return text
+
+
+def _confirmed(detail: Detail) -> str:
+    if "lease" in detail:
+        return (
+            f"borrowed {detail.get('target')} ({detail.get('lease')}): "
+            f"{_value(detail.get('baseline'))} -> {_value(detail.get('applied'))}"
+        )
+    resources = detail.get("resources") or []
+    return f"{detail.get('action', '?')}: recorded {resources_sentence(resources)}"
+
+
+def _refs(refs: list[str]) -> str:
+    """``c00001``, ``c00001, c00002`` or ``c00001…c00006``: a run of refs, shortened."""
+    return ", ".join(refs) if len(refs) <= 2 else f"{refs[0]}…{refs[-1]}"
+
+
+def _described(value: Any, key: str) -> str:
+    at = instant_or_none(value) if isinstance(value, str) and len(value) >= 20 else None
+    if at is not None:
+        return f"{key.replace('_', ' ')} {at.astimezone(UTC).strftime('%H:%M')}"
+    return str(value)
+
+
+def resources_sentence(resources: Any) -> str:
+    """What an envelope's ``resources`` made, as a person reads it: ``6 creatures (guardian,
+    yew: c00001…c00006) and 1 gate (closes at 20:31: gate-7f3a)``. Resources of one kind
+    and one description are counted together; the rest of each is its ``ref``."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for item in resources if isinstance(resources, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        described = ", ".join(
+            _described(value, key)
+            for key, value in item.items()
+            if key not in ("kind", "ref", "id") and not isinstance(value, (dict, list))
+        )
+        groups.setdefault((str(item.get("kind")), described), []).append(str(item.get("ref")))
+    if not groups:
+        return "nothing"
+    parts = []
+    for (kind, described), refs in groups.items():
+        plural = "" if len(refs) == 1 or kind.endswith("s") else "s"
+        what = f"{described}: {_refs(refs)}" if described else _refs(refs)
+        parts.append(f"{len(refs)} {kind}{plural} ({what})")
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
 
 
 def _announce(detail: Detail) -> str:
@@ -253,6 +307,7 @@ def _completed(detail: Detail) -> str:
 _SAY: dict[str, Callable[[Detail], str]] = {
     LogKind.RUN_STATUS: _status,
     LogKind.STEP_STATUS: _step_status,
+    LogKind.RESOURCE_CONFIRMED: _confirmed,
     LogKind.ANNOUNCE: _announce,
     LogKind.RUN_WAITING: _waiting,
     LogKind.PHASE_ENTERED: _entered,

@@ -27,14 +27,6 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
 
-#: A step's ``on_failure`` when its spec does not say (DESIGN §4): what to do with the run
-#: when the step fails for good depends on how much of the world the action can change.
-ON_FAILURE_BY_RISK = {
-    "notify": "skip",
-    "inspect": "skip",
-    "change": "pause",
-    "irreversible": "abort_run",
-}
 #: For an action nobody registers any more: stop and let a person look.
 ON_FAILURE_UNKNOWN = "pause"
 
@@ -57,7 +49,7 @@ def step_rows(
         action_id = step["action"]
         declared = registry.actions.get(action_id) if registry is not None else None
         on_failure = step.get("on_failure") or (
-            ON_FAILURE_BY_RISK[declared.risk] if declared is not None else ON_FAILURE_UNKNOWN
+            declared.default_on_failure if declared is not None else ON_FAILURE_UNKNOWN
         )
         rows.append(
             {

@@ -8,14 +8,20 @@
   key and no resources.
 * **Cleanup** is one stage of the tick, after advance: every run with a holding row that
   can still be tried — of a run that has ended, or of a lease past its deadline — is
-  selected from the rows themselves, and its rows are given back newest first. A failed
-  revert counts one attempt; at ``revert_max_attempts`` the row is ``revert_failed``.
-  ``cleanup_status`` is derived from the rows afterwards, never the other way round.
+  selected from the rows themselves, and its rows are given back newest first, by a task of
+  the run's own beside the tick. A failed revert counts one attempt; at
+  ``revert_max_attempts`` the row is ``revert_failed``. ``cleanup_status`` is derived from
+  the rows afterwards, never the other way round.
+* **A revert is final for its key** (contract 1.2): a step whose perform timed out is given
+  back by reverting its key with no resources, and that ok is the plugin's word that nothing
+  made under the key is, or will be, in the world. A reconcile afterwards could not add to
+  it: it sees only the rows the ledger holds, at one moment.
 * **Reconcile** asks a plugin which of the rows it holds are still in the world.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -24,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
+from pageant.db.errors import is_retryable_conflict
 from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.ledger.state import released, settle
@@ -47,6 +54,21 @@ def owner_of(action_id: str) -> str:
 
 def recorded(action: Action | None) -> bool:
     return action is not None and action.risk in RECORDED_RISKS
+
+
+def unrecorded_resources(host: Host, action: Action) -> None:
+    """A ``notify`` or ``inspect`` action answered ``resources``: the ledger records only
+    what ``change`` and ``irreversible`` actions make, so they are not given back at the
+    run's end. Said once per action and host, naming the plugin's action and the rule."""
+    host.warn_once(
+        f"unrecorded-resources:{action.id}",
+        "%s (risk %s) answered resources; only %s actions' resources are recorded and given "
+        "back at the run's end, so these are not: declare the action's risk as change (with "
+        "a revert) or stop reporting them",
+        action.id,
+        action.risk,
+        " and ".join(RECORDED_RISKS),
+    )
 
 
 async def record_placeholder(
@@ -126,17 +148,56 @@ async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -
 # ── cleanup ──────────────────────────────────────────────────────────────────
 
 
+#: How many ended runs one look for a ``cleanup_status`` never settled reads at a time.
+UNSETTLED_BATCH = 200
+
+
 async def cleanup(host: Host, now: datetime) -> None:
-    """The tick's cleanup stage: give back what ended runs and expired leases hold."""
+    """The tick's cleanup stage: give back what ended runs and expired leases hold.
+
+    Each run is given back by a task of its own beside the tick (``engine.give_back_beside``),
+    and a run already being given back is not selected again, so a plugin whose revert
+    hangs holds its own runs' cleanup and no stage, tick or other plugin's run. The first
+    stage after a start also settles the runs a stopped host left ``pending`` with nothing
+    left to try (:func:`settle_unsettled`).
+    """
+    engine = host.engine
+    if not engine.unsettled_checked:
+        await settle_unsettled(host, now)
+        engine.unsettled_checked = True
     async with host.db.connect() as conn:
         run_ids = await resources.cleanup_candidates(
-            conn, now, limit=host.settings.runs_per_tick, skip_owners=host.unavailable_owners()
+            conn,
+            now,
+            limit=host.settings.runs_per_tick,
+            skip_owners=host.unavailable_owners(),
+            skip_runs=tuple(engine.cleaning),
         )
     for run_id in run_ids:
-        try:
-            await give_back(host, run_id, now=now)
-        except Exception:
-            log.exception("could not clean up run %s", run_id)
+        engine.give_back_beside(run_id, give_back(host, run_id, now=now))
+
+
+async def settle_unsettled(host: Host, now: datetime) -> int:
+    """Derive ``cleanup_status`` again for every ended run that still says ``pending`` with
+    no row left to try: the host stopped between the last ``resource.reverted`` and the
+    status written from it, and the stage, which selects from holding rows, would never
+    look at such a run again. Answers how many runs it settled."""
+    after, settled = 0, 0
+    while True:
+        async with host.db.connect() as conn:
+            run_ids = await resources.unsettled_ended_runs(conn, after=after, limit=UNSETTLED_BATCH)
+        for run_id in run_ids:
+            async with host.db.begin() as conn:
+                if await settle(conn, run_id, now=now) != "pending":
+                    settled += 1
+        if len(run_ids) < UNSETTLED_BATCH:
+            break
+        after = run_ids[-1]
+    if settled:
+        log.info(
+            "settled the cleanup status of %d ended run(s) a stopped host left pending", settled
+        )
+    return settled
 
 
 async def give_back(
@@ -167,7 +228,9 @@ async def give_back(
                 await _restore(host, row, info, now=now, max_attempts=_max(host, rescue, row))
             else:
                 await _revert(host, row, info, now=now, max_attempts=_max(host, rescue, row))
-        except Exception:
+        except Exception as exc:
+            if is_retryable_conflict(exc):
+                raise  # the whole give-back is tried again; every write is a compare-and-set
             log.exception("could not give back resource %s of run %s", row.id, run_id)
     async with host.db.begin() as conn:
         status = await settle(conn, run_id, now=host.clock.now(), rescue=rescue)
@@ -239,7 +302,8 @@ async def _revert(host: Host, row: Any, info: RunInfo, *, now: datetime, max_att
         deadline=now + timedelta(milliseconds=REVERT_BUDGET_MS),
         resources=() if placeholder else (Resource(kind=row.kind, ref=row.ref, detail=detail),),
     )
-    envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
+    async with host.plugin_slots.of(row.owner):
+        envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
     now = host.clock.now()
     if envelope.ok:
         await _release(host, row, to="reverted", now=now, attempted=True)
@@ -262,9 +326,18 @@ async def _restore(
     lease = host.registry.leases.get(payload["lease"])
     if lease is None:
         return  # its plugin is not loaded: the row waits for it
+    async with host.plugin_slots.of(row.owner):
+        await _restore_lease(host, row, lease, payload, now=now, max_attempts=max_attempts)
+
+
+async def _restore_lease(
+    host: Host, row: Any, lease: Any, payload: dict[str, Any], *, now: datetime, max_attempts: int
+) -> None:
     target = payload["target"]
     try:
-        current = await lease.read(target)
+        # Bounded like a revert: a read or restore that hangs is a failed attempt.
+        async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
+            current = await lease.read(target)
         if "baseline" not in payload:
             # Reserved, and the answer of its apply never recorded (the host died between).
             if current == payload.get("applied"):
@@ -290,7 +363,8 @@ async def _restore(
                 detail={"found": current, "applied": payload.get("applied")},
             )
             return
-        await lease.restore(target, payload.get("baseline"))
+        async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
+            await lease.restore(target, payload.get("baseline"))
     except Exception as exc:
         await _fail(
             host,

@@ -1,9 +1,11 @@
 """Core's lifecycle triggers: a run's transitions, fired through the emit path.
 
-``core.run.started``, ``core.run.completed``, ``core.run.failed``, ``core.run.cancelled``
-and ``core.phase.entered`` are declared by the ``core`` plugin like any trigger, and fired
-here through :meth:`pageant.hosting.Host.emit` — the path a game server's firing takes — so
-a gate waits on them like on any other (``on: core.run.completed where event eq "muster"``).
+``core.run.scheduled`` (an occurrence materialised), ``core.run.started``,
+``core.run.ending`` (the last phase ended, cleanup under way), ``core.run.completed``,
+``core.run.failed``, ``core.run.cancelled`` and ``core.phase.entered`` are declared by the
+``core`` plugin like any trigger, and fired here through :meth:`pageant.hosting.Host.emit` —
+the path a game server's firing takes — so a gate waits on them like on any other
+(``on: core.run.completed where event eq "muster"``).
 
 Each is fired once per transition, by whoever won the transition's compare-and-set, and
 only **after** its transaction committed: a gate must never count a transition that was
@@ -24,16 +26,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.runs.lifecycle")
 
+RUN_SCHEDULED = "core.run.scheduled"
 RUN_STARTED = "core.run.started"
+RUN_ENDING = "core.run.ending"
 RUN_COMPLETED = "core.run.completed"
 RUN_FAILED = "core.run.failed"
 RUN_CANCELLED = "core.run.cancelled"
 PHASE_ENTERED = "core.phase.entered"
 #: Every lifecycle trigger: an event may not wait on its own (see :mod:`pageant.events`).
-TRIGGERS = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED, PHASE_ENTERED)
+TRIGGERS = (
+    RUN_SCHEDULED,
+    RUN_STARTED,
+    RUN_ENDING,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    RUN_CANCELLED,
+    PHASE_ENTERED,
+)
 #: The run status each run trigger reports.
 STATUS = {
+    RUN_SCHEDULED: "scheduled",
     RUN_STARTED: "running",
+    RUN_ENDING: "ending",
     RUN_COMPLETED: "completed",
     RUN_FAILED: "failed",
     RUN_CANCELLED: "cancelled",
@@ -58,6 +72,13 @@ async def payload_of(host: Host, run_id: int, trigger_id: str, phase: str | None
     }
 
 
+async def announce_scheduled(host: Host, run_ids: list[int]) -> None:
+    """Fire ``core.run.scheduled`` for each occurrence a schedule made: call it after the
+    transaction that made them committed."""
+    for run_id in run_ids:
+        await announce(host, run_id, RUN_SCHEDULED)
+
+
 async def announce(host: Host, run_id: int, trigger_id: str, *, phase: str | None = None) -> None:
     """Fire ``trigger_id`` for run ``run_id``: call it after the transition committed, and
     only when this caller made it. Never raises: a firing that fails is logged, and the run
@@ -68,5 +89,9 @@ async def announce(host: Host, run_id: int, trigger_id: str, *, phase: str | Non
         payload = await payload_of(host, run_id, trigger_id, phase)
         if payload:
             await host.emit(trigger_id, payload, actor=ACTOR)
-    except Exception:
+    except Exception as exc:
+        # A database outage is the engine's to report, once (pageant.engine.outage).
+        outage = getattr(host.engine, "outage", None)
+        if outage is not None and outage.noted(exc, f"firing {trigger_id} for run {run_id}"):
+            return
         log.exception("firing %s for run %s failed", trigger_id, run_id)

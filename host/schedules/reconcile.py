@@ -27,7 +27,7 @@ ever created: an outage does not manufacture history.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,8 @@ class Outcome:
     """What one schedule reconciliation changed."""
 
     created: int = 0
+    #: The runs made, in order: each is fired as ``core.run.scheduled`` after the commit.
+    created_runs: list[int] = field(default_factory=list)
     repinned: int = 0
     moved: int = 0
     superseded: int = 0
@@ -372,7 +374,7 @@ class _Work:
         await _note_not_due(self.conn, row.id, occ.at, self.now)
 
     async def create(self, occ: recurrence.Occurrence) -> None:
-        _, created = await create_run(
+        run_id, created = await create_run(
             self.conn,
             definition_id=self.plan.definition_id,
             version_id=self.plan.version_id,
@@ -390,6 +392,7 @@ class _Work:
         )
         if created:
             self.outcome.created += 1
+            self.outcome.created_runs.append(run_id)
 
 
 async def _note_not_due(conn: AsyncConnection, run_id: int, at: datetime, now: datetime) -> None:

@@ -13,6 +13,8 @@ from pageant import hookimpl
 PLUGIN_INFO = {"owner": "glimmer", "contract": "^1.0"}
 
 SHADES = ("amber", "violet")
+#: The keys reverted so far: a kindle under one makes nothing (a revert is final).
+DOUSED: set[str] = set()
 
 
 def cost(params: dict[str, Any]) -> dict[str, float]:
@@ -22,12 +24,13 @@ def cost(params: dict[str, Any]) -> dict[str, float]:
 async def kindle(ctx: Any) -> dict[str, Any]:
     if ctx.params["shade"] not in SHADES:
         return {"ok": False, "retry": False, "error": f"no such shade {ctx.params['shade']!r}"}
-    if ctx.verify:
+    if ctx.verify or ctx.idempotency_key in DOUSED:
         return {"ok": True}
     return {"ok": True, "resources": [{"kind": "glow", "ref": ctx.idempotency_key}]}
 
 
 async def douse(ctx: Any) -> dict[str, Any]:
+    DOUSED.add(ctx.idempotency_key)
     return {"ok": True}
 
 

@@ -185,7 +185,8 @@ class Leaky:
 
 
 class Hoarder:
-    """Its dry run answers resources, as though it had created them (a warning)."""
+    """Its dry run answers resources, as though it had created them (a warning); one of its
+    actions is a notify, whose resources no run would ever record."""
 
     PLUGIN_INFO = info("hoarder")
 
@@ -195,7 +196,10 @@ class Hoarder:
 
     @hookimpl
     def pageant_actions(self) -> list[dict[str, Any]]:
-        return [action("hoarder.stash", self.perform)]
+        return [
+            action("hoarder.stash", self.perform),
+            action("hoarder.tally", self.perform, risk="notify"),
+        ]
 
 
 class Hollow:
@@ -228,6 +232,32 @@ class Hollow:
             name="weight", type="number", description="How heavy.", example="heavy"
         )
         return [Trigger.model_construct(id="hollow.seen", label="Seen", variables=[weight])]
+
+
+class Revenant:
+    """Its revert takes back what a key made, but a perform that arrives afterwards under
+    the same key makes it again: a slow game plus a cancel leaves an orphan."""
+
+    PLUGIN_INFO = info("revenant")
+
+    def __init__(self) -> None:
+        self.world: dict[str, str] = {}
+
+    async def perform(self, ctx: Any) -> dict[str, Any]:
+        if ctx.verify:
+            return {"ok": True}
+        self.world[ctx.idempotency_key] = "ghost"
+        return {"ok": True, "resources": [{"kind": "ghost", "ref": ctx.idempotency_key[-8:]}]}
+
+    async def revert(self, ctx: Any) -> dict[str, Any]:
+        self.world.pop(ctx.idempotency_key, None)
+        return {"ok": True}
+
+    @hookimpl
+    def pageant_actions(self) -> list[dict[str, Any]]:
+        return [
+            action("revenant.haunt", self.perform, revert=self.revert, reversible="full"),
+        ]
 
 
 class Future:
@@ -266,6 +296,7 @@ PLUGINS = {
     "leaky": "Leaky",
     "hoarder": "Hoarder",
     "hollow": "Hollow",
+    "revenant": "Revenant",
     "future": "Future",
     "stalls": "Stalls",
 }

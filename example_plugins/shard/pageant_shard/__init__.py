@@ -60,8 +60,17 @@ class ShardSettings(BaseModel):
         0.0, ge=0, description="A world change's answer hangs this long after it is made."
     )
     fault_hang_count: int = Field(1, ge=0, description="How many world changes hang.")
+    fault_apply_delay_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="A spawn is applied this long after it is requested, whether or not "
+        "anyone still waits for its answer (a slow game).",
+    )
     fault_broadcast_acks_lost: int = Field(
         0, ge=0, description="The first N broadcasts are never acknowledged."
+    )
+    fault_revert_hang_seconds: float = Field(
+        0.0, ge=0, description="Every despawn hangs this long before it answers."
     )
     fault_revert_failures: int = Field(
         0, ge=0, description="The first despawn fails this many times, then succeeds."
@@ -90,7 +99,7 @@ class ShardPlugin:
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
             "owner": "shard",
-            "contract": "^1.1",
+            "contract": "^1.2",
             "settings": ShardSettings,
             "observe": self.observe,
         }
@@ -183,11 +192,14 @@ class ShardPlugin:
         if ctx.verify:
             return {"ok": True}
         try:
-            serials = self.world.spawn(ctx.idempotency_key, creature, region, count)
+            serials = await self._applied(
+                lambda: self.world.spawn(ctx.idempotency_key, creature, region, count)
+            )
             await self._maybe_hang()
         except ShardDown as exc:  # the host holds steps while we are down; a race lands here
             return {"ok": False, "retry": True, "error": str(exc)}
-        self._changed()
+        if serials:
+            self._changed()
         return {
             "ok": True,
             "resources": [
@@ -199,12 +211,15 @@ class ShardPlugin:
     async def despawn(self, ctx: ActionContext) -> dict[str, Any]:
         """Despawn the creatures named in ``ctx.resources`` — or, when the host has none to
         name (the spawn's answer was lost), everything spawned under the step's key.
-        A serial already gone is no error: a revert must be safe to repeat."""
+        A serial already gone is no error: a revert must be safe to repeat. The key is
+        final from here on: a spawn under it that reaches the shard later makes nothing."""
         if ctx.verify:
             return {"ok": True}
         serials = [r.ref for r in ctx.resources] or list(
             self.world.spawned.get(ctx.idempotency_key, [])
         )
+        if self.settings.fault_revert_hang_seconds:
+            await asyncio.sleep(self.settings.fault_revert_hang_seconds)
         if self._revert_fails(serials):
             return {
                 "ok": False,
@@ -213,7 +228,9 @@ class ShardPlugin:
                 f"{self.settings.fault_revert_failures})",
             }
         try:
-            self.world.despawn(serials)
+            # Final first, then given back: a spawn landing between the two makes nothing.
+            self.world.mark_reverted(ctx.idempotency_key)
+            self.world.despawn(serials + self.world.serials(ctx.idempotency_key))
         except ShardDown as exc:
             return {"ok": False, "retry": True, "error": str(exc)}
         return {"ok": True}
@@ -237,16 +254,20 @@ class ShardPlugin:
             await self._maybe_hang()
         except ShardDown as exc:
             return {"ok": False, "retry": True, "error": str(exc)}
+        if ref is None:  # reverted before it arrived: nothing was opened
+            return {"ok": True}
         self._changed()
         closes = self.world.gates[ref]["closes_at"]
         return {"ok": True, "resources": [{"kind": "gate", "ref": ref, "closes_at": closes}]}
 
     async def close_gate(self, ctx: ActionContext) -> dict[str, Any]:
-        """Close the gate (a gate already closed is no error)."""
+        """Close the gate (a gate already closed is no error). The key is final from here
+        on: an open under it that arrives later opens nothing."""
         if ctx.verify:
             return {"ok": True}
         refs = [r.ref for r in ctx.resources] or [f"gate-{ctx.idempotency_key[:12]}"]
         try:
+            self.world.mark_reverted(ctx.idempotency_key)
             for ref in refs:
                 self.world.close_gate(ref)
         except ShardDown as exc:
@@ -277,9 +298,12 @@ class ShardPlugin:
         self.world.require_up()
         return self.world.config.get(target)
 
-    async def apply_config(self, target: str, value: str) -> str | None:
-        """Set ``target`` to ``value``; answers the value it replaced (the baseline)."""
+    async def apply_config(self, target: str, value: str, until: datetime) -> str | None:
+        """Set ``target`` to ``value`` until ``until``; answers the value it replaced (the
+        baseline). Past ``until`` the shard puts the baseline back by itself, should pageant
+        be gone by then."""
         baseline = self.world.set_config(target, value)
+        self.world.lease(target, until, baseline)
         if self.simulation is not None and self.settings.fault_gm_after_seconds is not None:
             self.simulation.game_master_changes(target, self.settings.fault_gm_after_seconds)
         return baseline
@@ -287,6 +311,7 @@ class ShardPlugin:
     async def restore_config(self, target: str, baseline: str | None) -> None:
         """Put the baseline back (None: the key was unset). Safe to repeat."""
         self.world.set_config(target, baseline)
+        self.world.end_lease(target)
 
     # ── faults ───────────────────────────────────────────────────────────────
 
@@ -296,6 +321,29 @@ class ShardPlugin:
         if self._acks_lost < self.settings.fault_broadcast_acks_lost:
             self._acks_lost += 1
             await asyncio.Event().wait()  # never set: the acknowledgement is lost
+
+    async def _applied(self, change: Any) -> Any:
+        """Make ``change`` in the world and answer what it answered; with
+        ``fault_apply_delay_seconds`` the shard makes it that long after the request, and
+        makes it even when the caller stopped waiting (the request is already sent)."""
+        delay = self.settings.fault_apply_delay_seconds
+        if not delay:
+            return change()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+
+        def apply() -> None:
+            try:
+                made = change()
+            except Exception as exc:
+                if not answer.done():
+                    answer.set_exception(exc)
+                return
+            if not answer.done():
+                answer.set_result(made)
+
+        loop.call_later(delay, apply)
+        return await answer
 
     async def _maybe_hang(self) -> None:
         """The shard's answer to a world change is slow (``fault_hang_seconds``, for the first
@@ -431,6 +479,14 @@ class ShardPlugin:
                 "id": "shard.config",
                 "label": "A live configuration value",
                 "example": "2.0",
+                # Each key the lease offers, with a value the host probes it with at start:
+                # max_players is latched (read when the shard starts), so it is dropped.
+                "self_check": {
+                    "xp_rate": "1.5",
+                    "spawn_rate": "high",
+                    "weather": "storm",
+                    "max_players": "64",
+                },
                 "read": self.read_config,
                 "apply": self.apply_config,
                 "restore": self.restore_config,

@@ -77,6 +77,7 @@ class Simulation:
         if not self.world.up:
             return None
         self._close_expired_gates()
+        self.world.restore_expired_leases(datetime.now(UTC))
         free = [r for r in REGIONS if r not in self.world.bosses]
         possible = {
             "boss_spawns": bool(free),
@@ -144,11 +145,13 @@ class Simulation:
         self._back.set()
 
     def game_master_changes(self, name: str, after: float) -> None:
-        """In ``after`` seconds, a game master sets the config value ``name`` by hand."""
+        """In ``after`` seconds, a game master sets the config value ``name`` by hand, if it
+        is still leased then (a lease given back at once, as the host's start-up probe is,
+        is left alone)."""
 
         async def change() -> None:
             await asyncio.sleep(after)
-            if self.world.up:
+            if self.world.up and name in self.world.leased:
                 self.world.set_config(name, self.settings.fault_gm_value)
 
         self._spawn_task(change())

@@ -50,7 +50,14 @@ ITEMS: dict[str, str] = {
     "potion": "Healing potion",
 }
 #: The live configuration a game master (or a run, through a lease) may change.
-CONFIG: dict[str, str] = {"xp_rate": "1.0", "spawn_rate": "normal", "weather": "clear"}
+CONFIG: dict[str, str] = {
+    "xp_rate": "1.0",
+    "spawn_rate": "normal",
+    "weather": "clear",
+    "max_players": "32",
+}
+#: Configuration the shard reads only when it starts: a change waits for the next restart.
+LATCHED = frozenset({"max_players"})
 
 
 class ShardDown(Exception):
@@ -81,6 +88,15 @@ class World:
     notices: dict[str, str] = field(default_factory=dict)
     #: Region -> the boss alive there now (the simulation's, not an event's).
     bosses: dict[str, str] = field(default_factory=dict)
+    #: Latched key -> the value it takes at the next restart.
+    pending: dict[str, str | None] = field(default_factory=dict)
+    #: Config key -> {until, baseline}: what a lease set, and when the shard puts the
+    #: baseline back by itself if nobody has by then.
+    leased: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    #: The idempotency keys a revert was asked for: final, so a change requested under one
+    #: that arrives later (a retry, a request still on its way) makes nothing. Kept with the
+    #: world, but no part of what players see (nor of ``snapshot``).
+    reverted: list[str] = field(default_factory=list)
 
     # ── reading ──────────────────────────────────────────────────────────────
 
@@ -94,10 +110,23 @@ class World:
 
     # ── changing ─────────────────────────────────────────────────────────────
 
+    def is_reverted(self, key: str) -> bool:
+        return key in self.reverted
+
+    def mark_reverted(self, key: str) -> None:
+        """Make ``key`` final: nothing is made under it from now on."""
+        self.require_up()
+        if key not in self.reverted:
+            self.reverted.append(key)
+            self.save()
+
     def spawn(self, key: str, creature: str, region: str, count: int) -> list[str]:
         """Spawn ``count`` of ``creature`` in ``region`` under ``key``; spawning again under
-        the same key spawns nothing and answers the first spawn's serials."""
+        the same key spawns nothing and answers the first spawn's serials, and under a key
+        already reverted spawns nothing and answers none."""
         self.require_up()
+        if key in self.reverted:
+            return []
         if key not in self.spawned:
             made = []
             for _ in range(count):
@@ -122,9 +151,12 @@ class World:
         if self.creatures.pop(serial, None) is not None:
             self.save()
 
-    def open_gate(self, key: str, origin: str, to: str, closes_at: datetime) -> str:
-        """Open a gate from ``origin`` to ``to`` until ``closes_at``; once per key."""
+    def open_gate(self, key: str, origin: str, to: str, closes_at: datetime) -> str | None:
+        """Open a gate from ``origin`` to ``to`` until ``closes_at``; once per key, and not
+        under a key already reverted (None)."""
         self.require_up()
+        if key in self.reverted:
+            return None
         ref = f"gate-{key[:12]}"
         if ref not in self.gates:
             self.gates[ref] = {"from": origin, "to": to, "closes_at": closes_at.isoformat()}
@@ -157,9 +189,14 @@ class World:
             self.save()
 
     def set_config(self, name: str, value: str | None) -> str | None:
-        """Set (None: remove) a live configuration value; answers the value it replaced."""
+        """Set (None: remove) a live configuration value; answers the value it replaced. A
+        latched key keeps its value until the next restart, which takes the new one."""
         self.require_up()
         before = self.config.get(name)
+        if name in LATCHED:
+            self.pending[name] = value
+            self.save()
+            return before
         if value is None:
             self.config.pop(name, None)
         else:
@@ -175,7 +212,32 @@ class World:
     def come_up(self) -> None:
         self.up = True
         self.boot_id = uuid.uuid4().hex[:8]
+        for name, value in self.pending.items():  # a restart reads the latched keys anew
+            if value is None:
+                self.config.pop(name, None)
+            else:
+                self.config[name] = value
+        self.pending.clear()
         self.save()
+
+    def lease(self, name: str, until: datetime, baseline: str | None) -> None:
+        """Remember that a lease set ``name`` until ``until``, over ``baseline``."""
+        self.leased[name] = {"until": until.isoformat(), "baseline": baseline}
+        self.save()
+
+    def end_lease(self, name: str) -> None:
+        if self.leased.pop(name, None) is not None:
+            self.save()
+
+    def restore_expired_leases(self, now: datetime) -> list[str]:
+        """Put back, by the shard itself, every leased value whose lease ended before
+        ``now`` and that nobody restored: pageant is gone past the deadline. The keys."""
+        expired = [n for n, held in self.leased.items() if str(held["until"]) <= now.isoformat()]
+        for name in expired:
+            self.set_config(name, self.leased.pop(name)["baseline"])
+        if expired:
+            self.save()
+        return expired
 
     # ── keeping ──────────────────────────────────────────────────────────────
 
@@ -192,6 +254,8 @@ class World:
         "broadcasts",
         "notices",
         "bosses",
+        "pending",
+        "leased",
     )
 
     def snapshot(self) -> dict[str, Any]:
@@ -201,12 +265,10 @@ class World:
     def save(self) -> None:
         if self.path is None:
             return
+        doc = {**self.snapshot(), "reverted": self.reverted}
         with contextlib.closing(sqlite3.connect(self.path)) as db, db:
             db.execute("CREATE TABLE IF NOT EXISTS world (id INTEGER PRIMARY KEY, doc TEXT)")
-            db.execute(
-                "INSERT OR REPLACE INTO world (id, doc) VALUES (1, ?)",
-                (json.dumps(self.snapshot()),),
-            )
+            db.execute("INSERT OR REPLACE INTO world (id, doc) VALUES (1, ?)", (json.dumps(doc),))
 
     @classmethod
     def open(cls, path: str | Path | None) -> World:

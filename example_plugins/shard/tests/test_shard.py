@@ -91,6 +91,15 @@ async def test_the_revert_despawns_everything_under_the_key_and_repeats_harmless
     assert shard.world.creatures == {}
 
 
+async def test_a_spawn_or_a_gate_after_its_revert_makes_nothing(
+    pageant_kit: Kit, shard: ShardPlugin
+) -> None:
+    await pageant_kit.perform_after_revert("shard.spawn", SPAWN, idempotency_key="late")
+    gate = {"from": "yew", "to": "vesper", "minutes": 5}
+    await pageant_kit.perform_after_revert("shard.gate.open", gate, idempotency_key="late-gate")
+    assert (shard.world.spawned, shard.world.creatures, shard.world.gates) == ({}, {}, {})
+
+
 async def test_a_spawn_outside_the_world_fails_for_good(pageant_kit: Kit) -> None:
     nowhere = await pageant_kit.perform("shard.spawn", {**SPAWN, "region": "atlantis"})
     assert_failed(nowhere, retry=False, error="no such region 'atlantis'")

@@ -24,6 +24,9 @@ MAX_WISPS = 50
 
 #: The stand-in for a game world: idempotency key -> the wisps summoned under it.
 WORLD: dict[str, list[str]] = {}
+#: The keys a revert has been asked for: final, so a summon under one makes nothing
+#: (contract 1.2: a retry, or a call still on its way, lands after the revert).
+REVERTED: set[str] = set()
 #: Each region's weather, which a run may borrow (the ``wisps.weather`` lease).
 WEATHER: dict[str, str] = dict.fromkeys(COLOURS, "clear")
 
@@ -42,13 +45,14 @@ def cost(params: dict[str, Any]) -> dict[str, float]:
 
 
 async def summon(ctx: Any) -> dict[str, Any]:
-    """Summon ``count`` wisps of ``colour``; summoning twice under one key summons once."""
+    """Summon ``count`` wisps of ``colour``; summoning twice under one key summons once,
+    and under a key already reverted, not at all."""
     count, colour = ctx.params["count"], ctx.params["colour"]
     if colour not in COLOURS:
         return {"ok": False, "retry": False, "error": f"no such colour {colour!r}"}
     if not 1 <= count <= MAX_WISPS:
         return {"ok": False, "retry": False, "error": f"count must be 1 to {MAX_WISPS}"}
-    if ctx.verify:
+    if ctx.verify or ctx.idempotency_key in REVERTED:
         return {"ok": True}
     refs = WORLD.setdefault(
         ctx.idempotency_key, [f"{colour}-{ctx.idempotency_key[:8]}-{i}" for i in range(count)]
@@ -59,9 +63,11 @@ async def summon(ctx: Any) -> dict[str, Any]:
 async def dismiss(ctx: Any) -> dict[str, Any]:
     """Dismiss the wisps named in ``ctx.resources`` — or, when the host has none to name
     (the answer of the summon was lost), everything summoned under the step's key.
-    Dismissing what is not there succeeds: a revert must be safe to repeat."""
+    Dismissing what is not there succeeds: a revert must be safe to repeat. The key is
+    final from here on: a summon that arrives later under it makes nothing."""
     if ctx.verify:
         return {"ok": True}
+    REVERTED.add(ctx.idempotency_key)
     if not ctx.resources:
         WORLD.pop(ctx.idempotency_key, None)
         return {"ok": True}

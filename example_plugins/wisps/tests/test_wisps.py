@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pageant.testing import Kit, assert_failed, assert_log_kinds, assert_ok
+from pageant_wisps import WORLD
 
 SUMMON = {"colour": "north", "count": 2}
 
@@ -35,6 +36,11 @@ async def test_an_unknown_colour_fails_for_good(pageant_kit: Kit) -> None:
 
 async def test_dismiss_of_nothing_succeeds(pageant_kit: Kit) -> None:
     assert_ok(await pageant_kit.perform("wisps.summon", SUMMON, revert=True))
+
+
+async def test_a_summon_after_its_dismiss_summons_nothing(pageant_kit: Kit) -> None:
+    await pageant_kit.perform_after_revert("wisps.summon", SUMMON, idempotency_key="late")
+    assert "late" not in WORLD
 
 
 async def test_the_colours_are_the_option_values(pageant_kit: Kit) -> None:

@@ -59,6 +59,7 @@ from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
 from pageant.events.spec.params import PARAM_NAME
+from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER
 from pageant.schedules.recurrence import zone
@@ -450,6 +451,7 @@ async def update_event(request: web.Request) -> web.Response:
 async def publish_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
+    scheduled: list[int] = []
     async with host.db.begin() as conn:
         await definitions.publish_definition(
             conn,
@@ -458,10 +460,12 @@ async def publish_event(request: web.Request) -> web.Response:
             now=_now(request),
             actor=principal(request).actor,
             horizon_days=host.settings.horizon_days,
+            created=scheduled,
         )
         event = await definitions.render_event(
             conn, definition_id, now=_now(request), registry=request.app[HOST].registry
         )
+    await lifecycle.announce_scheduled(host, scheduled)
     request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
 

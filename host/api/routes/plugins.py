@@ -35,7 +35,18 @@ PLUGIN_LIST = {
                         "traceback",
                     )
                 }
-                | {"settings": {"type": ["object", "null"]}},
+                | {
+                    "settings": {"type": ["object", "null"]},
+                    "dropped": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                k: {"type": "string"} for k in ("lease", "target", "reason")
+                            },
+                        },
+                    },
+                },
             },
         }
     },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -10,7 +11,8 @@ from aiohttp import web
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.openapi import document
 from pageant.api.routing import Query, RouteTable, respond
-from pageant.db.migrate import schema_state
+from pageant.db.errors import is_unavailable, reason_of
+from pageant.db.migrate import SchemaState, head_revision, schema_state
 from pageant.hosting import Host
 from pageant.runs.console import runs_by_status
 
@@ -18,6 +20,9 @@ routes = RouteTable("system")
 
 #: The engine is unhealthy when it has not finished a tick for this many poll intervals.
 STALE_TICKS = 3
+#: The longest /healthz waits for the database: a load balancer's probe must be answered
+#: while the database is black-holed, not when the outage ends.
+DATABASE_ANSWER_SECONDS = 2.0
 
 HEALTH = {
     "type": "object",
@@ -89,9 +94,11 @@ def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
 )
 async def healthz(request: web.Request) -> web.Response:
     host = request.app[HOST]
-    state = await schema_state(host.db)
     engine, problems = engine_state(host)
-    if not state.up_to_date:
+    state, problem = await _schema(host)
+    if problem is not None:
+        problems.insert(0, problem)
+    elif not state.up_to_date:
         problems.append(f"schema: at {state.current or 'nothing'}, this pageant needs {state.head}")
     body: dict[str, Any] = {"schema": state.as_dict(), "engine": engine}
     if problems:
@@ -99,6 +106,21 @@ async def healthz(request: web.Request) -> web.Response:
     if "verbose" in request.query:
         return respond({"status": "degraded" if problems else "ok", **body})
     return respond({"status": "unhealthy" if problems else "ok", **body}, 503 if problems else 200)
+
+
+async def _schema(host: Host) -> tuple[SchemaState, str | None]:
+    """The schema's revision, read within :data:`DATABASE_ANSWER_SECONDS`; or, when the
+    database did not answer, an unknown revision and the problem saying why."""
+    try:
+        async with asyncio.timeout(DATABASE_ANSWER_SECONDS):
+            return await schema_state(host.db), None
+    except TimeoutError:
+        problem = f"database: no answer within {DATABASE_ANSWER_SECONDS:g} s"
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        problem = f"database: unreachable ({reason_of(exc)})"
+    return SchemaState(current=None, head=head_revision()), problem
 
 
 @routes.get(

@@ -1,10 +1,12 @@
 """Triggers: a game server tells pageant that something happened in the game.
 
 The ``game`` role exists for these routes and can do nothing else; an admin may fire too
-(to try a gate by hand). One firing's body is the payload: the trigger's declared variables,
-checked before anything is written; a batch's body is a list of firings, each checked on its
-own. A firing may carry an idempotency key (the ``Idempotency-Key`` header, or ``id`` in a
-batch), kept per token: the same key again answers the first answer and counts nothing.
+(to try a gate by hand). Core's lifecycle triggers are the host's alone: no token fires them
+(:mod:`pageant.gates.firers`). One firing's body is the payload: the trigger's declared
+variables, checked before anything is written; a batch's body is a list of firings, each
+checked on its own. A firing may carry an idempotency key (the ``Idempotency-Key`` header,
+or ``id`` in a batch), kept per token: the same key again answers the first answer and
+counts nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
 from pageant.errors import Invalid, NotFound
 from pageant.gates.emit import MAX_BATCH, MAX_KEY
+from pageant.gates.firers import check_outside_firing
 from pageant.plugins.registry import Registry
 
 routes = RouteTable("triggers")
@@ -126,6 +129,7 @@ async def fire(request: web.Request) -> web.Response:
     # The trigger before the body: an unknown trigger is a 404 whatever was sent with it.
     if trigger_id not in host.registry.triggers:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
+    check_outside_firing(trigger_id)
     payload = await read_json(request)
     key = request.headers.get(KEY_HEADER)
     if key is not None and not 1 <= len(key) <= MAX_KEY:
@@ -149,7 +153,7 @@ async def fire(request: web.Request) -> web.Response:
     roles=FIRERS,
     summary=(
         f"Fire a batch of up to {MAX_BATCH} firings in one transaction; answers one entry per "
-        "firing in order, a refused firing with its own 400 or 404"
+        "firing in order, a refused firing with its own 400, 403 or 404"
     ),
     body=batch_schema,
     response=BATCH_ANSWER,
@@ -158,4 +162,7 @@ async def fire_batch(request: web.Request) -> web.Response:
     host = request.app[HOST]
     items = await read_json(request)
     who = principal(request)
-    return respond(await host.emit_batch(items, actor=who.actor, issuer=issuer_of(request)))
+    answers = await host.emit_batch(
+        items, actor=who.actor, issuer=issuer_of(request), check=check_outside_firing
+    )
+    return respond(answers)

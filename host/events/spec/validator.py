@@ -53,8 +53,11 @@ from pageant.events.spec.advance import (  # noqa: F401
     parse_after,
     validate_advance,
 )
+from pageant.events.spec.announce import MAX_BODY as MAX_TEMPLATE_BODY
+from pageant.events.spec.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
+from pageant.events.spec.announce import validate_template
 from pageant.events.spec.messages import refuse_unknown, show
-from pageant.hookspecs.models import check_literal
+from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -64,7 +67,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -82,14 +85,6 @@ PHASE_KEYS = ("key", "label", "steps", "advance")
 STEP_KEYS = ("action", "label", "params", "on_failure", "action_version", "dormant")
 #: What a step does once its attempts are exhausted.
 ON_FAILURE = ("skip", "pause", "abort_run")
-#: A ``change`` action falling back to ``skip`` would advance a run over a half-changed
-#: world, which is why every action must declare its risk.
-ON_FAILURE_BY_RISK = {
-    "notify": "skip",
-    "inspect": "skip",
-    "change": "pause",
-    "irreversible": "abort_run",
-}
 
 # ── the bounds ─────────────────────────────────────────────────────────────────
 
@@ -123,7 +118,8 @@ def empty_spec() -> dict[str, Any]:
 
 
 def default_on_failure(risk: str) -> str:
-    """The disposition a step takes by default, from its action's risk class."""
+    """The disposition a step takes by default from its action's risk class alone (an
+    action may declare its own: :attr:`pageant.hookspecs.Action.default_on_failure`)."""
     return ON_FAILURE_BY_RISK.get(risk, "pause")
 
 
@@ -198,12 +194,16 @@ def validate(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
     phases = _phases(raw.get("phases"), registry, kept, types, errors)
+    template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
+    out: dict[str, Any] = {"schedule": schedule, "phases": phases}
     # Omitted when empty, so a spec without params reads as it always did.
     if declared:
-        return {"params": declared, "schedule": schedule, "phases": phases}
-    return {"schedule": schedule, "phases": phases}
+        out = {"params": declared, **out}
+    if template:
+        out["announcement"] = template
+    return out
 
 
 def _fan_out(
@@ -431,10 +431,15 @@ def _step(
             return _dormant_step(action_id, raw)
         errors.append(f'{path}.action: no plugin registers "{action_id}"')
         return None
+    before = len(errors)
     params = _params(declaration, raw.get("params"), f"{path}.params", types, errors)
+    if len(errors) == before:
+        errors.extend(
+            f"{path}: {problem}" for problem in _undeclared_costs(declaration, params, registry)
+        )
     on_failure = raw.get("on_failure")
     if on_failure is None:
-        on_failure = default_on_failure(declaration.risk)
+        on_failure = declaration.default_on_failure
     elif on_failure not in ON_FAILURE:
         errors.append(
             f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {show(on_failure)}"
@@ -450,6 +455,28 @@ def _step(
         "action_version": declaration.version,
         "dormant": False,
     }
+
+
+def _undeclared_costs(declaration: Action, params: dict[str, Any], registry: Registry) -> list[str]:
+    """Each dimension the step's ``cost`` names that no installed plugin declares.
+
+    Found at save, so the author reads it where the step is written rather than at verify,
+    rehearsal or dispatch. A ``cost`` that raises or answers something other than a mapping
+    is verify's to report (with the amounts, against the caps): here it names nothing.
+    """
+    if declaration.cost is None:
+        return []
+    try:
+        answer = declaration.cost(dict(params))
+    except Exception:  # a plugin's cost failing is reported, with its reason, by verify
+        return []
+    if not isinstance(answer, dict):
+        return []
+    return [
+        f"{show(str(dimension))} is not a budget dimension any installed plugin declares"
+        for dimension in sorted(map(str, answer))
+        if dimension not in registry.budgets
+    ]
 
 
 def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
@@ -623,6 +650,16 @@ SPEC_SCHEMA: dict[str, Any] = {
                 },
                 ["key"],
             ),
+        },
+        "announcement": {
+            "type": "object",
+            "description": "the event's announcement template: title and body, each a text "
+            "with placeholders in braces (docs/announcements.md)",
+            "properties": {
+                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_TITLE},
+                "body": {"type": "string", "minLength": 1, "maxLength": MAX_TEMPLATE_BODY},
+            },
+            "additionalProperties": False,
         },
     },
     "additionalProperties": False,
