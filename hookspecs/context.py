@@ -170,14 +170,35 @@ class PluginContext(Protocol):
         """What every loaded plugin declared."""
         ...
 
-    async def emit(self, trigger_id: str, payload: dict[str, Any]) -> Mapping[str, int]:
+    async def emit(
+        self,
+        trigger_id: str,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+    ) -> Mapping[str, int]:
         """Fire ``trigger_id`` with ``payload``, feeding phase gates as the HTTP fire route
         does; answers ``{"gates_matched": n, "gates_closed": m}``. Raises
         ``pageant.errors.Invalid`` naming the variable when the payload does not fit the
-        trigger's declared variables, ``pageant.errors.NotFound`` for a trigger no
-        plugin registers, and ``pageant.errors.Forbidden`` for a trigger of another owner
-        (core's lifecycle triggers among them): a plugin fires only its own owner's
-        triggers (contract 1.2)."""
+        trigger's declared variables (or ``key`` or ``at`` does not fit),
+        ``pageant.errors.NotFound`` for a trigger no plugin registers, and
+        ``pageant.errors.Forbidden`` for a trigger of another owner (core's lifecycle
+        triggers among them): a plugin fires only its own owner's triggers (contract 1.2).
+
+        ``key`` (contract 1.2, 1 to 200 characters) makes a retry safe: a key this plugin
+        sent before (kept at least a day) answers the first answer and counts nothing.
+        ``at`` (contract 1.2) is when it happened in the game, timezone-aware, not ahead of
+        the host's clock and not older than the host's ``firing_max_age_seconds``."""
+        ...
+
+    async def emit_batch(self, firings: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+        """Fire up to 500 firings, ``{"trigger", "payload", "id"?, "at"?}`` each, in one
+        transaction, as ``POST /api/v1/triggers/fire`` does. Answers one entry per firing in
+        order: ``{"status": 200, "gates_matched", "gates_closed"}``, or a refused firing's
+        ``{"status": 400 | 403 | 404, "error": {...}}`` (it changes nothing, and the others
+        are still recorded; 403 for another owner's trigger). Raises
+        ``pageant.errors.Invalid`` for a list empty or past 500. Added in contract 1.2."""
         ...
 
     async def reconcile(self) -> None:

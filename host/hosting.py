@@ -10,7 +10,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
@@ -64,6 +64,7 @@ class Host:
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
         self._metrics: Any = None
+        self._firings: Any = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -198,6 +199,7 @@ class Host:
             owner,
             registry=self.registry,
             emit=functools.partial(self.emit_as_plugin, owner),
+            emit_batch=functools.partial(self.emit_batch_as_plugin, owner),
             reconcile=self.reconcile,
             set_available=self.mark_unavailable,
             settings=settings,
@@ -229,36 +231,140 @@ class Host:
                 except Exception:
                     log.exception("reconcile of %s failed", record.owner)
 
+    @property
+    def firings(self) -> Any:
+        """The emit path (:class:`pageant.gates.emit.Firings`), made on first use."""
+        if self._firings is None:
+            from pageant.gates.emit import Firings
+
+            self._firings = Firings(
+                self.registry,
+                self.db,
+                self.clock,
+                self.settings,
+                lambda: self.wake(advance_only=True),  # a gate closed: advance's to do
+            )
+        return self._firings
+
     async def emit(
-        self, trigger_id: str, payload: Any, *, actor: str | None = None
+        self,
+        trigger_id: str,
+        payload: Any,
+        *,
+        actor: str | None = None,
+        key: str | None = None,
+        at: Any = None,
+        issuer: str | None = None,
     ) -> dict[str, int]:
         """Fire ``trigger_id`` with ``payload``: the emit path that feeds phase gates.
 
-        Every open ``on`` gate waiting on the trigger evaluates the firing; a match is
-        counted, and the gate closes when its tally reaches its count (the engine is woken).
-        Answers ``{gates_matched, gates_closed}``. Raises :class:`~pageant.errors.NotFound`
-        for a trigger no plugin registers and :class:`~pageant.errors.Invalid` naming the
-        variable for a payload that does not fit its declaration (nothing is written).
-        ``actor`` is who fired (kept on the log lines).
+        Every open ``on`` gate the firing can count for evaluates it; a match is counted,
+        and the gate closes when its tally reaches its count (the engine is woken). Answers
+        ``{gates_matched, gates_closed}``. Raises :class:`~pageant.errors.NotFound` for a
+        trigger no plugin registers and :class:`~pageant.errors.Invalid` naming the problem
+        for a payload, ``key`` or ``at`` that does not fit (nothing is written). ``actor``
+        is who fired (kept on the log lines); a ``key`` already sent by ``issuer`` answers
+        its first answer and counts nothing.
         """
-        from pageant.gates.emit import fire
-
-        answer = await fire(
-            self.registry, self.db, self.clock.now(), trigger_id, payload, actor=actor
-        )
-        if answer["gates_closed"]:
-            self.wake(advance_only=True)  # the gate's run moves on: advance's to do
+        firing = self.firings.check(trigger_id, payload, key=key, at=at)
+        (answer,) = await self.firings.fire([firing], issuer=issuer, actor=actor)
         return answer
 
+    async def emit_batch(
+        self,
+        items: Any,
+        *,
+        actor: str | None = None,
+        issuer: str | None = None,
+        check: Callable[[str], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Fire a batch, ``[{"trigger", "payload", "id"?, "at"?}, ...]``, in one transaction.
+
+        Answers one entry per item, in order: ``{"status": 200, gates_matched,
+        gates_closed}``, or the refused item's own ``{"status": 400 | 404, "error": ...}``;
+        a refused item changes nothing and does not sink the others. ``check`` is asked
+        about each item's trigger (who may fire it, :mod:`pageant.gates.firers`); what it
+        raises is that item's answer. Raises
+        :class:`~pageant.errors.Invalid` when ``items`` is not a list of at most
+        :data:`pageant.gates.emit.MAX_BATCH` objects.
+        """
+        from pageant.errors import Invalid, PageantError
+        from pageant.gates.emit import MAX_BATCH, refusal
+
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
+            raise Invalid(
+                f"expected a list of 1 to {MAX_BATCH} firings",
+                details=[f"body: a list of {{trigger, payload, id?, at?}}, at most {MAX_BATCH}"],
+            )
+        answers: list[dict[str, Any] | None] = [None] * len(items)
+        firings = []
+        kept = []
+        for i, item in enumerate(items):
+            path = f"body[{i}]"
+            try:
+                if not isinstance(item, dict):
+                    raise Invalid("a firing is an object", details=[f"{path}: expected an object"])
+                unknown = sorted(set(item) - {"trigger", "payload", "id", "at"})
+                if unknown:
+                    raise Invalid(
+                        "unknown keys in a firing",
+                        details=[
+                            f"{path}.{name}: unknown key; expected trigger, payload, id, at"
+                            for name in unknown
+                        ],
+                    )
+                if check is not None and isinstance(item.get("trigger"), str):
+                    check(item["trigger"])
+                firing = self.firings.check(
+                    item.get("trigger"),
+                    item.get("payload", {}),
+                    key=item.get("id"),
+                    at=item.get("at"),
+                    path=path,
+                    payload_path=f"{path}.payload",
+                )
+            except PageantError as refused:
+                answers[i] = refusal(refused)
+                continue
+            firings.append(firing)
+            kept.append(i)
+        for i, answer in zip(
+            kept, await self.firings.fire(firings, issuer=issuer, actor=actor), strict=True
+        ):
+            answers[i] = {"status": 200, **answer}
+        return [answer or {} for answer in answers]
+
     async def emit_as_plugin(
-        self, owner: str, trigger_id: str, payload: Any, *, actor: str | None = None
+        self,
+        owner: str,
+        trigger_id: str,
+        payload: Any,
+        *,
+        actor: str | None = None,
+        key: str | None = None,
+        at: Any = None,
+        issuer: str | None = None,
     ) -> dict[str, int]:
         """A plugin's ``context.emit``: :meth:`emit`, refused with
         :class:`~pageant.errors.Forbidden` for a trigger another owner declares."""
         from pageant.gates.firers import check_plugin_firing
 
         check_plugin_firing(trigger_id, owner)
-        return await self.emit(trigger_id, payload, actor=actor)
+        return await self.emit(trigger_id, payload, actor=actor, key=key, at=at, issuer=issuer)
+
+    async def emit_batch_as_plugin(
+        self, owner: str, items: Any, *, actor: str | None = None, issuer: str | None = None
+    ) -> list[dict[str, Any]]:
+        """A plugin's ``context.emit_batch``: :meth:`emit_batch`, each item of another
+        owner's trigger refused by itself (``403``)."""
+        from pageant.gates.firers import check_plugin_firing
+
+        return await self.emit_batch(
+            items,
+            actor=actor,
+            issuer=issuer,
+            check=functools.partial(check_plugin_firing, plugin_owner=owner),
+        )
 
     async def close(self) -> None:
         if self._db is not None and self._own_db:

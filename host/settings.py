@@ -95,6 +95,13 @@ class Settings(BaseModel):
     #: turn in arrival order, so a crowd of readers cannot take every database connection
     #: from the engine. ``/healthz`` and ``/metrics`` never wait.
     http_concurrency: int = Field(default=8, ge=1, le=1000)
+    #: How long a firing's idempotency key is kept: the same key sent again within it
+    #: answers the first answer and counts nothing.
+    firing_key_hours: float = Field(default=24, gt=0, le=24 * 90)
+    #: The oldest a firing's ``at`` (when it happened in the game) may be.
+    firing_max_age_seconds: float = Field(default=3600, gt=0, le=7 * 24 * 3600)
+    #: The most firings the emit path records in one shared transaction.
+    firing_batch_size: int = Field(default=1000, ge=1, le=10_000)
     #: How long a clean stop (SIGTERM, SIGINT) lets steps already in perform finish.
     stop_grace_seconds: float = Field(default=30, ge=0, le=3600)
 

@@ -111,3 +111,18 @@ def test_report_reads_saved_figures_and_judges_the_goals(tmp_path: Path) -> None
         if "500 sequential" in x and "sqlite" in x
     )
     assert "NOT MET" in line
+
+
+def test_the_firings_benchmark_runs_briefly_and_checks_every_tally() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "firings.py"), "--seconds", "0.5", "--gates", "3,5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=BENCHMARKS,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| sqlite |")]
+    assert len(rows) == 2 and all(row.endswith("| ok |") for row in rows), done.stdout
+    assert "[    met     ] every gate's tally equals" in done.stdout
+    assert "not measured" in done.stdout  # no 1,000-gate case: its goals are not claimed

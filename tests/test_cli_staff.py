@@ -166,6 +166,67 @@ def test_runs_start_list_and_show_across_events(migrated_url: str) -> None:
     assert (gone.exit_code, gone.stderr) == (1, "error: no such run: 999\n")
 
 
+def test_runs_start_takes_params_read_as_their_declared_types(migrated_url: str) -> None:
+    declared = [
+        {"name": "colour", "type": "string", "label": "Server", "required": True},
+        {"name": "rounds", "type": "integer", "label": "Rounds", "required": False},
+    ]
+    (event,) = seed(
+        migrated_url,
+        (
+            "Hunt",
+            {
+                **spec(phase("p", step("core.announce", leg="core.log", message="go"))),
+                "params": declared,
+            },
+        ),
+    )
+    refused = pageant(
+        "runs",
+        "start",
+        str(event.id),
+        "--param",
+        "colour=north",
+        "--param",
+        "rounds=x",
+        "--database-url",
+        migrated_url,
+    )
+    assert refused.exit_code != 0 and "--param rounds: 'x' is not integer" in refused.output
+    run = as_json(
+        "runs",
+        "start",
+        str(event.id),
+        "--param",
+        "colour=north",
+        "--param",
+        "rounds=5",
+        url=migrated_url,
+    )
+    assert run["params"] == {"colour": "north", "rounds": 5}
+    listed = ok("runs", "list", url=migrated_url).stdout
+    assert "colour=north rounds=5" in listed
+
+
+def test_verify_takes_params_as_a_run_would_have(migrated_url: str) -> None:
+    declared = [{"name": "colour", "type": "string", "label": "Server", "required": True}]
+    message = {"param": "colour"}
+    (event,) = seed(
+        migrated_url,
+        (
+            "Hunt",
+            {
+                **spec(phase("p", step("core.announce", leg="core.log", message=message))),
+                "params": declared,
+            },
+        ),
+    )
+    refused = pageant("verify", str(event.id), "--database-url", migrated_url)
+    assert refused.exit_code != 0 and "params.colour: required (Server)" in refused.output
+    verified = ok("verify", str(event.id), "--param", "colour=north", url=migrated_url)
+    assert verified.stdout.startswith(f"event {event.id} version 1: verified")
+
+
 def test_run_and_step_controls_act_as_the_cli_user(migrated_url: str) -> None:
     (event,) = seed(migrated_url, ("Boss rush", spec(phase("p", CUE, CUE, announce("end")))))
     run = as_json("runs", "start", event.slug, url=migrated_url)

@@ -50,13 +50,17 @@ def test_a_long_scope_keeps_its_key_apart_and_within_the_column():
     assert run_key(None, "north") is None
 
 
-async def test_only_scope_may_be_written_in_braces(client, tokens):
-    body = {"title": "Raid", "concurrency_key": "raid:{zone}"}
+async def test_only_a_param_name_may_be_written_in_braces(client, tokens):
+    body = {"title": "Raid", "concurrency_key": "raid:{Zone one}"}
     status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
     assert status == 400
     assert data["error"]["details"] == [
-        "body.concurrency_key: only {scope} may be written in braces (the run's scope)"
+        "body.concurrency_key: only a param's name may be written in braces, such as {scope} "
+        "or {server} (a param the spec declares)"
     ]
+    body["concurrency_key"] = "raid:{scope"
+    status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
+    assert status == 400
     body["concurrency_key"] = "raid:{scope}"
     status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
     assert (status, data["concurrency_key"]) == (201, "raid:{scope}")

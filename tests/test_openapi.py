@@ -83,6 +83,11 @@ async def test_every_route_with_a_body_documents_it(doc):
         if (method, path) not in declared:
             continue
         schema = op["requestBody"]["content"]["application/json"]["schema"]
+        if (method, path) == ("post", "/api/v1/triggers/fire"):
+            # A batch of firings, each refused on its own: the items are described in words.
+            assert schema["type"] == "array" and schema["maxItems"] == 500
+            assert "idempotency key" in schema["items"]["description"]
+            continue
         assert schema.get("type") == "object", (method, path)
         # Either the fields are named, or (a trigger's payload) one closed object per
         # registered trigger.

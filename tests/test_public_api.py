@@ -134,6 +134,7 @@ async def test_the_calendar_needs_no_token_and_shows_rows_then_projections(clien
         "local_time": "2027-03-05T20:00:00+01:00",
         "status": "scheduled",
         "kind": "materialised",
+        "params": {},
     }
     # Inside the 14-day horizon rows, past it forecasts; summer time moves the instant only.
     assert [(i["local_time"], i["kind"], i["status"]) for i in found] == [

@@ -25,6 +25,7 @@ RUN_KEYS = {
     "version_id",
     "version_number",
     "scope",
+    "params",
     "source",
     "status",
     "health",

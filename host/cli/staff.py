@@ -235,13 +235,14 @@ def register(main: click.Group, settings_options: Callable[..., Any]) -> None:
         if not found["items"]:
             click.echo("no runs match")
             return
-        rows = [["run", "event", "scope", "status", "health", "phase", "waiting on"]]
+        rows = [["run", "event", "params", "status", "health", "phase", "waiting on"]]
         for item in found["items"]:
+            given = item["params"] or ({"scope": item["scope"]} if item["scope"] else {})
             rows.append(
                 [
                     str(item["id"]),
                     item["definition_slug"],
-                    item["scope"] or "-",
+                    " ".join(f"{k}={v}" for k, v in given.items()) or "-",
                     item["status"],
                     item["health"],
                     item["current_phase"] or "-",
@@ -299,18 +300,33 @@ def register(main: click.Group, settings_options: Callable[..., Any]) -> None:
     @runs.command("start")
     @click.argument("event")
     @click.option("--scope", default="", help="Tells apart runs of one event at one instant.")
+    @click.option(
+        "--param",
+        "params",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="A value for one of the event's declared params (repeatable).",
+    )
     @json_option
     @settings_options
-    def runs_start(settings: Settings, event: str, scope: str, as_json: bool) -> None:
+    def runs_start(
+        settings: Settings, event: str, scope: str, params: tuple[str, ...], as_json: bool
+    ) -> None:
         """Start a run of EVENT's published version now (by id or slug)."""
         from pageant.events import definitions
         from pageant.runs.console import run_view
         from pageant.runs.create import start_now
+        from pageant.runs.params import values_from_text
 
         async def _go(host: Host) -> tuple[dict[str, Any], bool]:
             async with host.db.connect() as conn:
                 definition_id = await definitions.find_event(conn, event)
-            run_id, created = await start_now(host, definition_id, scope=scope, actor=actor())
+                published = await definitions.published_version(conn, definition_id)
+            spec = published.spec if published is not None else {}
+            given = values_from_text((spec or {}).get("params"), params)
+            run_id, created = await start_now(
+                host, definition_id, scope=scope, params=given, actor=actor()
+            )
             return await run_view(host, run_id), created
 
         view, created = with_host(settings, _go)

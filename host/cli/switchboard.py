@@ -132,17 +132,31 @@ def _seconds(value: float | None) -> str:
 
 @click.command()
 @click.argument("event", metavar="EVENT")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A value for one of the event's declared params, as a run would have (repeatable).",
+)
 @json_option
 @settings_options
-def verify(settings: Settings, event: str, as_json: bool) -> None:
+def verify(settings: Settings, event: str, params: tuple[str, ...], as_json: bool) -> None:
     """Dry-run EVENT's published version (an id or a slug); record it verified if it passes.
 
     Exit 0 verified, 1 with every problem listed.
     """
+    from pageant.events import definitions
     from pageant.events.verify import verify_event
+    from pageant.runs.params import values_from_text
 
     async def _go(host: Any) -> dict[str, Any]:
-        return await verify_event(host, await _event_id(host, event), actor=actor())
+        definition_id = await _event_id(host, event)
+        async with host.db.connect() as conn:
+            published = await definitions.published_version(conn, definition_id)
+        declared = (published.spec or {}).get("params") if published is not None else None
+        given = values_from_text(declared, params)
+        return await verify_event(host, definition_id, actor=actor(), params=given)
 
     result = run(_with_host(settings, _go))
     if as_json:

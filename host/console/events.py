@@ -30,6 +30,7 @@ from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
+from pageant.runs.params import values_from_text
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
 
 routes = web.RouteTableDef()
@@ -181,6 +182,9 @@ async def _editor(
     registry = host.registry
     catalog_actions = sorted(registry.actions.values(), key=lambda a: a.id)
     runs, _ids = await runs_page(host, event["id"], after_id=0, limit=50)
+    async with host.db.connect() as conn:
+        published = await definitions.published_version(conn, event["id"])
+    published_spec = published.spec if published is not None else None
     fields = fields or {
         "title": event["title"],
         "timezone": event["timezone"],
@@ -209,6 +213,7 @@ async def _editor(
         notice=notice,
         runs=runs,
         dormant=specs.dormant_items(event["spec"]),
+        start_params=(published_spec or {}).get("params") or [],
         **extra,
     )
 
@@ -369,9 +374,23 @@ async def start(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
     host = host_of(request)
     definition_id = _event_id(request)
+    form = await request.post()
+    # One input per declared param, named param.<name>; an empty one is left out, so its
+    # default (or its being required) decides.
+    words = [
+        f"{name.removeprefix('param.')}={value}"
+        for name, value in form.items()
+        if name.startswith("param.") and isinstance(value, str) and value != ""
+    ]
     try:
+        async with host.db.connect() as conn:
+            published = await definitions.published_version(conn, definition_id)
+        declared = (published.spec or {}).get("params") if published is not None else None
         run_id, _created = await start_now(
-            host, definition_id, scope="", actor=session.principal.actor
+            host,
+            definition_id,
+            params=values_from_text(declared, words),
+            actor=session.principal.actor,
         )
     except PageantError as exc:
         return await _refused(request, definition_id, exc, errors=[])

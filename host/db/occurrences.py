@@ -46,10 +46,22 @@ _OCCURRENCES_FROM = (
     select(*OCCURRENCE_COLUMNS)
     .where(
         r.definition_id == bindparam("definition_id"),
-        r.scope == "",
+        r.scope == bindparam("scope"),
         r.scheduled_for >= bindparam("since"),
     )
     .order_by(r.scheduled_for)
+)
+
+# The scopes a schedule made runs at that have not started: a fan-out's param sets.
+_SCHEDULED_SCOPES = (
+    select(r.scope)
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        r.source == "schedule",
+        r.status == "scheduled",
+        r.scheduled_for >= bindparam("since"),
+    )
+    .distinct()
 )
 
 _MOVE = by_primary_key(
@@ -132,6 +144,8 @@ CALENDAR_COLUMNS = (
     r.id,
     r.definition_id,
     r.scope,
+    r.params,
+    r.source,
     r.scheduled_for,
     r.occurrence_local,
     r.status,
@@ -149,19 +163,27 @@ _CALENDAR_FROM = event_runs.join(event_definitions, d.id == r.definition_id).joi
 # the slot the schedule would otherwise make again.
 _MOVED_FROM = select(*OCCURRENCE_COLUMNS).where(
     r.definition_id == bindparam("definition_id"),
-    r.scope == "",
+    r.scope == bindparam("scope"),
     r.moved_from >= bindparam("since"),
     r.scheduled_for < bindparam("since"),
 )
 
 
-async def occurrence_rows(conn: AsyncConnection, definition_id: int, since: datetime) -> list[Row]:
-    """The definition's runs at the empty scope from ``since`` on (by their instant, or by
-    the instant a person moved them from), in instant order."""
-    params = {"definition_id": definition_id, "since": since}
+async def occurrence_rows(
+    conn: AsyncConnection, definition_id: int, since: datetime, scope: str = ""
+) -> list[Row]:
+    """The definition's runs at ``scope`` from ``since`` on (by their instant, or by the
+    instant a person moved them from), in instant order."""
+    params = {"definition_id": definition_id, "since": since, "scope": scope}
     rows = list((await conn.execute(_OCCURRENCES_FROM, params)).all())
     moved = list((await conn.execute(_MOVED_FROM, params)).all())
     return sorted(moved, key=lambda row: row.scheduled_for) + rows if moved else rows
+
+
+async def scheduled_scopes(conn: AsyncConnection, definition_id: int, since: datetime) -> set[str]:
+    """The scopes of the definition's scheduled runs, made by its schedule, from ``since``."""
+    params = {"definition_id": definition_id, "since": since}
+    return {row.scope for row in await conn.execute(_SCHEDULED_SCOPES, params)}
 
 
 async def move_occurrence(
@@ -234,7 +256,15 @@ async def next_scheduled(
 
 
 #: What the calendar needs to place a run on a day and count it: no title, no join.
-_PLACE_COLUMNS = (r.id, r.definition_id, r.scope, r.scheduled_for, r.occurrence_local, r.version_id)
+_PLACE_COLUMNS = (
+    r.id,
+    r.definition_id,
+    r.scope,
+    r.source,
+    r.scheduled_for,
+    r.occurrence_local,
+    r.version_id,
+)
 
 
 async def calendar_places(

@@ -10,6 +10,7 @@ report matched rows, so the expected old state has to be in the WHERE for rowcou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +19,13 @@ from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
-from pageant.db.tables import LIVE_RUN_STATUSES, by_primary_key, event_run_phase_gates, event_runs
+from pageant.db.tables import (
+    LIVE_RUN_STATUSES,
+    by_primary_key,
+    event_run_phase_gates,
+    event_runs,
+    trigger_last_firings,
+)
 from pageant.db.types import UTCDateTime
 
 g = event_run_phase_gates.c
@@ -39,24 +46,48 @@ GATE_COLUMNS = (
     g.last_event_counted,
     g.satisfied_at,
     g.satisfied_by,
+    g.match_key,
 )
 
-_GATE = select(*GATE_COLUMNS).where(g.run_id == bindparam("run_id"), g.phase == bindparam("phase"))
+_l = trigger_last_firings.c
+# A held gate's diagnosis reads its trigger's last firing beside it: "the last firing, at
+# 20:05, did not match" is that firing, later than the last one the gate counted.
+_GATE = (
+    select(
+        *GATE_COLUMNS,
+        _l.last_at.label("trigger_last_at"),
+        _l.payload.label("trigger_last_payload"),
+    )
+    .select_from(
+        event_run_phase_gates.outerjoin(trigger_last_firings, _l.trigger_id == g.trigger_id)
+    )
+    .where(g.run_id == bindparam("run_id"), g.phase == bindparam("phase"))
+)
 _GATE_BY_ID = select(*GATE_COLUMNS).where(g.id == bindparam("gate_id"))
 
 # The gates a firing of one trigger may count for: open, of a live run, and of the phase
-# that run is in. Ordered by id so that concurrent firings lock the rows in one order.
+# that run is in, whose match key the firing carries (pageant.gates.matching): the
+# (trigger_id, match_key, satisfied_at) index finds them without reading the gates of the
+# other keys. Ordered by id so that concurrent firings lock the rows in one order.
 _OPEN_ON = (
     select(*GATE_COLUMNS)
     .select_from(event_run_phase_gates.join(event_runs, _r.id == g.run_id))
     .where(
         g.trigger_id == bindparam("trigger_id"),
+        g.match_key.in_(bindparam("keys", expanding=True)),
         g.kind == "on",
         g.satisfied_at.is_(None),
         _r.status.in_(LIVE_RUN_STATUSES),
         _r.current_phase == g.phase,
     )
     .order_by(g.id)
+)
+
+# Whether any open gate waits on a trigger: the (trigger_id, satisfied_at) index answers it.
+_ANY_OPEN_ON = (
+    select(g.id)
+    .where(g.trigger_id == bindparam("trigger_id"), g.kind == "on", g.satisfied_at.is_(None))
+    .limit(1)
 )
 
 _NOW = bindparam("now", type_=UTCDateTime)
@@ -89,12 +120,6 @@ COUNT_WHERE = (
 )
 _COUNT = by_primary_key(
     update(event_run_phase_gates).where(*COUNT_WHERE).ordered_values(*count_assignments())
-)
-
-_NEAR_MISS = by_primary_key(
-    update(event_run_phase_gates)
-    .where(g.id == bindparam("gate_id"), g.satisfied_at.is_(None))
-    .values(last_event_at=_NOW, last_event_counted=False)
 )
 
 # Satisfied at the deadline itself, not when a tick got round to it: the phase's clock ran
@@ -140,20 +165,22 @@ async def gate_by_id(conn: AsyncConnection, gate_id: int) -> RowMapping:
     return (await conn.execute(_GATE_BY_ID, {"gate_id": gate_id})).one()._mapping
 
 
-async def open_on_gates(conn: AsyncConnection, trigger_id: str) -> list[Row]:
-    """Every open ``on`` gate waiting on ``trigger_id`` in the current phase of a live run."""
-    return list((await conn.execute(_OPEN_ON, {"trigger_id": trigger_id})).all())
+async def open_on_gates(conn: AsyncConnection, trigger_id: str, keys: Sequence[str]) -> list[Row]:
+    """Every open ``on`` gate waiting on ``trigger_id`` in the current phase of a live run
+    whose match key is one of ``keys``."""
+    params = {"trigger_id": trigger_id, "keys": list(keys)}
+    return list((await conn.execute(_OPEN_ON, params)).all())
+
+
+async def any_open_on(conn: AsyncConnection, trigger_id: str) -> bool:
+    """Whether any open ``on`` gate waits on ``trigger_id`` (of any run, live or not)."""
+    return (await conn.execute(_ANY_OPEN_ON, {"trigger_id": trigger_id})).first() is not None
 
 
 async def count_firing(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
     """Count one matching firing; the gate is satisfied (``tally``) when it reaches
     ``needed``. False when the gate was already satisfied (nothing written)."""
     return (await conn.execute(_COUNT, {"gate_id": gate_id, "now": now})).rowcount == 1
-
-
-async def note_near_miss(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
-    """Record a firing that did not match (the tally is untouched); False if closed."""
-    return (await conn.execute(_NEAR_MISS, {"gate_id": gate_id, "now": now})).rowcount == 1
 
 
 async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:

@@ -50,6 +50,7 @@ RUN_COLUMNS = (
     r.definition_id,
     r.version_id,
     r.scope,
+    r.params,
     r.scheduled_for,
     r.source,
     r.status,
@@ -267,6 +268,15 @@ async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
 async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
     """One run with its definition's slug, title and grace and its version's number."""
     return (await conn.execute(_RUN, {"run_id": run_id})).first()
+
+
+_VALUES = select(r.scope, r.params).where(r.id == bindparam("run_id"))
+
+
+async def param_values(conn: AsyncConnection, run_id: int) -> tuple[str, dict[str, Any]]:
+    """A run's ``(scope, params)``: what its spec's ``{"param": ...}`` references read."""
+    row = (await conn.execute(_VALUES, {"run_id": run_id})).one()
+    return row.scope, dict(row.params or {})
 
 
 async def insert_run(conn: AsyncConnection, values: dict[str, Any]) -> tuple[int, bool]:

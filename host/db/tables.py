@@ -166,6 +166,8 @@ event_runs = Table(
         unique=True,
     ),
     Column("dst_adjusted", JSON, nullable=True),
+    # The values the run was started with, one per param its spec declares (defaults filled).
+    Column("params", JSON, nullable=True),
     # Where a person moved this occurrence from: set, the row keeps its occurrence slot and
     # the schedule never moves it back.
     Column("moved_from", UTCDateTime, nullable=True),
@@ -280,9 +282,42 @@ event_run_phase_gates = Table(
     Column("last_event_counted", Boolean, nullable=True),
     Column("satisfied_at", UTCDateTime, nullable=True),
     Column("satisfied_by", String(10), nullable=True),  # deadline | tally | forced
+    # One equality the condition requires, as pageant.gates.matching writes it
+    # ("server=\"eu-2\""), or '' when none narrows it: a firing reads only the gates whose
+    # key it carries, and the '' ones.
+    Column("match_key", String(255), nullable=False, server_default=""),
     UniqueConstraint("run_id", "phase"),
     Index(None, "trigger_id", "satisfied_at"),
     Index(None, "satisfied_at", "deadline"),
+    Index(None, "trigger_id", "match_key", "satisfied_at"),
+)
+
+#: A firing's idempotency key, kept per issuer (a game token, ``token:7``, or a plugin,
+#: ``plugin:wisps``) for ``firing_key_hours``: a firing sent again under its key answers
+#: ``answer`` and counts nothing.
+trigger_firing_keys = Table(
+    "trigger_firing_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("issuer", String(100), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("trigger_id", String(200), nullable=False),
+    Column("answer", JSON, nullable=True),
+    Column("fired_at", UTCDateTime, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("issuer", "key"),
+    Index(None, "created_at"),
+)
+
+#: When each trigger last fired, and with what: with a gate's own last counted firing, all
+#: a held gate's "the last firing did not match" needs, without a write to every gate a
+#: firing misses.
+trigger_last_firings = Table(
+    "trigger_last_firings",
+    metadata,
+    Column("trigger_id", String(200), primary_key=True),
+    Column("last_at", UTCDateTime, nullable=False),
+    Column("payload", JSON, nullable=True),
 )
 
 event_run_participants = Table(
@@ -405,6 +440,8 @@ event_run_resources = Table(
 
 #: Every table, in an order that respects foreign keys (for emptying between tests).
 ALL_TABLES = (
+    trigger_firing_keys,
+    trigger_last_firings,
     event_run_resources,
     event_run_budget,
     event_action_settings_history,

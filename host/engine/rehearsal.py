@@ -130,8 +130,10 @@ async def rehearse(
     *,
     version_number: int | None = None,
     firings: Sequence[Mapping[str, Any]] = (),
+    params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Rehearse a version of ``definition_id`` (the published one unless named)."""
+    """Rehearse a version of ``definition_id`` (the published one unless named), as a run
+    started with ``params`` (refused as a start would refuse them)."""
     from pageant.engine.loop import Engine
 
     began = time.perf_counter()
@@ -166,7 +168,7 @@ async def rehearse(
                     settings=settings.values(),
                     now=start,
                 )
-            run_id, _ = await start_now(rig, definition.id, scope="", actor=ACTOR)
+            run_id, _ = await start_now(rig, definition.id, params=params, actor=ACTOR)
             fired = await _drive(rig, Engine(rig), run_id, schedule, start, clock)
             report = await _report(rig, run_id, spec, start, settings, host.registry)
     finally:

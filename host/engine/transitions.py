@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
 from pageant.gates import phase as gates
+from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import materialise_phase
 
@@ -65,8 +66,16 @@ async def enter_phase_in(
     behind records going past its gate. Raises :class:`Lost` when the run changed
     underneath; the caller rolls back, so nothing is written then."""
     phase = phases[index]
-    count = await materialise_phase(conn, run_id=run_id, phase=phase, registry=host.registry)
-    gate = await gates.enter_phase(conn, run_id=run_id, phase=phase, now=now)
+    scope, params = await runs.param_values(conn, run_id)
+    values = run_params.with_scope(params, scope)
+    count = await materialise_phase(
+        conn, run_id=run_id, phase=phase, registry=host.registry, values=values
+    )
+    # The gate opens with its condition's {"param": ...} values written out, so the emit
+    # path compares plain values and finds the gate by them (pageant.gates.matching).
+    gate = await gates.enter_phase(
+        conn, run_id=run_id, phase=run_params.resolve(phase, values), now=now
+    )
     if not await runs.enter_phase(
         conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]
     ):

@@ -27,6 +27,7 @@ from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
 from pageant.events.spec import validator as specs
 from pageant.events.spec.dormancy import as_registered
 from pageant.plugins.registry import Registry
+from pageant.runs.params import key_problems
 from pageant.schedules import calendar
 from pageant.schedules import reconcile as schedule
 
@@ -340,6 +341,15 @@ async def publish_definition(
             details=exc.details,
         ) from None
     refuse_self_waits(spec, row.slug)
+    unnamed = key_problems(row.concurrency_key, spec.get("params"))
+    if unnamed:
+        # The key and the spec are saved apart; they meet here, before any run holds a key
+        # with a hole in it.
+        raise Invalid(
+            f"event {definition_id}'s concurrency key names a param its spec does not "
+            "declare; declare it in spec.params or change the key, then publish",
+            details=unnamed,
+        )
     dormant = specs.dormant_items(spec)
     if dormant:
         raise Dormant(

@@ -9,6 +9,7 @@ failure records nothing and answers every problem with its path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -20,6 +21,7 @@ from pageant.events.option_values import check_option_values
 from pageant.events.spec import validator as specs
 from pageant.hookspecs import ActionContext
 from pageant.plugins.calls import run_with_envelope
+from pageant.runs import params as run_params
 from pageant.switchboard.board import enablement
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
@@ -89,11 +91,20 @@ async def dry_run_steps(
     return problems, totals
 
 
-async def verify_event(host: Host, definition_id: int, *, actor: str | None) -> dict[str, Any]:
+async def verify_event(
+    host: Host,
+    definition_id: int,
+    *,
+    actor: str | None,
+    params: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Dry-run the published version of ``definition_id``; record it verified on success.
 
-    Raises NotFound for an unknown event, Conflict when it has no published version, and
-    Invalid with every problem (each with its path) when the version does not pass.
+    ``params`` are the run params to verify with (each ``{"param": ...}`` in the spec is
+    written out from them, as a run's would be; defaults fill the rest). Raises NotFound
+    for an unknown event, Conflict when it has no published version, and Invalid naming
+    each param that does not fit, or with every problem (each with its path) when the
+    version does not pass.
     """
     registry = host.registry
     now = host.clock.now()
@@ -105,6 +116,9 @@ async def verify_event(host: Host, definition_id: int, *, actor: str | None) -> 
                 f"event {definition_id} has no published version; publish it, then verify"
             )
         spec = version.spec if isinstance(version.spec, dict) else {}
+        values = run_params.values_for(spec.get("params"), dict(params or {}))
+        # Checked as a run of these values would be dispatched: references written out.
+        spec = run_params.resolve(spec, run_params.with_scope(values, run_params.scope_of(values)))
         switch = await board_rows.settings_for(
             conn, [step.get("action", "") for _, step in specs.action_steps(spec)]
         )

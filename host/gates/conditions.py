@@ -95,9 +95,10 @@ def _check_value(type_: str, value: Any, var: str) -> tuple[bool, Any, str]:
 class _Validator:
     """One walk over a raw condition, collecting every error rather than the first."""
 
-    def __init__(self, trigger: Trigger) -> None:
+    def __init__(self, trigger: Trigger, params: Mapping[str, str] | None) -> None:
         self.trigger_id = trigger.id
         self.types = {v.name: v.type for v in trigger.variables}
+        self.params = params or {}
         self.errors: list[str] = []
         self.leaves = 0
 
@@ -210,6 +211,8 @@ class _Validator:
         return op
 
     def value(self, raw: Any, path: str, type_: str, op: str, var: str) -> Any:
+        if is_param(raw):
+            return self.param(raw, path, type_, op)
         if op != "in":
             ok, value, error = _check_value(type_, raw, var)
             if not ok:
@@ -230,9 +233,32 @@ class _Validator:
             values.append(value)
         return values
 
+    def param(self, raw: dict[str, Any], path: str, type_: str, op: str) -> Any:
+        """A ``{"param": name}`` value: a run param of the variable's type, for one value."""
+        name = raw["param"]
+        if op == "in":
+            self.errors.append(f'{path}: "in" takes a list of values, not a param')
+        elif not isinstance(name, str) or name not in self.params:
+            declared = ", ".join(sorted(self.params)) or "none"
+            self.errors.append(
+                f"{path}: {_show(name)} is not a param of this event; it declares {declared}"
+            )
+        elif self.params[name] != type_:
+            self.errors.append(
+                f'{path}: the param "{name}" is {self.params[name]}; '
+                f"this comparison takes {_TYPE_WORDS[type_]}"
+            )
+        return {"param": name}
+
+
+def is_param(value: Any) -> bool:
+    """True for a condition value ``{"param": name}``: the run's param, written out when
+    the gate opens (:func:`pageant.runs.params.resolve`)."""
+    return isinstance(value, dict) and len(value) == 1 and "param" in value
+
 
 def validate_condition(
-    trigger: Trigger, raw: Any, path: str
+    trigger: Trigger, raw: Any, path: str, *, params: Mapping[str, str] | None = None
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """Check a raw condition against ``trigger``'s declared variables.
 
@@ -242,11 +268,12 @@ def validate_condition(
     ``spec.phases[0].advance.where.all[1].var: "regoin" is not a variable of "wisps.caught"``.
 
     The normalised form is the same grammar with the values type-checked; validating it again
-    answers it unchanged.
+    answers it unchanged. ``params`` are the event's run params by name and type: a
+    comparison's ``value`` may be ``{"param": name}`` naming one of the variable's type.
     """
     if raw is None:
         return None, []
-    walker = _Validator(trigger)
+    walker = _Validator(trigger, params)
     node = walker.node(raw, path, 0)
     if walker.leaves > MAX_LEAVES:
         walker.errors.append(

@@ -23,6 +23,7 @@ gate row means.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,10 +34,15 @@ from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
-from pageant.gates.conditions import render
+from pageant.gates.conditions import named_values, render
 from pageant.gates.durations import format_after, parse_after
+from pageant.gates.matching import gate_key
 
 Gate = Record
+
+
+def _literal(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _advance(phase: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -143,9 +149,34 @@ def sentence(gate: Gate, now: datetime) -> str:
         f" — seen {gate['tally']} of {gate['needed']} "
         f"since {clock_time(gate['entered_at'])} ({waited})"
     )
-    if gate["last_event_counted"] is False and gate["last_event_at"] is not None:
-        text += f"; the last firing, at {clock_time(gate['last_event_at'])}, did not match"
+    at, counted = last_firing(gate)
+    if counted is False and at is not None:
+        text += f"; the last firing, at {clock_time(at)}, did not match"
+        values = named_values(gate["condition"], gate.get("trigger_last_payload") or {})
+        if values:
+            shown = ", ".join(f"{name} {_literal(value)}" for name, value in values.items())
+            text += f" ({shown})"
     return text
+
+
+def last_firing(gate: Gate) -> tuple[datetime | None, bool | None]:
+    """``(at, counted)`` of the last firing of the gate's trigger since the phase began.
+
+    A firing the gate does not count writes nothing to it (the cost of a firing is what it
+    matches): the gate keeps its last *counted* firing, and the trigger's own last firing
+    (:func:`pageant.db.firings.note_last_firing`, read beside the gate) says whether a later
+    one came that it did not count.
+    """
+    last_at = gate.get("trigger_last_at")
+    counted_at = gate["last_event_at"] if gate["last_event_counted"] else None
+    if (
+        gate["kind"] == "on"
+        and last_at is not None
+        and last_at >= gate["entered_at"]
+        and (counted_at is None or last_at > counted_at)
+    ):
+        return last_at, False
+    return gate["last_event_at"], gate["last_event_counted"]
 
 
 def waiting_for(gate: Gate, now: datetime) -> dict[str, Any]:
@@ -168,6 +199,7 @@ async def waiting(
 def view(gate: Gate, now: datetime) -> dict[str, Any]:
     """The run console's ``gate``."""
     at, by = satisfied(gate, now)
+    last_at, counted = last_firing(gate)
     return {
         "kind": gate["kind"],
         "phase": gate["phase"],
@@ -177,8 +209,8 @@ def view(gate: Gate, now: datetime) -> dict[str, Any]:
         "needed": gate["needed"],
         "entered_at": gate["entered_at"],
         "deadline": gate["deadline"],
-        "last_event_at": gate["last_event_at"],
-        "last_event_counted": gate["last_event_counted"],
+        "last_event_at": last_at,
+        "last_event_counted": counted,
         "satisfied_at": at,
         "satisfied_by": by,
     }
@@ -239,6 +271,7 @@ def _opening(run_id: int, phase: Mapping[str, Any], now: datetime) -> dict[str, 
         "kind": "on",
         "trigger_id": advance.get("on"),
         "condition": advance.get("where"),
+        "match_key": gate_key(advance.get("where")),
         "needed": int(advance.get("count") or 1),
     }
 

@@ -17,13 +17,14 @@ import asyncio
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pageant.errors import Invalid, NotFound
+from pageant.errors import Invalid, PageantError
 from pageant.gates.conditions import check_payload
+from pageant.gates.emit import MAX_BATCH, check_firing, refusal
 from pageant.gates.firers import check_plugin_firing
 from pageant.hookspecs import (
     Action,
@@ -100,9 +101,9 @@ class KitServices:
 class KitContext:
     """What ``pageant_startup`` receives during a check: the plugin context without a host.
 
-    ``emit`` refuses another owner's trigger, an unknown trigger or a payload that does not
-    fit its variables exactly as the emit path does, then counts no gates (there are none);
-    ``reconcile`` does nothing, and ``set_available`` is only kept.
+    ``emit`` (and ``emit_batch``) refuses another owner's trigger, an unknown trigger, or a
+    payload, key or ``at`` that does not fit, exactly as the emit path does, then counts no
+    gates (there are none); ``reconcile`` does nothing, and ``set_available`` is only kept.
     """
 
     def __init__(
@@ -114,16 +115,42 @@ class KitContext:
         self.settings = settings
         self.emitted: list[tuple[str, dict[str, Any]]] = []
 
-    async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:
+    async def emit(
+        self,
+        trigger_id: str,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+    ) -> dict[str, int]:
         check_plugin_firing(trigger_id, self.owner)
-        trigger = self.registry.triggers.get(trigger_id)
-        if trigger is None:
-            raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
-        checked, errors = check_payload(trigger, payload)
-        if errors:
-            raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=errors)
-        self.emitted.append((trigger_id, checked))
+        firing = check_firing(
+            self.registry,
+            trigger_id,
+            payload,
+            key=key,
+            at=at,
+            now=datetime.now(UTC),
+            max_age_seconds=Settings().firing_max_age_seconds,
+        )
+        self.emitted.append((trigger_id, firing.payload))
         return {"gates_matched": 0, "gates_closed": 0}
+
+    async def emit_batch(self, firings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        if not isinstance(firings, list) or not 1 <= len(firings) <= MAX_BATCH:
+            raise Invalid(f"expected a list of 1 to {MAX_BATCH} firings")
+        answers = []
+        for item in firings:
+            try:
+                fields = item if isinstance(item, Mapping) else {}
+                answer = await self.emit(
+                    fields.get("trigger", ""), fields.get("payload", {}), key=fields.get("id")
+                )
+            except PageantError as refused:
+                answers.append(refusal(refused))
+            else:
+                answers.append({"status": 200, **answer})
+        return answers
 
     async def reconcile(self) -> None:
         return None

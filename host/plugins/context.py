@@ -7,13 +7,17 @@ and the host, the emit path and the context form no import circle.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from pageant.hookspecs import Declarations
 
-#: The emit path as the context calls it: ``(trigger_id, payload, actor=...)``.
+#: The emit path as the context calls it: ``(trigger_id, payload, actor=..., key=...,
+#: at=..., issuer=...)``.
 Emit = Callable[..., Awaitable[dict[str, int]]]
+#: A batch of firings: ``(firings, actor=..., issuer=...)``.
+EmitBatch = Callable[..., Awaitable[list[dict[str, Any]]]]
 #: Reconcile one owner's recorded resources.
 Reconcile = Callable[[str], Awaitable[Any]]
 #: Tell the host an owner's plugin is unavailable for a reason (None: available again).
@@ -37,6 +41,7 @@ class PluginContext:
         *,
         registry: Declarations,
         emit: Emit,
+        emit_batch: EmitBatch | None = None,
         reconcile: Reconcile | None = None,
         settings: Any = None,
         set_available: SetAvailable | None = None,
@@ -45,6 +50,7 @@ class PluginContext:
         self.owner = owner
         self._registry = registry
         self._emit = emit
+        self._emit_batch = emit_batch
         self._reconcile = reconcile
         self.settings = settings
         self._set_available = set_available
@@ -53,15 +59,32 @@ class PluginContext:
     def registry(self) -> Declarations:
         return self._registry
 
-    async def emit(self, trigger_id: str, payload: dict[str, Any]) -> dict[str, int]:
+    async def emit(
+        self,
+        trigger_id: str,
+        payload: dict[str, Any],
+        *,
+        key: str | None = None,
+        at: datetime | None = None,
+    ) -> dict[str, int]:
         """Fire ``trigger_id`` with ``payload``; answers ``{gates_matched, gates_closed}``.
 
         Raises :class:`~pageant.errors.Invalid` naming the variable when the payload does
-        not match the trigger's declared variables, and :class:`~pageant.errors.NotFound`
-        for a trigger no plugin registers. The log lines name the plugin by its owner as
-        the actor (``plugin:wisps``).
+        not match the trigger's declared variables (or ``key``, ``at`` does not fit), and
+        :class:`~pageant.errors.NotFound` for a trigger no plugin registers. The log lines
+        name the plugin by its owner as the actor (``plugin:wisps``); its keys are kept
+        apart from every other plugin's and game token's.
         """
-        return await self._emit(trigger_id, payload, actor=f"plugin:{self.owner}")
+        actor = f"plugin:{self.owner}"
+        return await self._emit(trigger_id, payload, actor=actor, key=key, at=at, issuer=actor)
+
+    async def emit_batch(self, firings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Fire a batch in one transaction; one answer per firing, in order (see
+        :meth:`pageant.hookspecs.PluginContext.emit_batch`)."""
+        if self._emit_batch is None:
+            raise NotImplementedError("this host lends no batch emit")
+        actor = f"plugin:{self.owner}"
+        return await self._emit_batch(firings, actor=actor, issuer=actor)
 
     async def reconcile(self) -> None:
         """Ask the host to call this plugin's ``pageant_reconcile`` with the ledger rows it

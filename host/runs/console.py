@@ -66,6 +66,7 @@ def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
         "version_id": row.version_id,
         "version_number": row.version_number,
         "scope": row.scope,
+        "params": dict(row.params or {}),
         "source": row.source,
         "status": row.status,
         "health": row.health,

@@ -88,6 +88,7 @@ def _run(run: Mapping[str, Any], world: str | None = None) -> list[str]:
         ["phase", run["current_phase"] or "-"],
         ["waiting", (run["waiting_on"] or {}).get("sentence") or "on nothing"],
         ["scheduled", f"{_when(run['scheduled_for'])} ({run['source']})"],
+        *([["params", _pairs(run["params"])]] if run.get("params") else []),
         ["started", _when(run["started_at"])],
     ]
     started, ended = instant_or_none(run["started_at"]), instant_or_none(run["ended_at"])

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.errors import Conflict, NotFound
+from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.switchboard.board import pin_run_budget
 
@@ -35,8 +36,14 @@ def new_idempotency_key() -> str:
     return uuid.uuid4().hex
 
 
-def step_rows(run_id: int, phase: Mapping[str, Any], registry: Registry | None) -> list[dict]:
-    """The rows a phase's authored steps become (defaults filled from the registry)."""
+def step_rows(
+    run_id: int,
+    phase: Mapping[str, Any],
+    registry: Registry | None,
+    values: Mapping[str, Any] | None = None,
+) -> list[dict]:
+    """The rows a phase's authored steps become (defaults filled from the registry), each
+    ``{"param": name}`` in their params written out from the run's ``values``."""
     rows = []
     for seq, step in enumerate(phase.get("steps") or []):
         action_id = step["action"]
@@ -55,7 +62,7 @@ def step_rows(run_id: int, phase: Mapping[str, Any], registry: Registry | None) 
                 "action": action_id,
                 "action_version": step.get("action_version")
                 or (declared.version if declared is not None else 1),
-                "params": dict(step.get("params") or {}),
+                "params": run_params.resolve(dict(step.get("params") or {}), values or {}),
                 "on_failure": on_failure,
                 "status": "pending",
                 "attempts": 0,
@@ -71,27 +78,31 @@ async def materialise_phase(
     run_id: int,
     phase: Mapping[str, Any],
     registry: Registry | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> int:
     """Create the step rows of ``phase`` for a run; rows that exist are kept as they are
-    (with their idempotency keys). Answers how many steps the phase has."""
-    rows = step_rows(run_id, phase, registry)
+    (with their idempotency keys). ``values`` are the run's params (and ``scope``), which
+    ``{"param": name}`` references read. Answers how many steps the phase has."""
+    rows = step_rows(run_id, phase, registry, values)
     await steps.insert_steps(conn, rows)
     return len(rows)
 
 
-#: What a concurrency key may say in braces: the run's scope.
+#: What a concurrency key may say in braces: the run's scope, or any param (``{server}``).
 SCOPE_PLACEHOLDER = "{scope}"
 _KEY_LENGTH = 100
 
 
-def run_key(template: str | None, scope: str) -> str | None:
-    """The concurrency key a run of ``scope`` holds: the event's key with ``{scope}``
-    written out, so two scopes of one event run side by side while one scope never runs
-    twice. A key that grows past the column's 100 characters keeps its head and ends in a
-    hash of the whole, so two long keys stay apart."""
+def run_key(
+    template: str | None, scope: str, params: Mapping[str, Any] | None = None
+) -> str | None:
+    """The concurrency key a run holds: the event's key with ``{scope}`` and each
+    ``{param}`` written out, so two servers of one event run side by side while one server
+    never runs it twice. A key that grows past the column's 100 characters keeps its head
+    and ends in a hash of the whole, so two long keys stay apart."""
     if not template:
         return None
-    key = template.replace(SCOPE_PLACEHOLDER, scope)
+    key = run_params.write_key(template, run_params.with_scope(params, scope))
     if len(key) > _KEY_LENGTH:
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         key = f"{key[: _KEY_LENGTH - 17]}~{digest}"
@@ -108,6 +119,7 @@ async def create_run(
     now: datetime,
     source: str,
     scope: str = "",
+    params: Mapping[str, Any] | None = None,
     concurrency_key: str | None = None,
     occurrence_local: str | None = None,
     dst_adjusted: dict[str, Any] | None = None,
@@ -119,7 +131,9 @@ async def create_run(
     A new run is ``scheduled`` with the version pinned and its first phase's steps made; it
     logs ``run.created`` (with any DST adjustment) and, when its instant is ahead,
     ``run.waiting`` (not_due). An occurrence that already has a run is left untouched.
+    ``params`` are the run's checked values (:func:`pageant.runs.params.values_for`).
     """
+    values = dict(params or {})
     run_id, created = await runs.insert_run(
         conn,
         {
@@ -130,7 +144,8 @@ async def create_run(
             "occurrence_local": occurrence_local,
             "source": source,
             "status": "scheduled",
-            "concurrency_key": run_key(concurrency_key, scope),
+            "concurrency_key": run_key(concurrency_key, scope, values),
+            "params": values or None,
             "dst_adjusted": dst_adjusted,
             "created_at": now,
         },
@@ -139,7 +154,13 @@ async def create_run(
         return run_id, False
     phases = spec.get("phases") or []
     if phases:
-        await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+        await materialise_phase(
+            conn,
+            run_id=run_id,
+            phase=phases[0],
+            registry=registry,
+            values=run_params.with_scope(values, scope),
+        )
     await pin_run_budget(conn, run_id, spec, registry)
     detail: dict[str, Any] = {
         "source": source,
@@ -147,6 +168,8 @@ async def create_run(
         "scheduled_for": scheduled_for,
         "version_id": version_id,
     }
+    if values:
+        detail["params"] = values
     if dst_adjusted:
         detail["dst_adjusted"] = dst_adjusted
     await runlog.write(conn, run_id, LogKind.RUN_CREATED, at=now, detail=detail, actor=actor)
@@ -177,7 +200,14 @@ async def rematerialise_first_phase(
     await budgets.unpin_budget(conn, run_id)
     phases = spec.get("phases") or []
     if phases:
-        await materialise_phase(conn, run_id=run_id, phase=phases[0], registry=registry)
+        scope, values = await runs.param_values(conn, run_id)
+        await materialise_phase(
+            conn,
+            run_id=run_id,
+            phase=phases[0],
+            registry=registry,
+            values=run_params.with_scope(values, scope),
+        )
     await pin_run_budget(conn, run_id, spec, registry)
     await runlog.write(
         conn, run_id, LogKind.RUN_REPINNED, at=now, detail={"version_id": version_id}, actor=actor
@@ -185,10 +215,19 @@ async def rematerialise_first_phase(
     return True
 
 
-async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -> tuple[int, bool]:
-    """A person's start: a run of the published version, due at once.
+async def start_now(
+    host: Host,
+    definition_id: int,
+    *,
+    scope: str = "",
+    params: Mapping[str, Any] | None = None,
+    actor: str,
+) -> tuple[int, bool]:
+    """A person's start: a run of the published version, due at once, with ``params``
+    (its spec's declared params; ``scope`` is the param of that name).
 
-    Raises NotFound for an unknown event and Conflict when it has no published version, is
+    Raises NotFound for an unknown event, Invalid naming each param that does not fit the
+    published version's declarations, and Conflict when it has no published version, is
     archived, or its concurrency key is held by a live run (naming that run). Answers
     ``(run id, created)``; an identical start at the same instant answers the same run.
     """
@@ -203,7 +242,16 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
             )
         if definition.state == "archived":
             raise Conflict(f"event {definition_id} is archived; it cannot be started")
-        key = run_key(definition.concurrency_key, scope)
+        version = await definitions.pinned_version(conn, definition.current_version_id)
+        # current_version_id is a foreign key: the row is there.
+        assert version is not None
+        spec = version.spec if isinstance(version.spec, dict) else {}
+        given = dict(params or {})
+        if scope:
+            given[run_params.SCOPE] = scope
+        values = run_params.values_for(spec.get("params"), given)
+        scope = run_params.scope_of(values)
+        key = run_key(definition.concurrency_key, scope, values)
         if key:
             holder = await runs.concurrency_holder(conn, key, 0)
             if holder is not None:
@@ -211,18 +259,16 @@ async def start_now(host: Host, definition_id: int, *, scope: str, actor: str) -
                     f'the concurrency key "{key}" is held by run {holder.id} ({holder.status})',
                     details=[f"holder_run_id: {holder.id}"],
                 )
-        version = await definitions.pinned_version(conn, definition.current_version_id)
-        # current_version_id is a foreign key: the row is there.
-        assert version is not None
         run_id, created = await create_run(
             conn,
             definition_id=definition_id,
             version_id=version.id,
-            spec=version.spec if isinstance(version.spec, dict) else {},
+            spec=spec,
             scheduled_for=now,
             now=now,
             source="manual",
             scope=scope,
+            params=values,
             concurrency_key=definition.concurrency_key,
             actor=actor,
             registry=host.registry,

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
+from pageant.runs.params import scope_of
 from pageant.schedules import recurrence
 from pageant.schedules.reconcile import NEVER
 
@@ -53,6 +54,7 @@ def _materialised(row: Row) -> dict[str, Any]:
         "timezone": row.timezone,
         "kind": "materialised",
         "scope": row.scope,
+        "params": dict(row.params or {}),
         "run_id": row.id,
         "status": row.status,
         "dst_adjusted": row.dst_adjusted,
@@ -60,7 +62,9 @@ def _materialised(row: Row) -> dict[str, Any]:
     }
 
 
-def _projected(definition: Row, occ: recurrence.Occurrence) -> dict[str, Any]:
+def _projected(
+    definition: Row, occ: recurrence.Occurrence, values: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "definition_id": definition.id,
         "title": definition.title,
@@ -68,7 +72,8 @@ def _projected(definition: Row, occ: recurrence.Occurrence) -> dict[str, Any]:
         "local_time": occ.local.isoformat(),
         "timezone": definition.timezone,
         "kind": "projected",
-        "scope": "",
+        "scope": scope_of(values),
+        "params": dict(values),
         "run_id": None,
         "status": None,
         "dst_adjusted": occ.dst_adjusted,
@@ -147,10 +152,14 @@ async def _project(
     definitions = await schedules.published_schedules(conn, definition_ids=ids)
     held = await _held(conn, rows, projected_from, end, ids)
     for definition in definitions:
+        schedule = definition.spec.get("schedule") if isinstance(definition.spec, dict) else None
+        sets = (schedule or {}).get("params") or [{}]
         for occ in _projection(definition, projected_from, end):
             if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
                 continue
-            items.append(_projected(definition, occ))
+            # A fan-out's occurrence is one row per param set, as its runs will be.
+            for values in sets:
+                items.append(_projected(definition, occ, values))
             if len(items) > MAX_ITEMS:
                 raise _too_many()
 
@@ -220,7 +229,9 @@ async def _held(
         )
     held: dict[int, set[tuple[Any, str]]] = defaultdict(set)
     for row in chain(rows, edges):
-        if row.scope != "":
+        # A schedule's rows hold their occurrence whatever their scope (a fan-out's are
+        # scoped by their params); a person's scoped start holds nothing of the schedule.
+        if row.scope != "" and row.source != "schedule":
             continue
         held[row.definition_id].add((row.scheduled_for, ""))
         if row.occurrence_local:

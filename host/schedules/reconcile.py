@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, runlog, steps
 from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
+from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
 from pageant.schedules import recurrence
@@ -114,24 +115,96 @@ async def reconcile_schedule(
     actor: str | None = None,
     supersede: bool = True,
 ) -> Outcome:
-    """Make the definition's empty-scope rows agree with ``plan`` up to ``end`` (see the
-    module docstring); answers what changed. Raises ValueError when the schedule or zone
-    cannot be read, before anything is written.
+    """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
+    docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
+    read, before anything is written.
+
+    A schedule that fans out (``schedule.params``, a list of param sets) is reconciled once
+    per set, at the scope that set makes (:func:`pageant.runs.params.scope_of`): each
+    occurrence is one run per set. Without a fan-out, the rows at the empty scope are the
+    schedule's. A publish also supersedes the scheduled rows of a scope the schedule no
+    longer makes (a set taken out).
 
     ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
     The expansion passes it: between two publishes the schedule does not change, so such a
     row was not made by the schedule, and only the publish that changed it may take it away.
     """
+    schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
+    sets = schedule.get("params") or [{}]
+    scoped = {run_params.scope_of(values): values for values in sets}
+    outcome = Outcome()
+    for scope, values in scoped.items():
+        await _reconcile_scope(
+            conn,
+            plan,
+            scope,
+            values,
+            now=now,
+            end=end,
+            registry=registry,
+            actor=actor,
+            supersede=supersede,
+            outcome=outcome,
+            produce=True,
+        )
+    if supersede:
+        start = now - timedelta(seconds=plan.grace_seconds)
+        gone = await occurrences.scheduled_scopes(conn, plan.definition_id, start)
+        for scope in sorted(gone - set(scoped)):
+            await _reconcile_scope(
+                conn,
+                plan,
+                scope,
+                {},
+                now=now,
+                end=end,
+                registry=registry,
+                actor=actor,
+                supersede=True,
+                outcome=outcome,
+                produce=False,
+            )
+    return outcome
+
+
+async def _reconcile_scope(
+    conn: AsyncConnection,
+    plan: Plan,
+    scope: str,
+    values: Mapping[str, Any],
+    *,
+    now: datetime,
+    end: datetime,
+    registry: Registry | None,
+    actor: str | None,
+    supersede: bool,
+    outcome: Outcome,
+    produce: bool,
+) -> None:
+    """The four rules over one scope's rows (``produce=False``: a scope the schedule no
+    longer makes, whose scheduled rows are all superseded)."""
     start = now - timedelta(seconds=plan.grace_seconds)
-    rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN)
+    rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN, scope)
     upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
-    produced = recurrence.occurrences(plan.schedule, plan.timezone, start - _SLOT_MARGIN, upper)
+    produced = (
+        recurrence.occurrences(plan.schedule, plan.timezone, start - _SLOT_MARGIN, upper)
+        if produce
+        else []
+    )
     by_instant = {occ.at: occ for occ in produced}
     by_slot = {occ.slot: occ for occ in produced}
     taken: set[str] = set()  # slots whose occurrence has its row
     held = {row.scheduled_for for row in rows}
-    outcome = Outcome()
-    work = _Work(conn, plan, now=now, registry=registry, actor=actor, outcome=outcome)
+    work = _Work(
+        conn,
+        plan,
+        now=now,
+        registry=registry,
+        actor=actor,
+        outcome=outcome,
+        scope=scope,
+        values=dict(values),
+    )
 
     rest = []
     for row in rows:
@@ -172,7 +245,6 @@ async def reconcile_schedule(
         if start <= occ.at < end and occ.slot not in taken and occ.at not in held:
             held.add(occ.at)
             await work.create(occ)
-    return outcome
 
 
 def _superseded(row: Row) -> bool:
@@ -189,6 +261,8 @@ class _Work:
     registry: Registry | None
     actor: str | None
     outcome: Outcome
+    scope: str = ""
+    values: dict[str, Any] | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -277,7 +351,11 @@ class _Work:
         phases = self.plan.spec.get("phases") or []
         if phases:
             await materialise_phase(
-                self.conn, run_id=row.id, phase=phases[0], registry=self.registry
+                self.conn,
+                run_id=row.id,
+                phase=phases[0],
+                registry=self.registry,
+                values=run_params.with_scope(self.values, self.scope),
             )
         await runlog.write(
             self.conn,
@@ -304,6 +382,8 @@ class _Work:
             scheduled_for=occ.at,
             now=self.now,
             source="schedule",
+            scope=self.scope,
+            params=self.values,
             concurrency_key=self.plan.concurrency_key,
             occurrence_local=occ.slot,
             dst_adjusted=occ.dst_adjusted,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel
@@ -36,6 +36,8 @@ class CalendarItem(BaseModel):
     timezone: str
     kind: Literal["materialised", "projected"]
     scope: str
+    #: The run's params (a schedule's fan-out makes one run per param set).
+    params: dict[str, Any]
     run_id: int | None
     status: str | None
     dst_adjusted: DstAdjusted | None

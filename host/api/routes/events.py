@@ -58,8 +58,10 @@ from pageant.events.option_values import check_option_values
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.events.spec import validator as specs
+from pageant.events.spec.params import PARAM_NAME
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
+from pageant.runs.params import PLACEHOLDER
 from pageant.schedules.recurrence import zone
 
 log = logging.getLogger("pageant.api")
@@ -76,8 +78,17 @@ Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
 
 
 def _key_template(value: str) -> str:
-    if "{" in value.replace(SCOPE_PLACEHOLDER, "") or "}" in value.replace(SCOPE_PLACEHOLDER, ""):
-        raise ValueError(f"only {SCOPE_PLACEHOLDER} may be written in braces (the run's scope)")
+    # Each {name} must name a param: checked against the spec at publish, where both meet.
+    bare = PLACEHOLDER.sub("", value)
+    if (
+        "{" in bare
+        or "}" in bare
+        or not all(PARAM_NAME.fullmatch(name) for name in PLACEHOLDER.findall(value))
+    ):
+        raise ValueError(
+            f"only a param's name may be written in braces, such as {SCOPE_PLACEHOLDER} or "
+            "{server} (a param the spec declares)"
+        )
     return value
 
 
@@ -227,6 +238,17 @@ class RehearseBody(BaseModel):
 
     version: Annotated[int, Field(ge=1, strict=True)] | None = None
     firings: list[SimulatedFiring] = Field(default_factory=list, max_length=1000)
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="the run params to rehearse with (spec.params)"
+    )
+
+
+class VerifyBody(BaseModel):
+    """The run params to verify with (each declared by spec.params; defaults fill the rest)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class RehearsalOut(BaseModel):
@@ -452,12 +474,18 @@ async def publish_event(request: web.Request) -> web.Response:
     "/api/v1/admin/events/{id}/verify",
     roles=AUTHORS,
     summary="Dry-run the published version; record it verified if it passes",
+    body=VerifyBody,
+    body_optional=True,
     response=VerifyOut,
 )
 async def verify_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id")
     host = request.app[HOST]
-    return respond(await verify.verify_event(host, definition_id, actor=principal(request).actor))
+    body = await read_body(request, VerifyBody, optional=True)
+    answer = await verify.verify_event(
+        host, definition_id, actor=principal(request).actor, params=body.params
+    )
+    return respond(answer)
 
 
 @routes.post(
@@ -479,6 +507,7 @@ async def rehearse_event(request: web.Request) -> web.Response:
         definition_id,
         version_number=body.version,
         firings=[f.model_dump() for f in body.firings],
+        params=body.params,
     )
     return respond(report)
 

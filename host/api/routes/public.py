@@ -9,10 +9,10 @@ staff, draft or archived event answers exactly as an unknown slug does.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, respond, whole_number
@@ -50,6 +50,8 @@ class PublicOccurrence(BaseModel):
     local_time: str
     status: Literal["scheduled", "running", "completed", "cancelled", "missed"]
     kind: Literal["materialised", "projected"]
+    #: The run's params: which server, say, when a schedule fans out over several.
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 class PublicCalendar(BaseModel):

@@ -46,6 +46,10 @@ RUN = {
         "version_id": {"type": "integer"},
         "version_number": {"type": "integer"},
         "scope": {"type": "string"},
+        "params": {
+            "type": "object",
+            "description": "the values the run was started with, one per declared param",
+        },
         "source": {"enum": ["manual", "schedule"]},
         "status": {
             "enum": [
@@ -258,9 +262,15 @@ class _Body(BaseModel):
 
 
 class StartBody(_Body):
-    """Start-now: the scope (default empty) tells apart runs of one event at one instant."""
+    """Start-now: the run's params (each declared by the event's spec; ``scope``, the param
+    every event has, tells apart runs of one event at one instant)."""
 
     scope: str = Field(default="", max_length=100)
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a value for each param the published spec declares (spec.params); "
+        "a default fills a param left out",
+    )
 
 
 class ReasonBody(_Body):
@@ -357,7 +367,7 @@ async def start_run(request: web.Request) -> web.Response:
     definition_id = await _require_event(request)
     body = await read_body(request, StartBody, optional=True)
     run_id, created = await start_now(
-        host, definition_id, scope=body.scope, actor=principal(request).actor
+        host, definition_id, scope=body.scope, params=body.params, actor=principal(request).actor
     )
     return respond(await run_view(host, run_id), status=201 if created else 200)
 

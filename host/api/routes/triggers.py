@@ -1,9 +1,12 @@
 """Triggers: a game server tells pageant that something happened in the game.
 
-The ``game`` role exists for this route and can do nothing else; an admin may fire too (to
-try a gate by hand). Core's lifecycle triggers are the host's alone: no token fires them
-(:mod:`pageant.gates.firers`). The body is the payload: the trigger's declared variables, checked
-before anything is written.
+The ``game`` role exists for these routes and can do nothing else; an admin may fire too
+(to try a gate by hand). Core's lifecycle triggers are the host's alone: no token fires them
+(:mod:`pageant.gates.firers`). One firing's body is the payload: the trigger's declared
+variables, checked before anything is written; a batch's body is a list of firings, each
+checked on its own. A firing may carry an idempotency key (the ``Idempotency-Key`` header,
+or ``id`` in a batch), kept per token: the same key again answers the first answer and
+counts nothing.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from aiohttp import web
 
 from pageant.access.roles import FIRERS
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, principal, read_json, respond
-from pageant.errors import NotFound
+from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
+from pageant.errors import Invalid, NotFound
+from pageant.gates.emit import MAX_BATCH, MAX_KEY
 from pageant.gates.firers import check_outside_firing
 from pageant.plugins.registry import Registry
 
@@ -36,6 +40,47 @@ FIRED = {
         },
     },
 }
+
+
+#: The header that carries one firing's idempotency key.
+KEY_HEADER = "Idempotency-Key"
+
+BATCH_ENTRY = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {
+        "status": {"type": "integer", "description": "200, or the firing's own 400 or 404"},
+        "gates_matched": FIRED["properties"]["gates_matched"],  # type: ignore[index]
+        "gates_closed": FIRED["properties"]["gates_closed"],  # type: ignore[index]
+        "error": {"type": "object", "description": "a refused firing's error, as any route's"},
+    },
+}
+BATCH_ANSWER = {"type": "array", "items": BATCH_ENTRY}
+
+
+def batch_schema(registry: Registry) -> dict[str, Any]:
+    """A batch: a list of 1 to 500 firings. Each item is checked on its own and a bad one is
+    answered in its own entry (``400``/``404``) while the others are recorded, so the items
+    are documented in words: a schema on them would promise a whole-request refusal that
+    the route, by design, does not give."""
+    triggers = ", ".join(sorted(registry.triggers)) or "none installed"
+    return {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BATCH,
+        "items": {
+            "description": (
+                '{"trigger": a trigger id, "payload": its variables, "id"?: an idempotency '
+                f'key of 1 to {MAX_KEY} characters, "at"?: an instant with an offset}}; '
+                f"triggers: {triggers}"
+            ),
+        },
+    }
+
+
+def issuer_of(request: web.Request) -> str:
+    """Whose keys a request's firings are kept among: its token's."""
+    return f"token:{principal(request).token_id}"
 
 
 def payload_schema(registry: Registry) -> dict[str, Any]:
@@ -72,10 +117,11 @@ def payload_schema(registry: Registry) -> dict[str, Any]:
     roles=FIRERS,
     summary=(
         "Fire a trigger; the JSON body is the payload, holding only the trigger's declared "
-        "variables (each of its declared type)"
+        f"variables (each of its declared type). An {KEY_HEADER} header makes a retry safe"
     ),
     body=payload_schema,
     response=FIRED,
+    query={"at": Query("when it happened in the game, an instant with an offset", INSTANT)},
 )
 async def fire(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -85,4 +131,38 @@ async def fire(request: web.Request) -> web.Response:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     check_outside_firing(trigger_id)
     payload = await read_json(request)
-    return respond(await host.emit(trigger_id, payload, actor=principal(request).actor))
+    key = request.headers.get(KEY_HEADER)
+    if key is not None and not 1 <= len(key) <= MAX_KEY:
+        raise Invalid(
+            "the idempotency key does not fit",
+            details=[f"headers.{KEY_HEADER}: expected 1 to {MAX_KEY} characters"],
+        )
+    answer = await host.emit(
+        trigger_id,
+        payload,
+        actor=principal(request).actor,
+        key=key,
+        at=request.query.get("at"),
+        issuer=issuer_of(request),
+    )
+    return respond(answer)
+
+
+@routes.post(
+    "/api/v1/triggers/fire",
+    roles=FIRERS,
+    summary=(
+        f"Fire a batch of up to {MAX_BATCH} firings in one transaction; answers one entry per "
+        "firing in order, a refused firing with its own 400, 403 or 404"
+    ),
+    body=batch_schema,
+    response=BATCH_ANSWER,
+)
+async def fire_batch(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    items = await read_json(request)
+    who = principal(request)
+    answers = await host.emit_batch(
+        items, actor=who.actor, issuer=issuer_of(request), check=check_outside_firing
+    )
+    return respond(answers)

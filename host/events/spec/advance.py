@@ -15,6 +15,7 @@ timeout: a gate that never opens is held and made visible (the run's health goes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.spec.messages import refuse_unknown, show
@@ -43,7 +44,12 @@ MAX_ADVANCE_COUNT = 1000
 
 
 def validate_advance(
-    raw: Any, path: str, registry: Registry, errors: list[str]
+    raw: Any,
+    path: str,
+    registry: Registry,
+    errors: list[str],
+    *,
+    params: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """A phase's gate, normalised; ``None`` for no gate (or a refused one, with its errors
     appended to ``errors``, each prefixed by ``path``).
@@ -101,7 +107,7 @@ def validate_advance(
     # Imported here: the grammar is its own module, needed only once a gate names a trigger.
     from pageant.gates.conditions import validate_condition
 
-    where, problems = validate_condition(trigger, where, f"{path}.where")
+    where, problems = validate_condition(trigger, where, f"{path}.where", params=params)
     errors.extend(problems)
     # ``where`` is always written, null for "every firing counts", so a gate has one shape.
     return {"on": trigger_id, "where": where, "count": count, "dormant": False}

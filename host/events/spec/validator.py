@@ -37,6 +37,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
+from pageant.events.spec import params as run_params
 
 # The gate grammar lives in its own module; its names stay importable from here.
 from pageant.events.spec.advance import (  # noqa: F401
@@ -66,15 +67,15 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("schedule", "phases", "announcement")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
 SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
     "manual": (),
-    "once": ("at",),
-    "weekly": ("days", "time"),
-    "monthly": ("nth", "weekday", "time"),
+    "once": ("at", "params"),
+    "weekly": ("days", "time", "params"),
+    "monthly": ("nth", "weekday", "time", "params"),
 }
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
@@ -183,18 +184,37 @@ def validate(
         raise Invalid("invalid spec", details=["spec: expected an object with schedule, phases"])
     errors: list[str] = []
     refuse_unknown(raw, SPEC_KEYS, "spec", errors)
+    declared = run_params.validate_declarations(raw.get("params"), registry, errors)
+    types = run_params.declared_types(declared)
     schedule = _schedule(raw.get("schedule"), errors)
+    fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
+    if fan_out is not None:
+        schedule["params"] = fan_out
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
-    phases = _phases(raw.get("phases"), registry, kept, errors)
+    phases = _phases(raw.get("phases"), registry, kept, types, errors)
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
+    # Omitted when empty, so a spec without params reads as it always did.
+    if declared:
+        out = {"params": declared, **out}
     if template:
         out["announcement"] = template
     return out
+
+
+def _fan_out(
+    raw: Any, schedule: dict[str, Any], declared: list[dict[str, Any]], errors: list[str]
+) -> list[dict[str, Any]] | None:
+    """A schedule's ``params``: the param sets each occurrence makes one run of."""
+    if not isinstance(raw, dict) or schedule["kind"] == "manual":
+        return None
+    return run_params.validate_param_sets(
+        raw.get("params"), declared, "spec.schedule.params", errors
+    )
 
 
 def _label(raw: Any, path: str, errors: list[str], *, required: bool) -> str | None:
@@ -303,7 +323,11 @@ def _days(raw: Any, errors: list[str]) -> list[str] | None:
 
 
 def _phases(
-    raw: Any, registry: Registry, kept: frozenset[str], errors: list[str]
+    raw: Any,
+    registry: Registry,
+    kept: frozenset[str],
+    types: dict[str, str],
+    errors: list[str],
 ) -> list[dict[str, Any]]:
     path = "spec.phases"
     if not isinstance(raw, list) or not raw:
@@ -338,10 +362,12 @@ def _phases(
         else:
             total_steps += len(raw_steps)
             for j, raw_step in enumerate(raw_steps):
-                step = _step(raw_step, f"{ppath}.steps[{j}]", registry, kept, errors)
+                step = _step(raw_step, f"{ppath}.steps[{j}]", registry, kept, types, errors)
                 if step is not None:
                     steps.append(step)
-        advance = validate_advance(raw_phase.get("advance"), f"{ppath}.advance", registry, errors)
+        advance = validate_advance(
+            raw_phase.get("advance"), f"{ppath}.advance", registry, errors, params=types
+        )
         phase: dict[str, Any] = {"key": key, "label": label, "steps": steps}
         # Omitted rather than null: most phases have no gate, and a null on every phase would
         # make the first gate anyone adds look like an edit to every phase.
@@ -384,7 +410,12 @@ def _phase_key(
 
 
 def _step(
-    raw: Any, path: str, registry: Registry, kept: frozenset[str], errors: list[str]
+    raw: Any,
+    path: str,
+    registry: Registry,
+    kept: frozenset[str],
+    types: dict[str, str],
+    errors: list[str],
 ) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         errors.append(f"{path}: expected an object")
@@ -401,7 +432,7 @@ def _step(
         errors.append(f'{path}.action: no plugin registers "{action_id}"')
         return None
     before = len(errors)
-    params = _params(declaration, raw.get("params"), f"{path}.params", errors)
+    params = _params(declaration, raw.get("params"), f"{path}.params", types, errors)
     if len(errors) == before:
         errors.extend(
             f"{path}: {problem}" for problem in _undeclared_costs(declaration, params, registry)
@@ -470,8 +501,11 @@ def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    """The declared params of one step, type-checked, in declaration order.
+def _params(
+    declaration: Action, raw: Any, path: str, types: dict[str, str], errors: list[str]
+) -> dict[str, Any]:
+    """The declared params of one step, type-checked, in declaration order; a value may be
+    ``{"param": name}``, a run param of the same type, written out when the run reaches it.
 
     An unknown param is an error rather than a silent drop: ``creatures`` typed for
     ``creature`` is a step that would dispatch without it while looking saved.
@@ -491,6 +525,11 @@ def _params(declaration: Action, raw: Any, path: str, errors: list[str]) -> dict
         if value is None or (isinstance(value, str) and value == ""):
             if param.required:
                 errors.append(f'{path}: "{param.name}" is required')
+            continue
+        if run_params.is_reference(value):
+            where = f'{path}: "{param.name}"'
+            if run_params.check_reference(value, param.type, types, where, errors):
+                params[param.name] = {"param": value["param"]}
             continue
         ok, value, why = check_literal(param.type, value)
         if not ok:

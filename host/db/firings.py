@@ -1,0 +1,91 @@
+"""SQL over ``trigger_firing_keys`` and ``trigger_last_firings``: what a firing leaves
+behind besides the gates it counted for.
+
+A keyed firing's row holds the answer it was given, so the same key sent again (a retry
+after a timeout) answers that and counts nothing; rows older than the keep are pruned. Each
+trigger's last firing is one row, written once a transaction, which a held gate's
+diagnosis reads instead of a write to every gate a firing missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.dialects import mysql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.tables import trigger_firing_keys, trigger_last_firings
+from pageant.db.types import UTCDateTime
+
+k = trigger_firing_keys.c
+_l = trigger_last_firings.c
+
+_ANSWERS = select(k.key, k.answer).where(
+    k.issuer == bindparam("issuer"), k.key.in_(bindparam("keys", expanding=True))
+)
+_SET_ANSWER = update(trigger_firing_keys).where(k.id == bindparam("key_id"))
+_PRUNE = delete(trigger_firing_keys).where(k.created_at < bindparam("before", type_=UTCDateTime))
+
+
+async def answers(conn: AsyncConnection, issuer: str, keys: Sequence[str]) -> dict[str, Any]:
+    """The answers already given to ``issuer``'s firings under ``keys``, by key (a key
+    whose firing is still being written by another transaction answers None)."""
+    if not keys:
+        return {}
+    rows = await conn.execute(_ANSWERS, {"issuer": issuer, "keys": list(keys)})
+    return {row.key: row.answer for row in rows}
+
+
+async def claim_key(
+    conn: AsyncConnection,
+    *,
+    issuer: str,
+    key: str,
+    trigger_id: str,
+    fired_at: datetime,
+    now: datetime,
+) -> int | None:
+    """Record that ``issuer`` fired under ``key``; the row's id, or None when the key was
+    already there (the unique key decides, so two concurrent senders cannot both count)."""
+    stmt = insert_keeping_existing(trigger_firing_keys, (k.issuer, k.key), conn.dialect).values(
+        issuer=issuer, key=key, trigger_id=trigger_id, fired_at=fired_at, created_at=now
+    )
+    return inserted_id(await conn.execute(stmt), conn.dialect)
+
+
+async def keep_answer(conn: AsyncConnection, key_id: int, answer: dict[str, Any]) -> None:
+    """Store the answer a keyed firing was given, for its replays."""
+    await conn.execute(_SET_ANSWER.values(answer=answer), {"key_id": key_id})
+
+
+async def prune_keys(conn: AsyncConnection, before: datetime) -> int:
+    """Forget the keys recorded before ``before``; answers how many."""
+    return (await conn.execute(_PRUNE, {"before": before})).rowcount
+
+
+async def note_last_firing(
+    conn: AsyncConnection, trigger_id: str, at: datetime, payload: dict[str, Any]
+) -> None:
+    """Make ``(at, payload)`` the trigger's last firing, one row a trigger.
+
+    An upsert: the row's first firing inserts it, every later one replaces it. MariaDB's
+    ``ON DUPLICATE KEY UPDATE`` and SQLite's ``ON CONFLICT DO UPDATE`` say the same thing.
+    """
+    values = {"trigger_id": trigger_id, "last_at": at, "payload": payload}
+    stmt: Any
+    if conn.dialect.name in ("mysql", "mariadb"):
+        maria = mysql.insert(trigger_last_firings).values(**values)
+        stmt = maria.on_duplicate_key_update(
+            last_at=maria.inserted.last_at, payload=maria.inserted.payload
+        )
+    else:
+        lite = sqlite.insert(trigger_last_firings).values(**values)
+        stmt = lite.on_conflict_do_update(
+            index_elements=[_l.trigger_id],
+            set_={"last_at": lite.excluded.last_at, "payload": lite.excluded.payload},
+        )
+    await conn.execute(stmt)

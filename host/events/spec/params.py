@@ -1,0 +1,164 @@
+"""Run params in the spec: their declarations (``spec.params``), the references to them and a
+schedule's fan-out, checked at save. What a run does with its values is
+:mod:`pageant.runs.params`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pageant.errors import Invalid
+from pageant.events.spec.messages import refuse_unknown, show
+from pageant.hookspecs.models import check_literal
+from pageant.runs.params import (
+    MAX_PARAM_TEXT,
+    PARAM_TYPES,
+    SCOPE,
+    declared_types,
+    is_reference,
+    scope_of,
+    values_for,
+)
+
+if TYPE_CHECKING:
+    from pageant.plugins.registry import Registry
+
+PARAM_KEYS = ("name", "type", "label", "option_source", "default", "required")
+PARAM_NAME = re.compile(r"[a-z][a-z0-9_]*")
+MAX_PARAMS = 20
+MAX_PARAM_NAME = 64
+MAX_PARAM_LABEL = 200
+#: The most param sets one schedule fans out over (runs per occurrence).
+MAX_PARAM_SETS = 50
+
+
+def validate_declarations(raw: Any, registry: Registry, errors: list[str]) -> list[dict[str, Any]]:
+    """``spec.params``, normalised (each with ``name``, ``type``, ``label``, ``required``,
+    and ``default`` / ``option_source`` when given); problems appended to ``errors``."""
+    path = "spec.params"
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(f"{path}: expected a list of params; got {show(raw)}")
+        return []
+    if len(raw) > MAX_PARAMS:
+        errors.append(f"{path}: at most {MAX_PARAMS} params; this spec has {len(raw)}")
+        return []
+    declared: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(raw):
+        ppath = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            errors.append(f"{ppath}: expected an object with name and type")
+            continue
+        before = len(errors)
+        refuse_unknown(item, PARAM_KEYS, ppath, errors)
+        name = item.get("name")
+        if (
+            not isinstance(name, str)
+            or not PARAM_NAME.fullmatch(name)
+            or len(name) > MAX_PARAM_NAME
+        ):
+            errors.append(
+                f'{ppath}.name: expected a name such as "server" (lowercase letters, digits '
+                f"and _, at most {MAX_PARAM_NAME}); got {show(name)}"
+            )
+            name = None
+        elif name in seen:
+            errors.append(f'{ppath}.name: "{name}" is already the name of {path}[{seen[name]}]')
+        else:
+            seen[name] = i
+        type_ = item.get("type")
+        if type_ not in PARAM_TYPES:
+            errors.append(
+                f"{ppath}.type: expected one of {', '.join(PARAM_TYPES)}; got {show(type_)}"
+            )
+            type_ = None
+        if name == SCOPE and type_ not in (None, "string"):
+            errors.append(f'{ppath}.type: "scope" is the run\'s scope, a string; got {show(type_)}')
+        label = item.get("label", name)
+        if not isinstance(label, str) or not label.strip() or len(label) > MAX_PARAM_LABEL:
+            errors.append(
+                f"{ppath}.label: expected text of 1 to {MAX_PARAM_LABEL} characters; "
+                f"got {show(label)}"
+            )
+        required = item.get("required", False)
+        if not isinstance(required, bool):
+            errors.append(f"{ppath}.required: expected true or false; got {show(required)}")
+        source = item.get("option_source")
+        if source is not None and source not in registry.option_sources:
+            errors.append(f"{ppath}.option_source: no plugin registers {show(source)}")
+        param: dict[str, Any] = {"name": name, "type": type_, "label": label, "required": required}
+        if source is not None:
+            param["option_source"] = source
+        if "default" in item and type_ is not None:
+            ok, value, why = check_literal(type_, item["default"])
+            if not ok:
+                errors.append(f"{ppath}.default: {why}; got {show(item['default'])}")
+            elif type_ == "string" and len(value) > MAX_PARAM_TEXT:
+                errors.append(f"{ppath}.default: at most {MAX_PARAM_TEXT} characters")
+            else:
+                param["default"] = value
+        if len(errors) == before:
+            declared.append(param)
+    return declared
+
+
+def check_reference(
+    value: dict[str, Any], type_: str, types: Mapping[str, str], path: str, errors: list[str]
+) -> bool:
+    """Check a ``{"param": name}`` against the declared params and the type it stands for;
+    False (with the problem in ``errors``) when it names no param or one of another type."""
+    name = value["param"]
+    if not isinstance(name, str) or name not in types:
+        declared = ", ".join(sorted(types))
+        errors.append(f"{path}: {show(name)} is not a param of this event; it declares {declared}")
+        return False
+    if types[name] != type_:
+        errors.append(f'{path}: the param "{name}" is {types[name]}; this takes {type_}')
+        return False
+    return True
+
+
+def validate_param_sets(
+    raw: Any, declarations: list[dict[str, Any]], path: str, errors: list[str]
+) -> list[dict[str, Any]] | None:
+    """A schedule's fan-out: a list of param sets, each checked as a run's values would be
+    (and the sets told apart by the scope each makes). None when absent."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not raw:
+        errors.append(f"{path}: expected a non-empty list of param sets; got {show(raw)}")
+        return None
+    if len(raw) > MAX_PARAM_SETS:
+        errors.append(f"{path}: at most {MAX_PARAM_SETS} param sets; this one has {len(raw)}")
+        return None
+    sets: list[dict[str, Any]] = []
+    scopes: dict[str, int] = {}
+    for i, item in enumerate(raw):
+        try:
+            values = values_for(declarations, item, f"{path}[{i}]")
+        except Invalid as refused:
+            errors.extend(refused.details)
+            continue
+        scope = scope_of(values)
+        if scope in scopes:
+            errors.append(f"{path}[{i}]: the same params as {path}[{scopes[scope]}]")
+            continue
+        scopes[scope] = i
+        sets.append(values)
+    return sets
+
+
+__all__ = [
+    "MAX_PARAMS",
+    "MAX_PARAM_SETS",
+    "PARAM_KEYS",
+    "check_reference",
+    "declared_types",
+    "is_reference",
+    "validate_declarations",
+    "validate_param_sets",
+]
