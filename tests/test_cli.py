@@ -219,8 +219,9 @@ def test_the_console_script_shows_an_installed_broken_plugin(tmp_path: Path) -> 
     site.install("brokenplug", {"brokenplug": "brokenplug"}, {"brokenplug": source("brokenplug")})
     done = pageant_process("plugins", "--json", env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 1, done.stderr
-    # The listing says it all; the loader's log does not repeat it on standard error.
-    assert done.stderr == ""
+    # The listing says it all; the loader's log does not repeat it on standard error (where
+    # another installed plugin may still say its own piece, an unconfigured game's warning).
+    assert "brokenplug" not in done.stderr
     statuses = {i["distribution"]: i["status"] for i in json.loads(done.stdout)["items"]}
     assert statuses["brokenplug"] == "refused"
     assert statuses["pageant"] == statuses["pageant-wisps"] == "loaded"

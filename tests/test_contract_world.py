@@ -167,14 +167,18 @@ def test_write_without_plugin_refuses_when_more_than_one_plugin_is_installed(
 def test_write_without_plugin_is_fine_with_one_plugin_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Only the host's own plugin and wisps are left installed here (the shard is hidden).
+    # Only the host's own plugin and wisps are left installed here (the games are hidden).
     from pageant.plugins import loader
 
     installed = loader.entry_points
     monkeypatch.setattr(
         loader,
         "entry_points",
-        lambda **kw: [ep for ep in installed(**kw) if ep.dist and ep.dist.name != "pageant-shard"],
+        lambda **kw: [
+            ep
+            for ep in installed(**kw)
+            if ep.dist and ep.dist.name not in {"pageant-shard", "pageant-openarena"}
+        ],
     )
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["contract-check", "--write"])

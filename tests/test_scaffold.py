@@ -86,7 +86,7 @@ def test_a_scaffolded_plugin_installs_and_passes_its_tests_and_the_contract_chec
 
     tests = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=folder)
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert "5 passed" in tests.stdout
+    assert "6 passed" in tests.stdout
 
     checked = _run(
         python, "-m", "pageant.cli", "contract-check", "--plugin", "raffle", "--json", cwd=folder

@@ -137,6 +137,10 @@ from pageant import hookimpl
 TIERS = ("bronze", "silver", "gold")
 #: The stand-in for a game world: idempotency key -> the prize drawn under it.
 WORLD: dict[str, str] = {}
+#: The keys a revert was asked for. A revert is final for its key: a draw under one that
+#: arrives later (a retry, a request still on its way) draws nothing. Bookkeeping, not a
+#: part of the world players see, so ``observe`` leaves it out.
+REVERTED: set[str] = set()
 
 
 async def observe() -> dict[str, str]:
@@ -154,7 +158,8 @@ async def draw(ctx: Any) -> dict[str, Any]:
     tier = ctx.params["tier"]
     if tier not in TIERS:
         return {"ok": False, "retry": False, "error": f"no such tier {tier!r}"}
-    if ctx.verify:  # a dry run: check, and change nothing
+    if ctx.verify or ctx.idempotency_key in REVERTED:
+        # A dry run changes nothing; nor does a draw after its key's revert.
         return {"ok": True}
     prize = WORLD.setdefault(ctx.idempotency_key, f"{tier}-{ctx.idempotency_key[:8]}")
     return {"ok": True, "resources": [{"kind": "prize", "ref": prize}]}
@@ -162,7 +167,9 @@ async def draw(ctx: Any) -> dict[str, Any]:
 
 async def take_back(ctx: Any) -> dict[str, Any]:
     """Take back the prize drawn under the step's key (there may be none: a revert of
-    nothing must succeed, and a revert may be repeated)."""
+    nothing must succeed, and a revert may be repeated); a later draw under it draws
+    nothing."""
+    REVERTED.add(ctx.idempotency_key)
     WORLD.pop(ctx.idempotency_key, None)
     return {"ok": True}
 
@@ -233,6 +240,10 @@ async def test_a_draw_under_one_key_draws_once(pageant_kit: Kit) -> None:
     first = await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k")
     again = await pageant_kit.perform("OWNER.draw", GOLD, idempotency_key="k")
     assert assert_ok(first).resources == assert_ok(again).resources
+
+
+async def test_a_draw_after_its_revert_draws_nothing(pageant_kit: Kit) -> None:
+    await pageant_kit.perform_after_revert("OWNER.draw", GOLD)
 
 
 async def test_an_unknown_tier_fails_for_good(pageant_kit: Kit) -> None:
