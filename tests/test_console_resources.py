@@ -14,9 +14,9 @@ import pytest
 
 from pageant.api.app import make_app
 from tests import test_ledger as ledger
-from tests.factories import log_lines, phase, run_row, spec, step
+from tests.factories import log_lines, phase, run_row, spec, start_event, step
 from tests.test_console import csrf_of, page_csrf, sign_in
-from tests.test_ledger import _start, forge, lease
+from tests.test_ledger import forge, lease
 
 # The ledger tests' games and their hosts, as fixtures here too.
 smith = ledger.smith
@@ -54,7 +54,7 @@ def _cell(row: str, label: str) -> str:
 async def _cold_forge_run(host: Any, engine: Any, smith: Any, clock: Any) -> int:
     """A completed run whose three swords could not be taken back (every attempt spent)."""
     smith.revert_error = "the forge is cold"
-    run_id = await _start(host, spec(phase("p", forge(3))))
+    run_id = await start_event(host, spec(phase("p", forge(3))))
     for _ in range(4):
         await engine.tick()
         clock.advance(seconds=1)
@@ -66,7 +66,7 @@ async def _cold_forge_run(host: Any, engine: Any, smith: Any, clock: Any) -> int
 async def test_a_running_run_lists_what_it_holds_and_a_leases_deadline(
     wx_host, wx_engine, wx_client, tokens, clock
 ):
-    run_id = await _start(
+    run_id = await start_event(
         wx_host,
         spec(
             phase(
@@ -176,8 +176,8 @@ async def test_an_editor_has_no_cleanup_control_and_is_refused(
 async def test_cleanup_of_a_run_in_flight_or_of_one_that_recorded_nothing_shows_the_refusal(
     wx_host, wx_engine, wx_client, smith, tokens
 ):
-    live = await _start(wx_host, spec(phase("p", forge(1), step("core.wait", seconds=600))))
-    quiet = await _start(
+    live = await start_event(wx_host, spec(phase("p", forge(1), step("core.wait", seconds=600))))
+    quiet = await start_event(
         wx_host, spec(phase("p", step("core.announce", leg="core.log", message="hi")))
     )
     await wx_engine.tick()
@@ -211,7 +211,7 @@ async def test_an_ended_run_still_giving_back_keeps_its_page_updating(
     wx_host, wx_engine, wx_client, smith, tokens, clock
 ):
     smith.revert_error = "the forge is cold"
-    run_id = await _start(wx_host, spec(phase("p", forge(1))))
+    run_id = await start_event(wx_host, spec(phase("p", forge(1))))
     await wx_engine.tick()
     run = await run_row(wx_host.db, run_id)
     assert (run.status, run.cleanup_status) == ("completed", "pending")
