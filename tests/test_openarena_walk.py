@@ -335,7 +335,7 @@ async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_o
         frenzy = json.loads(FRENZY_ON_SERVER.read_text())
         specs.validate(frenzy["spec"], host.registry, stored=None)  # the file is a valid event
         event = await publish_event(
-            host.db, host.clock.now(), frenzy["spec"], concurrency_key="frenzy:{server}"
+            host.db, host.clock.now(), frenzy["spec"], concurrency_key=frenzy["concurrency_key"]
         )
         runs = {}
         for name in arenas:
@@ -363,6 +363,7 @@ async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_o
         for name, view in views.items():
             assert view["run"]["status"] == "completed", view["run"]
             assert view["run"]["params"] == {"server": name}
+            assert view["run"]["concurrency_key"] == f"frenzy:{name}"  # side by side
             # The gate counted five frags, every one from its own server's log.
             tallied = [line for line in view["log"] if line["kind"] == "condition.evaluated"]
             assert [line["detail"]["values"] for line in tallied] == [{"server": name}] * 5
