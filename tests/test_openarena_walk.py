@@ -28,9 +28,9 @@ from pageant.engine import Engine
 from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs.console import console
-from pageant.runs.create import start_now
 from pageant.settings import Settings
 from tests.factories import phase, publish_event, spec, step, wait
+from tests.schedules import runs_of
 from tests.test_shard_walk import enable, ended_and_clean, start
 
 FRENZY = Path(__file__).resolve().parents[1] / "example_plugins/openarena/events/frenzy.json"
@@ -334,14 +334,24 @@ async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_o
         await enable(host, "openarena.bots.add", {"openarena.bots": 3})
         frenzy = json.loads(FRENZY_ON_SERVER.read_text())
         specs.validate(frenzy["spec"], host.registry, stored=None)  # the file is a valid event
+        # Both runs come from one occurrence of a schedule that fans out over the servers:
+        # once, at the current minute (inside the grace), so the engine's first tick makes
+        # and starts them.
+        now = host.clock.now()
+        fanned = {
+            "kind": "once",
+            "at": now.strftime("%Y-%m-%dT%H:%M"),
+            "params": [{"server": name} for name in arenas],
+        }
         event = await publish_event(
-            host.db, host.clock.now(), frenzy["spec"], concurrency_key=frenzy["concurrency_key"]
+            host.db,
+            now,
+            {**frenzy["spec"], "schedule": fanned},
+            concurrency_key=frenzy["concurrency_key"],
         )
-        runs = {}
-        for name in arenas:
-            runs[name], _ = await start_now(
-                host, event.id, params={"server": name}, actor="admin:walk"
-            )
+        await engine.tick()
+        runs = {row.params["server"]: row.id for row in await runs_of(host.db, event.id)}
+        assert sorted(runs) == sorted(arenas)  # one run per server, from one occurrence
 
         # Tick both runs until both have ended; while a run hunts, note every frag the
         # other server logs, so the test knows there were foreign frags to refuse.
@@ -352,12 +362,12 @@ async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_o
             while not (views and all(ended_and_clean(v) for v in views.values())):
                 await engine.tick()
                 views = {name: await console(host, run_id) for name, run_id in runs.items()}
-                now = {name: kills(server) for name, server in arenas.items()}
+                logged = {name: kills(server) for name, server in arenas.items()}
                 for name, view in views.items():
                     if view["run"]["current_phase"] == "hunt":
                         (other,) = set(arenas) - {name}
-                        foreign[name] += now[other] - seen[other]
-                seen = now
+                        foreign[name] += logged[other] - seen[other]
+                seen = logged
                 await asyncio.sleep(0.2)
 
         for name, view in views.items():
