@@ -1,5 +1,6 @@
 """The run console's additions over the real app and database (both dialects): the budget
-meter, who took part and the results, and the reschedule control for a scheduled run."""
+meter, who took part and the results, the reschedule control for a scheduled run, and the
+run's params."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from pageant.api.app import make_app
 from pageant.engine import Engine
 from pageant.runs.create import start_now
-from tests.factories import log_lines, publish_event, run_row
+from tests.factories import announce, log_lines, phase, publish_event, run_row, spec
 from tests.schedules import runs_of, utc, weekly
 from tests.test_console import csrf_of, page_csrf, sign_in
 from tests.test_console_admin import _summon, _wisps_event
@@ -210,3 +211,29 @@ async def test_the_run_page_shows_the_newest_lines_of_a_long_log_with_the_count(
     shown = [int(n) for n in re.findall(r'\{"n": (\d+)\}', html)]
     # The run's own first lines and the oldest numbered ones are left out; the rest in order.
     assert shown == list(range(numbered - LOG_LINES, numbered))
+
+
+async def test_the_run_page_shows_the_runs_params_and_a_run_without_params_shows_none(
+    client, tokens, host
+):
+    declared = [
+        {"name": "server", "type": "string", "label": "Server", "required": True},
+        {"name": "rounds", "type": "integer", "label": "Rounds", "default": 3},
+    ]
+    with_params = await publish_event(
+        host.db, host.clock.now(), {**spec(phase("main", announce("hi"))), "params": declared}
+    )
+    run_id, _ = await start_now(
+        host, with_params.id, params={"server": "eu-2 <b>"}, actor="admin:test"
+    )
+    plain = await publish_event(host.db, host.clock.now())
+    plain_id, _ = await start_now(host, plain.id, actor="admin:test")
+    await sign_in(client, tokens["moderator"])
+
+    for path in (f"/runs/{run_id}", f"/runs/{run_id}/live"):
+        html = await (await client.get(path)).text()
+        shown = re.search(r'<dd id="run-params">(.*?)</dd>', html, re.S).group(1)
+        # Each pair in name order, the default filled in, the value escaped.
+        assert re.findall(r"<code>(.*?)</code>", shown) == ["rounds=3", "server=eu-2 &lt;b&gt;"]
+    html = await (await client.get(f"/runs/{plain_id}")).text()
+    assert 'id="run-params"' not in html and "<dt>Params</dt>" not in html

@@ -1,8 +1,9 @@
 """World events on a real OpenArena server: a private ``ioq3ded`` per test, the
 pageant-openarena plugin loaded from its entry point, and the real engine on both
-databases. The Low-Gravity Frenzy start to finish, then the faults a real server has: it
-is killed and comes back empty, an admin changes a leased cvar by hand, the password is
-wrong. (Killing pageant itself mid-muster is ``test_openarena_crash.py``.)
+databases. The Low-Gravity Frenzy start to finish, and one event with a ``server`` param on
+two servers at once; then the faults a real server has: it is killed and comes back empty,
+an admin changes a leased cvar by hand, the password is wrong. (Killing pageant itself
+mid-muster is ``test_openarena_crash.py``.)
 
 Bots fight in real time, so these walks take tens of seconds; without ``ioq3ded`` they are
 skipped, and under ``CI`` they fail."""
@@ -28,7 +29,8 @@ from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.settings import Settings
-from tests.factories import phase, spec, step, wait
+from tests.factories import phase, publish_event, spec, step, wait
+from tests.schedules import runs_of
 from tests.test_shard_walk import enable, ended_and_clean, start
 
 FRENZY = Path(__file__).resolve().parents[1] / "example_plugins/openarena/events/frenzy.json"
@@ -295,3 +297,104 @@ async def test_two_servers_each_get_the_steps_that_name_them(
         await host.close()
         await one.stop()
         await two.stop()
+
+
+FRENZY_ON_SERVER = FRENZY.with_name("frenzy-on-server.json")
+
+
+def kills(server: Dedicated) -> int:
+    """How many frags the server's game log holds so far."""
+    return sum(1 for line in server.log_path.read_text().splitlines() if " Kill: " in line)
+
+
+async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_own_frags(
+    settings: Settings, db: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need_engine()
+    for name in list(os.environ):
+        if name.startswith(ENV):
+            monkeypatch.delenv(name)
+    arenas = {"arena1": Dedicated(tmp_path / "one"), "arena2": Dedicated(tmp_path / "two")}
+    for server in arenas.values():
+        await server.start()
+    table = {
+        "rcon_password": arenas["arena1"].password,
+        "state_dir": str(tmp_path),
+        "rcon_timeout_seconds": 2.0,
+        "log_poll_seconds": 0.2,
+        "servers": [
+            {"id": name, "rcon_port": server.port, "log_path": str(server.log_path)}
+            for name, server in arenas.items()
+        ],
+    }
+    host = Host(settings.with_plugin_tables({"openarena": table}), clock=SystemClock(), db=db)
+    engine = Engine(host)
+    try:
+        await host.start_plugins()
+        await enable(host, "openarena.bots.add", {"openarena.bots": 3})
+        frenzy = json.loads(FRENZY_ON_SERVER.read_text())
+        specs.validate(frenzy["spec"], host.registry, stored=None)  # the file is a valid event
+        # Both runs come from one occurrence of a schedule that fans out over the servers:
+        # once, at the current minute (inside the grace), so the engine's first tick makes
+        # and starts them.
+        now = host.clock.now()
+        fanned = {
+            "kind": "once",
+            "at": now.strftime("%Y-%m-%dT%H:%M"),
+            "params": [{"server": name} for name in arenas],
+        }
+        event = await publish_event(
+            host.db,
+            now,
+            {**frenzy["spec"], "schedule": fanned},
+            concurrency_key=frenzy["concurrency_key"],
+        )
+        await engine.tick()
+        runs = {row.params["server"]: row.id for row in await runs_of(host.db, event.id)}
+        assert sorted(runs) == sorted(arenas)  # one run per server, from one occurrence
+
+        # Tick both runs until both have ended; while a run hunts, note every frag the
+        # other server logs, so the test knows there were foreign frags to refuse.
+        foreign = dict.fromkeys(arenas, 0)
+        seen = {name: kills(server) for name, server in arenas.items()}
+        views: dict[str, dict[str, Any]] = {}
+        async with asyncio.timeout(PATIENCE_SECONDS):
+            while not (views and all(ended_and_clean(v) for v in views.values())):
+                await engine.tick()
+                views = {name: await console(host, run_id) for name, run_id in runs.items()}
+                logged = {name: kills(server) for name, server in arenas.items()}
+                for name, view in views.items():
+                    if view["run"]["current_phase"] == "hunt":
+                        (other,) = set(arenas) - {name}
+                        foreign[name] += logged[other] - seen[other]
+                seen = logged
+                await asyncio.sleep(0.2)
+
+        for name, view in views.items():
+            assert view["run"]["status"] == "completed", view["run"]
+            assert view["run"]["params"] == {"server": name}
+            assert view["run"]["concurrency_key"] == f"frenzy:{name}"  # side by side
+            # The gate counted five frags, every one from its own server's log.
+            tallied = [line for line in view["log"] if line["kind"] == "condition.evaluated"]
+            assert [line["detail"]["values"] for line in tallied] == [{"server": name}] * 5
+            assert {line["detail"]["condition"] for line in tallied} == {f'server eq "{name}"'}
+            # The bots went to the run's server and were given back there.
+            bots = [r for r in view["resources"] if r["kind"] == "openarena.bot"]
+            assert len(bots) == 3 and all(r["ref"].startswith(name + "/") for r in bots), bots
+            assert {r["status"] for r in view["resources"]} == {"reverted"}
+            (meter,) = view["budget"]
+            assert (meter["consumed"], meter["cap"]) == (3, 3)  # each run its own budget
+            console_text = (arenas[name].folder / "console.txt").read_text()
+            assert "say The Frenzy is over: " in console_text
+        assert all(n > 0 for n in foreign.values()), foreign  # each gate had frags to refuse
+        assert all(kills(server) >= 5 for server in arenas.values())
+        for server in arenas.values():
+            assert await bots_on(server) == []
+    finally:
+        for record in host.plugins.loaded():
+            if record.owner == "openarena":
+                await record.plugin.stop()
+        await engine.stop()
+        await host.close()
+        for server in arenas.values():
+            await server.stop()
