@@ -506,7 +506,7 @@ async def kit_host(
 try:
     import pytest
 except ModuleNotFoundError:  # a plain install has no pytest: the kit is still importable
-    pytest = None  # type: ignore[assignment]
+    pytest = None  # type: ignore[assignment]  # no pytest: the kit's fixtures are simply absent
 
 if pytest is not None:
 
