@@ -81,7 +81,7 @@ async def main(url: str, runs: int, steps: int, wait: float, timeout: float) -> 
         # The durability pageant's own SQLite engine runs with (WAL is set on the file).
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: object, _record: object) -> None:
-            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+            cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]  # a DBAPI connection, typed as object
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=5000")
             cursor.close()

@@ -46,7 +46,7 @@ CHUNK = 2_000
 class Bench:
     """A plugin whose two actions make one thing each and can take it back."""
 
-    PLUGIN_INFO = {"owner": "bench", "contract": "^1.0"}  # noqa: RUF012
+    PLUGIN_INFO = {"owner": "bench", "contract": "^1.0"}  # noqa: RUF012 - read by the loader
 
     def __init__(self) -> None:
         self.made = 0

@@ -470,7 +470,7 @@ class Serve:
         )
         line: list[str] = []
         reader = threading.Thread(
-            target=lambda: line.append(self.process.stdout.readline()),  # type: ignore[union-attr]
+            target=lambda: line.append(self.process.stdout.readline()),  # type: ignore[union-attr]  # the process was started with stdout=PIPE
             daemon=True,
         )
         reader.start()

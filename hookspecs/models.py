@@ -32,6 +32,18 @@ Risk = Literal["notify", "inspect", "change", "irreversible"]
 Reversible = Literal["full", "partial", "none"]
 OnFailure = Literal["skip", "pause", "abort_run"]
 
+#: The risks of the actions that change the world: what the ledger records before it
+#: confirms, what the switchboard keeps off until an admin enables it, what only an admin may
+#: add to a spec, and what waits while its plugin is down. One home; read it through
+#: :func:`changes_world`. A tuple, in rising risk, so that messages naming it read in order.
+WORLD_CHANGING_RISKS: tuple[Risk, ...] = ("change", "irreversible")
+
+
+def changes_world(risk: str) -> bool:
+    """True when an action of this ``risk`` changes the world (``change``, ``irreversible``)."""
+    return risk in WORLD_CHANGING_RISKS
+
+
 #: What a step does once it fails for good, when neither its action's declaration nor the
 #: spec says: the more of the world an action can change, the less a run should go on past
 #: it (a ``change`` falling back to ``skip`` would advance a run over a half-changed world).

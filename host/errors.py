@@ -62,11 +62,5 @@ class Dormant(PageantError):
     status = 409
 
 
-class PluginRefused(PageantError):
-    """A plugin was refused at load; ``message`` is ``dist[entry]: what; expected``."""
-
-    code = "plugin_refused"
-
-
 class SchemaOutOfDate(PageantError):
     code = "schema_out_of_date"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.clock import Clock, SystemClock
+from pageant.hookspecs.models import changes_world
 from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
@@ -23,9 +24,6 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger("pageant")
-
-#: The risks whose steps wait for a plugin that reported itself down (others are refused).
-WORLD_CHANGING = ("change", "irreversible")
 
 
 def make_identity() -> str:
@@ -148,7 +146,7 @@ class Host:
         if contested is not None:
             return contested
         action = self.registry.actions.get(action_id)
-        if action is None or action.risk not in WORLD_CHANGING:
+        if action is None or not changes_world(action.risk):
             return None
         return self.plugin_unavailable(action_id.split(".", 1)[0])
 

@@ -56,7 +56,7 @@ def loads(text: str | bytes) -> Any:
     """JSON text as Python values, as :mod:`json` reads them (``NaN``, ``Infinity`` and
     integers of any size included)."""
     long_digits = _LONG_DIGITS if isinstance(text, str) else _LONG_DIGIT_BYTES
-    if long_digits.search(text) is None:  # type: ignore[arg-type]
+    if long_digits.search(text) is None:  # type: ignore[arg-type]  # the pattern's type follows text's (str or bytes), beyond mypy
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:

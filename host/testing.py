@@ -33,6 +33,7 @@ from typing import Any
 from pageant.clock import FakeClock
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.hookspecs.envelope import classify
+from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
 from pageant.hosting import Host
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import Candidate, candidate_for, find_candidates
@@ -55,8 +56,6 @@ EPOCH = datetime(2030, 1, 4, 19, 0, tzinfo=UTC)
 ENDED = ("completed", "failed", "cancelled")
 #: The actor the kit's own controls and publishes are logged as.
 ACTOR = "admin:pageant-testing"
-#: The risks whose reported resources the host records (and gives back at a run's end).
-RECORDED_RISKS = ("change", "irreversible")
 
 
 class UnrecordedResourcesWarning(UserWarning):
@@ -161,13 +160,13 @@ class Kit:
             services=_Services(self),
         )
         envelope = await run_with_envelope(fn, context, timeout=action.budget_ms / 1000)
-        if not revert and envelope.resources and action.risk not in RECORDED_RISKS:
+        if not revert and envelope.resources and not changes_world(action.risk):
             warnings.warn(
                 UnrecordedResourcesWarning(
                     f"{action_id} (risk {action.risk}) answered resources "
                     f"{', '.join(f'{r.kind}:{r.ref}' for r in envelope.resources)}; the host "
-                    f"records only {' and '.join(RECORDED_RISKS)} actions' resources, so in a "
-                    "run these would be dropped and never given back"
+                    f"records only {' and '.join(WORLD_CHANGING_RISKS)} actions' resources, "
+                    "so in a run these would be dropped and never given back"
                 ),
                 stacklevel=2,
             )
@@ -507,7 +506,7 @@ async def kit_host(
 try:
     import pytest
 except ModuleNotFoundError:  # a plain install has no pytest: the kit is still importable
-    pytest = None  # type: ignore[assignment]
+    pytest = None  # type: ignore[assignment]  # no pytest: the kit's fixtures are simply absent
 
 if pytest is not None:
 

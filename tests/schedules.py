@@ -24,7 +24,7 @@ MAIN = {
 
 
 def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]  # star-args against datetime's fixed parameters
 
 
 def weekly(*days: str, at: str) -> dict[str, Any]:

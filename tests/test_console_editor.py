@@ -82,11 +82,11 @@ def test_the_focus_follows_a_moved_step_to_its_new_place():
 
 def test_moves_past_either_end_change_nothing():
     spec = {"phases": [{"key": "a", "steps": [{"n": 1}, {"n": 2}]}, {"key": "b", "steps": []}]}
-    assert "cannot move" in editor.apply_op(spec, "move-step:0:0:up", {}, None)  # type: ignore[arg-type]
-    assert "cannot move" in editor.apply_op(spec, "move-step:0:1:down", {}, None)  # type: ignore[arg-type]
-    assert "cannot move" in editor.apply_op(spec, "move-phase:1:down", {}, None)  # type: ignore[arg-type]
+    assert "cannot move" in editor.apply_op(spec, "move-step:0:0:up", {}, None)  # type: ignore[arg-type]  # a bare dict spec, not a Spec
+    assert "cannot move" in editor.apply_op(spec, "move-step:0:1:down", {}, None)  # type: ignore[arg-type]  # a bare dict spec, not a Spec
+    assert "cannot move" in editor.apply_op(spec, "move-phase:1:down", {}, None)  # type: ignore[arg-type]  # a bare dict spec, not a Spec
     assert [s["n"] for s in spec["phases"][0]["steps"]] == [1, 2]
-    editor.apply_op(spec, "move-phase:1:up", {}, None)  # type: ignore[arg-type]
+    editor.apply_op(spec, "move-phase:1:up", {}, None)  # type: ignore[arg-type]  # a bare dict spec, not a Spec
     assert [p["key"] for p in spec["phases"]] == ["b", "a"]
 
 

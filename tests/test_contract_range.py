@@ -94,7 +94,7 @@ def test_bad_range_names_the_part_it_does_not_understand() -> None:
 
 def test_a_range_that_is_not_text_is_a_bad_range() -> None:
     with pytest.raises(BadRange, match="bad contract range"):
-        parse_range(None)  # type: ignore[arg-type]
+        parse_range(None)  # type: ignore[arg-type]  # the wrong type is the point
 
 
 def test_the_host_admits_plugins_written_against_its_own_major() -> None:

@@ -338,4 +338,4 @@ def test_a_budget_needs_a_unit() -> None:
 def test_declarations_are_frozen() -> None:
     declared = Action.model_validate(action())
     with pytest.raises(ValidationError):
-        declared.budget_ms = 5  # type: ignore[misc]
+        declared.budget_ms = 5  # type: ignore[misc]  # assigning to a frozen model is the point

@@ -24,7 +24,7 @@ from pageant.hookspecs.envelope import (
 from pageant.plugins.calls import run_with_envelope
 
 
-def answering(value: Any):  # type: ignore[no-untyped-def]
+def answering(value: Any):  # type: ignore[no-untyped-def]  # returns plugin callables of any shape
     async def fn(*args: Any) -> Any:
         return value
 
@@ -75,7 +75,7 @@ async def test_a_sync_callable_that_slipped_through_is_a_retryable_failure() -> 
     def not_async(ctx: Any) -> Any:
         return {"ok": True}
 
-    answer = await run_with_envelope(not_async, None, timeout=1)  # type: ignore[arg-type]
+    answer = await run_with_envelope(not_async, None, timeout=1)  # type: ignore[arg-type]  # a sync function is the point
     assert (answer.ok, answer.retry, answer.malformed) == (False, True, "exception")
 
 

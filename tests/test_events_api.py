@@ -577,7 +577,7 @@ async def test_runs_waiting_counts_paused_runs_and_parked_steps(client, tokens, 
 async def test_the_list_costs_the_same_queries_for_one_event_or_many(client, tokens, db):
     statements: list[str] = []
 
-    def count(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]
+    def count(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]  # a SQLAlchemy event listener's loose signature
         statements.append(statement)
 
     await create(client, tokens["admin"], title="first")

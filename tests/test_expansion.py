@@ -300,7 +300,7 @@ async def test_a_tick_expands_at_most_runs_per_tick_definitions_and_wakes_for_th
     host = make_host(settings.model_copy(update={"runs_per_tick": 2}), db, clock, [probe])
     engine = Engine(host)
     woken = []
-    engine.wake = lambda: woken.append(True)  # type: ignore[method-assign]
+    engine.wake = lambda: woken.append(True)  # type: ignore[method-assign]  # the test's own wake, to see it called
     try:
         made = [
             await ready_event(db, clock.now(), weekly("friday", at="20:00")) for _ in range(events)

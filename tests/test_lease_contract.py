@@ -144,7 +144,7 @@ async def test_the_shard_puts_a_lease_back_by_itself_only_past_its_deadline() ->
         async def emit(self, trigger_id: str, payload: Any) -> Any:
             return {"gates_matched": 0, "gates_closed": 0}
 
-    shard.simulation = Simulation(shard.world, Context(), shard.settings)  # type: ignore[arg-type]
+    shard.simulation = Simulation(shard.world, Context(), shard.settings)  # type: ignore[arg-type]  # a stand-in context with only emit
     now = datetime.now(UTC)
     await shard.apply_config("xp_rate", "2.0", now + timedelta(minutes=5))
     await shard.apply_config("weather", "storm", now - timedelta(seconds=1))

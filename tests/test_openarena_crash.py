@@ -116,7 +116,7 @@ async def test_a_host_killed_mid_muster_kicks_its_bots_after_its_restart(
         second = serve(migrated, tmp_path, "second", arena)
 
         def finished() -> bool:
-            found = api_call(second.base, "GET", f"/api/v1/admin/runs/{run_id}", token)  # type: ignore[union-attr]
+            found = api_call(second.base, "GET", f"/api/v1/admin/runs/{run_id}", token)  # type: ignore[union-attr]  # second: narrowed outside this closure
             return found["run"]["cleanup_status"] == "complete"
 
         assert await asyncio.to_thread(until, finished, timeout=PATIENCE_SECONDS)

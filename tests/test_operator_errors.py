@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +17,11 @@ from tests.databases import empty_database
 from tests.test_cli import pageant, pageant_process
 
 
-def one_line(done: object) -> str:
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
     """The process failed with exactly one line on standard error, and no traceback."""
-    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)  # type: ignore[attr-defined]
-    lines = [line for line in done.stderr.splitlines() if line.strip()]  # type: ignore[attr-defined]
-    assert "Traceback" not in done.stderr, done.stderr  # type: ignore[attr-defined]
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in done.stderr, done.stderr
     assert len(lines) == 1, lines
     assert lines[0].startswith("error: ")
     return lines[0]

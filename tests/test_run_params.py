@@ -36,7 +36,7 @@ def _gated() -> dict[str, Any]:
     return _spec(
         phase(
             "hunt",
-            announce({"param": "colour"}),  # type: ignore[arg-type]
+            announce({"param": "colour"}),  # type: ignore[arg-type]  # a param reference where text is typed
             advance={"on": "wisps.caught", "where": BY_SERVER, "count": 2},
         ),
         phase("end", announce("done")),
@@ -246,7 +246,7 @@ async def test_bad_params_at_start_are_refused_and_make_no_run(
 
 async def test_scope_is_a_param_every_event_has(client, tokens, host, engine):
     spec = _spec(
-        phase("p", announce({"param": "scope"})),  # type: ignore[arg-type]
+        phase("p", announce({"param": "scope"})),  # type: ignore[arg-type]  # a param reference where text is typed
     )
     event = await _published(client, tokens, spec, concurrency_key="raid:{scope}")
     path = f"{EVENTS}/{event['id']}/runs"
@@ -318,7 +318,7 @@ def test_fan_out_sets_are_checked_like_a_start(registry):
 
 async def test_verify_and_rehearse_take_params(client, tokens):
     spec = _spec(
-        phase("p", announce({"param": "colour"})),  # type: ignore[arg-type]
+        phase("p", announce({"param": "colour"})),  # type: ignore[arg-type]  # a param reference where text is typed
         params=[SERVER],
     )
     event = await _published(client, tokens, spec)

@@ -102,7 +102,7 @@ def test_a_host_killed_mid_phase_resumes_and_the_world_saw_everything_once(
         second = serve(migrated, tmp_path, "second", world_path)
 
         def finished() -> bool:
-            found = call(second, "GET", f"/api/v1/admin/runs/{run_id}", token)  # type: ignore[arg-type]
+            found = call(second, "GET", f"/api/v1/admin/runs/{run_id}", token)  # type: ignore[arg-type]  # second: narrowed outside this closure
             return found["run"]["cleanup_status"] == "complete"
 
         assert until(finished, timeout=PATIENCE_SECONDS)

@@ -99,7 +99,7 @@ async def tick_until(host: Host, engine: Engine, run_id: int, done: Any, ticks: 
         view = await console(host, run_id)
         if done(view):
             return view
-        host.clock.advance(5)  # type: ignore[attr-defined]
+        host.clock.advance(5)  # type: ignore[attr-defined]  # a FakeClock, typed as a Clock
     raise AssertionError(f"run {run_id} never got there: {view['run']}")
 
 

@@ -87,7 +87,7 @@ async def test_a_hanging_revert_holds_neither_the_tick_nor_another_plugins_run(h
         await released.wait()
         return {"ok": True}
 
-    smith.unforge = hang  # type: ignore[method-assign]
+    smith.unforge = hang  # type: ignore[method-assign]  # the test's own hanging revert
     host.registry.actions["smith.forge"] = host.registry.actions["smith.forge"].model_copy(
         update={"revert": hang}
     )

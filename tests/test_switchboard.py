@@ -141,7 +141,7 @@ async def test_an_unknown_action_is_a_404(client, tokens):
 # ── the command line ──────────────────────────────────────────────────────────
 
 
-def test_pageant_actions_list_enable_cap_and_disable(migrated_url):  # noqa: F811
+def test_pageant_actions_list_enable_cap_and_disable(migrated_url):  # noqa: F811 - the imported fixture
     url = ["--database-url", migrated_url]
     listed = pageant("actions", "list", *url)
     assert listed.exit_code == 0, listed.output
@@ -165,7 +165,7 @@ def test_pageant_actions_list_enable_cap_and_disable(migrated_url):  # noqa: F81
     assert "wisps.summon                 change       disabled\n" in disabled.output
 
 
-def test_pageant_actions_refuses_a_bad_cap_by_name(migrated_url):  # noqa: F811
+def test_pageant_actions_refuses_a_bad_cap_by_name(migrated_url):  # noqa: F811 - the imported fixture
     url = ["--database-url", migrated_url]
     wrong = pageant("actions", "cap", "wisps.summon", "wisps.gold", "3", *url)
     assert wrong.exit_code == 1
@@ -197,7 +197,7 @@ def _seed(url: str, event_spec: dict[str, Any]) -> Any:
     return asyncio.run(_go())
 
 
-def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url, tmp_path):  # noqa: F811
+def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url, tmp_path):  # noqa: F811 - the imported fixture
     from tests.factories import announce, phase, spec, step, wait
 
     url = ["--database-url", migrated_url]

@@ -18,7 +18,7 @@ class ShardSettings(BaseModel):
 
 
 class ShardPlugin:
-    PLUGIN_INFO = {"owner": "shard", "contract": "^1.1", "settings": ShardSettings}  # noqa: RUF012
+    PLUGIN_INFO = {"owner": "shard", "contract": "^1.1", "settings": ShardSettings}  # noqa: RUF012 - read by the loader
 
     def __init__(self) -> None:
         self.settings: ShardSettings | None = None

@@ -16,10 +16,8 @@ from typing import Any
 
 from pageant.access.roles import FLOOR_EXEMPT_ROLES
 from pageant.errors import Forbidden
+from pageant.hookspecs.models import changes_world
 from pageant.plugins.registry import Registry
-
-#: The risks only an admin may author (and the switchboard keeps off by default).
-ADMIN_ONLY_RISKS = ("change", "irreversible")
 
 # What makes two steps "the same step" for the floor. The output-only keys the validator
 # recomputes (action_version, dormant) are left out: a plugin bumping its action's version
@@ -39,7 +37,7 @@ def _risky(step: dict[str, Any], registry: Registry) -> bool:
     # A dormant step's action is registered by nobody, so its risk is unknown; it is
     # treated as world-changing, since the plugin that left may well have been the one
     # that changed the world.
-    return declaration is None or declaration.risk in ADMIN_ONLY_RISKS
+    return declaration is None or changes_world(declaration.risk)
 
 
 def _identity(phase: str, step: dict[str, Any]) -> tuple[str, str]:

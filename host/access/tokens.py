@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.access.roles import ROLES, STAFF  # noqa: F401 (STAFF: importable from here)
+from pageant.access.roles import ROLES, STAFF  # noqa: F401 - STAFF: importable from here
 from pageant.db import tokens as token_rows
 from pageant.errors import Conflict, Invalid, NotFound, Unauthenticated
 

@@ -15,12 +15,13 @@ import re
 import sys
 from pathlib import Path
 
+from pageant.errors import Invalid
 from pageant.hookspecs import CONTRACT_VERSION
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-class ScaffoldError(Exception):
+class ScaffoldError(Invalid):
     """A name or folder the scaffold cannot use (a usage error)."""
 
 

@@ -67,7 +67,7 @@ def schedule_from_form(form: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "once":
         return {"kind": "once", "at": _get(form, "schedule-at")}
     if kind == "weekly":
-        days = [d for d in form.getall("schedule-days", []) if isinstance(d, str)]  # type: ignore[attr-defined]
+        days = [d for d in form.getall("schedule-days", []) if isinstance(d, str)]  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
         return {"kind": "weekly", "days": days, "time": _get(form, "schedule-time")}
     if kind == "monthly":
         nth = _get(form, "schedule-nth")

@@ -102,7 +102,7 @@ class Connection(aiosqlite.Connection):
     #: A deferred ``BEGIN`` waits for the next statement's turn.
     begin_pending = False
 
-    def cursor(self) -> Cursor:  # type: ignore[override]
+    def cursor(self) -> Cursor:  # type: ignore[override]  # a synchronous cursor, where aiosqlite's is a coroutine
         return Cursor(self)
 
     def begin_deferred(self) -> None:

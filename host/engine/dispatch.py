@@ -555,7 +555,7 @@ async def record(
             await _record_outcome(conn, step, envelope, now=now)
             action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
-                await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]
+                await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
             elif envelope.resources and action is not None:
                 ledger.unrecorded_resources(host, action)
             if ahead is not None:

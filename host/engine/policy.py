@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import budgets
 from pageant.db import switchboard as board_rows
-from pageant.switchboard.pricing import DEFAULT_OFF, price
+from pageant.switchboard.pricing import default_enabled, price
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pageant.hookspecs import Action
     from pageant.hosting import Host
 
-__all__ = ["DEFAULT_OFF", "Decision", "may_invoke"]
+__all__ = ["Decision", "may_invoke"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Decision:
 
 
 def _disabled(action: Action, flag: bool | None) -> Decision | None:
-    enabled = flag if flag is not None else action.risk not in DEFAULT_OFF
+    enabled = flag if flag is not None else default_enabled(action)
     if enabled:
         return None
     if flag is None:

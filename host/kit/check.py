@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pageant.errors import Invalid
 from pageant.hookspecs import CONTRACT_VERSION
 from pageant.kit import manifest as manifests
 from pageant.kit.exercise import Check, KitServices, exercise, perform_again, start
@@ -84,7 +85,7 @@ class Report:
         }
 
 
-class UnknownPlugin(Exception):
+class UnknownPlugin(Invalid):
     """A ``--plugin`` name that no installed plugin answers to (a usage error)."""
 
 

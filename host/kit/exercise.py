@@ -35,7 +35,7 @@ from pageant.hookspecs import (
     Posted,
     SendContext,
 )
-from pageant.hookspecs.models import check_literal
+from pageant.hookspecs.models import changes_world, check_literal
 from pageant.plugins import tracing
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
@@ -383,7 +383,7 @@ async def _perform_check(
         unrecorded = (
             f"; and a {action.risk} action's resources are never recorded (only change and "
             "irreversible actions' are): in a run the host drops them, and never gives them back"
-            if action.risk not in ("change", "irreversible")
+            if not changes_world(action.risk)
             else ""
         )
         return Check(

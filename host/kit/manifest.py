@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pageant.errors import Invalid
 from pageant.plugins.loader import PluginRecord
 from pageant.plugins.registry import KINDS, Registry
 
@@ -31,7 +32,7 @@ _ITEM_KEYS: dict[str, str] = {
 }
 
 
-class ManifestError(Exception):
+class ManifestError(Invalid):
     """The manifest file cannot be read as a manifest."""
 
 

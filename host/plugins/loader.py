@@ -24,6 +24,7 @@ from typing import Any
 import pluggy
 from pydantic import ValidationError
 
+from pageant.errors import PageantError
 from pageant.hookspecs import (
     CONTRACT_VERSION,
     PROJECT_NAME,
@@ -103,11 +104,13 @@ class PluginRecord:
         return out
 
 
-class Refusal(Exception):
+class Refusal(PageantError):
     """Raised inside the pipeline; becomes the record's reason.
 
     ``detail`` is what the server log shows beside it (a traceback's last frames).
     """
+
+    code = "plugin_refused"
 
     def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)

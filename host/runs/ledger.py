@@ -33,6 +33,7 @@ from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
 from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import ActionContext, Resource, RunInfo
+from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
 from pageant.ledger.state import released, settle
 from pageant.plugins.calls import run_with_envelope
 
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.engine")
 
-#: The risks whose dispatch is recorded before it happens.
-RECORDED_RISKS = ("change", "irreversible")
 #: How long one revert, restore or reconcile may take.
 REVERT_BUDGET_MS = 10_000
 
@@ -53,7 +52,7 @@ def owner_of(action_id: str) -> str:
 
 
 def recorded(action: Action | None) -> bool:
-    return action is not None and action.risk in RECORDED_RISKS
+    return action is not None and changes_world(action.risk)
 
 
 def unrecorded_resources(host: Host, action: Action) -> None:
@@ -67,7 +66,7 @@ def unrecorded_resources(host: Host, action: Action) -> None:
         "a revert) or stop reporting them",
         action.id,
         action.risk,
-        " and ".join(RECORDED_RISKS),
+        " and ".join(WORLD_CHANGING_RISKS),
     )
 
 

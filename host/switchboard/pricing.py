@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pageant.hookspecs.models import changes_world
+
 if TYPE_CHECKING:
     from pageant.hookspecs import Action
     from pageant.plugins.registry import Registry
 
-#: The risks that are off until an admin turns them on; ``notify`` and ``inspect`` are on.
-DEFAULT_OFF = ("change", "irreversible")
 #: The largest cap or amount: a budget column is a 32-bit integer on MariaDB.
 MAX_AMOUNT = 2**31 - 1
 
@@ -34,7 +34,8 @@ class Price:
 
 
 def default_enabled(action: Action) -> bool:
-    return action.risk not in DEFAULT_OFF
+    # Off until an admin turns it on: the world-changing risks; notify and inspect are on.
+    return not changes_world(action.risk)
 
 
 def _units(value: Any) -> int | None:

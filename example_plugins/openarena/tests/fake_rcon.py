@@ -32,7 +32,7 @@ class _Protocol(asyncio.DatagramProtocol):
         self.transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a datagram endpoint's transport
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         assert data.startswith(PREFIX + b"rcon ")

@@ -111,7 +111,7 @@ async def test_a_perform_still_in_flight_when_its_key_is_reverted_takes_its_bots
             assert_ok(await plugin.kick_bots(context("k3", ADD)))
         return refused
 
-    server.add_bot = revert_lands_after_the_first_bot  # type: ignore[method-assign]
+    server.add_bot = revert_lands_after_the_first_bot  # type: ignore[method-assign]  # the test's own failing add
     late = assert_ok(await pageant_kit.perform("openarena.bots.add", ADD, idempotency_key="k3"))
     assert late.resources == ()
     assert calls == 1  # it stopped adding
@@ -127,7 +127,7 @@ async def test_the_reverted_keys_outlive_a_restart_of_the_plugin(
         await pageant_kit.perform("openarena.bots.add", ADD, idempotency_key="k4", revert=True)
     )
     fresh = OpenArenaPlugin()
-    fresh.pageant_startup(plugin.context)  # type: ignore[arg-type]
+    fresh.pageant_startup(plugin.context)  # type: ignore[arg-type]  # the kit's context, not the host's
     try:
         assert "k4" in fresh.servers["main"].reverted
     finally:

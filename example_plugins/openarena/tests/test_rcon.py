@@ -14,7 +14,7 @@ GRAVITY = '"g_gravity" is:"800^7", the default\n'
 
 def client(port: int, **kw: float) -> Rcon:
     options = {"timeout": 0.3, "retries": 2, "settle": 0.05, "burst": 100, "refill": 0.01, **kw}
-    return Rcon("127.0.0.1", port, "secret", **options)  # type: ignore[arg-type]
+    return Rcon("127.0.0.1", port, "secret", **options)  # type: ignore[arg-type]  # mixed int and float options
 
 
 def gravity(password: str, command: str, nth: int) -> Reply:

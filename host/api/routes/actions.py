@@ -29,9 +29,9 @@ class ActionChange(BaseModel):
     # The annotations say what a sent value must be; the None default contradicts them on
     # purpose, hence the ignores (for caps the pydantic plugin checks the None default as
     # Field's argument, so mypy names it there).
-    enabled: bool = Field(None, strict=True)  # type: ignore[assignment]
+    enabled: bool = Field(None, strict=True)  # type: ignore[assignment]  # None: absent, see above
     caps: dict[str, Cap | None] = Field(
-        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]  # None: absent, see above
         description="dimension -> a whole number of at least 0, or null (metered, unbounded)",
     )
 

@@ -134,14 +134,14 @@ class EventUpdate(BaseModel):
     # actually sent for a non-nullable field is refused. The annotations say what a sent
     # value must be (what the OpenAPI document shows); the None defaults contradict them on
     # purpose, hence each ignore[assignment].
-    title: Title = None  # type: ignore[assignment]
-    slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]
-    description: Description = None  # type: ignore[assignment]
-    timezone: Timezone = None  # type: ignore[assignment]
-    grace_seconds: Grace = None  # type: ignore[assignment]
+    title: Title = None  # type: ignore[assignment]  # None: absent, see above
+    slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]  # None: absent, see above
+    description: Description = None  # type: ignore[assignment]  # None: absent, see above
+    timezone: Timezone = None  # type: ignore[assignment]  # None: absent, see above
+    grace_seconds: Grace = None  # type: ignore[assignment]  # None: absent, see above
     concurrency_key: ConcurrencyKey | None = None
     series_id: Id | None = None
-    visibility: Visibility = None  # type: ignore[assignment]
+    visibility: Visibility = None  # type: ignore[assignment]  # None: absent, see above
     spec: SpecBody = None
 
     _slug = field_validator("slug")(check_slug)

@@ -61,10 +61,10 @@ class SeriesUpdate(BaseModel):
     # Defaults are not validated: absent stays None, a null actually sent is refused. The
     # annotations say what a sent value must be (what the OpenAPI document shows); the None
     # defaults contradict them on purpose, hence each ignore[assignment].
-    title: Title = None  # type: ignore[assignment]
-    slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]
-    description: Description = None  # type: ignore[assignment]
-    visibility: Visibility = None  # type: ignore[assignment]
+    title: Title = None  # type: ignore[assignment]  # None: absent, see above
+    slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]  # None: absent, see above
+    description: Description = None  # type: ignore[assignment]  # None: absent, see above
+    visibility: Visibility = None  # type: ignore[assignment]  # None: absent, see above
 
     _slug = field_validator("slug")(check_slug)
 

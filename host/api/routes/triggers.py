@@ -50,8 +50,8 @@ BATCH_ENTRY = {
     "required": ["status"],
     "properties": {
         "status": {"type": "integer", "description": "200, or the firing's own 400 or 404"},
-        "gates_matched": FIRED["properties"]["gates_matched"],  # type: ignore[index]
-        "gates_closed": FIRED["properties"]["gates_closed"],  # type: ignore[index]
+        "gates_matched": FIRED["properties"]["gates_matched"],  # type: ignore[index]  # FIRED's values infer as object
+        "gates_closed": FIRED["properties"]["gates_closed"],  # type: ignore[index]  # FIRED's values infer as object
         "error": {"type": "object", "description": "a refused firing's error, as any route's"},
     },
 }

@@ -22,7 +22,7 @@ from pageant.events.spec.messages import refuse_unknown, show
 
 # The duration grammar is the gates' (a phase gate reads it every tick); its names stay
 # importable from here, where the spec validator uses them.
-from pageant.gates.durations import (  # noqa: F401
+from pageant.gates.durations import (  # noqa: F401 - re-exported for the spec validator
     AFTER,
     AFTER_UNIT_SECONDS,
     MAX_AFTER_SECONDS,

@@ -40,7 +40,7 @@ from pageant.errors import Invalid
 from pageant.events.spec import params as run_params
 
 # The gate grammar lives in its own module; its names stay importable from here.
-from pageant.events.spec.advance import (  # noqa: F401
+from pageant.events.spec.advance import (  # noqa: F401 - re-exported, importable from here
     ADVANCE_KINDS,
     AFTER,
     AFTER_GATE_KEYS,
