@@ -8,8 +8,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from pageant.console.rehearsal import duration
-from pageant.console.timeline import span_words, zone_of
+from pageant.console.timeline import duration, span_words, zone_of
 from pageant.schedules.recurrence import zone
 
 _UTC = zone("UTC")

@@ -15,23 +15,6 @@ from typing import Any
 from pageant.console.timeline import span_words, ticks
 
 
-def duration(seconds: float | None) -> str:
-    """``0 s``, ``45 s``, ``5 min``, ``1 h 30 min``, ``2 d 3 h`` (empty for None)."""
-    if seconds is None:
-        return ""
-    total = round(seconds)
-    if total < 60:
-        return f"{total} s"
-    minutes, secs = divmod(total, 60)
-    if minutes < 60:
-        return f"{minutes} min" + (f" {secs} s" if secs else "")
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h" + (f" {minutes} min" if minutes else "")
-    days, hours = divmod(hours, 24)
-    return f"{days} d" + (f" {hours} h" if hours else "")
-
-
 def _pct(value: float, span: float) -> int:
     return max(0, min(100, round(value / span * 100)))
 

@@ -39,13 +39,10 @@ STEPS = (
 MAX_TICKS = 7
 
 
-def span_words(seconds: float | None) -> str:
-    """``0.4 s``, ``12 s``, ``5 min 3 s``, ``1 h 30 min``: how long, in words (empty for
-    None); under ten seconds keeps a tenth."""
+def duration(seconds: float | None) -> str:
+    """``0 s``, ``45 s``, ``5 min``, ``1 h 30 min``, ``2 d 3 h`` (empty for None)."""
     if seconds is None:
         return ""
-    if seconds < 10 and round(seconds, 1) != round(seconds):
-        return f"{seconds:.1f} s"
     total = round(seconds)
     if total < 60:
         return f"{total} s"
@@ -57,6 +54,14 @@ def span_words(seconds: float | None) -> str:
         return f"{hours} h" + (f" {minutes} min" if minutes else "")
     days, hours = divmod(hours, 24)
     return f"{days} d" + (f" {hours} h" if hours else "")
+
+
+def span_words(seconds: float | None) -> str:
+    """``0.4 s``, ``12 s``, ``5 min 3 s``, ``1 h 30 min``: how long, in words (empty for
+    None); under ten seconds keeps a tenth."""
+    if seconds is not None and seconds < 10 and round(seconds, 1) != round(seconds):
+        return f"{seconds:.1f} s"
+    return duration(seconds)
 
 
 def ticks(span: float) -> list[dict[str, Any]]:

@@ -48,6 +48,7 @@ from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
 from pageant.gates.matching import firing_keys
 from pageant.timefmt import parse_instant
+from pageant.typedtext import read_typed
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -90,29 +91,12 @@ def payload_from_text(registry: Any, trigger_id: str, pairs: Sequence[str]) -> d
             continue
         kind = types.get(key, "string")
         try:
-            payload[key] = _read(kind, text)
+            payload[key] = read_typed(kind, text)
         except ValueError:
             problems.append(f"payload.{key}: {text!r} is not a {kind}")
     if problems:
         raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=problems)
     return payload
-
-
-def _read(kind: str, text: str) -> Any:
-    if kind == "integer":
-        return int(text)
-    if kind == "number":
-        value = float(text)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(text)
-        return value
-    if kind == "boolean":
-        if text.lower() in ("true", "yes", "1"):
-            return True
-        if text.lower() in ("false", "no", "0"):
-            return False
-        raise ValueError(text)
-    return text
 
 
 # ── one firing, checked ───────────────────────────────────────────────────────

@@ -29,6 +29,7 @@ from typing import Any
 
 from pageant.errors import Invalid
 from pageant.hookspecs.models import check_literal
+from pageant.typedtext import read_typed
 
 #: The types a param may have: the trigger variables' (and the actions' params') types.
 PARAM_TYPES = ("string", "integer", "number", "boolean")
@@ -179,26 +180,9 @@ def values_from_text(
             continue
         kind = types.get(name, "string")
         try:
-            values[name] = _read(kind, text)
+            values[name] = read_typed(kind, text)
         except ValueError:
             problems.append(f"--param {name}: {text!r} is not {kind}")
     if problems:
         raise Invalid("the params cannot be read", details=problems)
     return values
-
-
-def _read(kind: str, text: str) -> Any:
-    if kind == "integer":
-        return int(text)
-    if kind == "number":
-        value = float(text)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(text)
-        return value
-    if kind == "boolean":
-        if text.lower() in ("true", "yes", "1"):
-            return True
-        if text.lower() in ("false", "no", "0"):
-            return False
-        raise ValueError(text)
-    return text
