@@ -290,7 +290,8 @@ async def test_rehearse_draws_the_timeline_the_spend_and_the_stall(client, token
 
 
 def test_the_axis_words_and_bars():
-    from pageant.console.rehearsal import _bar, drawn, duration
+    from pageant.console.rehearsal import _bar, drawn
+    from pageant.console.timeline import duration
 
     assert [duration(s) for s in (0, 45, 300, 5400, 200000)] == [
         "0 s",
