@@ -3,6 +3,7 @@ contract's value types: ``string``, ``integer``, ``number`` or ``boolean``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _TRUE = ("true", "yes", "1")
@@ -26,3 +27,29 @@ def read_typed(kind: str, text: str) -> Any:
             return False
         raise ValueError(text)
     return text
+
+
+def read_words(
+    words: Sequence[str],
+    types: Mapping[str, str],
+    *,
+    name: str,
+    where: Callable[[str, str, str], str],
+) -> tuple[dict[str, Any], list[str]]:
+    """Values from ``NAME=VALUE`` words (a command line's), each read as the type ``types``
+    gives its name (text for a name it does not know); answers the values and a problem per
+    word it cannot read. ``name`` spells NAME in the problem of a word without ``=``;
+    ``where(name, text, kind)`` words the problem of a value that is not its kind."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for word in words:
+        key, sep, text = word.partition("=")
+        if not sep or not key:
+            problems.append(f"{word!r}: expected {name}=VALUE")
+            continue
+        kind = types.get(key, "string")
+        try:
+            values[key] = read_typed(kind, text)
+        except ValueError:
+            problems.append(where(key, text, kind))
+    return values, problems

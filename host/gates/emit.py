@@ -48,7 +48,7 @@ from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
 from pageant.gates.matching import firing_keys
 from pageant.timefmt import parse_instant
-from pageant.typedtext import read_typed
+from pageant.typedtext import read_words
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
@@ -82,18 +82,12 @@ def payload_from_text(registry: Any, trigger_id: str, pairs: Sequence[str]) -> d
     if trigger is None:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     types = {variable.name: variable.type for variable in trigger.variables}
-    payload: dict[str, Any] = {}
-    problems = []
-    for word in pairs:
-        key, sep, text = word.partition("=")
-        if not sep or not key:
-            problems.append(f"{word!r}: expected KEY=VALUE")
-            continue
-        kind = types.get(key, "string")
-        try:
-            payload[key] = read_typed(kind, text)
-        except ValueError:
-            problems.append(f"payload.{key}: {text!r} is not a {kind}")
+    payload, problems = read_words(
+        pairs,
+        types,
+        name="KEY",
+        where=lambda key, text, kind: f"payload.{key}: {text!r} is not a {kind}",
+    )
     if problems:
         raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=problems)
     return payload

@@ -29,7 +29,7 @@ from typing import Any
 
 from pageant.errors import Invalid
 from pageant.hookspecs.models import check_literal
-from pageant.typedtext import read_typed
+from pageant.typedtext import read_words
 
 #: The types a param may have: the trigger variables' (and the actions' params') types.
 PARAM_TYPES = ("string", "integer", "number", "boolean")
@@ -171,18 +171,12 @@ def values_from_text(
     :func:`values_for` to refuse with the same words as any start. Raises :class:`Invalid`
     naming each word it cannot read."""
     types = declared_types(declarations)
-    values: dict[str, Any] = {}
-    problems = []
-    for word in pairs:
-        name, sep, text = word.partition("=")
-        if not sep or not name:
-            problems.append(f"{word!r}: expected NAME=VALUE")
-            continue
-        kind = types.get(name, "string")
-        try:
-            values[name] = read_typed(kind, text)
-        except ValueError:
-            problems.append(f"--param {name}: {text!r} is not {kind}")
+    values, problems = read_words(
+        pairs,
+        types,
+        name="NAME",
+        where=lambda key, text, kind: f"--param {key}: {text!r} is not {kind}",
+    )
     if problems:
         raise Invalid("the params cannot be read", details=problems)
     return values
