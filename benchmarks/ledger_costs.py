@@ -34,9 +34,9 @@ from pageant.db.tables import event_run_resources, event_runs
 from pageant.engine import Engine
 from pageant.engine.tick import STAGES
 from pageant.hosting import Host
+from pageant.ledger.cleanup import cleanup
 from pageant.plugins.loader import candidate_for
 from pageant.runs.create import start_now
-from pageant.runs.ledger import cleanup
 from pageant.settings import Settings
 from pageant.switchboard import board
 

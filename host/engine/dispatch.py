@@ -31,9 +31,10 @@ from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
+from pageant.ledger import cleanup as ledger
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
-from pageant.runs import ledger, lifecycle, waiting
+from pageant.runs import lifecycle, waiting
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -16,7 +16,7 @@ from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.transitions import is_late
-from pageant.runs.ledger import cleanup
+from pageant.ledger.cleanup import cleanup
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

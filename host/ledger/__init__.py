@@ -1,1 +1,2 @@
-"""The resource ledger's state and reconcile, below the host, the runs and the engine."""
+"""The resource ledger: its state, the cleanup stage and reconcile, below the host, the runs
+and the engine."""

@@ -23,8 +23,8 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
+from pageant.ledger.cleanup import give_back, leave_in_world
 from pageant.runs import lifecycle, waiting
-from pageant.runs.ledger import give_back, leave_in_world
 from pageant.runs.versions import phases_of, read_pinned
 from pageant.timefmt import iso
 

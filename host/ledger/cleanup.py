@@ -25,9 +25,9 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
@@ -35,16 +35,39 @@ from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
 from pageant.ledger.state import released, settle
-from pageant.plugins.calls import run_with_envelope
+from pageant.plugins.calls import PluginSlots, run_with_envelope
+from pageant.plugins.registry import Registry
+from pageant.settings import Settings
 
 if TYPE_CHECKING:
+    from pageant.clock import Clock
     from pageant.hookspecs import Action
-    from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
 
 #: How long one revert, restore or reconcile may take.
 REVERT_BUDGET_MS = 10_000
+
+
+class CleanupHost(Protocol):
+    """What the ledger's engine half uses of the host (:class:`pageant.hosting.Host`), which
+    stands above the ledger and hands itself down."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def db(self) -> AsyncEngine: ...
+    @property
+    def registry(self) -> Registry: ...
+    @property
+    def plugin_slots(self) -> PluginSlots: ...
+    @property
+    def engine(self) -> Any: ...
+    def warn_once(self, key: str, message: str, *args: Any) -> bool: ...
+    def plugin_unavailable(self, owner: str) -> str | None: ...
+    def unavailable_owners(self) -> tuple[str, ...]: ...
 
 
 def owner_of(action_id: str) -> str:
@@ -55,7 +78,7 @@ def recorded(action: Action | None) -> bool:
     return action is not None and changes_world(action.risk)
 
 
-def unrecorded_resources(host: Host, action: Action) -> None:
+def unrecorded_resources(host: CleanupHost, action: Action) -> None:
     """A ``notify`` or ``inspect`` action answered ``resources``: the ledger records only
     what ``change`` and ``irreversible`` actions make, so they are not given back at the
     run's end. Said once per action and host, naming the plugin's action and the rule."""
@@ -151,7 +174,7 @@ async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -
 UNSETTLED_BATCH = 200
 
 
-async def cleanup(host: Host, now: datetime) -> None:
+async def cleanup(host: CleanupHost, now: datetime) -> None:
     """The tick's cleanup stage: give back what ended runs and expired leases hold.
 
     Each run is given back by a task of its own beside the tick (``engine.give_back_beside``),
@@ -176,7 +199,7 @@ async def cleanup(host: Host, now: datetime) -> None:
         engine.give_back_beside(run_id, give_back(host, run_id, now=now))
 
 
-async def settle_unsettled(host: Host, now: datetime) -> int:
+async def settle_unsettled(host: CleanupHost, now: datetime) -> int:
     """Derive ``cleanup_status`` again for every ended run that still says ``pending`` with
     no row left to try: the host stopped between the last ``resource.reverted`` and the
     status written from it, and the stage, which selects from holding rows, would never
@@ -200,7 +223,7 @@ async def settle_unsettled(host: Host, now: datetime) -> int:
 
 
 async def give_back(
-    host: Host, run_id: int, *, now: datetime, rescue: bool = False, actor: str | None = None
+    host: CleanupHost, run_id: int, *, now: datetime, rescue: bool = False, actor: str | None = None
 ) -> str:
     """Try to give back what ``run_id`` holds, newest first; answers its cleanup_status.
 
@@ -245,7 +268,7 @@ async def give_back(
     return status
 
 
-def _max(host: Host, rescue: bool, row: Any) -> int:
+def _max(host: CleanupHost, rescue: bool, row: Any) -> int:
     # A rescue's attempt is one more real attempt: a row already past the bound stays
     # revert_failed if it fails again; one still inside it keeps the rest of its tries.
     bound = host.settings.revert_max_attempts
@@ -253,7 +276,7 @@ def _max(host: Host, rescue: bool, row: Any) -> int:
 
 
 async def _fail(
-    host: Host, row: Any, error: str, *, now: datetime, max_attempts: int, kind: LogKind
+    host: CleanupHost, row: Any, error: str, *, now: datetime, max_attempts: int, kind: LogKind
 ) -> None:
     async with host.db.begin() as conn:
         if await resources.revert_failed(
@@ -276,12 +299,14 @@ async def _fail(
             )
 
 
-async def _release(host: Host, row: Any, **kw: Any) -> None:
+async def _release(host: CleanupHost, row: Any, **kw: Any) -> None:
     async with host.db.begin() as conn:
         await released(conn, row, **kw)
 
 
-async def _revert(host: Host, row: Any, info: RunInfo, *, now: datetime, max_attempts: int) -> None:
+async def _revert(
+    host: CleanupHost, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
+) -> None:
     action_id = (row.payload or {}).get("action", "")
     action = host.registry.actions.get(action_id)
     if action is None:
@@ -319,7 +344,7 @@ async def _revert(host: Host, row: Any, info: RunInfo, *, now: datetime, max_att
 
 
 async def _restore(
-    host: Host, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
+    host: CleanupHost, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
 ) -> None:
     payload = dict(row.payload or {})
     lease = host.registry.leases.get(payload["lease"])
@@ -330,7 +355,13 @@ async def _restore(
 
 
 async def _restore_lease(
-    host: Host, row: Any, lease: Any, payload: dict[str, Any], *, now: datetime, max_attempts: int
+    host: CleanupHost,
+    row: Any,
+    lease: Any,
+    payload: dict[str, Any],
+    *,
+    now: datetime,
+    max_attempts: int,
 ) -> None:
     target = payload["target"]
     try:
