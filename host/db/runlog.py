@@ -1,10 +1,17 @@
-"""SQL over ``event_run_log``: one line per state change, written by whoever decided it."""
+"""SQL over ``event_run_log``: one line per state change, written by whoever decided it.
+
+Each kind of line has one writer here (:data:`WRITERS`), whose keyword arguments are the
+line's detail: the shape of a kind's detail is built in that one place, and
+``docs/runs.md`` lists it from these signatures. :func:`write` is the one insert they share.
+"""
 
 from __future__ import annotations
 
+import inspect
 import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, func, insert, literal, select
 from sqlalchemy.engine import Row
@@ -110,6 +117,634 @@ async def write(
     else:
         await conn.execute(_WRITE, row)
     _announce(run_id, str(kind), phase, step_id, detail)
+
+
+# ── the writers: one a kind ──────────────────────────────────────────────────────────────
+
+#: Each kind's writer, in the order of :class:`LogKind`'s members once all are defined.
+WRITERS: dict[LogKind, Callable[..., Awaitable[None]]] = {}
+#: The arguments of a writer that place the line rather than make its detail.
+PLACE = ("conn", "run_id", "step", "row", "kind", "at", "phase", "step_id", "actor")
+
+#: A step's row, or its mapping: the writers of a step's lines read ``run_id``, ``phase``,
+#: ``id`` and ``action`` (and what their kind says) from it.
+StepRow = Mapping[Any, Any]
+
+_W = TypeVar("_W", bound=Callable[..., Awaitable[None]])
+
+
+def _writes(kind: LogKind) -> Callable[[_W], _W]:
+    def register(writer: _W) -> _W:
+        WRITERS[kind] = writer
+        return writer
+
+    return register
+
+
+def _given(detail: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """``detail`` and then each optional field that was given (not None), in order."""
+    return detail | {key: value for key, value in optional.items() if value is not None}
+
+
+def detail_fields(writer: Callable[..., Any]) -> list[tuple[str, str, bool]]:
+    """The detail a writer takes: ``(key, type, always)`` for each of its arguments that is
+    not the line's place (``from_`` is the key ``from``)."""
+    return [
+        (name.rstrip("_"), str(param.annotation), param.default is inspect.Parameter.empty)
+        for name, param in inspect.signature(writer).parameters.items()
+        if name not in PLACE
+    ]
+
+
+async def _of_step(
+    conn: AsyncConnection, step: StepRow, kind: LogKind, at: datetime, detail: Any
+) -> None:
+    await write(
+        conn, step["run_id"], kind, at=at, phase=step["phase"], step_id=step["id"], detail=detail
+    )
+
+
+#: What every line about a ledger row says of it first (its id, ``kind`` and ``ref``).
+ROW_FIELDS = ("resource_id", "kind", "ref")
+
+
+async def _of_resource(
+    conn: AsyncConnection, row: Any, kind: LogKind, at: datetime, **more: Any
+) -> None:
+    detail = dict(zip(ROW_FIELDS, (row.id, row.kind, row.ref), strict=True)) | more
+    await write(conn, row.run_id, kind, at=at, step_id=row.step_id, detail=detail)
+
+
+@_writes(LogKind.RUN_CREATED)
+async def run_created(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    source: str,
+    scope: str,
+    scheduled_for: datetime,
+    version_id: int,
+    params: Mapping[str, Any] | None = None,
+    dst_adjusted: Mapping[str, Any] | None = None,
+    actor: str | None = None,
+) -> None:
+    """A run is made; ``params`` when it has any, ``dst_adjusted`` when daylight saving
+    moved its instant."""
+    detail = {
+        "source": source,
+        "scope": scope,
+        "scheduled_for": scheduled_for,
+        "version_id": version_id,
+    }
+    detail = _given(detail, params=params or None, dst_adjusted=dst_adjusted or None)
+    await write(conn, run_id, LogKind.RUN_CREATED, at=at, detail=detail, actor=actor)
+
+
+@_writes(LogKind.RUN_STATUS)
+async def run_status(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    from_: str | None = None,
+    to: str,
+    reason: str | None = None,
+    because: str | None = None,
+    slot: str | None = None,
+    version_id: int | None = None,
+    scheduled_for: datetime | None = None,
+    grace_seconds: int | None = None,
+    cancelled_steps: int | None = None,
+    phase: str | None = None,
+    actor: str | None = None,
+) -> None:
+    """A run changes status; each optional field is written when given, but ``slot``
+    (which may be null) goes with ``version_id``: a schedule's reconcile names both."""
+    detail = _given({}, **{"from": from_}) | {"to": to}
+    detail = _given(detail, reason=reason, because=because)
+    if version_id is not None:
+        detail |= {"slot": slot, "version_id": version_id}
+    detail = _given(
+        detail,
+        scheduled_for=scheduled_for,
+        grace_seconds=grace_seconds,
+        cancelled_steps=cancelled_steps,
+    )
+    await write(conn, run_id, LogKind.RUN_STATUS, at=at, phase=phase, detail=detail, actor=actor)
+
+
+@_writes(LogKind.RUN_HEALTH)
+async def run_health(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    to: str,
+    because: str,
+    waited_seconds: int | None = None,
+    gate: Mapping[str, Any] | None = None,
+    phase: str | None = None,
+) -> None:
+    """A run's health changes; a stalled gate adds how long it waited and its summary."""
+    detail = _given({"to": to, "because": because}, waited_seconds=waited_seconds, gate=gate)
+    await write(conn, run_id, LogKind.RUN_HEALTH, at=at, phase=phase, detail=detail)
+
+
+@_writes(LogKind.RUN_WAITING)
+async def run_waiting(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    waiting: Mapping[str, Any] | None,
+    phase: str | None = None,
+    actor: str | None = None,
+) -> None:
+    """What a run waits on changed: the fields of ``waiting_on`` (``reason``, ``sentence``
+    and the reason's own), or ``reason`` null when it no longer waits."""
+    detail = dict(waiting) if waiting else {"reason": None, "sentence": "no longer waiting"}
+    await write(conn, run_id, LogKind.RUN_WAITING, at=at, phase=phase, detail=detail, actor=actor)
+
+
+@_writes(LogKind.RUN_REPINNED)
+async def run_repinned(
+    conn: AsyncConnection, run_id: int, *, at: datetime, version_id: int, actor: str | None = None
+) -> None:
+    """A run that had not started is pinned to a new version."""
+    detail = {"version_id": version_id}
+    await write(conn, run_id, LogKind.RUN_REPINNED, at=at, detail=detail, actor=actor)
+
+
+@_writes(LogKind.RUN_MOVED)
+async def run_moved(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    from_: datetime,
+    to: datetime,
+    from_slot: str | None,
+    slot: str,
+    timezone: str,
+    version_id: int,
+    dst_adjusted: Mapping[str, Any] | None = None,
+    actor: str | None = None,
+) -> None:
+    """An occurrence moves to a new instant; ``dst_adjusted`` when daylight saving did."""
+    detail = {
+        "from": from_,
+        "to": to,
+        "from_slot": from_slot,
+        "slot": slot,
+        "timezone": timezone,
+        "version_id": version_id,
+    }
+    detail = _given(detail, dst_adjusted=dst_adjusted or None)
+    await write(conn, run_id, LogKind.RUN_MOVED, at=at, detail=detail, actor=actor)
+
+
+@_writes(LogKind.STEP_STATUS)
+async def step_status(
+    conn: AsyncConnection,
+    step: StepRow,
+    *,
+    at: datetime,
+    to: str,
+    because: str | None = None,
+    attempt: int,
+    of: int | None = None,
+    claimed_by: str | None = None,
+    on_failure: str | None = None,
+    error: str | None = None,
+    hold_seconds: float | None = None,
+    hold_until: datetime | None = None,
+    resources: Sequence[Mapping[str, Any]] | None = None,
+    more: Mapping[str, Any] | None = None,
+) -> None:
+    """A step changes status; ``action`` is the step's. A failure says ``on_failure`` and
+    its ``error``, then ``more`` (the exception and the plugin, when one raised); a step taken
+    back says ``because`` and ``claimed_by``; a ``done`` one its hold and ``resources``."""
+    detail = _given({"to": to}, because=because) | {"action": step["action"], "attempt": attempt}
+    detail = _given(
+        detail,
+        of=of,
+        claimed_by=claimed_by,
+        on_failure=on_failure,
+        error=error,
+        hold_seconds=hold_seconds,
+        hold_until=hold_until,
+        resources=resources,
+    )
+    await _of_step(conn, step, LogKind.STEP_STATUS, at, {**detail, **(more or {})})
+
+
+@_writes(LogKind.STEP_RETRY)
+async def step_retry(
+    conn: AsyncConnection,
+    step: StepRow,
+    *,
+    at: datetime,
+    attempt: int,
+    of: int,
+    error: str,
+    next_at: datetime,
+    more: Mapping[str, Any] | None = None,
+) -> None:
+    """A failed step will be tried again at ``next_at``; ``more`` as for ``step.status``."""
+    detail = {"action": step["action"], "attempt": attempt, "of": of, "error": error}
+    await _of_step(
+        conn, step, LogKind.STEP_RETRY, at, {**detail, "next_at": next_at, **(more or {})}
+    )
+
+
+@_writes(LogKind.STEP_REFUSED)
+async def step_refused(
+    conn: AsyncConnection,
+    step: StepRow,
+    *,
+    at: datetime,
+    attempt: int,
+    error: str,
+    more: Mapping[str, Any],
+) -> None:
+    """A step is refused before its dispatch: ``to`` is ``refused``, with the step's
+    ``action`` and ``on_failure``, then ``more``: the refusal's ``code`` and its own detail."""
+    detail = {"to": "refused", "action": step["action"], "attempt": attempt}
+    detail |= {"on_failure": step["on_failure"], "error": error}
+    await _of_step(conn, step, LogKind.STEP_REFUSED, at, {**detail, **more})
+
+
+@_writes(LogKind.STEP_PARKED)
+async def step_parked(conn: AsyncConnection, step: StepRow, *, at: datetime, attempt: int) -> None:
+    """A step waits for a person to confirm it (with the step's ``action``)."""
+    await _of_step(
+        conn, step, LogKind.STEP_PARKED, at, {"action": step["action"], "attempt": attempt}
+    )
+
+
+@_writes(LogKind.STEP_STALE)
+async def step_stale(
+    conn: AsyncConnection,
+    step: StepRow,
+    *,
+    at: datetime,
+    attempt: int,
+    claimed_by: str,
+    outcome: str,
+    error: str | None,
+) -> None:
+    """An answer came back under a claim already taken back (with the step's ``action``)."""
+    detail = {"action": step["action"], "attempt": attempt, "claimed_by": claimed_by}
+    await _of_step(
+        conn, step, LogKind.STEP_STALE, at, detail | {"outcome": outcome, "error": error}
+    )
+
+
+@_writes(LogKind.STEP_VERSION_DRIFT)
+async def step_version_drift(
+    conn: AsyncConnection, step: StepRow, *, at: datetime, declared_version: int
+) -> None:
+    """A step written against an older declaration is dispatched: its ``action`` and
+    ``stored_version``, and the action's ``declared_version``."""
+    detail = {"action": step["action"], "stored_version": step["action_version"]}
+    detail["declared_version"] = declared_version
+    await _of_step(conn, step, LogKind.STEP_VERSION_DRIFT, at, detail)
+
+
+@_writes(LogKind.PHASE_ENTERED)
+async def phase_entered(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    index: int,
+    steps: int,
+    gate: Mapping[str, Any] | None = None,
+) -> None:
+    """A run enters a phase; ``gate`` is the summary of its gate, when it has one."""
+    detail = _given({"index": index, "steps": steps}, gate=gate)
+    await write(conn, run_id, LogKind.PHASE_ENTERED, at=at, phase=phase, detail=detail)
+
+
+@_writes(LogKind.PHASE_COMPLETED)
+async def phase_completed(
+    conn: AsyncConnection, run_id: int, *, at: datetime, phase: str, index: int | None
+) -> None:
+    """Every step of a phase is finished and its gate, if any, is open."""
+    await write(conn, run_id, LogKind.PHASE_COMPLETED, at=at, phase=phase, detail={"index": index})
+
+
+@_writes(LogKind.PHASE_GATE)
+async def phase_gate(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    satisfied_by: str,
+    satisfied_at: datetime,
+    gate: Mapping[str, Any],
+    actor: str | None = None,
+) -> None:
+    """A phase's gate is satisfied; the gate's summary fields follow."""
+    detail = {"satisfied_by": satisfied_by, "satisfied_at": satisfied_at, **gate}
+    await write(conn, run_id, LogKind.PHASE_GATE, at=at, phase=phase, detail=detail, actor=actor)
+
+
+@_writes(LogKind.PHASE_ADVANCED)
+async def phase_advanced(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    because: str | None,
+    gate: Mapping[str, Any],
+    waited_seconds: int,
+    reason: str | None = None,
+    actor: str | None = None,
+) -> None:
+    """A phase goes past its gate: ``because`` how it was satisfied, the gate's summary
+    fields, how long it waited; a person's forced advance (an ``actor``) adds ``reason``."""
+    detail = {"because": because, **gate, "waited_seconds": waited_seconds}
+    if actor is not None:
+        detail["reason"] = reason
+    await write(
+        conn, run_id, LogKind.PHASE_ADVANCED, at=at, phase=phase, detail=detail, actor=actor
+    )
+
+
+@_writes(LogKind.CONDITION_EVALUATED)
+async def condition_evaluated(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    trigger_id: str,
+    condition: str | None,
+    values: Mapping[str, Any],
+    tally: int,
+    needed: int,
+    fired_at: datetime | None = None,
+    key: str | None = None,
+    actor: str | None = None,
+) -> None:
+    """A firing matched a gate's condition (``matched`` is true); the firing's own instant
+    and ``key`` when it had them."""
+    detail = {"trigger_id": trigger_id, "matched": True, "condition": condition, "values": values}
+    detail = _given(detail | {"tally": tally, "needed": needed}, fired_at=fired_at, key=key)
+    await write(
+        conn, run_id, LogKind.CONDITION_EVALUATED, at=at, phase=phase, detail=detail, actor=actor
+    )
+
+
+async def _control(
+    conn: AsyncConnection,
+    run_id: int,
+    kind: LogKind,
+    at: datetime,
+    actor: str,
+    detail: dict[str, Any],
+    **place: Any,
+) -> None:
+    await write(conn, run_id, kind, at=at, detail=detail, actor=actor, **place)
+
+
+@_writes(LogKind.CONTROL_PAUSE)
+async def control_pause(
+    conn: AsyncConnection, run_id: int, *, at: datetime, reason: str | None, actor: str
+) -> None:
+    """A person paused the run."""
+    await _control(conn, run_id, LogKind.CONTROL_PAUSE, at, actor, {"reason": reason})
+
+
+@_writes(LogKind.CONTROL_RESUME)
+async def control_resume(
+    conn: AsyncConnection, run_id: int, *, at: datetime, reason: str | None, actor: str
+) -> None:
+    """A person resumed the run."""
+    await _control(conn, run_id, LogKind.CONTROL_RESUME, at, actor, {"reason": reason})
+
+
+@_writes(LogKind.CONTROL_CANCEL)
+async def control_cancel(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    from_: str,
+    reason: str,
+    cancelled_steps: int,
+    cleanup: bool = True,
+    actor: str,
+) -> None:
+    """A person cancelled the run (``to`` is ``cancelled``); ``cleanup`` false is written
+    only when they left what it holds in the world."""
+    detail = {
+        "from": from_,
+        "to": "cancelled",
+        "reason": reason,
+        "cancelled_steps": cancelled_steps,
+    }
+    if not cleanup:
+        detail["cleanup"] = False
+    await _control(conn, run_id, LogKind.CONTROL_CANCEL, at, actor, detail)
+
+
+@_writes(LogKind.CONTROL_CONFIRM)
+async def control_confirm(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    note: str | None,
+    actor: str,
+) -> None:
+    """A person confirmed a parked step (``to`` is ``done``)."""
+    detail = {"to": "done", "note": note}
+    await _control(
+        conn, run_id, LogKind.CONTROL_CONFIRM, at, actor, detail, phase=phase, step_id=step_id
+    )
+
+
+@_writes(LogKind.CONTROL_SKIP)
+async def control_skip(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    from_: str,
+    reason: str | None,
+    actor: str,
+) -> None:
+    """A person skipped a step (``to`` is ``skipped``)."""
+    detail = {"from": from_, "to": "skipped", "reason": reason}
+    await _control(
+        conn, run_id, LogKind.CONTROL_SKIP, at, actor, detail, phase=phase, step_id=step_id
+    )
+
+
+@_writes(LogKind.CONTROL_RETRY)
+async def control_retry(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    from_: str,
+    reason: str | None,
+    actor: str,
+) -> None:
+    """A person retried the step the run stopped at (``to`` is ``pending``)."""
+    detail = {"from": from_, "to": "pending", "reason": reason}
+    await _control(
+        conn, run_id, LogKind.CONTROL_RETRY, at, actor, detail, phase=phase, step_id=step_id
+    )
+
+
+@_writes(LogKind.CONTROL_CLEANUP)
+async def control_cleanup(
+    conn: AsyncConnection, run_id: int, *, at: datetime, result: str, actor: str
+) -> None:
+    """An admin asked for an ended run's cleanup again: its cleanup status after."""
+    await _control(conn, run_id, LogKind.CONTROL_CLEANUP, at, actor, {"result": result})
+
+
+@_writes(LogKind.CONTROL_RESCHEDULE)
+async def control_reschedule(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    from_: datetime,
+    to: datetime,
+    reason: str | None,
+    actor: str,
+) -> None:
+    """A person moved a scheduled run to another instant."""
+    detail = {"from": from_, "to": to, "reason": reason}
+    await _control(conn, run_id, LogKind.CONTROL_RESCHEDULE, at, actor, detail)
+
+
+@_writes(LogKind.ANNOUNCE)
+async def plugin_line(
+    conn: AsyncConnection,
+    run_id: int,
+    kind: LogKind,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    detail: Mapping[str, Any],
+) -> None:
+    """A line a step's action wrote through its services (``write_log``), ``announce`` or
+    another kind it names: the detail is the action's own (``core.log``: ``leg``, ``message``)."""
+    await write(conn, run_id, kind, at=at, phase=phase, step_id=step_id, detail=dict(detail))
+
+
+@_writes(LogKind.RESOURCE_PLACEHOLDER)
+async def resource_placeholder(
+    conn: AsyncConnection, step: StepRow, *, at: datetime, action: str
+) -> None:
+    """A world-changing step is recorded before its dispatch, ``ref`` its idempotency key."""
+    detail = {"action": action, "ref": step["idempotency_key"]}
+    await _of_step(conn, step, LogKind.RESOURCE_PLACEHOLDER, at, detail)
+
+
+@_writes(LogKind.RESOURCE_RESERVED)
+async def resource_reserved(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    lease: str,
+    target: str,
+    until: Any,
+) -> None:
+    """``core.lease`` reserved its target, before applying anything."""
+    detail = {"lease": lease, "target": target, "until": until}
+    await write(
+        conn, run_id, LogKind.RESOURCE_RESERVED, at=at, phase=phase, step_id=step_id, detail=detail
+    )
+
+
+@_writes(LogKind.RESOURCE_CONFIRMED)
+async def resource_confirmed(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    step_id: int,
+    action: str | None = None,
+    resources: Sequence[Mapping[str, Any]] | None = None,
+    lease: Mapping[str, Any] | None = None,
+) -> None:
+    """What a step reported making (its ``action`` and ``resources``), or a lease's payload
+    (``lease``, ``target``, ``baseline``, ``applied``), is recorded."""
+    detail = dict(lease) if lease is not None else {"action": action, "resources": resources}
+    await write(
+        conn, run_id, LogKind.RESOURCE_CONFIRMED, at=at, phase=phase, step_id=step_id, detail=detail
+    )
+
+
+@_writes(LogKind.RESOURCE_REVERTED)
+async def resource_reverted(conn: AsyncConnection, row: Any, *, at: datetime) -> None:
+    """A ledger row was given back."""
+    await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at)
+
+
+@_writes(LogKind.RESOURCE_REVERT_FAILED)
+async def resource_revert_failed(
+    conn: AsyncConnection, row: Any, *, at: datetime, attempt: int, of: int, error: str
+) -> None:
+    """An attempt to give a ledger row back failed."""
+    await _of_resource(
+        conn, row, LogKind.RESOURCE_REVERT_FAILED, at, attempt=attempt, of=of, error=error
+    )
+
+
+@_writes(LogKind.RESOURCE_DRIFTED)
+async def resource_drifted(
+    conn: AsyncConnection, row: Any, *, at: datetime, found: Any, applied: Any
+) -> None:
+    """A lease's value was changed by someone else: what was found, what it had applied."""
+    await _of_resource(conn, row, LogKind.RESOURCE_DRIFTED, at, found=found, applied=applied)
+
+
+@_writes(LogKind.RESOURCE_ORPHANED)
+async def resource_orphaned(conn: AsyncConnection, row: Any, *, at: datetime, by: str) -> None:
+    """A plugin's reconcile no longer reports a ledger row."""
+    await _of_resource(conn, row, LogKind.RESOURCE_ORPHANED, at, by=by)
+
+
+@_writes(LogKind.RESOURCE_RECONCILE_FAILED)
+async def resource_reconcile_failed(
+    conn: AsyncConnection, run_id: int, *, at: datetime, owner: str, error: str
+) -> None:
+    """A plugin's reconcile raised; nothing changed."""
+    detail = {"owner": owner, "error": error}
+    await write(conn, run_id, LogKind.RESOURCE_RECONCILE_FAILED, at=at, detail=detail)
+
+
+@_writes(LogKind.RESOURCE_CLEANUP)
+async def resource_cleanup(
+    conn: AsyncConnection, run_id: int, *, at: datetime, to: str, because: str | None = None
+) -> None:
+    """The run's ``cleanup_status`` changed; ``because`` when a person's cancel left what it
+    holds in the world."""
+    detail = _given({"to": to}, because=because)
+    await write(conn, run_id, LogKind.RESOURCE_CLEANUP, at=at, detail=detail)
 
 
 async def flush(conn: AsyncConnection) -> int:

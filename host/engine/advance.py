@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.errors import IntegrityError
-from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.engine.batch import in_outcome_transaction
@@ -226,12 +225,8 @@ async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> 
             error=because,
         ):
             cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.RUN_STATUS,
-                at=now,
-                detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
+            await runlog.run_status(
+                conn, run_id, at=now, to="failed", because=because, cancelled_steps=cancelled
             )
     if failed:
         await lifecycle.announce(host, run_id, lifecycle.RUN_FAILED)
@@ -255,29 +250,14 @@ async def _complete(
             if not await runs.to_ending(conn, run_id):
                 return None
             await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.PHASE_COMPLETED,
-                at=now,
-                phase=last_phase["key"],
-                detail={"index": index},
-            )
-            await runlog.write(
-                conn, run_id, LogKind.RUN_STATUS, at=now, detail={"from": "running", "to": "ending"}
-            )
+            await runlog.phase_completed(conn, run_id, at=now, phase=last_phase["key"], index=index)
+            await runlog.run_status(conn, run_id, at=now, from_="running", to="ending")
         # The run passes straight through ``ending`` (a run found there after a crash
         # completes); what it holds in the world is given back by the cleanup stage once it
         # has ended, in this tick, from the ledger's rows.
         completed = await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now)
         if completed:
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.RUN_STATUS,
-                at=now,
-                detail={"from": "ending", "to": "completed"},
-            )
+            await runlog.run_status(conn, run_id, at=now, from_="ending", to="completed")
         return completed
 
     completed = await in_outcome_transaction(host, finish)
@@ -445,15 +425,12 @@ async def advance_run(
             if host.plugin_unavailable(step["action"].split(".", 1)[0]) is not None:
                 async with host.db.begin() as conn:
                     if await runs.escalate_health(conn, run_id, "degraded"):
-                        await runlog.write(
+                        await runlog.run_health(
                             conn,
                             run_id,
-                            LogKind.RUN_HEALTH,
                             at=now,
-                            detail={
-                                "to": "degraded",
-                                "because": f"{step['action']} is unavailable",
-                            },
+                            to="degraded",
+                            because=f"{step['action']} is unavailable",
                         )
             return await _wait(host, run, state, [step], now=now)
 

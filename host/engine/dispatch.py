@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
-from pageant.db.log_kinds import LogKind
 from pageant.db.runs import read_cursor
 from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
@@ -145,9 +144,7 @@ def _step_name(step: Mapping[str, Any]) -> str:
 
 async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: datetime) -> None:
     if await runs.escalate_health(conn, run_id, "degraded"):
-        await runlog.write(
-            conn, run_id, LogKind.RUN_HEALTH, at=now, detail={"to": "degraded", "because": because}
-        )
+        await runlog.run_health(conn, run_id, at=now, to="degraded", because=because)
 
 
 async def _stale(
@@ -161,20 +158,14 @@ async def _stale(
 ) -> str:
     # The claim was reclaimed (and maybe re-dispatched) while this answer was on its way:
     # recording it would overwrite the successor's outcome, so it is only told.
-    await runlog.write(
+    await runlog.step_stale(
         conn,
-        step["run_id"],
-        LogKind.STEP_STALE,
+        step,
         at=now,
-        phase=step["phase"],
-        step_id=step["id"],
-        detail={
-            "action": step["action"],
-            "attempt": claim.attempt,
-            "claimed_by": claim.owner,
-            "outcome": outcome,
-            "error": error,
-        },
+        attempt=claim.attempt,
+        claimed_by=claim.owner,
+        outcome=outcome,
+        error=error,
     )
     return STOP
 
@@ -187,7 +178,6 @@ async def fail_step(
     *,
     now: datetime,
     status: str = "failed",
-    kind: LogKind = LogKind.STEP_STATUS,
     extra: dict[str, Any] | None = None,
     expired: bool = False,
 ) -> str:
@@ -205,7 +195,6 @@ async def fail_step(
         error,
         now=now,
         status=status,
-        kind=kind,
         extra=extra,
         expired=expired,
     )
@@ -222,7 +211,6 @@ async def _write_failure(
     *,
     now: datetime,
     status: str,
-    kind: LogKind,
     extra: dict[str, Any] | None,
     expired: bool,
 ) -> tuple[str, bool]:
@@ -240,22 +228,21 @@ async def _write_failure(
             expired=expired,
         ):
             return await _stale(conn, step, claim, outcome=status, error=error, now=now), False
-        await runlog.write(
-            conn,
-            run_id,
-            kind,
-            at=now,
-            phase=step["phase"],
-            step_id=step["id"],
-            detail={
-                "to": status,
-                "action": step["action"],
-                "attempt": claim.attempt,
-                "on_failure": step["on_failure"],
-                "error": error,
-                **(extra or {}),
-            },
-        )
+        if status == "refused":
+            await runlog.step_refused(
+                conn, step, at=now, attempt=claim.attempt, error=error, more=extra or {}
+            )
+        else:
+            await runlog.step_status(
+                conn,
+                step,
+                at=now,
+                to=status,
+                attempt=claim.attempt,
+                on_failure=step["on_failure"],
+                error=error,
+                more=extra,
+            )
         await _degrade(conn, run_id, because=f"{_step_name(step)} {status}", now=now)
         counter = host.metrics.steps_refused if status == "refused" else host.metrics.steps_failed
         counter.labels(action=step["action"]).inc()
@@ -271,24 +258,20 @@ async def _write_failure(
                 error=because,
             )
             if ended:
-                await runlog.write(
+                await runlog.run_status(
                     conn,
                     run_id,
-                    LogKind.RUN_STATUS,
                     at=now,
+                    to="failed",
+                    because=because,
+                    cancelled_steps=cancelled,
                     phase=step["phase"],
-                    detail={"to": "failed", "because": because, "cancelled_steps": cancelled},
                 )
             return STOP, ended
         if step["on_failure"] == "pause":
             if await runs.pause_run(conn, run_id, error=because):
-                await runlog.write(
-                    conn,
-                    run_id,
-                    LogKind.RUN_STATUS,
-                    at=now,
-                    phase=step["phase"],
-                    detail={"to": "paused", "because": because},
+                await runlog.run_status(
+                    conn, run_id, at=now, to="paused", because=because, phase=step["phase"]
                 )
                 failed = {**step, "status": status, "last_error": error}
                 stopped = waiting.describe({"status": "paused"}, [failed], now=now, max_attempts=0)
@@ -301,19 +284,7 @@ async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: 
     # Once per step (on its first attempt): the author wrote the params against an older
     # declaration of the action, which may read them differently now.
     async with host.db.begin() as conn:
-        await runlog.write(
-            conn,
-            step["run_id"],
-            LogKind.STEP_VERSION_DRIFT,
-            at=now,
-            phase=step["phase"],
-            step_id=step["id"],
-            detail={
-                "action": step["action"],
-                "stored_version": step["action_version"],
-                "declared_version": action.version,
-            },
-        )
+        await runlog.step_version_drift(conn, step, at=now, declared_version=action.version)
 
 
 async def claim_in(
@@ -391,7 +362,6 @@ async def dispatch_step(
             decision.reason or "refused",
             now=host.clock.now(),
             status="refused",
-            kind=LogKind.STEP_REFUSED,
             extra={"code": decision.code, **decision.detail},
         )
     if action.version > step["action_version"] and claim.attempt == 1:
@@ -501,15 +471,7 @@ async def record(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt
             ):
                 return await _stale(conn, step, claim, outcome="parked", error=None, now=now)
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.STEP_PARKED,
-                at=now,
-                phase=step["phase"],
-                step_id=step["id"],
-                detail={"action": step["action"], "attempt": claim.attempt},
-            )
+            await runlog.step_parked(conn, step, at=now, attempt=claim.attempt)
             await _record_outcome(conn, step, envelope, now=now)
         return CONTINUE
 
@@ -523,35 +485,27 @@ async def record(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
             ):
                 return await _stale(conn, step, claim, outcome="done", error=None, now=now)
-            detail: dict[str, Any] = {
-                "to": "done",
-                "action": step["action"],
-                "attempt": claim.attempt,
-            }
-            if envelope.hold_for > 0:
+            holds = envelope.hold_for > 0
+            until = now + timedelta(seconds=envelope.hold_for) if holds else None
+            if until is not None:
                 # The wait is the *next* step's due_at, set here by the runner: a perform
                 # that slept would hold its claim for the whole wait. With nothing after it
                 # in the phase, the wait travels on the run across the phase boundary.
-                until = now + timedelta(seconds=envelope.hold_for)
                 held_step = await steps.hold_next_step(
                     conn, run_id, step["phase"], step["seq"], until
                 )
                 if not held_step:
                     await runs.set_hold(conn, run_id, until)
-                detail["hold_seconds"] = envelope.hold_for
-                detail["hold_until"] = until
-            if envelope.resources:
-                detail["resources"] = [
-                    {"kind": res.kind, "ref": res.ref, **res.detail} for res in envelope.resources
-                ]
-            await runlog.write(
+            made = [{"kind": res.kind, "ref": res.ref, **res.detail} for res in envelope.resources]
+            await runlog.step_status(
                 conn,
-                run_id,
-                LogKind.STEP_STATUS,
+                step,
                 at=now,
-                phase=step["phase"],
-                step_id=step["id"],
-                detail=detail,
+                to="done",
+                attempt=claim.attempt,
+                hold_seconds=envelope.hold_for if holds else None,
+                hold_until=until,
+                resources=made or None,
             )
             await _record_outcome(conn, step, envelope, now=now)
             action = host.registry.actions.get(step["action"])
@@ -578,21 +532,15 @@ async def record(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt, until=until, error=error
             ):
                 return await _stale(conn, step, claim, outcome="retry", error=error, now=now)
-            await runlog.write(
+            await runlog.step_retry(
                 conn,
-                run_id,
-                LogKind.STEP_RETRY,
+                step,
                 at=now,
-                phase=step["phase"],
-                step_id=step["id"],
-                detail={
-                    "action": step["action"],
-                    "attempt": claim.attempt,
-                    "of": settings.max_attempts,
-                    "error": error,
-                    "next_at": until,
-                    **(extra or {}),
-                },
+                attempt=claim.attempt,
+                of=settings.max_attempts,
+                error=error,
+                next_at=until,
+                more=extra,
             )
             # Degraded from the first retry: an event whose steps land on the second try
             # is in trouble now, and now is when an operator wants to know.

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from pageant.db import due, runlog, runs, steps
-from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.outage import Outage
@@ -164,20 +163,14 @@ class Engine:
                         conn, step["id"], owner=owner, attempt=step["attempts"]
                     ):
                         continue
-                    await runlog.write(
+                    await runlog.step_status(
                         conn,
-                        step["run_id"],
-                        LogKind.STEP_STATUS,
+                        step,
                         at=now,
-                        phase=step["phase"],
-                        step_id=step["id"],
-                        detail={
-                            "to": "pending",
-                            "because": "the host stopped before perform answered",
-                            "action": step["action"],
-                            "attempt": step["attempts"],
-                            "claimed_by": owner,
-                        },
+                        to="pending",
+                        because="the host stopped before perform answered",
+                        attempt=step["attempts"],
+                        claimed_by=owner,
                     )
                 log.warning(
                     "stopping: step %s (%s) of run %s was still in perform when the grace "

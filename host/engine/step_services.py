@@ -102,7 +102,7 @@ class StepServices:
         self, conn: AsyncConnection, lines: list[tuple[LogKind, datetime, dict[str, Any]]]
     ) -> None:
         for kind, at, detail in lines:
-            await runlog.write(
+            await runlog.plugin_line(
                 conn,
                 self.run_id,
                 kind,
@@ -140,14 +140,15 @@ class StepServices:
                 lease_until=until,
             )
             if new is not None:
-                await runlog.write(
+                await runlog.resource_reserved(
                     conn,
                     self.run_id,
-                    LogKind.RESOURCE_RESERVED,
                     at=now,
                     phase=self.phase,
                     step_id=self.step_id,
-                    detail={"lease": lease_id, "target": target, "until": until},
+                    lease=lease_id,
+                    target=target,
+                    until=until,
                 )
                 await resources.set_cleanup_status(conn, self.run_id, "pending")
                 return new, None
@@ -170,14 +171,8 @@ class StepServices:
         payload = {"lease": lease_id, "target": target, "baseline": baseline, "applied": value}
         async with self._host.db.begin() as conn:
             await resources.set_lease_payload(conn, row_id, payload, now)
-            await runlog.write(
-                conn,
-                self.run_id,
-                LogKind.RESOURCE_CONFIRMED,
-                at=now,
-                phase=self.phase,
-                step_id=self.step_id,
-                detail=payload,
+            await runlog.resource_confirmed(
+                conn, self.run_id, at=now, phase=self.phase, step_id=self.step_id, lease=payload
             )
 
     async def forget_lease(self, row_id: int) -> None:

@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pageant.db import due, runlog, runs, steps
-from pageant.db.log_kinds import LogKind
 from pageant.engine.advance import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
@@ -73,29 +72,23 @@ async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
             conn, step["id"], owner=claim.owner, attempt=claim.attempt, now=now
         ):
             return  # its answer arrived, or another reclaim got there first
-        await runlog.write(
+        await runlog.step_status(
             conn,
-            step["run_id"],
-            LogKind.STEP_STATUS,
+            step,
             at=now,
-            phase=step["phase"],
-            step_id=step["id"],
-            detail={
-                "to": "pending",
-                "because": "lease expired",
-                "action": step["action"],
-                "attempt": step["attempts"],
-                "of": max_attempts,
-                "claimed_by": step["claimed_by"],
-            },
+            to="pending",
+            because="lease expired",
+            attempt=step["attempts"],
+            of=max_attempts,
+            claimed_by=step["claimed_by"],
         )
         if await runs.escalate_health(conn, step["run_id"], "degraded"):
-            await runlog.write(
+            await runlog.run_health(
                 conn,
                 step["run_id"],
-                LogKind.RUN_HEALTH,
                 at=now,
-                detail={"to": "degraded", "because": f"step {step['id']} lost its dispatcher"},
+                to="degraded",
+                because=f"step {step['id']} lost its dispatcher",
             )
 
 
@@ -118,18 +111,15 @@ async def sweep_missed(host: Host, now: datetime) -> None:
                     error="the grace window passed before it could start",
                 ):
                     cancelled = await steps.cancel_open_steps(conn, row.id, now=now)
-                    await runlog.write(
+                    await runlog.run_status(
                         conn,
                         row.id,
-                        LogKind.RUN_STATUS,
                         at=now,
-                        detail={
-                            "from": "scheduled",
-                            "to": "missed",
-                            "scheduled_for": row.scheduled_for,
-                            "grace_seconds": row.grace_seconds,
-                            "cancelled_steps": cancelled,
-                        },
+                        from_="scheduled",
+                        to="missed",
+                        scheduled_for=row.scheduled_for,
+                        grace_seconds=row.grace_seconds,
+                        cancelled_steps=cancelled,
                     )
         except Exception as exc:
             if not noted(host, f"marking run {row.id} missed", exc):

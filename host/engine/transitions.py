@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runlog, runs
-from pageant.db.log_kinds import LogKind
 from pageant.gates import phase as gates
 from pageant.runs import params as run_params
 from pageant.runs import waiting
@@ -42,9 +41,7 @@ async def start_in(
     by another live run."""
     if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
         return False
-    await runlog.write(
-        conn, run["id"], LogKind.RUN_STATUS, at=now, detail={"from": "scheduled", "to": "starting"}
-    )
+    await runlog.run_status(conn, run["id"], at=now, from_="scheduled", to="starting")
     if run["waiting_reason"] is not None:
         await waiting.note(conn, run["id"], None, now=now)
     return True
@@ -81,26 +78,10 @@ async def enter_phase_in(
     ):
         raise Lost
     if old_phase is None:
-        await runlog.write(
-            conn,
-            run_id,
-            LogKind.RUN_STATUS,
-            at=now,
-            detail={"from": "starting", "to": "running"},
-        )
+        await runlog.run_status(conn, run_id, at=now, from_="starting", to="running")
     else:
         await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
-        await runlog.write(
-            conn,
-            run_id,
-            LogKind.PHASE_COMPLETED,
-            at=now,
-            phase=old_phase,
-            detail={"index": index - 1},
-        )
-    entered: dict[str, Any] = {"index": index, "steps": count}
-    if gate is not None:
-        entered["gate"] = gate
-    await runlog.write(
-        conn, run_id, LogKind.PHASE_ENTERED, at=now, phase=phase["key"], detail=entered
+        await runlog.phase_completed(conn, run_id, at=now, phase=old_phase, index=index - 1)
+    await runlog.phase_entered(
+        conn, run_id, at=now, phase=phase["key"], index=index, steps=count, gate=gate
     )

@@ -42,7 +42,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, shared
-from pageant.db.log_kinds import LogKind
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
@@ -269,25 +268,18 @@ async def _count(
     gate = await gate_rows.gate_by_id(conn, gate["id"])
     # Only the variables the condition names are kept: the log is read onto an admin screen,
     # and a game's payload may carry far more than the gate tests.
-    detail: dict[str, Any] = {
-        "trigger_id": gate["trigger_id"],
-        "matched": True,
-        "condition": gates.condition_text(gate),
-        "values": named_values(gate["condition"], firing.payload),
-        "tally": gate["tally"],
-        "needed": gate["needed"],
-    }
-    if firing.at is not None:
-        detail["fired_at"] = firing.at
-    if firing.key is not None:
-        detail["key"] = firing.key
-    await runlog.write(
+    await runlog.condition_evaluated(
         conn,
         gate["run_id"],
-        LogKind.CONDITION_EVALUATED,
         at=now,
         phase=gate["phase"],
-        detail=detail,
+        trigger_id=gate["trigger_id"],
+        condition=gates.condition_text(gate),
+        values=named_values(gate["condition"], firing.payload),
+        tally=gate["tally"],
+        needed=gate["needed"],
+        fired_at=firing.at,
+        key=firing.key,
         actor=actor,
     )
     if gate["satisfied_by"] == "tally":

@@ -32,7 +32,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
-from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.gates.conditions import named_values, render
 from pageant.gates.durations import format_after, parse_after
@@ -243,12 +242,30 @@ def summary(gate: Gate) -> dict[str, Any]:
     }
 
 
-def advanced(gate: Gate, now: datetime) -> dict[str, Any]:
-    """The detail of ``phase.advanced``: why the phase went past its gate, and how long it
-    waited (to ``satisfied_at``, so a satisfied gate's clock stops)."""
+async def log_advanced(
+    conn: AsyncConnection,
+    gate: Gate,
+    *,
+    now: datetime,
+    reason: str | None = None,
+    actor: str | None = None,
+) -> None:
+    """``phase.advanced``: why the phase went past its gate, and how long it waited (to
+    ``satisfied_at``, so a satisfied gate's clock stops); a person's advance, with their
+    reason."""
     at, by = satisfied(gate, now)
     waited = ((at or now) - gate["entered_at"]).total_seconds()
-    return {"because": by, **summary(gate), "waited_seconds": max(0, round(waited))}
+    await runlog.phase_advanced(
+        conn,
+        gate["run_id"],
+        at=now,
+        phase=gate["phase"],
+        because=by,
+        gate=summary(gate),
+        waited_seconds=max(0, round(waited)),
+        reason=reason,
+        actor=actor,
+    )
 
 
 # ── the engine's writes ───────────────────────────────────────────────────────
@@ -302,18 +319,15 @@ async def note_stall(conn: AsyncConnection, gate: Gate, *, now: datetime) -> boo
     if not await runs.escalate_health(conn, gate["run_id"], "stalled"):
         return False
     waited = (now - gate["entered_at"]).total_seconds()
-    await runlog.write(
+    await runlog.run_health(
         conn,
         gate["run_id"],
-        LogKind.RUN_HEALTH,
         at=now,
+        to="stalled",
+        because=f"phase {gate['phase']} has waited {elapsed(waited)} on its gate",
+        waited_seconds=round(waited),
+        gate=summary(gate),
         phase=gate["phase"],
-        detail={
-            "to": "stalled",
-            "because": f"phase {gate['phase']} has waited {elapsed(waited)} on its gate",
-            "waited_seconds": round(waited),
-            "gate": summary(gate),
-        },
     )
     return True
 
@@ -338,30 +352,20 @@ async def leave_phase(
             gate = await gate_rows.gate_by_id(conn, gate["id"])
             await log_closed(conn, gate, now=now)
     if gate["satisfied_by"] in ("tally", "deadline"):
-        await runlog.write(
-            conn,
-            run_id,
-            LogKind.PHASE_ADVANCED,
-            at=now,
-            phase=gate["phase"],
-            detail=advanced(gate, now),
-        )
+        await log_advanced(conn, gate, now=now)
 
 
 async def log_closed(
     conn: AsyncConnection, gate: Gate, *, now: datetime, actor: str | None = None
 ) -> None:
     """``phase.gate``: the gate was satisfied (by its tally or its deadline)."""
-    await runlog.write(
+    await runlog.phase_gate(
         conn,
         gate["run_id"],
-        LogKind.PHASE_GATE,
         at=now,
         phase=gate["phase"],
-        detail={
-            "satisfied_by": gate["satisfied_by"],
-            "satisfied_at": gate["satisfied_at"],
-            **summary(gate),
-        },
+        satisfied_by=gate["satisfied_by"],
+        satisfied_at=gate["satisfied_at"],
+        gate=summary(gate),
         actor=actor,
     )

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
-from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
 from pageant.ledger.state import released, settle
@@ -107,15 +106,7 @@ async def record_placeholder(
         now=now,
     )
     if new:
-        await runlog.write(
-            conn,
-            step["run_id"],
-            LogKind.RESOURCE_PLACEHOLDER,
-            at=now,
-            phase=step["phase"],
-            step_id=step["id"],
-            detail={"action": action.id, "ref": step["idempotency_key"]},
-        )
+        await runlog.resource_placeholder(conn, step, at=now, action=action.id)
         await resources.set_cleanup_status(conn, step["run_id"], "pending")
 
 
@@ -139,14 +130,14 @@ async def confirm(
         now=now,
     )
     if entries:
-        await runlog.write(
+        await runlog.resource_confirmed(
             conn,
             step["run_id"],
-            LogKind.RESOURCE_CONFIRMED,
             at=now,
             phase=step["phase"],
             step_id=step["id"],
-            detail={"action": action.id, "resources": entries},
+            action=action.id,
+            resources=entries,
         )
     await settle(conn, step["run_id"], now=now)
 
@@ -158,12 +149,8 @@ async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -
     counts = await resources.counts_of_run(conn, run_id)
     if sum(counts.get(s, 0) for s in ("pending", "confirmed", "revert_failed")):
         if await resources.set_cleanup_status(conn, run_id, "incomplete"):
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.RESOURCE_CLEANUP,
-                at=now,
-                detail={"to": "incomplete", "because": "cancelled without cleanup"},
+            await runlog.resource_cleanup(
+                conn, run_id, at=now, to="incomplete", because="cancelled without cleanup"
             )
 
 
@@ -257,14 +244,7 @@ async def give_back(
     async with host.db.begin() as conn:
         status = await settle(conn, run_id, now=host.clock.now(), rescue=rescue)
         if actor is not None:
-            await runlog.write(
-                conn,
-                run_id,
-                LogKind.CONTROL_CLEANUP,
-                at=now,
-                actor=actor,
-                detail={"result": status},
-            )
+            await runlog.control_cleanup(conn, run_id, at=now, result=status, actor=actor)
     return status
 
 
@@ -276,26 +256,14 @@ def _max(host: CleanupHost, rescue: bool, row: Any) -> int:
 
 
 async def _fail(
-    host: CleanupHost, row: Any, error: str, *, now: datetime, max_attempts: int, kind: LogKind
+    host: CleanupHost, row: Any, error: str, *, now: datetime, max_attempts: int
 ) -> None:
     async with host.db.begin() as conn:
         if await resources.revert_failed(
             conn, row.id, error=error, max_attempts=max_attempts, now=now
         ):
-            await runlog.write(
-                conn,
-                row.run_id,
-                kind,
-                at=now,
-                step_id=row.step_id,
-                detail={
-                    "resource_id": row.id,
-                    "kind": row.kind,
-                    "ref": row.ref,
-                    "attempt": row.revert_attempts + 1,
-                    "of": max_attempts,
-                    "error": error,
-                },
+            await runlog.resource_revert_failed(
+                conn, row, at=now, attempt=row.revert_attempts + 1, of=max_attempts, error=error
             )
 
 
@@ -339,7 +307,6 @@ async def _revert(
             error,
             now=now,
             max_attempts=max_attempts,
-            kind=LogKind.RESOURCE_REVERT_FAILED,
         )
 
 
@@ -402,7 +369,6 @@ async def _restore_lease(
             f"{type(exc).__name__}: {exc}",
             now=host.clock.now(),
             max_attempts=max_attempts,
-            kind=LogKind.RESOURCE_REVERT_FAILED,
         )
         return
     await _release(host, row, to="reverted", now=host.clock.now(), attempted=True)

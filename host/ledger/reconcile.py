@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.clock import Clock
 from pageant.db import resources, runlog
-from pageant.db.log_kinds import LogKind
 from pageant.hookspecs import HeldResource, Resource
 from pageant.ledger.state import released, settle
 
@@ -68,12 +67,8 @@ async def reconcile(
         now = clock.now()
         async with db.begin() as conn:
             for run_id in sorted({row.run_id for row in rows}):
-                await runlog.write(
-                    conn,
-                    run_id,
-                    LogKind.RESOURCE_RECONCILE_FAILED,
-                    at=now,
-                    detail={"owner": owner, "error": f"{type(exc).__name__}: {exc}"},
+                await runlog.resource_reconcile_failed(
+                    conn, run_id, at=now, owner=owner, error=f"{type(exc).__name__}: {exc}"
                 )
         return {"asked": len(rows), "orphaned": 0, "error": str(exc)}
     now = clock.now()

@@ -5,14 +5,13 @@ may all use it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
-from pageant.db.log_kinds import LogKind
 
 
 def derive(counts: Mapping[str, int]) -> str:
@@ -38,15 +37,15 @@ async def settle(conn: AsyncConnection, run_id: int, *, now: datetime, rescue: b
         if run is not None and run.cleanup_status == "incomplete":
             return "incomplete"
     if await resources.set_cleanup_status(conn, run_id, value):
-        await runlog.write(conn, run_id, LogKind.RESOURCE_CLEANUP, at=now, detail={"to": value})
+        await runlog.resource_cleanup(conn, run_id, at=now, to=value)
     return value
 
 
 #: The log line of each way a row is released.
-RELEASED_KINDS = {
-    "reverted": LogKind.RESOURCE_REVERTED,
-    "drifted": LogKind.RESOURCE_DRIFTED,
-    "orphaned": LogKind.RESOURCE_ORPHANED,
+RELEASED_LINES: dict[str, Callable[..., Awaitable[None]]] = {
+    "reverted": runlog.resource_reverted,
+    "drifted": runlog.resource_drifted,
+    "orphaned": runlog.resource_orphaned,
 }
 
 
@@ -65,11 +64,4 @@ async def released(
     if await resources.release(
         conn, row.id, to=to, now=now, attempted=attempted, error=error, payload=payload
     ):
-        await runlog.write(
-            conn,
-            row.run_id,
-            RELEASED_KINDS[to],
-            at=now,
-            step_id=row.step_id,
-            detail={"resource_id": row.id, "kind": row.kind, "ref": row.ref, **(detail or {})},
-        )
+        await RELEASED_LINES[to](conn, row, at=now, **(detail or {}))

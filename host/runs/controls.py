@@ -19,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import phase_gates as gate_rows
 from pageant.db import resources, runlog, runs, steps
 from pageant.db.errors import IntegrityError
-from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
@@ -96,9 +95,7 @@ async def pause(host: Host, run_id: int, *, actor: str, reason: str | None = Non
         if not await runs.pause_run(conn, run_id):
             status = await _run_status(conn, run_id)
             raise Conflict(f"run {run_id} is {status}; pause acts on a starting or running run")
-        await runlog.write(
-            conn, run_id, LogKind.CONTROL_PAUSE, at=now, detail={"reason": reason}, actor=actor
-        )
+        await runlog.control_pause(conn, run_id, at=now, reason=reason, actor=actor)
         paused = waiting.describe({"status": "paused"}, [], now=now, max_attempts=0)
         await waiting.note(conn, run_id, paused, now=now, actor=actor)
 
@@ -111,9 +108,7 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
         if not await runs.resume_run(conn, run_id):
             status = await _run_status(conn, run_id)
             raise Conflict(f"run {run_id} is {status}; resume acts on a paused run")
-        await runlog.write(
-            conn, run_id, LogKind.CONTROL_RESUME, at=now, detail={"reason": reason}, actor=actor
-        )
+        await runlog.control_resume(conn, run_id, at=now, reason=reason, actor=actor)
         await waiting.note(conn, run_id, None, now=now, actor=actor)
     host.wake()
 
@@ -136,18 +131,14 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str, cleanup: b
                 "or paused run"
             )
         cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-        await runlog.write(
+        await runlog.control_cancel(
             conn,
             run_id,
-            LogKind.CONTROL_CANCEL,
             at=now,
-            detail={
-                "from": before,
-                "to": "cancelled",
-                "reason": reason,
-                "cancelled_steps": cancelled,
-                **({} if cleanup else {"cleanup": False}),
-            },
+            from_=before,
+            reason=reason,
+            cancelled_steps=cancelled,
+            cleanup=cleanup,
             actor=actor,
         )
         if not cleanup:
@@ -180,12 +171,13 @@ async def reschedule(
             if not await runs.reschedule(conn, run_id, scheduled_for):
                 status = await _run_status(conn, run_id)
                 raise Conflict(f"run {run_id} is {status}; reschedule acts on a scheduled run")
-            await runlog.write(
+            await runlog.control_reschedule(
                 conn,
                 run_id,
-                LogKind.CONTROL_RESCHEDULE,
                 at=now,
-                detail={"from": before.scheduled_for, "to": scheduled_for, "reason": reason},
+                from_=before.scheduled_for,
+                to=scheduled_for,
+                reason=reason,
                 actor=actor,
             )
             if before.waiting_reason is not None:
@@ -255,15 +247,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
                 f"(satisfied by {by} at {iso(at)})"
             )
         forced = await gate_rows.gate_by_id(conn, row.id)
-        await runlog.write(
-            conn,
-            run_id,
-            LogKind.PHASE_ADVANCED,
-            at=now,
-            phase=key,
-            detail={**gates.advanced(forced, now), "reason": reason},
-            actor=actor,
-        )
+        await gates.log_advanced(conn, forced, now=now, reason=reason, actor=actor)
     host.wake()
 
 
@@ -279,15 +263,8 @@ async def confirm(
         row = await _step_of(conn, run_id, step_id)
         if not await steps.confirm_step(conn, step_id, note=note, now=now):
             raise await _step_conflict(conn, step_id, "confirm acts on a parked step")
-        await runlog.write(
-            conn,
-            run_id,
-            LogKind.CONTROL_CONFIRM,
-            at=now,
-            phase=row.phase,
-            step_id=step_id,
-            detail={"to": "done", "note": note},
-            actor=actor,
+        await runlog.control_confirm(
+            conn, run_id, at=now, phase=row.phase, step_id=step_id, note=note, actor=actor
         )
     host.wake()
 
@@ -301,14 +278,14 @@ async def skip(
         before = await _step_of(conn, run_id, step_id)
         if not await steps.skip_step(conn, step_id, note=reason, now=now):
             raise await _step_conflict(conn, step_id, "skip acts on a pending or parked step")
-        await runlog.write(
+        await runlog.control_skip(
             conn,
             run_id,
-            LogKind.CONTROL_SKIP,
             at=now,
             phase=before.phase,
             step_id=step_id,
-            detail={"from": _step_state(before._mapping), "to": "skipped", "reason": reason},
+            from_=_step_state(before._mapping),
+            reason=reason,
             actor=actor,
         )
     host.wake()
@@ -350,14 +327,14 @@ async def retry(
             raise Conflict(f"run {run_id} is {status}; retry acts on a step of a paused run")
         if not await steps.retry_step(conn, step_id):
             raise await _step_conflict(conn, step_id, "retry acts on a failed or refused step")
-        await runlog.write(
+        await runlog.control_retry(
             conn,
             run_id,
-            LogKind.CONTROL_RETRY,
             at=now,
             phase=step.phase,
             step_id=step_id,
-            detail={"from": step.status, "to": "pending", "reason": reason},
+            from_=step.status,
+            reason=reason,
             actor=actor,
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
-from pageant.db.log_kinds import LogKind
 from pageant.errors import Conflict, NotFound
 from pageant.runs import params as run_params
 from pageant.runs import waiting
@@ -162,17 +161,18 @@ async def create_run(
             values=run_params.with_scope(values, scope),
         )
     await pin_run_budget(conn, run_id, spec, registry)
-    detail: dict[str, Any] = {
-        "source": source,
-        "scope": scope,
-        "scheduled_for": scheduled_for,
-        "version_id": version_id,
-    }
-    if values:
-        detail["params"] = values
-    if dst_adjusted:
-        detail["dst_adjusted"] = dst_adjusted
-    await runlog.write(conn, run_id, LogKind.RUN_CREATED, at=now, detail=detail, actor=actor)
+    await runlog.run_created(
+        conn,
+        run_id,
+        at=now,
+        source=source,
+        scope=scope,
+        scheduled_for=scheduled_for,
+        version_id=version_id,
+        params=values,
+        dst_adjusted=dst_adjusted,
+        actor=actor,
+    )
     ahead = waiting.describe(
         {"status": "scheduled", "scheduled_for": scheduled_for}, [], now=now, max_attempts=0
     )
@@ -209,9 +209,7 @@ async def rematerialise_first_phase(
             values=run_params.with_scope(values, scope),
         )
     await pin_run_budget(conn, run_id, spec, registry)
-    await runlog.write(
-        conn, run_id, LogKind.RUN_REPINNED, at=now, detail={"version_id": version_id}, actor=actor
-    )
+    await runlog.run_repinned(conn, run_id, at=now, version_id=version_id, actor=actor)
     return True
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs
-from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.timefmt import iso
 
@@ -215,10 +214,7 @@ async def note(
     since = waiting.get("since", now) if waiting else None
     if not await runs.set_waiting(conn, run_id, reason, since):
         return False
-    detail = dict(waiting) if waiting else {"reason": None, "sentence": "no longer waiting"}
-    await runlog.write(
-        conn, run_id, LogKind.RUN_WAITING, at=now, phase=phase, detail=detail, actor=actor
-    )
+    await runlog.run_waiting(conn, run_id, at=now, waiting=waiting, phase=phase, actor=actor)
     return True
 
 

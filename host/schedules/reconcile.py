@@ -35,7 +35,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, runlog, steps
-from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
 from pageant.runs import params as run_params
 from pageant.runs import waiting
@@ -284,18 +283,18 @@ class _Work:
         ):
             return False
         self.outcome.moved += 1
-        detail: dict[str, Any] = {
-            "from": row.scheduled_for,
-            "to": occ.at,
-            "from_slot": row.occurrence_local,
-            "slot": occ.slot,
-            "timezone": self.plan.timezone,
-            "version_id": self.plan.version_id,
-        }
-        if occ.dst_adjusted:
-            detail["dst_adjusted"] = occ.dst_adjusted
-        await runlog.write(
-            self.conn, row.id, LogKind.RUN_MOVED, at=self.now, detail=detail, actor=self.actor
+        await runlog.run_moved(
+            self.conn,
+            row.id,
+            at=self.now,
+            from_=row.scheduled_for,
+            to=occ.at,
+            from_slot=row.occurrence_local,
+            slot=occ.slot,
+            timezone=self.plan.timezone,
+            version_id=self.plan.version_id,
+            dst_adjusted=occ.dst_adjusted,
+            actor=self.actor,
         )
         await self._repin(row.id)
         return True
@@ -319,20 +318,17 @@ class _Work:
             return
         self.outcome.superseded += 1
         cancelled = await steps.cancel_open_steps(self.conn, row.id, now=self.now)
-        await runlog.write(
+        await runlog.run_status(
             self.conn,
             row.id,
-            LogKind.RUN_STATUS,
             at=self.now,
-            detail={
-                "from": "scheduled",
-                "to": "cancelled",
-                "reason": SUPERSEDED,
-                "because": why,
-                "slot": row.occurrence_local,
-                "version_id": self.plan.version_id,
-                "cancelled_steps": cancelled,
-            },
+            from_="scheduled",
+            to="cancelled",
+            reason=SUPERSEDED,
+            because=why,
+            slot=row.occurrence_local,
+            version_id=self.plan.version_id,
+            cancelled_steps=cancelled,
             actor=self.actor,
         )
 
@@ -357,18 +353,15 @@ class _Work:
                 registry=self.registry,
                 values=run_params.with_scope(self.values, self.scope),
             )
-        await runlog.write(
+        await runlog.run_status(
             self.conn,
             row.id,
-            LogKind.RUN_STATUS,
             at=self.now,
-            detail={
-                "from": "cancelled",
-                "to": "scheduled",
-                "because": "the published schedule produces it again",
-                "slot": occ.slot,
-                "version_id": self.plan.version_id,
-            },
+            from_="cancelled",
+            to="scheduled",
+            because="the published schedule produces it again",
+            slot=occ.slot,
+            version_id=self.plan.version_id,
             actor=self.actor,
         )
         await _note_not_due(self.conn, row.id, occ.at, self.now)
@@ -419,17 +412,14 @@ async def cancel_unstarted_runs(
             continue
         cancelled += 1
         open_steps = await steps.cancel_open_steps(conn, row.id, now=now)
-        await runlog.write(
+        await runlog.run_status(
             conn,
             row.id,
-            LogKind.RUN_STATUS,
             at=now,
-            detail={
-                "from": "scheduled",
-                "to": "cancelled",
-                "reason": reason,
-                "cancelled_steps": open_steps,
-            },
+            from_="scheduled",
+            to="cancelled",
+            reason=reason,
+            cancelled_steps=open_steps,
             actor=actor,
         )
     return cancelled
