@@ -11,7 +11,7 @@ import os
 import secrets
 import socket
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pageant.clock import Clock, SystemClock
 from pageant.hookspecs.models import changes_world
@@ -24,6 +24,15 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger("pageant")
+
+
+class EmitOptions(TypedDict, total=False):
+    """How a firing is made besides its trigger and payload (see :meth:`Host.emit`)."""
+
+    actor: str | None
+    key: str | None
+    at: Any
+    issuer: str | None
 
 
 def make_identity() -> str:
@@ -333,22 +342,14 @@ class Host:
         return [answer or {} for answer in answers]
 
     async def emit_as_plugin(
-        self,
-        owner: str,
-        trigger_id: str,
-        payload: Any,
-        *,
-        actor: str | None = None,
-        key: str | None = None,
-        at: Any = None,
-        issuer: str | None = None,
+        self, owner: str, trigger_id: str, payload: Any, **how: Unpack[EmitOptions]
     ) -> dict[str, int]:
         """A plugin's ``context.emit``: :meth:`emit`, refused with
         :class:`~pageant.errors.Forbidden` for a trigger another owner declares."""
         from pageant.gates.firers import check_plugin_firing
 
         check_plugin_firing(trigger_id, owner)
-        return await self.emit(trigger_id, payload, actor=actor, key=key, at=at, issuer=issuer)
+        return await self.emit(trigger_id, payload, **how)
 
     async def emit_batch_as_plugin(
         self, owner: str, items: Any, *, actor: str | None = None, issuer: str | None = None

@@ -29,35 +29,31 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.runs = Gauge(
-            "pageant_runs",
-            "Runs in the database, by status (read when scraped).",
-            ["status"],
-            registry=r,
+
+        def counter(name: str, said: str, label: str) -> Counter:
+            return Counter(name, said, [label], registry=r)
+
+        def gauge(name: str, said: str, label: str) -> Gauge:
+            return Gauge(name, said, [label], registry=r)
+
+        self.runs = gauge(
+            "pageant_runs", "Runs in the database, by status (read when scraped).", "status"
         )
-        self.steps_dispatched = Counter(
-            "pageant_steps_dispatched",
-            "Steps this host claimed and dispatched.",
-            ["action"],
-            registry=r,
+        self.steps_dispatched = counter(
+            "pageant_steps_dispatched", "Steps this host claimed and dispatched.", "action"
         )
-        self.steps_failed = Counter(
+        self.steps_failed = counter(
             "pageant_steps_failed",
             "Steps that failed for good (attempts used up or fatal).",
-            ["action"],
-            registry=r,
+            "action",
         )
-        self.steps_refused = Counter(
+        self.steps_refused = counter(
             "pageant_steps_refused",
             "Steps refused before perform (not allowed, unavailable).",
-            ["action"],
-            registry=r,
+            "action",
         )
-        self.steps_retried = Counter(
-            "pageant_steps_retried",
-            "Step attempts that failed and were rescheduled.",
-            ["action"],
-            registry=r,
+        self.steps_retried = counter(
+            "pageant_steps_retried", "Step attempts that failed and were rescheduled.", "action"
         )
         self.dispatch_seconds = Histogram(
             "pageant_dispatch_seconds",
@@ -78,17 +74,13 @@ class Metrics:
             buckets=LATENESS_BUCKETS,
             registry=r,
         )
-        self.deadlocks_retried = Counter(
+        self.deadlocks_retried = counter(
             "pageant_deadlocks_retried",
             "Deadlocks and lock waits the engine met and retried, by where.",
-            ["where"],
-            registry=r,
+            "where",
         )
-        self.plugins = Gauge(
-            "pageant_plugins",
-            "Plugins by load status (loaded, refused).",
-            ["status"],
-            registry=r,
+        self.plugins = gauge(
+            "pageant_plugins", "Plugins by load status (loaded, refused).", "status"
         )
         self.last_tick = Gauge(
             "pageant_engine_last_tick_timestamp_seconds",

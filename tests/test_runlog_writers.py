@@ -59,7 +59,7 @@ def test_the_runs_guide_shows_the_shapes_the_writers_build() -> None:
         "docs/runs.md is stale: regenerate it with `python -m pageant.kit.logdocs docs/runs.md`"
     )
     for kind in LogKind:
-        assert f"| `{kind.value}` | `{runlog.WRITERS[kind].__name__}` |" in text
+        assert f"| `{kind.value}` | `{runlog.WRITERS[kind].__name__}(" in text
 
 
 def test_rendering_needs_the_markers() -> None:
@@ -115,10 +115,11 @@ async def test_a_step_line_takes_its_place_and_action_from_the_step(
 async def test_a_forced_advance_says_its_reason_even_when_none_was_given(
     written: list[dict[str, Any]],
 ) -> None:
-    gate = {"kind": "after", "after": "5m", "deadline": NOW}
-    common: dict[str, Any] = {"at": NOW, "phase": "p", "because": "deadline", "gate": gate}
-    await runlog.phase_advanced(NO_CONN, 7, waited_seconds=3, **common)
-    await runlog.phase_advanced(NO_CONN, 7, waited_seconds=3, actor="ann", **common)
+    gate = {"run_id": 7, "phase": "p"}
+    summary = {"kind": "after", "after": "5m", "deadline": NOW}
+    common: dict[str, Any] = {"at": NOW, "because": "deadline", "summary": summary}
+    await runlog.phase_advanced(NO_CONN, gate, waited_seconds=3, **common)
+    await runlog.phase_advanced(NO_CONN, gate, waited_seconds=3, actor="ann", **common)
     by_gate, by_person = (line["detail"] for line in written)
     assert "reason" not in by_gate
     assert list(by_person) == ["because", "kind", "after", "deadline", "waited_seconds", "reason"]

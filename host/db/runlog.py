@@ -121,21 +121,28 @@ async def write(
 
 # ── the writers: one a kind ──────────────────────────────────────────────────────────────
 
-#: Each kind's writer, in the order of :class:`LogKind`'s members once all are defined.
+#: Each kind's writer.
 WRITERS: dict[LogKind, Callable[..., Awaitable[None]]] = {}
-#: The arguments of a writer that place the line rather than make its detail.
-PLACE = ("conn", "run_id", "step", "row", "kind", "at", "phase", "step_id", "actor")
+#: The detail fields each kind's writer reads from the row it is handed (a step, a gate, a
+#: ledger row) rather than takes as arguments.
+READS: dict[LogKind, tuple[str, ...]] = {}
+#: The keyword arguments of a writer that place the line rather than make its detail (its
+#: positional ones - the connection, the run, step, gate or row - place it too).
+PLACE = ("at", "phase", "step_id", "actor")
 
-#: A step's row, or its mapping: the writers of a step's lines read ``run_id``, ``phase``,
-#: ``id`` and ``action`` (and what their kind says) from it.
+#: A step's row, or its mapping: a step's lines are placed by its ``run_id``, ``phase`` and
+#: ``id``, and read what their kind says (``action`` most often) from it.
 StepRow = Mapping[Any, Any]
+#: A phase gate's row: its lines are placed by its ``run_id`` and ``phase``.
+GateRow = Mapping[Any, Any]
 
 _W = TypeVar("_W", bound=Callable[..., Awaitable[None]])
 
 
-def _writes(kind: LogKind) -> Callable[[_W], _W]:
+def _writes(kind: LogKind, *, reads: tuple[str, ...] = ()) -> Callable[[_W], _W]:
     def register(writer: _W) -> _W:
         WRITERS[kind] = writer
+        READS[kind] = reads
         return writer
 
     return register
@@ -152,16 +159,26 @@ def detail_fields(writer: Callable[..., Any]) -> list[tuple[str, str, bool]]:
     return [
         (name.rstrip("_"), str(param.annotation), param.default is inspect.Parameter.empty)
         for name, param in inspect.signature(writer).parameters.items()
-        if name not in PLACE
+        if param.kind is inspect.Parameter.KEYWORD_ONLY and name not in PLACE
     ]
 
 
 async def _of_step(
-    conn: AsyncConnection, step: StepRow, kind: LogKind, at: datetime, detail: Any
+    conn: AsyncConnection,
+    step: StepRow,
+    kind: LogKind,
+    at: datetime,
+    detail: Any,
+    actor: str | None = None,
 ) -> None:
-    await write(
-        conn, step["run_id"], kind, at=at, phase=step["phase"], step_id=step["id"], detail=detail
-    )
+    place = {"phase": step["phase"], "step_id": step["id"], "actor": actor}
+    await write(conn, step["run_id"], kind, at=at, detail=detail, **place)
+
+
+async def _of_gate(
+    conn: AsyncConnection, gate: GateRow, kind: LogKind, at: datetime, detail: Any, actor: Any
+) -> None:
+    await write(conn, gate["run_id"], kind, at=at, phase=gate["phase"], detail=detail, actor=actor)
 
 
 #: What every line about a ledger row says of it first (its id, ``kind`` and ``ref``).
@@ -304,7 +321,7 @@ async def run_moved(
     await write(conn, run_id, LogKind.RUN_MOVED, at=at, detail=detail, actor=actor)
 
 
-@_writes(LogKind.STEP_STATUS)
+@_writes(LogKind.STEP_STATUS, reads=("action",))
 async def step_status(
     conn: AsyncConnection,
     step: StepRow,
@@ -339,7 +356,7 @@ async def step_status(
     await _of_step(conn, step, LogKind.STEP_STATUS, at, {**detail, **(more or {})})
 
 
-@_writes(LogKind.STEP_RETRY)
+@_writes(LogKind.STEP_RETRY, reads=("action",))
 async def step_retry(
     conn: AsyncConnection,
     step: StepRow,
@@ -358,7 +375,7 @@ async def step_retry(
     )
 
 
-@_writes(LogKind.STEP_REFUSED)
+@_writes(LogKind.STEP_REFUSED, reads=("action", "on_failure"))
 async def step_refused(
     conn: AsyncConnection,
     step: StepRow,
@@ -375,7 +392,7 @@ async def step_refused(
     await _of_step(conn, step, LogKind.STEP_REFUSED, at, {**detail, **more})
 
 
-@_writes(LogKind.STEP_PARKED)
+@_writes(LogKind.STEP_PARKED, reads=("action",))
 async def step_parked(conn: AsyncConnection, step: StepRow, *, at: datetime, attempt: int) -> None:
     """A step waits for a person to confirm it (with the step's ``action``)."""
     await _of_step(
@@ -383,7 +400,7 @@ async def step_parked(conn: AsyncConnection, step: StepRow, *, at: datetime, att
     )
 
 
-@_writes(LogKind.STEP_STALE)
+@_writes(LogKind.STEP_STALE, reads=("action",))
 async def step_stale(
     conn: AsyncConnection,
     step: StepRow,
@@ -401,7 +418,7 @@ async def step_stale(
     )
 
 
-@_writes(LogKind.STEP_VERSION_DRIFT)
+@_writes(LogKind.STEP_VERSION_DRIFT, reads=("action", "stored_version"))
 async def step_version_drift(
     conn: AsyncConnection, step: StepRow, *, at: datetime, declared_version: int
 ) -> None:
@@ -436,69 +453,60 @@ async def phase_completed(
     await write(conn, run_id, LogKind.PHASE_COMPLETED, at=at, phase=phase, detail={"index": index})
 
 
-@_writes(LogKind.PHASE_GATE)
+@_writes(LogKind.PHASE_GATE, reads=("satisfied_by", "satisfied_at"))
 async def phase_gate(
     conn: AsyncConnection,
-    run_id: int,
+    gate: GateRow,
     *,
     at: datetime,
-    phase: str,
-    satisfied_by: str,
-    satisfied_at: datetime,
-    gate: Mapping[str, Any],
+    summary: Mapping[str, Any],
     actor: str | None = None,
 ) -> None:
-    """A phase's gate is satisfied; the gate's summary fields follow."""
-    detail = {"satisfied_by": satisfied_by, "satisfied_at": satisfied_at, **gate}
-    await write(conn, run_id, LogKind.PHASE_GATE, at=at, phase=phase, detail=detail, actor=actor)
+    """A phase's gate is satisfied: how and when, then the fields of its ``summary``."""
+    detail = {"satisfied_by": gate["satisfied_by"], "satisfied_at": gate["satisfied_at"]}
+    await _of_gate(conn, gate, LogKind.PHASE_GATE, at, detail | dict(summary), actor)
 
 
 @_writes(LogKind.PHASE_ADVANCED)
 async def phase_advanced(
     conn: AsyncConnection,
-    run_id: int,
+    gate: GateRow,
     *,
     at: datetime,
-    phase: str,
     because: str | None,
-    gate: Mapping[str, Any],
+    summary: Mapping[str, Any],
     waited_seconds: int,
     reason: str | None = None,
     actor: str | None = None,
 ) -> None:
-    """A phase goes past its gate: ``because`` how it was satisfied, the gate's summary
-    fields, how long it waited; a person's forced advance (an ``actor``) adds ``reason``."""
-    detail = {"because": because, **gate, "waited_seconds": waited_seconds}
+    """A phase goes past its gate: ``because`` how it was satisfied, the fields of the gate's
+    ``summary``, how long it waited; a person's forced advance (an ``actor``) adds
+    ``reason``."""
+    detail = {"because": because, **summary, "waited_seconds": waited_seconds}
     if actor is not None:
         detail["reason"] = reason
-    await write(
-        conn, run_id, LogKind.PHASE_ADVANCED, at=at, phase=phase, detail=detail, actor=actor
-    )
+    await _of_gate(conn, gate, LogKind.PHASE_ADVANCED, at, detail, actor)
 
 
-@_writes(LogKind.CONDITION_EVALUATED)
+@_writes(LogKind.CONDITION_EVALUATED, reads=("trigger_id", "tally", "needed"))
 async def condition_evaluated(
     conn: AsyncConnection,
-    run_id: int,
+    gate: GateRow,
     *,
     at: datetime,
-    phase: str,
-    trigger_id: str,
     condition: str | None,
     values: Mapping[str, Any],
-    tally: int,
-    needed: int,
     fired_at: datetime | None = None,
     key: str | None = None,
     actor: str | None = None,
 ) -> None:
-    """A firing matched a gate's condition (``matched`` is true); the firing's own instant
-    and ``key`` when it had them."""
-    detail = {"trigger_id": trigger_id, "matched": True, "condition": condition, "values": values}
-    detail = _given(detail | {"tally": tally, "needed": needed}, fired_at=fired_at, key=key)
-    await write(
-        conn, run_id, LogKind.CONDITION_EVALUATED, at=at, phase=phase, detail=detail, actor=actor
-    )
+    """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
+    the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
+    firing's own instant and ``key`` when it had them."""
+    detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
+    detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
+    detail = _given(detail, fired_at=fired_at, key=key)
+    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at, detail, actor)
 
 
 async def _control(
@@ -556,58 +564,40 @@ async def control_cancel(
 
 @_writes(LogKind.CONTROL_CONFIRM)
 async def control_confirm(
-    conn: AsyncConnection,
-    run_id: int,
-    *,
-    at: datetime,
-    phase: str,
-    step_id: int,
-    note: str | None,
-    actor: str,
+    conn: AsyncConnection, step: StepRow, *, at: datetime, note: str | None, actor: str
 ) -> None:
     """A person confirmed a parked step (``to`` is ``done``)."""
-    detail = {"to": "done", "note": note}
-    await _control(
-        conn, run_id, LogKind.CONTROL_CONFIRM, at, actor, detail, phase=phase, step_id=step_id
-    )
+    await _of_step(conn, step, LogKind.CONTROL_CONFIRM, at, {"to": "done", "note": note}, actor)
 
 
 @_writes(LogKind.CONTROL_SKIP)
 async def control_skip(
     conn: AsyncConnection,
-    run_id: int,
+    step: StepRow,
     *,
     at: datetime,
-    phase: str,
-    step_id: int,
     from_: str,
     reason: str | None,
     actor: str,
 ) -> None:
     """A person skipped a step (``to`` is ``skipped``)."""
     detail = {"from": from_, "to": "skipped", "reason": reason}
-    await _control(
-        conn, run_id, LogKind.CONTROL_SKIP, at, actor, detail, phase=phase, step_id=step_id
-    )
+    await _of_step(conn, step, LogKind.CONTROL_SKIP, at, detail, actor)
 
 
 @_writes(LogKind.CONTROL_RETRY)
 async def control_retry(
     conn: AsyncConnection,
-    run_id: int,
+    step: StepRow,
     *,
     at: datetime,
-    phase: str,
-    step_id: int,
     from_: str,
     reason: str | None,
     actor: str,
 ) -> None:
     """A person retried the step the run stopped at (``to`` is ``pending``)."""
     detail = {"from": from_, "to": "pending", "reason": reason}
-    await _control(
-        conn, run_id, LogKind.CONTROL_RETRY, at, actor, detail, phase=phase, step_id=step_id
-    )
+    await _of_step(conn, step, LogKind.CONTROL_RETRY, at, detail, actor)
 
 
 @_writes(LogKind.CONTROL_CLEANUP)
@@ -636,21 +626,14 @@ async def control_reschedule(
 
 @_writes(LogKind.ANNOUNCE)
 async def plugin_line(
-    conn: AsyncConnection,
-    run_id: int,
-    kind: LogKind,
-    *,
-    at: datetime,
-    phase: str,
-    step_id: int,
-    detail: Mapping[str, Any],
+    conn: AsyncConnection, step: StepRow, kind: LogKind, *, at: datetime, detail: Mapping[str, Any]
 ) -> None:
     """A line a step's action wrote through its services (``write_log``), ``announce`` or
     another kind it names: the detail is the action's own (``core.log``: ``leg``, ``message``)."""
-    await write(conn, run_id, kind, at=at, phase=phase, step_id=step_id, detail=dict(detail))
+    await _of_step(conn, step, kind, at, dict(detail))
 
 
-@_writes(LogKind.RESOURCE_PLACEHOLDER)
+@_writes(LogKind.RESOURCE_PLACEHOLDER, reads=("ref",))
 async def resource_placeholder(
     conn: AsyncConnection, step: StepRow, *, at: datetime, action: str
 ) -> None:
@@ -661,31 +644,19 @@ async def resource_placeholder(
 
 @_writes(LogKind.RESOURCE_RESERVED)
 async def resource_reserved(
-    conn: AsyncConnection,
-    run_id: int,
-    *,
-    at: datetime,
-    phase: str,
-    step_id: int,
-    lease: str,
-    target: str,
-    until: Any,
+    conn: AsyncConnection, step: StepRow, *, at: datetime, lease: str, target: str, until: Any
 ) -> None:
     """``core.lease`` reserved its target, before applying anything."""
     detail = {"lease": lease, "target": target, "until": until}
-    await write(
-        conn, run_id, LogKind.RESOURCE_RESERVED, at=at, phase=phase, step_id=step_id, detail=detail
-    )
+    await _of_step(conn, step, LogKind.RESOURCE_RESERVED, at, detail)
 
 
 @_writes(LogKind.RESOURCE_CONFIRMED)
 async def resource_confirmed(
     conn: AsyncConnection,
-    run_id: int,
+    step: StepRow,
     *,
     at: datetime,
-    phase: str,
-    step_id: int,
     action: str | None = None,
     resources: Sequence[Mapping[str, Any]] | None = None,
     lease: Mapping[str, Any] | None = None,
@@ -693,18 +664,16 @@ async def resource_confirmed(
     """What a step reported making (its ``action`` and ``resources``), or a lease's payload
     (``lease``, ``target``, ``baseline``, ``applied``), is recorded."""
     detail = dict(lease) if lease is not None else {"action": action, "resources": resources}
-    await write(
-        conn, run_id, LogKind.RESOURCE_CONFIRMED, at=at, phase=phase, step_id=step_id, detail=detail
-    )
+    await _of_step(conn, step, LogKind.RESOURCE_CONFIRMED, at, detail)
 
 
-@_writes(LogKind.RESOURCE_REVERTED)
+@_writes(LogKind.RESOURCE_REVERTED, reads=ROW_FIELDS)
 async def resource_reverted(conn: AsyncConnection, row: Any, *, at: datetime) -> None:
     """A ledger row was given back."""
     await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at)
 
 
-@_writes(LogKind.RESOURCE_REVERT_FAILED)
+@_writes(LogKind.RESOURCE_REVERT_FAILED, reads=ROW_FIELDS)
 async def resource_revert_failed(
     conn: AsyncConnection, row: Any, *, at: datetime, attempt: int, of: int, error: str
 ) -> None:
@@ -714,7 +683,7 @@ async def resource_revert_failed(
     )
 
 
-@_writes(LogKind.RESOURCE_DRIFTED)
+@_writes(LogKind.RESOURCE_DRIFTED, reads=ROW_FIELDS)
 async def resource_drifted(
     conn: AsyncConnection, row: Any, *, at: datetime, found: Any, applied: Any
 ) -> None:
@@ -722,7 +691,7 @@ async def resource_drifted(
     await _of_resource(conn, row, LogKind.RESOURCE_DRIFTED, at, found=found, applied=applied)
 
 
-@_writes(LogKind.RESOURCE_ORPHANED)
+@_writes(LogKind.RESOURCE_ORPHANED, reads=ROW_FIELDS)
 async def resource_orphaned(conn: AsyncConnection, row: Any, *, at: datetime, by: str) -> None:
     """A plugin's reconcile no longer reports a ledger row."""
     await _of_resource(conn, row, LogKind.RESOURCE_ORPHANED, at, by=by)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.errors import IntegrityError
@@ -272,15 +272,16 @@ async def _complete(
     return "completed"
 
 
+class _Entering(TypedDict):
+    """How a phase is entered: from which run status, leaving which phase, when."""
+
+    from_status: str
+    old_phase: str | None
+    now: datetime
+
+
 async def _enter(
-    host: Host,
-    run_id: int,
-    phases: list[dict[str, Any]],
-    index: int,
-    *,
-    from_status: str,
-    old_phase: str | None,
-    now: datetime,
+    host: Host, run_id: int, phases: list[dict[str, Any]], index: int, **how: Unpack[_Entering]
 ) -> bool:
     """Make ``phases[index]`` current — the one path by which a run changes phase. Its
     steps and gate are made in the transaction that makes it current (before the
@@ -294,20 +295,11 @@ async def _enter(
         # writes the others again on their own).
         await in_outcome_transaction(
             host,
-            lambda conn: enter_phase_in(
-                conn,
-                host,
-                run_id,
-                phases,
-                index,
-                from_status=from_status,
-                old_phase=old_phase,
-                now=now,
-            ),
+            lambda conn: enter_phase_in(conn, host, run_id, phases, index, **how),
         )
     except Lost:
         return False
-    if old_phase is None:
+    if how["old_phase"] is None:
         await lifecycle.announce(host, run_id, lifecycle.RUN_STARTED, phase=phase["key"])
     await lifecycle.announce(host, run_id, lifecycle.PHASE_ENTERED, phase=phase["key"])
     return True

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from pageant.db import due, runlog, runs, steps
+from pageant.db import due, runs, steps
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.outage import Outage
-from pageant.engine.tick import STAGES
+from pageant.engine.tick import STAGES, handed_back
 from pageant.runs.versions import PinnedSpecs
 
 if TYPE_CHECKING:
@@ -163,15 +163,8 @@ class Engine:
                         conn, step["id"], owner=owner, attempt=step["attempts"]
                     ):
                         continue
-                    await runlog.step_status(
-                        conn,
-                        step,
-                        at=now,
-                        to="pending",
-                        because="the host stopped before perform answered",
-                        attempt=step["attempts"],
-                        claimed_by=owner,
-                    )
+                    stopped = "the host stopped before perform answered"
+                    await handed_back(conn, step, owner, stopped, now=now)
                 log.warning(
                     "stopping: step %s (%s) of run %s was still in perform when the grace "
                     "ran out; handed back unmarked for another dispatch under the same "

@@ -60,6 +60,11 @@ class StepServices:
         self._held: list[tuple[LogKind, datetime, dict[str, Any]]] | None = []
 
     @property
+    def _step(self) -> dict[str, Any]:
+        """Where this step's log lines go (:data:`pageant.db.runlog.StepRow`)."""
+        return {"run_id": self.run_id, "phase": self.phase, "id": self.step_id}
+
+    @property
     def registry(self) -> Registry:
         return self._host.registry
 
@@ -102,15 +107,7 @@ class StepServices:
         self, conn: AsyncConnection, lines: list[tuple[LogKind, datetime, dict[str, Any]]]
     ) -> None:
         for kind, at, detail in lines:
-            await runlog.plugin_line(
-                conn,
-                self.run_id,
-                kind,
-                at=at,
-                phase=self.phase,
-                step_id=self.step_id,
-                detail=detail,
-            )
+            await runlog.plugin_line(conn, self._step, kind, at=at, detail=detail)
 
     # ── leases (core.lease) ───────────────────────────────────────────────────
 
@@ -141,14 +138,7 @@ class StepServices:
             )
             if new is not None:
                 await runlog.resource_reserved(
-                    conn,
-                    self.run_id,
-                    at=now,
-                    phase=self.phase,
-                    step_id=self.step_id,
-                    lease=lease_id,
-                    target=target,
-                    until=until,
+                    conn, self._step, at=now, lease=lease_id, target=target, until=until
                 )
                 await resources.set_cleanup_status(conn, self.run_id, "pending")
                 return new, None
@@ -171,9 +161,7 @@ class StepServices:
         payload = {"lease": lease_id, "target": target, "baseline": baseline, "applied": value}
         async with self._host.db.begin() as conn:
             await resources.set_lease_payload(conn, row_id, payload, now)
-            await runlog.resource_confirmed(
-                conn, self.run_id, at=now, phase=self.phase, step_id=self.step_id, lease=payload
-            )
+            await runlog.resource_confirmed(conn, self._step, at=now, lease=payload)
 
     async def forget_lease(self, row_id: int) -> None:
         """Drop a reservation whose apply never happened (nothing to give back)."""

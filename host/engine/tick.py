@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db import due, runlog, runs, steps
 from pageant.engine.advance import advance
 from pageant.engine.contention import noted
@@ -53,6 +55,29 @@ async def reclaim(host: Host, now: datetime) -> None:
                 log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
 
 
+async def handed_back(
+    conn: AsyncConnection,
+    step: runlog.StepRow,
+    owner: str,
+    because: str,
+    *,
+    now: datetime,
+    of: int | None = None,
+) -> None:
+    """``step.status``: a step ``owner`` claimed goes back to ``pending`` for another
+    dispatch under the same attempt count."""
+    await runlog.step_status(
+        conn,
+        step,
+        at=now,
+        to="pending",
+        because=because,
+        attempt=step["attempts"],
+        of=of,
+        claimed_by=owner,
+    )
+
+
 async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
     max_attempts = host.settings.max_attempts
     claim = Claim(step["claimed_by"], step["attempts"])
@@ -72,16 +97,7 @@ async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
             conn, step["id"], owner=claim.owner, attempt=claim.attempt, now=now
         ):
             return  # its answer arrived, or another reclaim got there first
-        await runlog.step_status(
-            conn,
-            step,
-            at=now,
-            to="pending",
-            because="lease expired",
-            attempt=step["attempts"],
-            of=max_attempts,
-            claimed_by=step["claimed_by"],
-        )
+        await handed_back(conn, step, claim.owner, "lease expired", now=now, of=max_attempts)
         if await runs.escalate_health(conn, step["run_id"], "degraded"):
             await runlog.run_health(
                 conn,

@@ -270,14 +270,10 @@ async def _count(
     # and a game's payload may carry far more than the gate tests.
     await runlog.condition_evaluated(
         conn,
-        gate["run_id"],
+        gate,
         at=now,
-        phase=gate["phase"],
-        trigger_id=gate["trigger_id"],
         condition=gates.condition_text(gate),
         values=named_values(gate["condition"], firing.payload),
-        tally=gate["tally"],
-        needed=gate["needed"],
         fired_at=firing.at,
         key=firing.key,
         actor=actor,

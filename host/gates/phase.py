@@ -257,11 +257,10 @@ async def log_advanced(
     waited = ((at or now) - gate["entered_at"]).total_seconds()
     await runlog.phase_advanced(
         conn,
-        gate["run_id"],
+        gate,
         at=now,
-        phase=gate["phase"],
         because=by,
-        gate=summary(gate),
+        summary=summary(gate),
         waited_seconds=max(0, round(waited)),
         reason=reason,
         actor=actor,
@@ -359,13 +358,4 @@ async def log_closed(
     conn: AsyncConnection, gate: Gate, *, now: datetime, actor: str | None = None
 ) -> None:
     """``phase.gate``: the gate was satisfied (by its tally or its deadline)."""
-    await runlog.phase_gate(
-        conn,
-        gate["run_id"],
-        at=now,
-        phase=gate["phase"],
-        satisfied_by=gate["satisfied_by"],
-        satisfied_at=gate["satisfied_at"],
-        gate=summary(gate),
-        actor=actor,
-    )
+    await runlog.phase_gate(conn, gate, at=now, summary=summary(gate), actor=actor)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pageant.db.log_kinds import LogKind
-from pageant.db.runlog import ROW_FIELDS, WRITERS, detail_fields
+from pageant.db.runlog import READS, WRITERS, detail_fields
 
 BEGIN = (
     "<!-- log-details: rendered from the writers of pageant.db.runlog by "
@@ -33,20 +33,29 @@ def _field(key: str, kind: str, always: bool) -> str:
 
 
 def _fields(writer: Callable[..., Any]) -> str:
-    fields = [_field(*field) for field in detail_fields(writer)]
-    if "row" in inspect.signature(writer).parameters:
-        fields = [f"`{key}`" for key in ROW_FIELDS] + fields
-    return ", ".join(fields)
+    return ", ".join(_field(*field) for field in detail_fields(writer))
+
+
+def _handed(writer: Callable[..., Any]) -> str:
+    """What a writer is handed to place its line: the run, or a step, gate or ledger row."""
+    return next(iter(list(inspect.signature(writer).parameters)[1:]))
 
 
 def render() -> str:
     """The block between the markers, markers included: a row a kind, in the enumeration's
-    order, with its writer, its detail fields and the writer's own words."""
-    out = [BEGIN, "| kind | writer | detail | what it says |", "| --- | --- | --- | --- |"]
+    order, with its writer and what it is handed, the fields it reads from that, the fields
+    it takes, and the writer's own words."""
+    out = [
+        BEGIN,
+        "| kind | writer | read from it | detail | what it says |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for kind in LogKind:
         writer = WRITERS[kind]
+        call = f"`{writer.__name__}({_handed(writer)})`"
+        reads = ", ".join(f"`{key}`" for key in READS[kind])
         said = " ".join((inspect.getdoc(writer) or "").split()).replace("``", "`")
-        out.append(f"| `{kind.value}` | `{writer.__name__}` | {_fields(writer)} | {said} |")
+        out.append(f"| `{kind.value}` | {call} | {reads} | {_fields(writer)} | {said} |")
     out.append(END)
     return "\n".join(out)
 

@@ -52,18 +52,14 @@ class CleanupHost(Protocol):
     """What the ledger's engine half uses of the host (:class:`pageant.hosting.Host`), which
     stands above the ledger and hands itself down."""
 
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def clock(self) -> Clock: ...
+    settings: Settings
+    clock: Clock
+    registry: Registry
+    plugin_slots: PluginSlots
+    engine: Any
+
     @property
     def db(self) -> AsyncEngine: ...
-    @property
-    def registry(self) -> Registry: ...
-    @property
-    def plugin_slots(self) -> PluginSlots: ...
-    @property
-    def engine(self) -> Any: ...
     def warn_once(self, key: str, message: str, *args: Any) -> bool: ...
     def plugin_unavailable(self, owner: str) -> str | None: ...
     def unavailable_owners(self) -> tuple[str, ...]: ...
@@ -92,19 +88,23 @@ def unrecorded_resources(host: CleanupHost, action: Action) -> None:
     )
 
 
+def _keyed(step: Mapping[str, Any], action: Action) -> dict[str, Any]:
+    """Where a step's ledger rows are found: its run, itself, its action's owner and its
+    idempotency key."""
+    return {
+        "run_id": step["run_id"],
+        "step_id": step["id"],
+        "owner": owner_of(action.id),
+        "key": step["idempotency_key"],
+        "action": action.id,
+    }
+
+
 async def record_placeholder(
     conn: AsyncConnection, step: Mapping[str, Any], action: Action, *, now: datetime
 ) -> None:
     """The placeholder for a dispatch about to happen (in the claim's transaction)."""
-    new = await resources.record_placeholder(
-        conn,
-        run_id=step["run_id"],
-        step_id=step["id"],
-        owner=owner_of(action.id),
-        key=step["idempotency_key"],
-        action=action.id,
-        now=now,
-    )
+    new = await resources.record_placeholder(conn, **_keyed(step, action), now=now)
     if new:
         await runlog.resource_placeholder(conn, step, at=now, action=action.id)
         await resources.set_cleanup_status(conn, step["run_id"], "pending")
@@ -119,26 +119,9 @@ async def confirm(
     now: datetime,
 ) -> None:
     """The answer came: its resources are confirmed and the placeholder resolved."""
-    entries = await resources.confirm(
-        conn,
-        run_id=step["run_id"],
-        step_id=step["id"],
-        owner=owner_of(action.id),
-        key=step["idempotency_key"],
-        action=action.id,
-        resources=reported,
-        now=now,
-    )
+    entries = await resources.confirm(conn, **_keyed(step, action), resources=reported, now=now)
     if entries:
-        await runlog.resource_confirmed(
-            conn,
-            step["run_id"],
-            at=now,
-            phase=step["phase"],
-            step_id=step["id"],
-            action=action.id,
-            resources=entries,
-        )
+        await runlog.resource_confirmed(conn, step, at=now, action=action.id, resources=entries)
     await settle(conn, step["run_id"], now=now)
 
 

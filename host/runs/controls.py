@@ -263,9 +263,7 @@ async def confirm(
         row = await _step_of(conn, run_id, step_id)
         if not await steps.confirm_step(conn, step_id, note=note, now=now):
             raise await _step_conflict(conn, step_id, "confirm acts on a parked step")
-        await runlog.control_confirm(
-            conn, run_id, at=now, phase=row.phase, step_id=step_id, note=note, actor=actor
-        )
+        await runlog.control_confirm(conn, row._mapping, at=now, note=note, actor=actor)
     host.wake()
 
 
@@ -278,15 +276,9 @@ async def skip(
         before = await _step_of(conn, run_id, step_id)
         if not await steps.skip_step(conn, step_id, note=reason, now=now):
             raise await _step_conflict(conn, step_id, "skip acts on a pending or parked step")
+        was = _step_state(before._mapping)
         await runlog.control_skip(
-            conn,
-            run_id,
-            at=now,
-            phase=before.phase,
-            step_id=step_id,
-            from_=_step_state(before._mapping),
-            reason=reason,
-            actor=actor,
+            conn, before._mapping, at=now, from_=was, reason=reason, actor=actor
         )
     host.wake()
 
@@ -328,14 +320,7 @@ async def retry(
         if not await steps.retry_step(conn, step_id):
             raise await _step_conflict(conn, step_id, "retry acts on a failed or refused step")
         await runlog.control_retry(
-            conn,
-            run_id,
-            at=now,
-            phase=step.phase,
-            step_id=step_id,
-            from_=step.status,
-            reason=reason,
-            actor=actor,
+            conn, step._mapping, at=now, from_=step.status, reason=reason, actor=actor
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
     host.wake()

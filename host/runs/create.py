@@ -151,16 +151,7 @@ async def create_run(
     )
     if not created:
         return run_id, False
-    phases = spec.get("phases") or []
-    if phases:
-        await materialise_phase(
-            conn,
-            run_id=run_id,
-            phase=phases[0],
-            registry=registry,
-            values=run_params.with_scope(values, scope),
-        )
-    await pin_run_budget(conn, run_id, spec, registry)
+    await _first_phase(conn, run_id, spec, registry, values, scope)
     await runlog.run_created(
         conn,
         run_id,
@@ -181,6 +172,25 @@ async def create_run(
     return run_id, True
 
 
+async def _first_phase(
+    conn: AsyncConnection,
+    run_id: int,
+    spec: Mapping[str, Any],
+    registry: Registry | None,
+    values: Mapping[str, Any] | None,
+    scope: str,
+) -> None:
+    """Make the steps of the run's first phase (with its params and scope) and pin the
+    budget of ``spec``."""
+    phases = spec.get("phases") or []
+    if phases:
+        values = run_params.with_scope(values, scope)
+        await materialise_phase(
+            conn, run_id=run_id, phase=phases[0], registry=registry, values=values
+        )
+    await pin_run_budget(conn, run_id, spec, registry)
+
+
 async def rematerialise_first_phase(
     conn: AsyncConnection,
     *,
@@ -198,17 +208,8 @@ async def rematerialise_first_phase(
         return False
     await steps.delete_unstarted_steps(conn, run_id)
     await budgets.unpin_budget(conn, run_id)
-    phases = spec.get("phases") or []
-    if phases:
-        scope, values = await runs.param_values(conn, run_id)
-        await materialise_phase(
-            conn,
-            run_id=run_id,
-            phase=phases[0],
-            registry=registry,
-            values=run_params.with_scope(values, scope),
-        )
-    await pin_run_budget(conn, run_id, spec, registry)
+    scope, values = await runs.param_values(conn, run_id)
+    await _first_phase(conn, run_id, spec, registry, values, scope)
     await runlog.run_repinned(conn, run_id, at=now, version_id=version_id, actor=actor)
     return True
 
