@@ -1,8 +1,9 @@
 """SQL over ``event_run_log``: one line per state change, written by whoever decided it.
 
-Each kind of line has one writer here (:data:`WRITERS`), whose keyword arguments are the
-line's detail: the shape of a kind's detail is built in that one place, and
-``docs/runs.md`` lists it from these signatures. :func:`write` is the one insert they share.
+Each kind of line has one writer here (:data:`WRITERS`), handed the run, or the step, gate
+or ledger row the line is about: the fields it reads from that (:data:`READS`) and its
+keyword arguments are the line's detail, built in that one place, and ``docs/runs.md`` lists
+them from the code. :func:`write` is the one insert they share.
 """
 
 from __future__ import annotations
@@ -175,10 +176,8 @@ async def _of_step(
     await write(conn, step["run_id"], kind, at=at, detail=detail, **place)
 
 
-async def _of_gate(
-    conn: AsyncConnection, gate: GateRow, kind: LogKind, at: datetime, detail: Any, actor: Any
-) -> None:
-    await write(conn, gate["run_id"], kind, at=at, phase=gate["phase"], detail=detail, actor=actor)
+async def _of_gate(conn: AsyncConnection, gate: GateRow, kind: LogKind, **line: Any) -> None:
+    await write(conn, gate["run_id"], kind, phase=gate["phase"], **line)
 
 
 #: What every line about a ledger row says of it first (its id, ``kind`` and ``ref``).
@@ -464,7 +463,9 @@ async def phase_gate(
 ) -> None:
     """A phase's gate is satisfied: how and when, then the fields of its ``summary``."""
     detail = {"satisfied_by": gate["satisfied_by"], "satisfied_at": gate["satisfied_at"]}
-    await _of_gate(conn, gate, LogKind.PHASE_GATE, at, detail | dict(summary), actor)
+    await _of_gate(
+        conn, gate, LogKind.PHASE_GATE, at=at, detail=detail | dict(summary), actor=actor
+    )
 
 
 @_writes(LogKind.PHASE_ADVANCED)
@@ -485,7 +486,7 @@ async def phase_advanced(
     detail = {"because": because, **summary, "waited_seconds": waited_seconds}
     if actor is not None:
         detail["reason"] = reason
-    await _of_gate(conn, gate, LogKind.PHASE_ADVANCED, at, detail, actor)
+    await _of_gate(conn, gate, LogKind.PHASE_ADVANCED, at=at, detail=detail, actor=actor)
 
 
 @_writes(LogKind.CONDITION_EVALUATED, reads=("trigger_id", "tally", "needed"))
@@ -506,7 +507,7 @@ async def condition_evaluated(
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
     detail = _given(detail, fired_at=fired_at, key=key)
-    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at, detail, actor)
+    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at=at, detail=detail, actor=actor)
 
 
 async def _control(
