@@ -10,8 +10,8 @@ from sqlalchemy import bindparam, func, insert, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import shared
 from pageant.db.log_kinds import LogKind
+from pageant.db.shared import Batch
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
 from pageant.timefmt import iso
 
@@ -91,10 +91,11 @@ async def write(
     step_id: int | None = None,
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings), and log it at INFO for the operator. In a shared transaction
-    (:mod:`pageant.db.shared`) the line is inserted with the others by :func:`flush`."""
+    strings), and log it at INFO for the operator. Given ``batch`` (a group commit's, in
+    ``conn``), the line is kept and inserted with the others by :func:`flush`."""
     row = {
         "run_id": run_id,
         "step_id": step_id,
@@ -104,22 +105,20 @@ async def write(
         "actor": actor,
         "at": at,
     }
-    scope = shared.of(conn)
-    if scope is not None:
-        scope.lines.append(row)
+    if batch is not None:
+        batch.lines.append(row)
     else:
         await conn.execute(_WRITE, row)
     _announce(run_id, str(kind), phase, step_id, detail)
 
 
-async def flush(conn: AsyncConnection) -> int:
-    """Insert the lines a shared transaction kept back, in the order they were written, in
-    one statement; answers how many."""
-    scope = shared.of(conn)
-    if scope is None or not scope.lines:
+async def flush(batch: Batch) -> int:
+    """Insert the lines ``batch`` kept back, in the order they were written, in one
+    statement; answers how many."""
+    if not batch.lines:
         return 0
-    lines, scope.lines = scope.lines, []
-    await conn.execute(_WRITE, lines)
+    lines, batch.lines = batch.lines, []
+    await batch.conn.execute(_WRITE, lines)
     return len(lines)
 
 

@@ -18,6 +18,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
+from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
@@ -41,12 +42,12 @@ STOPPING = "stopping"
 
 def stopping(host: Host) -> bool:
     """True once the host's engine began a clean stop: from then on nothing is claimed."""
-    return bool(getattr(host.engine, "stopping", False))
+    return host.stopping
 
 
 async def advance(host: Host, now: datetime) -> None:
     """Find the runs with something to do and hand each to a task of the engine."""
-    engine = host.engine
+    engine = host.runner()
     limit = host.settings.runs_per_tick
     async with host.db.connect() as conn:
         found = await due.find_due(
@@ -106,7 +107,8 @@ async def process_run(
         # The engine's small writes share its outcome transaction: at a due instant a
         # hundred runs' claims commit together instead of queueing for a hundred commits.
         claimed = await in_outcome_transaction(
-            host, lambda conn: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now)
+            host,
+            lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
         )
         if not claimed:
             return TAKEN, False
@@ -127,7 +129,7 @@ async def _advance_claimed(
         # dropped it.
         if outcome not in FINISHED:
             await in_outcome_transaction(
-                host, lambda conn: runs.release_claim(conn, run["id"], owner=owner)
+                host, lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
     return outcome, progress.made or outcome == "bounded"
 
@@ -158,7 +160,7 @@ async def _start(
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await in_outcome_transaction(
-            host, lambda conn: start_in(conn, run, owner=owner, lease=lease, now=now)
+            host, lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
         )
         if not started:
             return TAKEN
@@ -207,7 +209,7 @@ async def _wait(
     if (found["reason"] if found else None) != state["waiting_reason"]:
         await in_outcome_transaction(
             host,
-            lambda conn: waiting.note(
+            lambda conn, _: waiting.note(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
         )
@@ -249,7 +251,7 @@ async def _complete(
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
 
-    async def finish(conn: AsyncConnection) -> bool | None:
+    async def finish(conn: AsyncConnection, _: Batch | None) -> bool | None:
         # Shared with other runs' writes; may run twice. None: the run changed underneath.
         if last_phase is not None:
             if not await runs.to_ending(conn, run_id):
@@ -314,7 +316,7 @@ async def _enter(
         # writes the others again on their own).
         await in_outcome_transaction(
             host,
-            lambda conn: enter_phase_in(
+            lambda conn, _: enter_phase_in(
                 conn,
                 host,
                 run_id,
@@ -341,7 +343,7 @@ async def advance_run(
     run_id = run["id"]
     now = host.clock.now()
     async with host.db.connect() as conn:
-        pinned = await host.engine.versions.get(conn, run["version_id"])
+        pinned = await host.runner().versions.get(conn, run["version_id"])
     phases = phases_of(pinned[1]) if pinned else None
     if phases is None:
         progress.made = True
@@ -475,4 +477,4 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    await in_outcome_transaction(host, lambda conn: waiting.clear(conn, run_id, state, now=now))
+    await in_outcome_transaction(host, lambda conn, _: waiting.clear(conn, run_id, state, now=now))

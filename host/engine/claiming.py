@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runs
+from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import Ahead
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
@@ -80,8 +81,8 @@ def candidates(
     """The due runs a set-wise claim may take, as many as there are dispatch slots free:
     running and not held (a hold that ran out is the run's loop to clear), or plainly
     startable."""
-    engine = host.engine
-    room = host.settings.dispatch_concurrency - len(getattr(engine, "inflight", ()))
+    busy = len(host.engine.inflight) if host.engine is not None else 0
+    room = host.settings.dispatch_concurrency - busy
     plain = [
         row
         for row in found
@@ -100,12 +101,12 @@ async def claim_due(
     """
     now = host.clock.now()
     rows = {int(row["id"]): row for row in candidates(host, found, now)}
-    if len(rows) < MIN_SET or getattr(host.engine, "stopping", False):
+    if len(rows) < MIN_SET or host.stopping:
         return {}, set()
     owner = host.identity
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
 
-    async def claim(conn: AsyncConnection) -> dict[int, SetClaim]:
+    async def claim(conn: AsyncConnection, group: Batch | None) -> dict[int, SetClaim]:
         # Shared with other runs' writes; may run twice (each time from the start).
         claimed: dict[int, SetClaim] = {}
         for run_id in await runs.lock_free(conn, sorted(rows), now=now):
@@ -116,7 +117,7 @@ async def claim_due(
                 continue
             if not await start_in(conn, row, owner=owner, lease=lease, now=now):
                 continue
-            pinned = await host.engine.versions.get(conn, row["version_id"])
+            pinned = await host.runner().versions.get(conn, row["version_id"])
             phases = phases_of(pinned[1]) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
@@ -127,9 +128,11 @@ async def claim_due(
             )
             claimed[run_id] = SetClaim(Ahead(host, run_id), "running", phases[0]["key"])
         running = [run_id for run_id, got in claimed.items() if got.status == "running"]
-        cursors = await runs.read_cursors(conn, running)
+        cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:
-            await claimed[run_id].ahead.take(conn, cursors.get(run_id), now=now, clear_waiting=True)
+            await claimed[run_id].ahead.take(
+                conn, cursors.get(run_id), now=now, group=group, clear_waiting=True
+            )
         return claimed
 
     try:

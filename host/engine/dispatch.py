@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
 from pageant.db.runs import read_cursor
+from pageant.db.shared import Batch
 from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
@@ -81,15 +82,18 @@ class Ahead:
     def clear(self) -> None:
         self.found, self.seen, self.claimed = None, False, None
 
-    async def look(self, conn: AsyncConnection, *, now: datetime) -> None:
+    async def look(self, conn: AsyncConnection, *, now: datetime, group: Batch | None) -> None:
         """Read the run's cursor in ``conn`` and claim its next step if it is ready — at the
-        end of the shared batch ``conn`` records, with the other runs' cursors, when it is
-        in one (:func:`pageant.engine.batch.defer_look`)."""
+        end of ``group``, with the other runs' cursors, when the answer is recorded in one
+        (:func:`pageant.engine.batch.defer_look`)."""
         self.clear()
-        if self.remaining <= 0 or defer_look(conn, self, now=now):
+        if self.remaining <= 0:
+            return
+        if group is not None:
+            defer_look(group, self, now=now)
             return
         found = await read_cursor(conn, self.run_id)
-        await self.take(conn, found, now=now)
+        await self.take(conn, found, now=now, group=None)
 
     async def take(
         self,
@@ -97,11 +101,13 @@ class Ahead:
         found: tuple[dict[str, Any], dict[str, Any] | None] | None,
         *,
         now: datetime,
+        group: Batch | None,
         clear_waiting: bool = False,
     ) -> None:
         """Keep ``found`` (the run's cursor, read in ``conn``) for the run's loop, and claim
-        its next step in ``conn`` if it is ready. ``clear_waiting``: a note of what the run
-        waited on does not stop the claim, and is cleared in ``conn`` with it."""
+        its next step in ``conn`` if it is ready (kept for ``group``'s one statement when
+        given). ``clear_waiting``: a note of what the run waited on does not stop the claim,
+        and is cleared in ``conn`` with it."""
         self.found, self.seen = found, True
         if found is None:
             return
@@ -112,7 +118,7 @@ class Ahead:
         await waiting.clear(conn, self.run_id, state, now=now)
         state["waiting_reason"] = None
         action = self.host.registry.actions.get(step["action"])
-        decision = await claim_in(self.host, conn, step, action, now=now)
+        decision = await claim_in(self.host, conn, step, action, now=now, group=group)
         if decision is not None:
             self.claimed = Claimed(step, decision, now)
 
@@ -134,7 +140,7 @@ class Ahead:
             and step["status"] == "pending"
             and (step["due_at"] is None or step["due_at"] <= now)
             and self.host.unavailable(step["action"]) is None
-            and not getattr(self.host.engine, "stopping", False)
+            and not self.host.stopping
         )
 
 
@@ -316,26 +322,29 @@ async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: 
 
 
 async def claim_in(
-    host: Host, conn: AsyncConnection, step: Mapping[str, Any], action: Any, *, now: datetime
+    host: Host,
+    conn: AsyncConnection,
+    step: Mapping[str, Any],
+    action: Any,
+    *,
+    now: datetime,
+    group: Batch | None,
 ) -> Decision | None:
-    """Claim ``step`` in ``conn`` and decide whether it may run; None when the claim lost."""
+    """Claim ``step`` in ``conn`` and decide whether it may run; None when the claim lost.
+    With ``group``, the claim's compare-and-set is kept for the group's one statement
+    (which fails the whole group when it would have lost) and the step counts as claimed."""
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + host.settings.step_lease_margin_seconds)
-    claimed = await steps.claim_step(
-        conn,
-        step["id"],
-        seen_attempts=step["attempts"],
-        owner=host.identity,
-        lease=lease,
-        now=now,
-    )
-    if not claimed:
+    fence = {"seen_attempts": step["attempts"], "owner": host.identity, "lease": lease, "now": now}
+    if group is not None:
+        steps.keep_claim(group, step["id"], **fence)
+    elif not await steps.claim_step(conn, step["id"], **fence):
         return None
     # In the claim's transaction: after the claim (so two ticks cannot both spend) and
     # before the dispatch (a refusal means nothing reached the plugin).
-    decision = await may_invoke(host, step, action, conn=conn)
+    decision = await may_invoke(host, step, action, conn=conn, batch=group)
     if decision.allowed and ledger.recorded(action):
         # Record before confirm: the placeholder is written with the claim, so no
         # world-changing perform ever starts without a row that can give it back.
@@ -364,13 +373,13 @@ async def dispatch_step(
         decision, now = claimed.decision, claimed.now
     else:
         now = host.clock.now()
-        if getattr(host.engine, "stopping", False):
+        if host.stopping:
             return STOP  # the host began a clean stop since the run's loop looked
 
-        async def take(conn: AsyncConnection) -> Decision | None:
+        async def take(conn: AsyncConnection, group: Batch | None) -> Decision | None:
             if waited is not None:
                 await waiting.clear(conn, step["run_id"], waited, now=now)
-            return await claim_in(host, conn, step, action, now=now)
+            return await claim_in(host, conn, step, action, now=now, group=group)
 
         found = await in_outcome_transaction(host, take)
         if found is None:
@@ -396,7 +405,7 @@ async def dispatch_step(
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 
-    engine = host.engine
+    engine = host.runner()
     services = StepServices(
         host, run_id=run["id"], step_id=step["id"], phase=step["phase"], session=engine.http_session
     )
@@ -514,12 +523,19 @@ async def record(
 
     if envelope.ok:
 
-        async def write(conn: AsyncConnection) -> str:
+        async def write(conn: AsyncConnection, group: Batch | None) -> str:
             # Shared with other runs' answers (one commit for all); may run twice.
+            action = host.registry.actions.get(step["action"])
+            # The lines are kept for the group's one insert unless the ledger writes its own
+            # after them (at once: kept, they would come after its).
+            lines = None if ledger.recorded(action) else group
             if services is not None:
-                await services.write_held(conn)
-            if not await steps.finish_step(
-                conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
+                await services.write_held(conn, lines=lines)
+            owner, attempt = claim.owner, claim.attempt
+            if group is not None:
+                steps.keep_finish(group, step["id"], owner=owner, attempt=attempt, now=now)
+            elif not await steps.finish_step(
+                conn, step["id"], owner=owner, attempt=attempt, to="done", now=now
             ):
                 return await _stale(conn, step, claim, outcome="done", error=None, now=now)
             detail: dict[str, Any] = {
@@ -551,15 +567,15 @@ async def record(
                 phase=step["phase"],
                 step_id=step["id"],
                 detail=detail,
+                batch=lines,
             )
             await _record_outcome(conn, step, envelope, now=now)
-            action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
             elif envelope.resources and action is not None:
                 ledger.unrecorded_resources(host, action)
             if ahead is not None:
-                await ahead.look(conn, now=now)
+                await ahead.look(conn, now=now, group=group)
             return CONTINUE
 
         outcome = str(await in_outcome_transaction(host, write))

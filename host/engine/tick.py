@@ -139,7 +139,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
 async def prune(host: Host, now: datetime) -> None:
     """Delete the log of runs that ended more than ``log_retention_days`` ago, at most every
     six hours and in bounded batches. Only terminal runs are ever eligible."""
-    engine = host.engine
+    engine = host.runner()
     if engine.last_prune_at is not None and now - engine.last_prune_at < PRUNE_EVERY:
         return
     engine.last_prune_at = now

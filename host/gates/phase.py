@@ -34,6 +34,7 @@ from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
+from pageant.db.shared import Batch
 from pageant.gates.conditions import named_values, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.gates.matching import gate_key
@@ -349,9 +350,15 @@ async def leave_phase(
 
 
 async def log_closed(
-    conn: AsyncConnection, gate: Gate, *, now: datetime, actor: str | None = None
+    conn: AsyncConnection,
+    gate: Gate,
+    *,
+    now: datetime,
+    actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
-    """``phase.gate``: the gate was satisfied (by its tally or its deadline)."""
+    """``phase.gate``: the gate was satisfied (by its tally or its deadline); the line is
+    kept for ``batch``'s one insert when given."""
     await runlog.write(
         conn,
         gate["run_id"],
@@ -364,4 +371,5 @@ async def log_closed(
             **summary(gate),
         },
         actor=actor,
+        batch=batch,
     )

@@ -160,7 +160,7 @@ async def cleanup(host: Host, now: datetime) -> None:
     stage after a start also settles the runs a stopped host left ``pending`` with nothing
     left to try (:func:`settle_unsettled`).
     """
-    engine = host.engine
+    engine = host.runner()
     if not engine.unsettled_checked:
         await settle_unsettled(host, now)
         engine.unsettled_checked = True
