@@ -28,7 +28,7 @@ from pageant.db import runlog
 from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
-from pageant.engine.advance import advance
+from pageant.engine.advance_stage import advance
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.spec import validator as specs

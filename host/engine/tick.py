@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
-from pageant.engine.advance import advance
+from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand

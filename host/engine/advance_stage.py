@@ -1,4 +1,4 @@
-"""The advance stage: claim each due run and move it as far as it will go.
+"""The advance stage: claim each due run and move it as far as it will go (:func:`move_run`).
 
 A run's loop is bounded by ``steps_per_run_per_tick`` and stops at the first thing it cannot
 get past — a parked step, a step not yet due, a step another tick holds, a phase whose gate
@@ -72,7 +72,7 @@ async def advance(host: Host, now: datetime) -> None:
 async def process_run(
     host: Host, run: dict[str, Any], *, claimed: SetClaim | None = None
 ) -> tuple[str, bool]:
-    """Claim one run, advance it, and hand the claim back if it is still in flight.
+    """Claim one run, move it, and hand the claim back if it is still in flight.
 
     ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
     may have started it, read its cursor and claimed its next step; the run's loop starts
@@ -92,7 +92,7 @@ async def process_run(
             await lifecycle.announce(
                 host, run["id"], lifecycle.PHASE_ENTERED, phase=claimed.started_into
             )
-        return await _advance_claimed(
+        return await _move_claimed(
             host, run, owner, claimed.ahead, started=claimed.started_into is not None
         )
     if stopping(host):
@@ -112,17 +112,17 @@ async def process_run(
         )
         if not claimed:
             return TAKEN, False
-    return await _advance_claimed(host, run, owner, None)
+    return await _move_claimed(host, run, owner, None)
 
 
-async def _advance_claimed(
+async def _move_claimed(
     host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None, *, started: bool = False
 ) -> tuple[str, bool]:
     progress = _Progress()
     progress.made = started
     outcome = "error"
     try:
-        outcome = await advance_run(host, run, progress, ahead=ahead)
+        outcome = await move_run(host, run, progress, ahead=ahead)
     finally:
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
@@ -335,10 +335,11 @@ async def _enter(
     return True
 
 
-async def advance_run(
+async def move_run(
     host: Host, run: dict[str, Any], progress: _Progress, *, ahead: Ahead | None = None
 ) -> str:
-    """Advance one claimed run as far as it goes this tick; answers why it stopped.
+    """Move one claimed run as far as it goes this tick (its steps, and its phases as their
+    gates let it); answers why it stopped.
     ``ahead``: what the run's claim already read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
