@@ -72,19 +72,6 @@ async def _look_ahead(group: Batch) -> None:
         await look.take(conn, cursors.get(look.run_id), now=now, group=group)
 
 
-async def _commit_group(group: Batch, writes: list[Write]) -> list[Any]:
-    """Run ``writes`` in ``group``'s transaction and make what they kept: the finishes
-    before the cursors are read, the lines before the looks write theirs, every claim
-    after."""
-    answers = [await write(group.conn, group) for write in writes]
-    await steps.flush_finishes(group)
-    await runlog.flush(group)
-    await _look_ahead(group)
-    await steps.flush_claims(group)
-    await runlog.flush(group)
-    return answers
-
-
 class OutcomeBatch:
     """One host's queue of outcome writes, committed together as they arrive."""
 
@@ -122,9 +109,19 @@ class OutcomeBatch:
                 raise
 
     async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
+        answers: list[Any] = []
         try:
             async with self.host.db.begin() as conn:
-                answers = await _commit_group(Batch(conn), [write for write, _ in batch])
+                group = Batch(conn)
+                for write, _ in batch:
+                    answers.append(await write(conn, group))
+                # What the writes kept: the finishes before the cursors are read, the lines
+                # before the looks write theirs, every claim after.
+                await steps.flush_finishes(group)
+                await runlog.flush(group)
+                await _look_ahead(group)
+                await steps.flush_claims(group)
+                await runlog.flush(group)
         except Exception as exc:
             if len(batch) == 1 and not isinstance(exc, steps.Shortfall):
                 if not batch[0][1].done():

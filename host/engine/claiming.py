@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import runs
 from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
-from pageant.engine.dispatch import Ahead
+from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
 from pageant.runs.versions import phases_of
@@ -131,7 +131,7 @@ async def claim_due(
         cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:
             await claimed[run_id].ahead.take(
-                conn, cursors.get(run_id), now=now, group=group, clear_waiting=True
+                conn, cursors.get(run_id), now=now, group=group, path=SET_WISE
             )
         return claimed
 

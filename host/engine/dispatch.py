@@ -45,6 +45,11 @@ CONTINUE = "continue"
 STOP = "stop"
 TAKEN = "taken"
 
+#: The three paths on which a step is claimed (see :func:`claim_ready`).
+PER_RUN = "per run"
+AHEAD = "claimed ahead"
+SET_WISE = "set-wise"
+
 #: The claim lease budget of a step whose action nobody registers (it is refused at once anyway).
 UNKNOWN_ACTION_BUDGET_MS = 10_000
 
@@ -102,23 +107,24 @@ class Ahead:
         *,
         now: datetime,
         group: Batch | None,
-        clear_waiting: bool = False,
+        path: str = AHEAD,
     ) -> None:
         """Keep ``found`` (the run's cursor, read in ``conn``) for the run's loop, and claim
-        its next step in ``conn`` if it is ready (kept for ``group``'s one statement when
-        given). ``clear_waiting``: a note of what the run waited on does not stop the claim,
-        and is cleared in ``conn`` with it."""
+        its next step in ``conn`` if it is ready (:func:`claim_ready`, on ``path``). On the
+        set-wise path a note of what the run waited on does not stop the claim, and is
+        cleared in ``conn`` with it."""
         self.found, self.seen = found, True
         if found is None:
             return
         state, step = found
-        if not self._ready(state, step, now, waiting_ok=clear_waiting):
+        if not self._ready(state, step, now, waiting_ok=path == SET_WISE):
             return
         assert step is not None
-        await waiting.clear(conn, self.run_id, state, now=now)
-        state["waiting_reason"] = None
         action = self.host.registry.actions.get(step["action"])
-        decision = await claim_in(self.host, conn, step, action, now=now, group=group)
+        decision = await claim_ready(
+            self.host, conn, step, action, now=now, group=group, waited=state, path=path
+        )
+        state["waiting_reason"] = None
         if decision is not None:
             self.claimed = Claimed(step, decision, now)
 
@@ -321,7 +327,7 @@ async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: 
         )
 
 
-async def claim_in(
+async def claim_ready(
     host: Host,
     conn: AsyncConnection,
     step: Mapping[str, Any],
@@ -329,10 +335,40 @@ async def claim_in(
     *,
     now: datetime,
     group: Batch | None,
+    waited: Mapping[str, Any] | None,
+    path: str,
 ) -> Decision | None:
-    """Claim ``step`` in ``conn`` and decide whether it may run; None when the claim lost.
-    With ``group``, the claim's compare-and-set is kept for the group's one statement
-    (which fails the whole group when it would have lost) and the step counts as claimed."""
+    """Claim ``step`` in ``conn`` and decide whether it may run: the one function every claim
+    of a step goes through. Answers the decision, or None when the claim lost (another
+    claimer moved the step first).
+
+    A step is claimed on one of three paths (``path``), each in a write of the engine's
+    group commit (:mod:`pageant.engine.batch`), so ``group`` is that transaction's batch
+    (None when the write runs alone):
+
+    - :data:`PER_RUN` — the run's own task found the step ready and holds no claim for it
+      (:func:`dispatch_step` without ``claimed``): the run's first step after a start, a
+      wait or a retry, or any step after an answer that could not look ahead. Its
+      transaction holds this claim alone (with other runs' writes).
+    - :data:`AHEAD` — the step before it answered ``done`` and this one was plainly ready
+      when that answer was recorded (:meth:`Ahead.take`, at the end of the answer's group,
+      with the other runs' cursors read in one statement): the claim commits with the
+      answer, and the run's task performs the step at once.
+    - :data:`SET_WISE` — the advance stage found two or more runs due at once and claimed
+      them together (:func:`pageant.engine.claiming.claim_due`): their starts, run claims,
+      cursors and the ready steps' claims (through :meth:`Ahead.take`) in one transaction.
+
+    What it writes is the same on every path: the note of what the run waited on, cleared
+    (``waited``, the run's state as read, when it shows one: a ``run.waiting`` line); the
+    compare-and-set ``pending -> running`` with the claim lease, attempts + 1 — kept for
+    the group's one statement when ``group`` is given (:func:`pageant.db.steps.keep_claim`;
+    a kept claim that would have lost fails the whole group, whose writes then run alone
+    and this one is told it lost); the decision (switchboard, availability, price, and the
+    budget spent); and for a ledger-recorded action its placeholder (``resource.placeholder``).
+    """
+    log.debug("run %s step %s: claiming it %s", step["run_id"], step["id"], path)
+    if waited is not None:
+        await waiting.clear(conn, step["run_id"], waited, now=now)
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
@@ -376,12 +412,12 @@ async def dispatch_step(
         if host.stopping:
             return STOP  # the host began a clean stop since the run's loop looked
 
-        async def take(conn: AsyncConnection, group: Batch | None) -> Decision | None:
-            if waited is not None:
-                await waiting.clear(conn, step["run_id"], waited, now=now)
-            return await claim_in(host, conn, step, action, now=now, group=group)
-
-        found = await in_outcome_transaction(host, take)
+        found = await in_outcome_transaction(
+            host,
+            lambda conn, group: claim_ready(
+                host, conn, step, action, now=now, group=group, waited=waited, path=PER_RUN
+            ),
+        )
         if found is None:
             return TAKEN
         decision = found
