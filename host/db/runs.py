@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import and_, bindparam, case, exists, func, literal, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import switchboard
+from pageant.db.engine_rows import RunState, StepRow
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.shared import Batch
 from pageant.db.tables import (
@@ -603,7 +604,7 @@ _CURSOR_OF = select(
 _CURSOR = _CURSOR_OF.where(r.id == bindparam("run_id"))
 _CURSORS = _CURSOR_OF.where(r.id.in_(bindparam("run_ids", expanding=True)))
 
-Cursor = tuple[dict[str, Any], dict[str, Any] | None]
+Cursor = tuple[RunState, StepRow | None]
 
 
 def _cursor(row: Row, batch: Batch | None) -> Cursor:
@@ -617,8 +618,9 @@ def _cursor(row: Row, batch: Batch | None) -> Cursor:
         for k in ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
     }
     if data["step_id"] is None:
-        return state, None
-    return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+        return cast(RunState, state), None
+    step = {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+    return cast(RunState, state), cast(StepRow, step)
 
 
 async def read_cursor(

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.engine_rows import RunState, StepRow
+
 
 class Look(Protocol):
     """A run's look ahead kept for the end of a batch (:class:`pageant.engine.dispatch.Ahead`):
@@ -31,7 +33,7 @@ class Look(Protocol):
     async def take(
         self,
         conn: AsyncConnection,
-        found: tuple[dict[str, Any], dict[str, Any] | None] | None,
+        found: tuple[RunState, StepRow | None] | None,
         *,
         now: datetime,
         group: Batch | None,

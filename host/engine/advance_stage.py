@@ -9,11 +9,12 @@ before every step, so a pause pressed mid-tick lands between two steps.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import due, runlog, runs, steps
+from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
@@ -57,7 +58,7 @@ async def advance(host: Host, now: datetime) -> None:
             busy=list(engine.inflight),
             stall_seconds=host.settings.stall_seconds,
         )
-    rows = [dict(row._mapping) for row in found]
+    rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
     claimed, tried = await claim_due(host, rows) if rows else ({}, set())
     # The claimed first: their claim leases run, so they take the free dispatch slots.
@@ -70,7 +71,7 @@ async def advance(host: Host, now: datetime) -> None:
 
 
 async def process_run(
-    host: Host, run: dict[str, Any], *, claimed: SetClaim | None = None
+    host: Host, run: RunRow, *, claimed: SetClaim | None = None
 ) -> tuple[str, bool]:
     """Claim one run, move it, and hand the claim back if it is still in flight.
 
@@ -116,7 +117,7 @@ async def process_run(
 
 
 async def _move_claimed(
-    host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None, *, started: bool = False
+    host: Host, run: RunRow, owner: str, ahead: Ahead | None, *, started: bool = False
 ) -> tuple[str, bool]:
     progress = _Progress()
     progress.made = started
@@ -135,7 +136,7 @@ async def _move_claimed(
 
 
 async def _start(
-    host: Host, run: dict[str, Any], *, now: datetime, owner: str, lease: datetime
+    host: Host, run: RunRow, *, now: datetime, owner: str, lease: datetime
 ) -> str | None:
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if is_late(run, now):
@@ -190,9 +191,9 @@ class _Progress:
 
 async def _wait(
     host: Host,
-    run: Mapping[str, Any],
-    state: Mapping[str, Any],
-    phase_steps: list[dict[str, Any]],
+    run: RunRow,
+    state: RunState,
+    phase_steps: Sequence[Record],
     *,
     now: datetime,
     gate: dict[str, Any] | None = None,
@@ -336,7 +337,7 @@ async def _enter(
 
 
 async def move_run(
-    host: Host, run: dict[str, Any], progress: _Progress, *, ahead: Ahead | None = None
+    host: Host, run: RunRow, progress: _Progress, *, ahead: Ahead | None = None
 ) -> str:
     """Move one claimed run as far as it goes this tick (its steps, and its phases as their
     gates let it); answers why it stopped.

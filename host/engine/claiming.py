@@ -27,12 +27,13 @@ free: a claimed step's claim lease runs from its claim, and it must not wait for
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pageant.db import runs
+from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import SET_WISE, Ahead
@@ -64,7 +65,7 @@ class SetClaim:
     started_into: str | None = None
 
 
-def _startable(row: Mapping[str, Any], now: datetime) -> bool:
+def _startable(row: RunRow, now: datetime) -> bool:
     # Only the plain start: lateness, an unverified hold and a concurrency key (whose holder
     # must be looked up and told) are the run's own task to see to, as ever.
     return (
@@ -75,9 +76,7 @@ def _startable(row: Mapping[str, Any], now: datetime) -> bool:
     )
 
 
-def candidates(
-    host: Host, found: Sequence[Mapping[str, Any]], now: datetime
-) -> list[Mapping[str, Any]]:
+def candidates(host: Host, found: Sequence[RunRow], now: datetime) -> list[RunRow]:
     """The due runs a set-wise claim may take, as many as there are dispatch slots free:
     running and not held (a hold that ran out is the run's loop to clear), or plainly
     startable."""
@@ -91,9 +90,7 @@ def candidates(
     return plain[: max(0, room)]
 
 
-async def claim_due(
-    host: Host, found: Sequence[Mapping[str, Any]]
-) -> tuple[dict[int, SetClaim], set[int]]:
+async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetClaim], set[int]]:
     """Claim what of ``found`` (the advance stage's due runs) can be claimed set-wise.
 
     Answers ``(claimed, tried)``: run id -> what its task starts from, and every run id this

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -24,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
+from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.log_kinds import LogKind
-from pageant.db.runs import read_cursor
+from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
 from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
@@ -66,7 +66,7 @@ class Claim:
 class Claimed:
     """A step claimed ahead, in the transaction that recorded the step before it."""
 
-    step: Mapping[str, Any]
+    step: StepRow
     decision: Decision
     now: datetime
 
@@ -80,7 +80,7 @@ class Ahead:
         self.run_id = run_id
         #: How many more steps the run's loop may take after the one being recorded.
         self.remaining = 0
-        self.found: tuple[dict[str, Any], dict[str, Any] | None] | None = None
+        self.found: Cursor | None = None
         self.seen = False
         self.claimed: Claimed | None = None
 
@@ -103,7 +103,7 @@ class Ahead:
     async def take(
         self,
         conn: AsyncConnection,
-        found: tuple[dict[str, Any], dict[str, Any] | None] | None,
+        found: Cursor | None,
         *,
         now: datetime,
         group: Batch | None,
@@ -130,8 +130,8 @@ class Ahead:
 
     def _ready(
         self,
-        state: Mapping[str, Any],
-        step: Mapping[str, Any] | None,
+        state: RunState,
+        step: StepRow | None,
         now: datetime,
         *,
         waiting_ok: bool = False,
@@ -150,7 +150,7 @@ class Ahead:
         )
 
 
-def _step_name(step: Mapping[str, Any]) -> str:
+def _step_name(step: StepRow) -> str:
     return f"step {step['id']} ({step['label']})"
 
 
@@ -163,7 +163,7 @@ async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: dat
 
 async def _stale(
     conn: AsyncConnection,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     *,
     outcome: str,
@@ -192,7 +192,7 @@ async def _stale(
 
 async def fail_step(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     error: str,
     *,
@@ -227,7 +227,7 @@ async def fail_step(
 
 async def _write_failure(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     error: str,
     *,
@@ -308,7 +308,7 @@ async def _write_failure(
     return CONTINUE, False
 
 
-async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: datetime) -> None:
+async def _note_drift(host: Host, step: StepRow, action: Any, *, now: datetime) -> None:
     # Once per step (on its first attempt): the author wrote the params against an older
     # declaration of the action, which may read them differently now.
     async with host.db.begin() as conn:
@@ -330,12 +330,12 @@ async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: 
 async def claim_ready(
     host: Host,
     conn: AsyncConnection,
-    step: Mapping[str, Any],
+    step: StepRow,
     action: Any,
     *,
     now: datetime,
     group: Batch | None,
-    waited: Mapping[str, Any] | None,
+    waited: RunState | None,
     path: str,
 ) -> Decision | None:
     """Claim ``step`` in ``conn`` and decide whether it may run: the one function every claim
@@ -373,10 +373,12 @@ async def claim_ready(
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + host.settings.step_lease_margin_seconds)
-    fence = {"seen_attempts": step["attempts"], "owner": host.identity, "lease": lease, "now": now}
+    seen, owner = step["attempts"], host.identity
     if group is not None:
-        steps.keep_claim(group, step["id"], **fence)
-    elif not await steps.claim_step(conn, step["id"], **fence):
+        steps.keep_claim(group, step["id"], seen_attempts=seen, owner=owner, lease=lease, now=now)
+    elif not await steps.claim_step(
+        conn, step["id"], seen_attempts=seen, owner=owner, lease=lease, now=now
+    ):
         return None
     # In the claim's transaction: after the claim (so two ticks cannot both spend) and
     # before the dispatch (a refusal means nothing reached the plugin).
@@ -390,12 +392,12 @@ async def claim_ready(
 
 async def dispatch_step(
     host: Host,
-    run: Mapping[str, Any],
-    step: Mapping[str, Any],
+    run: RunRow,
+    step: StepRow,
     *,
     ahead: Ahead | None = None,
     claimed: Claimed | None = None,
-    waited: Mapping[str, Any] | None = None,
+    waited: RunState | None = None,
 ) -> str:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
 
@@ -472,7 +474,7 @@ async def dispatch_step(
 
 
 async def _record_outcome(
-    conn: AsyncConnection, step: Mapping[str, Any], envelope: Envelope, *, now: datetime
+    conn: AsyncConnection, step: StepRow, envelope: Envelope, *, now: datetime
 ) -> None:
     """Keep who took part and how the phase ended, in the answer's own transaction."""
     people = [{"name": who.name, "role": who.role} for who in envelope.participants]
@@ -493,7 +495,7 @@ async def _record_outcome(
 
 
 def explain_exception(
-    host: Host, run: Mapping[str, Any], step: Mapping[str, Any], envelope: Envelope
+    host: Host, run: RunRow, step: StepRow, envelope: Envelope
 ) -> tuple[Envelope, dict[str, Any]]:
     """Log a plugin's exception with its whole traceback, naming the plugin, run and step;
     answer the envelope whose error names the plugin's line, and the log line's detail."""
@@ -520,7 +522,7 @@ def explain_exception(
 
 async def record(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     envelope: Envelope,
     *,

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pageant.db import due, runlog, runs, steps
+from pageant.db.engine_rows import StepRow, step_row
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
@@ -46,7 +47,7 @@ async def reclaim(host: Host, now: datetime) -> None:
     async with host.db.connect() as conn:
         expired = await steps.expired_steps(conn, now, limit=settings.runs_per_tick)
     for row in expired:
-        step = dict(row._mapping)
+        step = step_row(row)
         try:
             await _reclaim_step(host, step, now)
         except Exception as exc:
@@ -54,9 +55,11 @@ async def reclaim(host: Host, now: datetime) -> None:
                 log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
 
 
-async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
+async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> None:
     max_attempts = host.settings.max_attempts
-    claim = Claim(step["claimed_by"], step["attempts"])
+    owner = step["claimed_by"]
+    assert owner is not None  # an expired claim lease is always someone's
+    claim = Claim(owner, step["attempts"])
     if step["attempts"] >= max_attempts:
         await fail_step(
             host,
