@@ -146,9 +146,10 @@ class Host:
             self._metrics.count_plugins(self.plugins.records)
         return self._metrics
 
-    def attach_engine(self, engine: EngineSeam) -> None:
+    def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's
-        legs read their state from. An ``Engine`` attaches itself when it is built."""
+        legs read their state from (None: none any more). An ``Engine`` attaches itself
+        when it is built."""
         self.engine = engine
 
     @property

@@ -80,9 +80,9 @@ class StepServices:
         if self._held is not None:
             self._held.append(line)
             return
-        await in_outcome_transaction(
-            self._host, lambda conn, group: self._write(conn, [line], group)
-        )
+        # Inserted at once, not kept for the batch: the run may have moved on, and a line of
+        # its own written at once in the same batch must not come before this one.
+        await in_outcome_transaction(self._host, lambda conn, _: self._write(conn, [line], None))
 
     async def write_held(self, conn: AsyncConnection, *, lines: Batch | None) -> None:
         """Write the held lines in ``conn``, the answer's transaction (which may run more
