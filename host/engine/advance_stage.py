@@ -81,8 +81,9 @@ async def process_run(
     changed, which is what tells the engine to look again at once rather than at the next
     due instant.
     """
-    now = host.clock.now()
     owner = host.identity
+    progress = _Progress()
+    ahead = None
     if claimed is not None:
         run["status"] = claimed.status
         if claimed.started_into is not None:
@@ -93,34 +94,12 @@ async def process_run(
             await lifecycle.announce(
                 host, run["id"], lifecycle.PHASE_ENTERED, phase=claimed.started_into
             )
-        return await _move_claimed(
-            host, run, owner, claimed.ahead, started=claimed.started_into is not None
-        )
-    if stopping(host):
-        return STOPPING, False
-    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
-    if run["status"] == "scheduled":
-        not_started = await _start(host, run, now=now, owner=owner, lease=lease)
-        if not_started is not None:
-            return not_started, False
-        run["status"] = "starting"
+            progress.made = True
+        ahead = claimed.ahead
     else:
-        # The engine's small writes share its outcome transaction: at a due instant a
-        # hundred runs' claims commit together instead of queueing for a hundred commits.
-        claimed = await in_outcome_transaction(
-            host,
-            lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
-        )
-        if not claimed:
-            return TAKEN, False
-    return await _move_claimed(host, run, owner, None)
-
-
-async def _move_claimed(
-    host: Host, run: RunRow, owner: str, ahead: Ahead | None, *, started: bool = False
-) -> tuple[str, bool]:
-    progress = _Progress()
-    progress.made = started
+        lost = await _claim_run(host, run, owner)
+        if lost is not None:
+            return lost, False
     outcome = "error"
     try:
         outcome = await move_run(host, run, progress, ahead=ahead)
@@ -133,6 +112,28 @@ async def _move_claimed(
                 host, lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
     return outcome, progress.made or outcome == "bounded"
+
+
+async def _claim_run(host: Host, run: RunRow, owner: str) -> str | None:
+    """Claim ``run`` for this pass (starting it when it is ``scheduled``); None once it is
+    this host's, else why not."""
+    if stopping(host):
+        return STOPPING
+    now = host.clock.now()
+    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
+    if run["status"] == "scheduled":
+        not_started = await _start(host, run, now=now, owner=owner, lease=lease)
+        if not_started is not None:
+            return not_started
+        run["status"] = "starting"
+        return None
+    # The engine's small writes share its outcome transaction: at a due instant a hundred
+    # runs' claims commit together instead of queueing for a hundred commits.
+    claimed = await in_outcome_transaction(
+        host,
+        lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
+    )
+    return None if claimed else TAKEN
 
 
 async def _start(
