@@ -10,8 +10,10 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from pageant.clock import Clock, SystemClock
 from pageant.hookspecs.models import changes_world
@@ -21,7 +23,14 @@ from pageant.plugins.loader import Candidate, PluginManager, load_plugins
 from pageant.settings import Settings
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    import asyncio
+
+    import aiohttp
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+    from pageant.db.shared import Write
+    from pageant.gates.emit import Firings
+    from pageant.metrics import Metrics
 
 log = logging.getLogger("pageant")
 
@@ -38,6 +47,55 @@ class EmitOptions(TypedDict, total=False):
 def make_identity() -> str:
     """Who claims rows: host name, pid and a random part (a restarted pid is a new owner)."""
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class OutcomeQueue(Protocol):
+    """The engine's group commit (:class:`pageant.engine.batch.OutcomeBatch`)."""
+
+    async def run(self, write: Write) -> Any: ...
+
+
+class OutageNote(Protocol):
+    """The engine's note of a database outage (:class:`pageant.engine.outage.Outage`)."""
+
+    def noted(self, exc: BaseException, where: str) -> bool: ...
+
+
+class SpecCache(Protocol):
+    """The pinned versions' specs the engine keeps (:class:`pageant.runs.versions.PinnedSpecs`)."""
+
+    async def get(self, conn: AsyncConnection, version_id: int) -> tuple[int, Any] | None: ...
+
+
+class EngineSeam(Protocol):
+    """What the host and the code it is handed to use of the engine attached to it
+    (:class:`pageant.engine.Engine`): the seam between the Host and its runner."""
+
+    #: Set once the engine began a clean stop: nothing new is claimed from then on.
+    stopping: bool
+    #: Whether the cleanup stage settled what a stopped host left (once per start).
+    unsettled_checked: bool
+    last_prune_at: datetime | None
+    last_tick_at: float | None
+    started_at: float | None
+
+    @property
+    def inflight(self) -> Mapping[int, asyncio.Task[Any]]: ...
+    @property
+    def cleaning(self) -> Mapping[int, asyncio.Task[Any]]: ...
+    @property
+    def outcomes(self) -> OutcomeQueue: ...
+    @property
+    def outage(self) -> OutageNote: ...
+    @property
+    def versions(self) -> SpecCache: ...
+
+    def wake(self, *, advance_only: bool = False) -> None: ...
+    async def tick(self, *, drain: bool = True, only: frozenset[str] | None = None) -> None: ...
+    async def http_session(self) -> aiohttp.ClientSession: ...
+    def plugin_call(self, owner: str) -> AbstractAsyncContextManager[None]: ...
+    def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None: ...
+    def give_back_beside(self, run_id: int, work: Coroutine[Any, Any, str]) -> None: ...
 
 
 class Host:
@@ -66,12 +124,12 @@ class Host:
         self._own_db = db is None
         self._db = db
         #: The runner of this host once one is attached (:class:`pageant.engine.Engine`).
-        self.engine: Any = None
+        self.engine: EngineSeam | None = None
         self.started = False
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
-        self._metrics: Any = None
-        self._firings: Any = None
+        self._metrics: Metrics | None = None
+        self._firings: Firings | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -88,7 +146,7 @@ class Host:
         return True
 
     @property
-    def metrics(self) -> Any:
+    def metrics(self) -> Metrics:
         """This host's :class:`pageant.metrics.Metrics` (made on first use)."""
         if self._metrics is None:
             from pageant.metrics import Metrics
@@ -97,10 +155,23 @@ class Host:
             self._metrics.count_plugins(self.plugins.records)
         return self._metrics
 
-    def attach_engine(self, engine: Any) -> None:
+    def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's
-        legs read their state from. An ``Engine`` attaches itself when it is built."""
+        legs read their state from (None: none any more). An ``Engine`` attaches itself
+        when it is built."""
         self.engine = engine
+
+    @property
+    def stopping(self) -> bool:
+        """Whether this host's engine began a clean stop (never, with no engine attached)."""
+        return self.engine is not None and self.engine.stopping
+
+    def runner(self) -> EngineSeam:
+        """The engine attached to this host, for the engine's own stages (which run only
+        under one); raises RuntimeError when none is."""
+        if self.engine is None:
+            raise RuntimeError("this host has no engine attached")
+        return self.engine
 
     def wake(self, *, advance_only: bool = False) -> None:
         """Wake this host's engine, if it has one, to act now rather than at its next
@@ -239,7 +310,7 @@ class Host:
                     log.exception("reconcile of %s failed", record.owner)
 
     @property
-    def firings(self) -> Any:
+    def firings(self) -> Firings:
         """The emit path (:class:`pageant.gates.emit.Firings`), made on first use."""
         if self._firings is None:
             from pageant.gates.emit import Firings

@@ -277,7 +277,7 @@ class Kit:
         run_id, _ = await start_now(self.host, definition_id, scope="", actor=ACTOR)
         pending = list(firings)
         for _ in range(max_ticks):
-            await self.host.engine.tick()
+            await self.host.runner().tick()
             view = await console(self.host, run_id)
             run = view["run"]
             if run["status"] in ENDED or run["status"] == "paused":
@@ -314,7 +314,7 @@ class _Services:
 
         self._kit = kit
         self._real = StepServices(
-            kit.host, run_id=0, step_id=0, phase="", session=kit.host.engine.http_session
+            kit.host, run_id=0, step_id=0, phase="", session=kit.host.runner().http_session
         )
         self.registry = kit.host.registry
         self.settings = kit.host.settings

@@ -111,7 +111,7 @@ async def test_the_grace_is_a_setting_with_a_30_second_default() -> None:
 
 async def test_a_dispatch_that_begins_after_the_signal_claims_nothing(probe_host, engine, probe):
     # The run's loop looked before the signal, the claim would come after it: refused there.
-    from pageant.engine.advance import read_cursor
+    from pageant.engine.advance_stage import read_cursor
     from pageant.engine.dispatch import STOP, dispatch_step
 
     probe.script["a"] = [{"ok": False, "retry": True, "error": "busy"}]

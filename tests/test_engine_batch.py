@@ -150,8 +150,10 @@ async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(pro
     now = probe_host.clock.now()
 
     def line(text):
-        async def write(conn):
-            await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": text})
+        async def write(conn, group):
+            await runlog.write(
+                conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": text}, batch=group
+            )
             if text == "bad":
                 raise ValueError("this write fails")
             return text
@@ -174,8 +176,10 @@ async def test_writes_that_all_succeed_commit_in_one_transaction(probe_host, eng
     run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
     now = probe_host.clock.now()
 
-    async def write(conn):
-        await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"})
+    async def write(conn, group):
+        await runlog.write(
+            conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"}, batch=group
+        )
 
     batch = OutcomeBatch(probe_host)
     await asyncio.gather(*(batch.run(write) for _ in range(5)))
@@ -269,8 +273,10 @@ async def test_the_batch_size_bounds_a_transaction(probe_host, settings, size):
     run_id = await _start(probe_host, spec(phase("p", probe_step("a"))))
     now = probe_host.clock.now()
 
-    async def write(conn):
-        await runlog.write(conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"})
+    async def write(conn, group):
+        await runlog.write(
+            conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"}, batch=group
+        )
 
     batch = OutcomeBatch(host)
     await asyncio.gather(*(batch.run(write) for _ in range(6)))
@@ -436,7 +442,10 @@ async def test_a_kept_finish_whose_claim_moved_is_told_stale_on_its_own(probe_ho
             )
 
     def finish(step_id: int, attempt: int):
-        async def write(conn):
+        async def write(conn, group):
+            if group is not None:
+                steps.keep_finish(group, step_id, owner="me", attempt=attempt, now=now)
+                return True
             return await steps.finish_step(
                 conn, step_id, owner="me", attempt=attempt, to="done", now=now
             )
@@ -466,7 +475,10 @@ async def test_a_kept_claim_whose_step_moved_loses_on_its_own(probe_host, togeth
         )
 
     def claim(step_id: int):
-        async def write(conn):
+        async def write(conn, group):
+            if group is not None:
+                steps.keep_claim(group, step_id, seen_attempts=0, owner="me", lease=now, now=now)
+                return True
             return await steps.claim_step(
                 conn, step_id, seen_attempts=0, owner="me", lease=now, now=now
             )

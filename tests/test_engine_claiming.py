@@ -8,9 +8,8 @@ import asyncio
 from sqlalchemy import select
 
 from pageant.db.tables import event_runs
-from pageant.engine import Engine
-from pageant.engine import advance as advance_stage
-from pageant.engine.advance import advance
+from pageant.engine import Engine, advance_stage
+from pageant.engine.advance_stage import advance
 from pageant.engine.claiming import claim_due
 from pageant.runs.create import start_now
 from tests.databases import MARIADB_ONLY

@@ -11,7 +11,7 @@ import pytest
 from pageant.db import steps
 from pageant.db.tables import event_run_steps
 from pageant.engine import Engine
-from pageant.engine.advance import read_cursor
+from pageant.engine.advance_stage import read_cursor
 from pageant.engine.dispatch import Claim, dispatch_step
 from pageant.runs import controls
 from pageant.runs.create import start_now

@@ -13,7 +13,8 @@ from sqlalchemy import insert, update
 from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
 from pageant.db.tables import event_run_log, event_run_phase_gates
-from pageant.engine import Engine, advance, loop
+from pageant.engine import Engine, loop
+from pageant.engine import advance_stage as advance
 from pageant.engine.tick import STAGES
 from pageant.runs.create import start_now
 from tests.factories import (
@@ -378,14 +379,14 @@ async def test_a_failing_stage_does_not_stop_the_others(probe_host, engine, monk
 async def test_a_run_that_blows_up_does_not_stop_the_others(probe_host, engine, monkeypatch):
     bad = await _start(probe_host, spec(phase("p", probe_step("a"))))
     good = await _start(probe_host, spec(phase("p", probe_step("b"))))
-    real = advance.advance_run
+    real = advance.move_run
 
     async def sometimes(host, run, progress, **how):
         if run["id"] == bad:
             raise RuntimeError("bad row")
         return await real(host, run, progress, **how)
 
-    monkeypatch.setattr(advance, "advance_run", sometimes)
+    monkeypatch.setattr(advance, "move_run", sometimes)
     await engine.tick()
     # MariaDB may answer two runs' writes in one tick with a deadlock, which the engine
     # retries on its next tick; the bad run raises on every tick and still stops nothing.

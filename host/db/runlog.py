@@ -18,8 +18,8 @@ from sqlalchemy import bindparam, func, insert, literal, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import shared
 from pageant.db.log_kinds import LogKind
+from pageant.db.shared import Batch
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
 from pageant.timefmt import iso
 
@@ -99,10 +99,11 @@ async def write(
     step_id: int | None = None,
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings), and log it at INFO for the operator. In a shared transaction
-    (:mod:`pageant.db.shared`) the line is inserted with the others by :func:`flush`."""
+    strings), and log it at INFO for the operator. Given ``batch`` (a group commit's, in
+    ``conn``), the line is kept and inserted with the others by :func:`flush`."""
     row = {
         "run_id": run_id,
         "step_id": step_id,
@@ -112,9 +113,8 @@ async def write(
         "actor": actor,
         "at": at,
     }
-    scope = shared.of(conn)
-    if scope is not None:
-        scope.lines.append(row)
+    if batch is not None:
+        batch.lines.append(row)
     else:
         await conn.execute(_WRITE, row)
     _announce(run_id, str(kind), phase, step_id, detail)
@@ -129,7 +129,7 @@ WRITERS: dict[LogKind, Callable[..., Awaitable[None]]] = {}
 READS: dict[LogKind, tuple[str, ...]] = {}
 #: The keyword arguments of a writer that place the line rather than make its detail (its
 #: positional ones - the connection, the run, step, gate or row - place it too).
-PLACE = ("at", "phase", "step_id", "actor")
+PLACE = ("at", "phase", "step_id", "actor", "batch")
 
 #: A step's row, or its mapping: a step's lines are placed by its ``run_id``, ``phase`` and
 #: ``id``, and read what their kind says (``action`` most often) from it.
@@ -171,9 +171,10 @@ async def _of_step(
     at: datetime,
     detail: Any,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     place = {"phase": step["phase"], "step_id": step["id"], "actor": actor}
-    await write(conn, step["run_id"], kind, at=at, detail=detail, **place)
+    await write(conn, step["run_id"], kind, at=at, detail=detail, batch=batch, **place)
 
 
 async def _of_gate(conn: AsyncConnection, gate: GateRow, kind: LogKind, **line: Any) -> None:
@@ -337,6 +338,7 @@ async def step_status(
     hold_until: datetime | None = None,
     resources: Sequence[Mapping[str, Any]] | None = None,
     more: Mapping[str, Any] | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A step changes status; ``action`` is the step's. A failure says ``on_failure`` and
     its ``error``, then ``more`` (the exception and the plugin, when one raised); a step taken
@@ -352,7 +354,8 @@ async def step_status(
         hold_until=hold_until,
         resources=resources,
     )
-    await _of_step(conn, step, LogKind.STEP_STATUS, at, {**detail, **(more or {})})
+    line = {**detail, **(more or {})}
+    await _of_step(conn, step, LogKind.STEP_STATUS, at, line, batch=batch)
 
 
 @_writes(LogKind.STEP_RETRY, reads=("action",))
@@ -460,12 +463,12 @@ async def phase_gate(
     at: datetime,
     summary: Mapping[str, Any],
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A phase's gate is satisfied: how and when, then the fields of its ``summary``."""
     detail = {"satisfied_by": gate["satisfied_by"], "satisfied_at": gate["satisfied_at"]}
-    await _of_gate(
-        conn, gate, LogKind.PHASE_GATE, at=at, detail=detail | dict(summary), actor=actor
-    )
+    line = detail | dict(summary)
+    await _of_gate(conn, gate, LogKind.PHASE_GATE, at=at, detail=line, actor=actor, batch=batch)
 
 
 @_writes(LogKind.PHASE_ADVANCED)
@@ -500,6 +503,7 @@ async def condition_evaluated(
     fired_at: datetime | None = None,
     key: str | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
     the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
@@ -507,7 +511,8 @@ async def condition_evaluated(
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
     detail = _given(detail, fired_at=fired_at, key=key)
-    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at=at, detail=detail, actor=actor)
+    line = {"detail": detail, "actor": actor, "batch": batch}
+    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at=at, **line)
 
 
 async def _control(
@@ -627,11 +632,17 @@ async def control_reschedule(
 
 @_writes(LogKind.ANNOUNCE)
 async def plugin_line(
-    conn: AsyncConnection, step: StepRow, kind: LogKind, *, at: datetime, detail: Mapping[str, Any]
+    conn: AsyncConnection,
+    step: StepRow,
+    kind: LogKind,
+    *,
+    at: datetime,
+    detail: Mapping[str, Any],
+    batch: Batch | None = None,
 ) -> None:
     """A line a step's action wrote through its services (``write_log``), ``announce`` or
     another kind it names: the detail is the action's own (``core.log``: ``leg``, ``message``)."""
-    await _of_step(conn, step, kind, at, dict(detail))
+    await _of_step(conn, step, kind, at, dict(detail), batch=batch)
 
 
 @_writes(LogKind.RESOURCE_PLACEHOLDER, reads=("ref",))
@@ -717,14 +728,13 @@ async def resource_cleanup(
     await write(conn, run_id, LogKind.RESOURCE_CLEANUP, at=at, detail=detail)
 
 
-async def flush(conn: AsyncConnection) -> int:
-    """Insert the lines a shared transaction kept back, in the order they were written, in
-    one statement; answers how many."""
-    scope = shared.of(conn)
-    if scope is None or not scope.lines:
+async def flush(batch: Batch) -> int:
+    """Insert the lines ``batch`` kept back, in the order they were written, in one
+    statement; answers how many."""
+    if not batch.lines:
         return 0
-    lines, scope.lines = scope.lines, []
-    await conn.execute(_WRITE, lines)
+    lines, batch.lines = batch.lines, []
+    await batch.conn.execute(_WRITE, lines)
     return len(lines)
 
 

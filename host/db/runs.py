@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import and_, bindparam, case, exists, func, literal, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import shared
+from pageant.db import switchboard
+from pageant.db.engine_rows import RunState, StepRow
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.shared import Batch
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     PRIMARY_KEY_HINT,
@@ -581,7 +583,7 @@ _next_open_id = case(
     else_=_running.c.id,
 )
 # With the step's action's switchboard row (if an admin set one): a claim in the same shared
-# transaction then reads the flag from here rather than once more (pageant.db.shared).
+# transaction then reads the flag from here rather than once more (pageant.db.shared.Batch).
 _setting = event_action_settings.c
 _CURSOR_OF = select(
     r.id,
@@ -602,37 +604,44 @@ _CURSOR_OF = select(
 _CURSOR = _CURSOR_OF.where(r.id == bindparam("run_id"))
 _CURSORS = _CURSOR_OF.where(r.id.in_(bindparam("run_ids", expanding=True)))
 
-Cursor = tuple[dict[str, Any], dict[str, Any] | None]
+Cursor = tuple[RunState, StepRow | None]
 
 
-def _cursor(row: Row, conn: AsyncConnection) -> Cursor:
+def _cursor(row: Row, batch: Batch | None) -> Cursor:
     data = row._mapping
-    if data["step_id"] is not None:
+    if data["step_id"] is not None and batch is not None:
         # The flag as read now, for the claim that may follow in this shared transaction.
         enabled = None if data["setting_action"] is None else bool(data["setting_enabled"])
-        shared.know_flag(conn, data["step_action"], enabled)
+        switchboard.know_flag(batch, data["step_action"], enabled)
     state = {
         k: data[k]
         for k in ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
     }
     if data["step_id"] is None:
-        return state, None
-    return state, {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+        return cast(RunState, state), None
+    step = {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+    return cast(RunState, state), cast(StepRow, step)
 
 
-async def read_cursor(conn: AsyncConnection, run_id: int) -> Cursor | None:
-    """``(run state, next open step or None)``, or None when the run is gone."""
+async def read_cursor(
+    conn: AsyncConnection, run_id: int, *, batch: Batch | None = None
+) -> Cursor | None:
+    """``(run state, next open step or None)``, or None when the run is gone. Given
+    ``batch`` (a group commit's, in ``conn``), the step's switchboard flag read with it is
+    kept there for the claim that may follow."""
     row = (await conn.execute(_CURSOR, {"run_id": run_id})).first()
-    return None if row is None else _cursor(row, conn)
+    return None if row is None else _cursor(row, batch)
 
 
-async def read_cursors(conn: AsyncConnection, run_ids: list[int]) -> dict[int, Cursor]:
+async def read_cursors(
+    conn: AsyncConnection, run_ids: list[int], *, batch: Batch | None = None
+) -> dict[int, Cursor]:
     """:func:`read_cursor` for many runs in one read: run id -> its cursor (a run that is
     gone is left out)."""
     if not run_ids:
         return {}
     rows = await conn.execute(_CURSORS, {"run_ids": run_ids})
-    return {row.id: _cursor(row, conn) for row in rows}
+    return {row.id: _cursor(row, batch) for row in rows}
 
 
 # Run rows no other transaction holds and no claim lease covers, locked for this one: on

@@ -20,8 +20,8 @@ from sqlalchemy import Update, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing
+from pageant.db.shared import Batch
 from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps
 
 s = event_run_steps.c
@@ -227,24 +227,22 @@ async def _flush_kept(
     return done
 
 
-async def flush_finishes(conn: AsyncConnection) -> int:
-    """Make the ``done`` finishes a shared transaction kept (:func:`finish_step`), in one
-    statement; answers how many. Raises :class:`Shortfall` when any step had moved."""
-    scope = shared.of(conn)
-    if scope is None or not scope.finishes:
-        return 0
-    kept, scope.finishes = scope.finishes, []
-    return await _flush_kept(conn, kept, _FINISH, _finish_many)
-
-
-async def flush_claims(conn: AsyncConnection) -> int:
-    """Make the claims a shared transaction kept (:func:`claim_step`), in one statement;
+async def flush_finishes(batch: Batch) -> int:
+    """Make the ``done`` finishes ``batch`` kept (:func:`keep_finish`), in one statement;
     answers how many. Raises :class:`Shortfall` when any step had moved."""
-    scope = shared.of(conn)
-    if scope is None or not scope.claims:
+    if not batch.finishes:
         return 0
-    kept, scope.claims = scope.claims, []
-    return await _flush_kept(conn, kept, _CLAIM, _claim_many)
+    kept, batch.finishes = batch.finishes, []
+    return await _flush_kept(batch.conn, kept, _FINISH, _finish_many)
+
+
+async def flush_claims(batch: Batch) -> int:
+    """Make the claims ``batch`` kept (:func:`keep_claim`), in one statement; answers how
+    many. Raises :class:`Shortfall` when any step had moved."""
+    if not batch.claims:
+        return 0
+    kept, batch.claims = batch.claims, []
+    return await _flush_kept(batch.conn, kept, _CLAIM, _claim_many)
 
 
 _RESCHEDULE = by_primary_key(
@@ -398,23 +396,7 @@ async def claim_step(
     now: datetime,
 ) -> bool:
     """CAS pending -> running with a claim lease; the claim increments ``attempts``.
-
-    In a shared transaction (:mod:`pageant.db.shared`) the claim is kept, answered True,
-    and made with the others' by :func:`flush_claims` before the transaction commits: a
-    claim that would have lost then fails the whole transaction, never silently.
-    """
-    scope = shared.of(conn)
-    if scope is not None:
-        scope.claims.append(
-            {
-                "step_id": step_id,
-                "seen_attempts": seen_attempts,
-                "owner": owner,
-                "lease": lease,
-                "now": now,
-            }
-        )
-        return True
+    False when the step had moved (another claimer got there first)."""
     result = await conn.execute(
         _CLAIM,
         {
@@ -443,22 +425,7 @@ async def finish_step(
 
     ``expired`` is the reclaim's variant: it also requires the claim lease it saw to be expired.
     False means the claim is no longer current: the answer is stale and was not recorded.
-    In a shared transaction a plain ``done`` is kept, answered True, and made with the
-    others' by :func:`flush_finishes`, which fails the whole transaction if it was stale.
     """
-    scope = shared.of(conn)
-    if scope is not None and to == "done" and error is None and not expired:
-        scope.finishes.append(
-            {
-                "step_id": step_id,
-                "owner": owner,
-                "attempt": attempt,
-                "to": to,
-                "error": None,
-                "now": now,
-            }
-        )
-        return True
     params = {
         "step_id": step_id,
         "owner": owner,
@@ -469,6 +436,38 @@ async def finish_step(
     }
     result = await conn.execute(_FINISH_EXPIRED if expired else _FINISH, params)
     return result.rowcount == 1
+
+
+def keep_claim(
+    batch: Batch, step_id: int, *, seen_attempts: int, owner: str, lease: datetime, now: datetime
+) -> None:
+    """Keep :func:`claim_step`'s compare-and-set for ``batch``'s one statement
+    (:func:`flush_claims`, before the batch commits): a claim that would have lost then
+    fails the whole batch, never silently."""
+    batch.claims.append(
+        {
+            "step_id": step_id,
+            "seen_attempts": seen_attempts,
+            "owner": owner,
+            "lease": lease,
+            "now": now,
+        }
+    )
+
+
+def keep_finish(batch: Batch, step_id: int, *, owner: str, attempt: int, now: datetime) -> None:
+    """Keep :func:`finish_step`'s ``done`` for ``batch``'s one statement
+    (:func:`flush_finishes`), which fails the whole batch if the claim was no longer current."""
+    batch.finishes.append(
+        {
+            "step_id": step_id,
+            "owner": owner,
+            "attempt": attempt,
+            "to": "done",
+            "error": None,
+            "now": now,
+        }
+    )
 
 
 async def park_step(conn: AsyncConnection, step_id: int, *, owner: str, attempt: int) -> bool:

@@ -14,8 +14,8 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import shared
 from pageant.db.rows import AnyRow
+from pageant.db.shared import Batch
 from pageant.db.tables import event_action_settings, event_action_settings_history
 from pageant.errors import Conflict
 
@@ -71,17 +71,24 @@ async def get_setting(
     return (await conn.execute(statement, {"action_id": action_id})).first()
 
 
-async def enabled_flag(conn: AsyncConnection, action_id: str) -> bool | None:
+async def enabled_flag(
+    conn: AsyncConnection, action_id: str, *, batch: Batch | None = None
+) -> bool | None:
     """The row's ``enabled``, or None when there is no row (the default by risk applies).
-    Read once per action in a shared transaction (:mod:`pageant.db.shared`)."""
-    scope = shared.of(conn)
-    if scope is not None and action_id in scope.flags:
-        return scope.flags[action_id]
+    Given ``batch`` (a group commit's, in ``conn``), read once per action in it."""
+    if batch is not None and action_id in batch.flags:
+        return batch.flags[action_id]
     value = (await conn.execute(_ENABLED, {"action_id": action_id})).scalar_one_or_none()
     flag = None if value is None else bool(value)
-    if scope is not None:
-        scope.flags[action_id] = flag
+    if batch is not None:
+        batch.flags[action_id] = flag
     return flag
+
+
+def know_flag(batch: Batch, action_id: str, enabled: bool | None) -> None:
+    """Keep an action's switchboard flag that another statement of ``batch`` read (a run's
+    cursor), so :func:`enabled_flag` need not read it again in the batch."""
+    batch.flags[action_id] = enabled
 
 
 async def write_setting(

@@ -8,10 +8,18 @@ turn of SQLite's writer lock however many steps it records, its log lines are in
 one statement and each action's switchboard flag is read once (:mod:`pageant.db.shared`).
 Nothing waits for a batch to fill — a lone answer is written at once, exactly as before.
 
+The batch is a value, never a mode: each write is called with the connection and the
+transaction's :class:`pageant.db.shared.Batch` (None when it runs alone), and hands it on
+to exactly the calls that keep work for it (``steps.keep_claim``, ``steps.keep_finish``,
+the run log's writers given ``batch=``, ``switchboard.enabled_flag(batch=...)``,
+:func:`defer_look`).
+Every other call does its work at once.
+
 A ``done`` answer's look ahead (its run's cursor, and the claim of the next step when it is
 ready) is kept for the end of the batch (:func:`defer_look`): every run's cursor is then read
 in one statement and each ready step claimed, in run id order, in the same transaction — one
-read a batch instead of one a step.
+read a batch instead of one a step. The lines kept so far are inserted before the looks, so
+a line a look writes at once comes after them in its run's log.
 
 The batch's step claims and ``done`` finishes are each made in one statement
 (:func:`pageant.db.steps.flush_finishes`, before the cursors are read, and
@@ -30,62 +38,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from pageant.db import runlog, runs, shared, steps
+from pageant.db import runlog, runs, steps
+from pageant.db.shared import Batch, Look, Write
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
 
-Write = Callable[[AsyncConnection], Awaitable[Any]]
+
+def defer_look(group: Batch, look: Look, *, now: datetime) -> None:
+    """Keep ``look`` for the end of ``group``, with the other runs' looks."""
+    group.looks.append((look, now))
 
 
-class Look(Protocol):
-    """A run's look ahead (:class:`pageant.engine.dispatch.Ahead`), as the batch runs it."""
-
-    run_id: int
-
-    async def take(
-        self, conn: AsyncConnection, found: runs.Cursor | None, *, now: datetime
-    ) -> None: ...
-
-
-#: The looks ahead kept for the end of the shared batch on this connection, while one runs.
-_looks: ContextVar[tuple[AsyncConnection, list[tuple[Look, datetime]]] | None] = ContextVar(
-    "pageant_batch_looks", default=None
-)
-
-
-def defer_look(conn: AsyncConnection, look: Look, *, now: datetime) -> bool:
-    """Keep ``look`` for the end of the batch ``conn`` is recording; False (nothing kept)
-    when ``conn`` is in no shared batch, and the caller looks at once."""
-    scope = _looks.get()
-    if scope is None or scope[0] is not conn:
-        return False
-    scope[1].append((look, now))
-    return True
-
-
-async def _look_ahead(conn: AsyncConnection, looks: list[tuple[Look, datetime]]) -> None:
+async def _look_ahead(group: Batch) -> None:
     """Read every kept look's cursor in one statement and let each claim from it, in run id
     order (one order for every host's claims of the same rows)."""
+    conn, looks = group.conn, group.looks
+    group.looks = []
     if not looks:
         return
     if len(looks) == 1:
         look, now = looks[0]
-        await look.take(conn, await runs.read_cursor(conn, look.run_id), now=now)
+        found = await runs.read_cursor(conn, look.run_id, batch=group)
+        await look.take(conn, found, now=now, group=group)
         return
     looks = sorted(looks, key=lambda kept: kept[0].run_id)
-    cursors = await runs.read_cursors(conn, [look.run_id for look, _ in looks])
+    cursors = await runs.read_cursors(conn, [look.run_id for look, _ in looks], batch=group)
     for look, now in looks:
-        await look.take(conn, cursors.get(look.run_id), now=now)
+        await look.take(conn, cursors.get(look.run_id), now=now, group=group)
 
 
 class OutcomeBatch:
@@ -128,19 +113,16 @@ class OutcomeBatch:
         answers: list[Any] = []
         try:
             async with self.host.db.begin() as conn:
-                with shared.shared(conn):
-                    looks: list[tuple[Look, datetime]] = []
-                    token = _looks.set((conn, looks))
-                    try:
-                        for write, _ in batch:
-                            answers.append(await write(conn))
-                    finally:
-                        _looks.reset(token)
-                    # The answers' finishes before their cursors are read; every claim after.
-                    await steps.flush_finishes(conn)
-                    await _look_ahead(conn, looks)
-                    await steps.flush_claims(conn)
-                    await runlog.flush(conn)
+                group = Batch(conn)
+                for write, _ in batch:
+                    answers.append(await write(conn, group))
+                # What the writes kept: the finishes before the cursors are read, the lines
+                # before the looks write theirs, every claim after.
+                await steps.flush_finishes(group)
+                await runlog.flush(group)
+                await _look_ahead(group)
+                await steps.flush_claims(group)
+                await runlog.flush(group)
         except Exception as exc:
             if len(batch) == 1 and not isinstance(exc, steps.Shortfall):
                 if not batch[0][1].done():
@@ -159,7 +141,7 @@ class OutcomeBatch:
     async def _alone(self, write: Write, future: asyncio.Future[Any]) -> None:
         try:
             async with self.host.db.begin() as conn:
-                answer = await write(conn)
+                answer = await write(conn, None)
         except Exception as exc:
             if not future.done():
                 future.set_exception(exc)
@@ -173,8 +155,7 @@ class OutcomeBatch:
 async def in_outcome_transaction(host: Host, write: Write) -> Any:
     """Run ``write`` in the engine's shared outcome transaction, or in a transaction of its
     own where there is no engine to share one."""
-    batch = getattr(host.engine, "outcomes", None)
-    if isinstance(batch, OutcomeBatch):
-        return await batch.run(write)
+    if host.engine is not None:
+        return await host.engine.outcomes.run(write)
     async with host.db.begin() as conn:
-        return await write(conn)
+        return await write(conn, None)

@@ -27,14 +27,16 @@ free: a claimed step's claim lease runs from its claim, and it must not wait for
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pageant.db import runs
+from pageant.db.engine_rows import RunRow
+from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
-from pageant.engine.dispatch import Ahead
+from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
 from pageant.runs.versions import phases_of
@@ -63,7 +65,7 @@ class SetClaim:
     started_into: str | None = None
 
 
-def _startable(row: Mapping[str, Any], now: datetime) -> bool:
+def _startable(row: RunRow, now: datetime) -> bool:
     # Only the plain start: lateness, an unverified hold and a concurrency key (whose holder
     # must be looked up and told) are the run's own task to see to, as ever.
     return (
@@ -74,14 +76,12 @@ def _startable(row: Mapping[str, Any], now: datetime) -> bool:
     )
 
 
-def candidates(
-    host: Host, found: Sequence[Mapping[str, Any]], now: datetime
-) -> list[Mapping[str, Any]]:
+def candidates(host: Host, found: Sequence[RunRow], now: datetime) -> list[RunRow]:
     """The due runs a set-wise claim may take, as many as there are dispatch slots free:
     running and not held (a hold that ran out is the run's loop to clear), or plainly
     startable."""
-    engine = host.engine
-    room = host.settings.dispatch_concurrency - len(getattr(engine, "inflight", ()))
+    busy = len(host.engine.inflight) if host.engine is not None else 0
+    room = host.settings.dispatch_concurrency - busy
     plain = [
         row
         for row in found
@@ -90,9 +90,7 @@ def candidates(
     return plain[: max(0, room)]
 
 
-async def claim_due(
-    host: Host, found: Sequence[Mapping[str, Any]]
-) -> tuple[dict[int, SetClaim], set[int]]:
+async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetClaim], set[int]]:
     """Claim what of ``found`` (the advance stage's due runs) can be claimed set-wise.
 
     Answers ``(claimed, tried)``: run id -> what its task starts from, and every run id this
@@ -100,12 +98,12 @@ async def claim_due(
     """
     now = host.clock.now()
     rows = {int(row["id"]): row for row in candidates(host, found, now)}
-    if len(rows) < MIN_SET or getattr(host.engine, "stopping", False):
+    if len(rows) < MIN_SET or host.stopping:
         return {}, set()
     owner = host.identity
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
 
-    async def claim(conn: AsyncConnection) -> dict[int, SetClaim]:
+    async def claim(conn: AsyncConnection, group: Batch | None) -> dict[int, SetClaim]:
         # Shared with other runs' writes; may run twice (each time from the start).
         claimed: dict[int, SetClaim] = {}
         for run_id in await runs.lock_free(conn, sorted(rows), now=now):
@@ -116,7 +114,7 @@ async def claim_due(
                 continue
             if not await start_in(conn, row, owner=owner, lease=lease, now=now):
                 continue
-            pinned = await host.engine.versions.get(conn, row["version_id"])
+            pinned = await host.runner().versions.get(conn, row["version_id"])
             phases = phases_of(pinned[1]) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
@@ -127,9 +125,11 @@ async def claim_due(
             )
             claimed[run_id] = SetClaim(Ahead(host, run_id), "running", phases[0]["key"])
         running = [run_id for run_id, got in claimed.items() if got.status == "running"]
-        cursors = await runs.read_cursors(conn, running)
+        cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:
-            await claimed[run_id].ahead.take(conn, cursors.get(run_id), now=now, clear_waiting=True)
+            await claimed[run_id].ahead.take(
+                conn, cursors.get(run_id), now=now, group=group, path=SET_WISE
+            )
         return claimed
 
     try:

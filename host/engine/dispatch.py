@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
-from pageant.db.runs import read_cursor
+from pageant.db.engine_rows import RunRow, RunState, StepRow
+from pageant.db.runs import Cursor, read_cursor
+from pageant.db.shared import Batch
 from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
@@ -44,6 +45,11 @@ CONTINUE = "continue"
 STOP = "stop"
 TAKEN = "taken"
 
+#: The three paths on which a step is claimed (see :func:`claim_ready`).
+PER_RUN = "per run"
+AHEAD = "claimed ahead"
+SET_WISE = "set-wise"
+
 #: The claim lease budget of a step whose action nobody registers (it is refused at once anyway).
 UNKNOWN_ACTION_BUDGET_MS = 10_000
 
@@ -60,7 +66,7 @@ class Claim:
 class Claimed:
     """A step claimed ahead, in the transaction that recorded the step before it."""
 
-    step: Mapping[str, Any]
+    step: StepRow
     decision: Decision
     now: datetime
 
@@ -74,52 +80,58 @@ class Ahead:
         self.run_id = run_id
         #: How many more steps the run's loop may take after the one being recorded.
         self.remaining = 0
-        self.found: tuple[dict[str, Any], dict[str, Any] | None] | None = None
+        self.found: Cursor | None = None
         self.seen = False
         self.claimed: Claimed | None = None
 
     def clear(self) -> None:
         self.found, self.seen, self.claimed = None, False, None
 
-    async def look(self, conn: AsyncConnection, *, now: datetime) -> None:
+    async def look(self, conn: AsyncConnection, *, now: datetime, group: Batch | None) -> None:
         """Read the run's cursor in ``conn`` and claim its next step if it is ready — at the
-        end of the shared batch ``conn`` records, with the other runs' cursors, when it is
-        in one (:func:`pageant.engine.batch.defer_look`)."""
+        end of ``group``, with the other runs' cursors, when the answer is recorded in one
+        (:func:`pageant.engine.batch.defer_look`)."""
         self.clear()
-        if self.remaining <= 0 or defer_look(conn, self, now=now):
+        if self.remaining <= 0:
+            return
+        if group is not None:
+            defer_look(group, self, now=now)
             return
         found = await read_cursor(conn, self.run_id)
-        await self.take(conn, found, now=now)
+        await self.take(conn, found, now=now, group=None)
 
     async def take(
         self,
         conn: AsyncConnection,
-        found: tuple[dict[str, Any], dict[str, Any] | None] | None,
+        found: Cursor | None,
         *,
         now: datetime,
-        clear_waiting: bool = False,
+        group: Batch | None,
+        path: str = AHEAD,
     ) -> None:
         """Keep ``found`` (the run's cursor, read in ``conn``) for the run's loop, and claim
-        its next step in ``conn`` if it is ready. ``clear_waiting``: a note of what the run
-        waited on does not stop the claim, and is cleared in ``conn`` with it."""
+        its next step in ``conn`` if it is ready (:func:`claim_ready`, on ``path``). On the
+        set-wise path a note of what the run waited on does not stop the claim, and is
+        cleared in ``conn`` with it."""
         self.found, self.seen = found, True
         if found is None:
             return
         state, step = found
-        if not self._ready(state, step, now, waiting_ok=clear_waiting):
+        if not self._ready(state, step, now, waiting_ok=path == SET_WISE):
             return
         assert step is not None
-        await waiting.clear(conn, self.run_id, state, now=now)
-        state["waiting_reason"] = None
         action = self.host.registry.actions.get(step["action"])
-        decision = await claim_in(self.host, conn, step, action, now=now)
+        decision = await claim_ready(
+            self.host, conn, step, action, now=now, group=group, waited=state, path=path
+        )
+        state["waiting_reason"] = None
         if decision is not None:
             self.claimed = Claimed(step, decision, now)
 
     def _ready(
         self,
-        state: Mapping[str, Any],
-        step: Mapping[str, Any] | None,
+        state: RunState,
+        step: StepRow | None,
         now: datetime,
         *,
         waiting_ok: bool = False,
@@ -134,11 +146,11 @@ class Ahead:
             and step["status"] == "pending"
             and (step["due_at"] is None or step["due_at"] <= now)
             and self.host.unavailable(step["action"]) is None
-            and not getattr(self.host.engine, "stopping", False)
+            and not self.host.stopping
         )
 
 
-def _step_name(step: Mapping[str, Any]) -> str:
+def _step_name(step: StepRow) -> str:
     return f"step {step['id']} ({step['label']})"
 
 
@@ -149,7 +161,7 @@ async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: dat
 
 async def _stale(
     conn: AsyncConnection,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     *,
     outcome: str,
@@ -172,7 +184,7 @@ async def _stale(
 
 async def fail_step(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     error: str,
     *,
@@ -205,7 +217,7 @@ async def fail_step(
 
 async def _write_failure(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     error: str,
     *,
@@ -280,34 +292,69 @@ async def _write_failure(
     return CONTINUE, False
 
 
-async def _note_drift(host: Host, step: Mapping[str, Any], action: Any, *, now: datetime) -> None:
+async def _note_drift(host: Host, step: StepRow, action: Any, *, now: datetime) -> None:
     # Once per step (on its first attempt): the author wrote the params against an older
     # declaration of the action, which may read them differently now.
     async with host.db.begin() as conn:
         await runlog.step_version_drift(conn, step, at=now, declared_version=action.version)
 
 
-async def claim_in(
-    host: Host, conn: AsyncConnection, step: Mapping[str, Any], action: Any, *, now: datetime
+async def claim_ready(
+    host: Host,
+    conn: AsyncConnection,
+    step: StepRow,
+    action: Any,
+    *,
+    now: datetime,
+    group: Batch | None,
+    waited: RunState | None,
+    path: str,
 ) -> Decision | None:
-    """Claim ``step`` in ``conn`` and decide whether it may run; None when the claim lost."""
+    """Claim ``step`` in ``conn`` and decide whether it may run: the one function every claim
+    of a step goes through. Answers the decision, or None when the claim lost (another
+    claimer moved the step first).
+
+    A step is claimed on one of three paths (``path``), each in a write of the engine's
+    group commit (:mod:`pageant.engine.batch`), so ``group`` is that transaction's batch
+    (None when the write runs alone):
+
+    - :data:`PER_RUN` — the run's own task found the step ready and holds no claim for it
+      (:func:`dispatch_step` without ``claimed``): the run's first step after a start, a
+      wait or a retry, or any step after an answer that could not look ahead. Its
+      transaction holds this claim alone (with other runs' writes).
+    - :data:`AHEAD` — the step before it answered ``done`` and this one was plainly ready
+      when that answer was recorded (:meth:`Ahead.take`, at the end of the answer's group,
+      with the other runs' cursors read in one statement): the claim commits with the
+      answer, and the run's task performs the step at once.
+    - :data:`SET_WISE` — the advance stage found two or more runs due at once and claimed
+      them together (:func:`pageant.engine.claiming.claim_due`): their starts, run claims,
+      cursors and the ready steps' claims (through :meth:`Ahead.take`) in one transaction.
+
+    What it writes is the same on every path: the note of what the run waited on, cleared
+    (``waited``, the run's state as read, when it shows one: a ``run.waiting`` line); the
+    compare-and-set ``pending -> running`` with the claim lease, attempts + 1 — kept for
+    the group's one statement when ``group`` is given (:func:`pageant.db.steps.keep_claim`;
+    a kept claim that would have lost fails the whole group, whose writes then run alone
+    and this one is told it lost); the decision (switchboard, availability, price, and the
+    budget spent); and for a ledger-recorded action its placeholder (``resource.placeholder``).
+    """
+    log.debug("run %s step %s: claiming it %s", step["run_id"], step["id"], path)
+    if waited is not None:
+        await waiting.clear(conn, step["run_id"], waited, now=now)
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
     # The claim lease outlives the action's own timeout by the margin, so a dispatch that is
     # still inside its budget is never reclaimed underneath itself.
     lease = now + timedelta(seconds=budget_ms / 1000 + host.settings.step_lease_margin_seconds)
-    claimed = await steps.claim_step(
-        conn,
-        step["id"],
-        seen_attempts=step["attempts"],
-        owner=host.identity,
-        lease=lease,
-        now=now,
-    )
-    if not claimed:
+    seen, owner = step["attempts"], host.identity
+    if group is not None:
+        steps.keep_claim(group, step["id"], seen_attempts=seen, owner=owner, lease=lease, now=now)
+    elif not await steps.claim_step(
+        conn, step["id"], seen_attempts=seen, owner=owner, lease=lease, now=now
+    ):
         return None
     # In the claim's transaction: after the claim (so two ticks cannot both spend) and
     # before the dispatch (a refusal means nothing reached the plugin).
-    decision = await may_invoke(host, step, action, conn=conn)
+    decision = await may_invoke(host, step, action, conn=conn, batch=group)
     if decision.allowed and ledger.recorded(action):
         # Record before confirm: the placeholder is written with the claim, so no
         # world-changing perform ever starts without a row that can give it back.
@@ -317,12 +364,12 @@ async def claim_in(
 
 async def dispatch_step(
     host: Host,
-    run: Mapping[str, Any],
-    step: Mapping[str, Any],
+    run: RunRow,
+    step: StepRow,
     *,
     ahead: Ahead | None = None,
     claimed: Claimed | None = None,
-    waited: Mapping[str, Any] | None = None,
+    waited: RunState | None = None,
 ) -> str:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
 
@@ -336,15 +383,15 @@ async def dispatch_step(
         decision, now = claimed.decision, claimed.now
     else:
         now = host.clock.now()
-        if getattr(host.engine, "stopping", False):
+        if host.stopping:
             return STOP  # the host began a clean stop since the run's loop looked
 
-        async def take(conn: AsyncConnection) -> Decision | None:
-            if waited is not None:
-                await waiting.clear(conn, step["run_id"], waited, now=now)
-            return await claim_in(host, conn, step, action, now=now)
-
-        found = await in_outcome_transaction(host, take)
+        found = await in_outcome_transaction(
+            host,
+            lambda conn, group: claim_ready(
+                host, conn, step, action, now=now, group=group, waited=waited, path=PER_RUN
+            ),
+        )
         if found is None:
             return TAKEN
         decision = found
@@ -367,7 +414,7 @@ async def dispatch_step(
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 
-    engine = host.engine
+    engine = host.runner()
     services = StepServices(
         host, run_id=run["id"], step_id=step["id"], phase=step["phase"], session=engine.http_session
     )
@@ -398,7 +445,7 @@ async def dispatch_step(
 
 
 async def _record_outcome(
-    conn: AsyncConnection, step: Mapping[str, Any], envelope: Envelope, *, now: datetime
+    conn: AsyncConnection, step: StepRow, envelope: Envelope, *, now: datetime
 ) -> None:
     """Keep who took part and how the phase ended, in the answer's own transaction."""
     people = [{"name": who.name, "role": who.role} for who in envelope.participants]
@@ -419,7 +466,7 @@ async def _record_outcome(
 
 
 def explain_exception(
-    host: Host, run: Mapping[str, Any], step: Mapping[str, Any], envelope: Envelope
+    host: Host, run: RunRow, step: StepRow, envelope: Envelope
 ) -> tuple[Envelope, dict[str, Any]]:
     """Log a plugin's exception with its whole traceback, naming the plugin, run and step;
     answer the envelope whose error names the plugin's line, and the log line's detail."""
@@ -446,7 +493,7 @@ def explain_exception(
 
 async def record(
     host: Host,
-    step: Mapping[str, Any],
+    step: StepRow,
     claim: Claim,
     envelope: Envelope,
     *,
@@ -477,12 +524,19 @@ async def record(
 
     if envelope.ok:
 
-        async def write(conn: AsyncConnection) -> str:
+        async def write(conn: AsyncConnection, group: Batch | None) -> str:
             # Shared with other runs' answers (one commit for all); may run twice.
+            action = host.registry.actions.get(step["action"])
+            # The lines are kept for the group's one insert unless the ledger writes its own
+            # after them (at once: kept, they would come after its).
+            lines = None if ledger.recorded(action) else group
             if services is not None:
-                await services.write_held(conn)
-            if not await steps.finish_step(
-                conn, step["id"], owner=claim.owner, attempt=claim.attempt, to="done", now=now
+                await services.write_held(conn, lines=lines)
+            owner, attempt = claim.owner, claim.attempt
+            if group is not None:
+                steps.keep_finish(group, step["id"], owner=owner, attempt=attempt, now=now)
+            elif not await steps.finish_step(
+                conn, step["id"], owner=owner, attempt=attempt, to="done", now=now
             ):
                 return await _stale(conn, step, claim, outcome="done", error=None, now=now)
             holds = envelope.hold_for > 0
@@ -506,15 +560,15 @@ async def record(
                 hold_seconds=envelope.hold_for if holds else None,
                 hold_until=until,
                 resources=made or None,
+                batch=lines,
             )
             await _record_outcome(conn, step, envelope, now=now)
-            action = host.registry.actions.get(step["action"])
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
             elif envelope.resources and action is not None:
                 ledger.unrecorded_resources(host, action)
             if ahead is not None:
-                await ahead.look(conn, now=now)
+                await ahead.look(conn, now=now, group=group)
             return CONTINUE
 
         outcome = str(await in_outcome_transaction(host, write))

@@ -41,6 +41,7 @@ from pageant.switchboard.pricing import default_enabled, price
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
+    from pageant.db.shared import Batch
     from pageant.hookspecs import Action
     from pageant.hosting import Host
 
@@ -123,13 +124,15 @@ async def may_invoke(
     *,
     conn: AsyncConnection | None = None,
     spend: bool = True,
+    batch: Batch | None = None,
 ) -> Decision:
     """Decide whether ``step`` may dispatch ``action`` now, and pay for it (``spend``).
 
     ``action`` is None when no loaded plugin registers the step's action any more. ``conn``
     is the claim's open transaction (without it, the decision opens its own). With
     ``spend`` false only the checks that write nothing run (enablement, availability, the
-    price); the caps are then the caller's to judge.
+    price); the caps are then the caller's to judge. ``batch``: the group commit ``conn``
+    records, whose switchboard flags are read once.
     """
     if conn is None:
         async with host.db.begin() as own:
@@ -141,7 +144,7 @@ async def may_invoke(
     down = host.plugin_unavailable(action.id.split(".", 1)[0])
     if down is not None:
         return Decision(False, "unavailable", f"{action.id} is unavailable: {down}")
-    refused = _disabled(action, await board_rows.enabled_flag(conn, action.id))
+    refused = _disabled(action, await board_rows.enabled_flag(conn, action.id, batch=batch))
     if refused is not None:
         return refused
     priced = price(action, step.get("params") or {}, host.registry)

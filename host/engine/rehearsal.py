@@ -28,14 +28,14 @@ from pageant.db import runlog
 from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
-from pageant.engine.advance import advance
-from pageant.engine.muting import muted
+from pageant.engine.advance_stage import advance
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.spec import validator as specs
 from pageant.events.spec.advance import parse_after
 from pageant.gates.conditions import check_payload
 from pageant.hosting import Host
+from pageant.muting import muted
 from pageant.plugins.registry import Registry
 from pageant.runs import controls
 from pageant.runs.create import start_now
@@ -157,7 +157,7 @@ async def rehearse(
     rig.registry = dry_registry(host.registry)
     try:
         # The made-up run's log lines feed the report and never reach the host's log, where
-        # they would read as a real run's (:mod:`pageant.engine.muting`).
+        # they would read as a real run's (:mod:`pageant.muting`).
         with muted():
             async with throwaway.begin() as conn:
                 await rows.seed(

@@ -27,6 +27,7 @@ import aiohttp
 
 from pageant.db import announcements, runlog
 from pageant.db.log_kinds import LogKind
+from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
 from pageant.events.spec import announce
 from pageant.hookspecs import Announcement, Posted
@@ -84,12 +85,15 @@ class StepServices:
         if self._held is not None:
             self._held.append(line)
             return
-        await in_outcome_transaction(self._host, lambda conn: self._write(conn, [line]))
+        # Inserted at once, not kept for the batch: the run may have moved on, and a line of
+        # its own written at once in the same batch must not come before this one.
+        await in_outcome_transaction(self._host, lambda conn, _: self._write(conn, [line], None))
 
-    async def write_held(self, conn: AsyncConnection) -> None:
+    async def write_held(self, conn: AsyncConnection, *, lines: Batch | None) -> None:
         """Write the held lines in ``conn``, the answer's transaction (which may run more
-        than once: the lines stay held until :meth:`settle`)."""
-        await self._write(conn, self._held or [])
+        than once: the lines stay held until :meth:`settle`); kept for ``lines``'s one
+        insert when given."""
+        await self._write(conn, self._held or [], lines)
 
     def settle(self) -> None:
         """The answer is recorded: from now on a line is committed as it is written."""
@@ -100,14 +104,19 @@ class StepServices:
         held = self._held
         if held:
             # Settled only once committed: a collision here is retried with the lines held.
-            await in_outcome_transaction(self._host, lambda conn: self._write(conn, held))
+            await in_outcome_transaction(
+                self._host, lambda conn, group: self._write(conn, held, group)
+            )
         self._held = None
 
     async def _write(
-        self, conn: AsyncConnection, lines: list[tuple[LogKind, datetime, dict[str, Any]]]
+        self,
+        conn: AsyncConnection,
+        lines: list[tuple[LogKind, datetime, dict[str, Any]]],
+        batch: Batch | None,
     ) -> None:
         for kind, at, detail in lines:
-            await runlog.plugin_line(conn, self._step, kind, at=at, detail=detail)
+            await runlog.plugin_line(conn, self._step, kind, at=at, detail=detail, batch=batch)
 
     # ── leases (core.lease) ───────────────────────────────────────────────────
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
-from pageant.engine.advance import advance
+from pageant.db.engine_rows import StepRow, step_row
+from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
@@ -47,7 +48,7 @@ async def reclaim(host: Host, now: datetime) -> None:
     async with host.db.connect() as conn:
         expired = await steps.expired_steps(conn, now, limit=settings.runs_per_tick)
     for row in expired:
-        step = dict(row._mapping)
+        step = step_row(row)
         try:
             await _reclaim_step(host, step, now)
         except Exception as exc:
@@ -78,9 +79,11 @@ async def handed_back(
     )
 
 
-async def _reclaim_step(host: Host, step: dict, now: datetime) -> None:
+async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> None:
     max_attempts = host.settings.max_attempts
-    claim = Claim(step["claimed_by"], step["attempts"])
+    owner = step["claimed_by"]
+    assert owner is not None  # an expired claim lease is always someone's
+    claim = Claim(owner, step["attempts"])
     if step["attempts"] >= max_attempts:
         await fail_step(
             host,
@@ -145,7 +148,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
 async def prune(host: Host, now: datetime) -> None:
     """Delete the log of runs that ended more than ``log_retention_days`` ago, at most every
     six hours and in bounded batches. Only terminal runs are ever eligible."""
-    engine = host.engine
+    engine = host.runner()
     if engine.last_prune_at is not None and now - engine.last_prune_at < PRUNE_EVERY:
         return
     engine.last_prune_at = now

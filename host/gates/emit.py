@@ -41,7 +41,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
-from pageant.db import runlog, shared
+from pageant.db import runlog
+from pageant.db.shared import Batch
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
@@ -177,10 +178,12 @@ async def record(
     issuer: str | None,
     actor: str | None,
     now: datetime,
+    batch: Batch | None = None,
 ) -> list[Answer]:
     """Record ``firings`` in ``conn``, in order; answers ``{gates_matched, gates_closed}``
     for each. A firing whose key ``issuer`` sent before answers that first answer and
-    counts nothing (``issuer`` None: keys are not kept)."""
+    counts nothing (``issuer`` None: keys are not kept). The log lines are kept for
+    ``batch``'s one insert when given."""
     answers: list[Answer | None] = [None] * len(firings)
     copies: dict[int, int] = {}
     claimed: dict[int, int] = {}
@@ -216,7 +219,9 @@ async def record(
         keys = sorted({key for i in indexes for key in firing_keys(firings[i].payload)})
         open_gates = [row._mapping for row in await gate_rows.open_on_gates(conn, trigger_id, keys)]
         for i in indexes:
-            answers[i] = await _judge(conn, open_gates, firings[i], now=now, actor=actor)
+            answers[i] = await _judge(
+                conn, open_gates, firings[i], now=now, actor=actor, batch=batch
+            )
         last = firings[indexes[-1]]
         await firing_rows.note_last_firing(conn, trigger_id, now, last.payload)
     for i, key_id in claimed.items():
@@ -239,6 +244,7 @@ async def _judge(
     *,
     now: datetime,
     actor: str | None,
+    batch: Batch | None,
 ) -> Answer:
     """Count one firing for each gate it matches."""
     carried = set(firing_keys(firing.payload))
@@ -246,7 +252,7 @@ async def _judge(
     for gate in open_gates:
         if gate["match_key"] not in carried or not evaluate(gate["condition"], firing.payload):
             continue
-        outcome = await _count(conn, gate, firing, now=now, actor=actor)
+        outcome = await _count(conn, gate, firing, now=now, actor=actor, batch=batch)
         matched += outcome != "gone"
         closed += outcome == "closed"
     return {"gates_matched": matched, "gates_closed": closed}
@@ -259,6 +265,7 @@ async def _count(
     *,
     now: datetime,
     actor: str | None,
+    batch: Batch | None,
 ) -> str:
     """Count a matching firing for one gate: ``counted``, ``closed``, or ``gone`` (the gate
     closed before this firing; nothing written)."""
@@ -277,9 +284,10 @@ async def _count(
         fired_at=firing.at,
         key=firing.key,
         actor=actor,
+        batch=batch,
     )
     if gate["satisfied_by"] == "tally":
-        await gates.log_closed(conn, gate, now=now, actor=actor)
+        await gates.log_closed(conn, gate, now=now, actor=actor, batch=batch)
         return "closed"
     return "counted"
 
@@ -385,12 +393,14 @@ class Firings:
         try:
             async with self._db.begin() as conn:
                 # The log lines of the whole group are inserted in one statement.
-                with shared.shared(conn):
-                    results = [
-                        await record(conn, s.firings, issuer=s.issuer, actor=s.actor, now=now)
-                        for s in group
-                    ]
-                    await runlog.flush(conn)
+                batch = Batch(conn)
+                results = [
+                    await record(
+                        conn, s.firings, issuer=s.issuer, actor=s.actor, now=now, batch=batch
+                    )
+                    for s in group
+                ]
+                await runlog.flush(batch)
                 await self._prune(conn, now)
         except Exception as exc:
             if len(group) > 1:

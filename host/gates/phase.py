@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
+from pageant.db.shared import Batch
 from pageant.gates.conditions import named_values, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.gates.matching import gate_key
@@ -355,7 +356,13 @@ async def leave_phase(
 
 
 async def log_closed(
-    conn: AsyncConnection, gate: Gate, *, now: datetime, actor: str | None = None
+    conn: AsyncConnection,
+    gate: Gate,
+    *,
+    now: datetime,
+    actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
-    """``phase.gate``: the gate was satisfied (by its tally or its deadline)."""
-    await runlog.phase_gate(conn, gate, at=now, summary=summary(gate), actor=actor)
+    """``phase.gate``: the gate was satisfied (by its tally or its deadline); the line is
+    kept for ``batch``'s one insert when given."""
+    await runlog.phase_gate(conn, gate, at=now, summary=summary(gate), actor=actor, batch=batch)

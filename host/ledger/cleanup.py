@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -48,6 +48,18 @@ log = logging.getLogger("pageant.engine")
 REVERT_BUDGET_MS = 10_000
 
 
+class CleanupRunner(Protocol):
+    """What the cleanup stage uses of the engine attached to the host
+    (:class:`pageant.hosting.EngineSeam`)."""
+
+    #: Whether the cleanup stage settled what a stopped host left (once per start).
+    unsettled_checked: bool
+
+    @property
+    def cleaning(self) -> Mapping[int, asyncio.Task[Any]]: ...
+    def give_back_beside(self, run_id: int, work: Coroutine[Any, Any, str]) -> None: ...
+
+
 class CleanupHost(Protocol):
     """What the ledger's engine half uses of the host (:class:`pageant.hosting.Host`), which
     stands above the ledger and hands itself down."""
@@ -56,13 +68,13 @@ class CleanupHost(Protocol):
     clock: Clock
     registry: Registry
     plugin_slots: PluginSlots
-    engine: Any
 
     @property
     def db(self) -> AsyncEngine: ...
     def warn_once(self, key: str, message: str, *args: Any) -> bool: ...
     def plugin_unavailable(self, owner: str) -> str | None: ...
     def unavailable_owners(self) -> tuple[str, ...]: ...
+    def runner(self) -> CleanupRunner: ...
 
 
 def owner_of(action_id: str) -> str:
@@ -153,7 +165,7 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
     stage after a start also settles the runs a stopped host left ``pending`` with nothing
     left to try (:func:`settle_unsettled`).
     """
-    engine = host.engine
+    engine = host.runner()
     if not engine.unsettled_checked:
         await settle_unsettled(host, now)
         engine.unsettled_checked = True

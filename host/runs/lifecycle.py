@@ -91,7 +91,7 @@ async def announce(host: Host, run_id: int, trigger_id: str, *, phase: str | Non
             await host.emit(trigger_id, payload, actor=ACTOR)
     except Exception as exc:
         # A database outage is the engine's to report, once (pageant.engine.outage).
-        outage = getattr(host.engine, "outage", None)
-        if outage is not None and outage.noted(exc, f"firing {trigger_id} for run {run_id}"):
+        engine = host.engine
+        if engine is not None and engine.outage.noted(exc, f"firing {trigger_id} for run {run_id}"):
             return
         log.exception("firing %s for run %s failed", trigger_id, run_id)

@@ -1,4 +1,4 @@
-"""The advance stage: claim each due run and move it as far as it will go.
+"""The advance stage: claim each due run and move it as far as it will go (:func:`move_run`).
 
 A run's loop is bounded by ``steps_per_run_per_tick`` and stops at the first thing it cannot
 get past — a parked step, a step not yet due, a step another tick holds, a phase whose gate
@@ -9,14 +9,16 @@ before every step, so a pause pressed mid-tick lands between two steps.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pageant.db import due, runlog, runs, steps
+from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
+from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
@@ -40,12 +42,12 @@ STOPPING = "stopping"
 
 def stopping(host: Host) -> bool:
     """True once the host's engine began a clean stop: from then on nothing is claimed."""
-    return bool(getattr(host.engine, "stopping", False))
+    return host.stopping
 
 
 async def advance(host: Host, now: datetime) -> None:
     """Find the runs with something to do and hand each to a task of the engine."""
-    engine = host.engine
+    engine = host.runner()
     limit = host.settings.runs_per_tick
     async with host.db.connect() as conn:
         found = await due.find_due(
@@ -55,7 +57,7 @@ async def advance(host: Host, now: datetime) -> None:
             busy=list(engine.inflight),
             stall_seconds=host.settings.stall_seconds,
         )
-    rows = [dict(row._mapping) for row in found]
+    rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
     claimed, tried = await claim_due(host, rows) if rows else ({}, set())
     # The claimed first: their claim leases run, so they take the free dispatch slots.
@@ -68,9 +70,9 @@ async def advance(host: Host, now: datetime) -> None:
 
 
 async def process_run(
-    host: Host, run: dict[str, Any], *, claimed: SetClaim | None = None
+    host: Host, run: RunRow, *, claimed: SetClaim | None = None
 ) -> tuple[str, bool]:
-    """Claim one run, advance it, and hand the claim back if it is still in flight.
+    """Claim one run, move it, and hand the claim back if it is still in flight.
 
     ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
     may have started it, read its cursor and claimed its next step; the run's loop starts
@@ -78,8 +80,9 @@ async def process_run(
     changed, which is what tells the engine to look again at once rather than at the next
     due instant.
     """
-    now = host.clock.now()
     owner = host.identity
+    progress = _Progress()
+    ahead = None
     if claimed is not None:
         run["status"] = claimed.status
         if claimed.started_into is not None:
@@ -90,49 +93,50 @@ async def process_run(
             await lifecycle.announce(
                 host, run["id"], lifecycle.PHASE_ENTERED, phase=claimed.started_into
             )
-        return await _advance_claimed(
-            host, run, owner, claimed.ahead, started=claimed.started_into is not None
-        )
-    if stopping(host):
-        return STOPPING, False
-    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
-    if run["status"] == "scheduled":
-        not_started = await _start(host, run, now=now, owner=owner, lease=lease)
-        if not_started is not None:
-            return not_started, False
-        run["status"] = "starting"
+            progress.made = True
+        ahead = claimed.ahead
     else:
-        # The engine's small writes share its outcome transaction: at a due instant a
-        # hundred runs' claims commit together instead of queueing for a hundred commits.
-        claimed = await in_outcome_transaction(
-            host, lambda conn: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now)
-        )
-        if not claimed:
-            return TAKEN, False
-    return await _advance_claimed(host, run, owner, None)
-
-
-async def _advance_claimed(
-    host: Host, run: dict[str, Any], owner: str, ahead: Ahead | None, *, started: bool = False
-) -> tuple[str, bool]:
-    progress = _Progress()
-    progress.made = started
+        lost = await _claim_run(host, run, owner)
+        if lost is not None:
+            return lost, False
     outcome = "error"
     try:
-        outcome = await advance_run(host, run, progress, ahead=ahead)
+        outcome = await move_run(host, run, progress, ahead=ahead)
     finally:
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
         # dropped it.
         if outcome not in FINISHED:
             await in_outcome_transaction(
-                host, lambda conn: runs.release_claim(conn, run["id"], owner=owner)
+                host, lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
     return outcome, progress.made or outcome == "bounded"
 
 
+async def _claim_run(host: Host, run: RunRow, owner: str) -> str | None:
+    """Claim ``run`` for this pass (starting it when it is ``scheduled``); None once it is
+    this host's, else why not."""
+    if stopping(host):
+        return STOPPING
+    now = host.clock.now()
+    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
+    if run["status"] == "scheduled":
+        not_started = await _start(host, run, now=now, owner=owner, lease=lease)
+        if not_started is not None:
+            return not_started
+        run["status"] = "starting"
+        return None
+    # The engine's small writes share its outcome transaction: at a due instant a hundred
+    # runs' claims commit together instead of queueing for a hundred commits.
+    claimed = await in_outcome_transaction(
+        host,
+        lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
+    )
+    return None if claimed else TAKEN
+
+
 async def _start(
-    host: Host, run: dict[str, Any], *, now: datetime, owner: str, lease: datetime
+    host: Host, run: RunRow, *, now: datetime, owner: str, lease: datetime
 ) -> str | None:
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if is_late(run, now):
@@ -157,7 +161,7 @@ async def _start(
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await in_outcome_transaction(
-            host, lambda conn: start_in(conn, run, owner=owner, lease=lease, now=now)
+            host, lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
         )
         if not started:
             return TAKEN
@@ -187,9 +191,9 @@ class _Progress:
 
 async def _wait(
     host: Host,
-    run: Mapping[str, Any],
-    state: Mapping[str, Any],
-    phase_steps: list[dict[str, Any]],
+    run: RunRow,
+    state: RunState,
+    phase_steps: Sequence[Record],
     *,
     now: datetime,
     gate: dict[str, Any] | None = None,
@@ -206,7 +210,7 @@ async def _wait(
     if (found["reason"] if found else None) != state["waiting_reason"]:
         await in_outcome_transaction(
             host,
-            lambda conn: waiting.note(
+            lambda conn, _: waiting.note(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
         )
@@ -244,7 +248,7 @@ async def _complete(
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
 
-    async def finish(conn: AsyncConnection) -> bool | None:
+    async def finish(conn: AsyncConnection, _: Batch | None) -> bool | None:
         # Shared with other runs' writes; may run twice. None: the run changed underneath.
         if last_phase is not None:
             if not await runs.to_ending(conn, run_id):
@@ -295,7 +299,7 @@ async def _enter(
         # writes the others again on their own).
         await in_outcome_transaction(
             host,
-            lambda conn: enter_phase_in(conn, host, run_id, phases, index, **how),
+            lambda conn, _: enter_phase_in(conn, host, run_id, phases, index, **how),
         )
     except Lost:
         return False
@@ -305,15 +309,16 @@ async def _enter(
     return True
 
 
-async def advance_run(
-    host: Host, run: dict[str, Any], progress: _Progress, *, ahead: Ahead | None = None
+async def move_run(
+    host: Host, run: RunRow, progress: _Progress, *, ahead: Ahead | None = None
 ) -> str:
-    """Advance one claimed run as far as it goes this tick; answers why it stopped.
+    """Move one claimed run as far as it goes this tick (its steps, and its phases as their
+    gates let it); answers why it stopped.
     ``ahead``: what the run's claim already read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
     async with host.db.connect() as conn:
-        pinned = await host.engine.versions.get(conn, run["version_id"])
+        pinned = await host.runner().versions.get(conn, run["version_id"])
     phases = phases_of(pinned[1]) if pinned else None
     if phases is None:
         progress.made = True
@@ -444,4 +449,4 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    await in_outcome_transaction(host, lambda conn: waiting.clear(conn, run_id, state, now=now))
+    await in_outcome_transaction(host, lambda conn, _: waiting.clear(conn, run_id, state, now=now))
