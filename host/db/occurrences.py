@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.runs import d, r
+from pageant.db.states import RunStatus
 from pageant.db.tables import (
     RUN_STATUSES,
     by_primary_key,
@@ -58,7 +59,7 @@ _SCHEDULED_SCOPES = (
     .where(
         r.definition_id == bindparam("definition_id"),
         r.source == "schedule",
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.scheduled_for >= bindparam("since"),
     )
     .distinct()
@@ -68,7 +69,7 @@ _MOVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.scheduled_for == bindparam("old_at"),
     )
     .values(
@@ -80,9 +81,9 @@ _MOVE = by_primary_key(
 
 _CANCEL_UNSTARTED = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "scheduled")
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.SCHEDULED)
     .values(
-        status="cancelled",
+        status=RunStatus.CANCELLED,
         cancel_reason=bindparam("why"),
         ended_at=bindparam("now"),
         waiting_reason=None,
@@ -100,7 +101,7 @@ _REVIVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "cancelled",
+        r.status == RunStatus.CANCELLED,
         r.cancel_reason == SUPERSEDED,
         r.started_at.is_(None),
         ~select(literal(1))
@@ -110,7 +111,7 @@ _REVIVE = by_primary_key(
         .exists(),
     )
     .values(
-        status="scheduled",
+        status=RunStatus.SCHEDULED,
         cancel_reason=None,
         ended_at=None,
         last_error=None,
@@ -124,7 +125,7 @@ _UNSTARTED_OF_DEFINITION = (
     select(r.id, r.scheduled_for)
     .where(
         r.definition_id == bindparam("definition_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.source == "schedule",
     )
     .order_by(r.scheduled_for, r.id)
@@ -248,7 +249,7 @@ async def next_scheduled(
     if not definition_ids:
         return found
     for row in await conn.execute(_AHEAD, {"ids": definition_ids, "now": now}):
-        if row.status == "scheduled" and row.source == "schedule":
+        if row.status == RunStatus.SCHEDULED and row.source == "schedule":
             earliest = found.get(row.definition_id)
             if earliest is None or row.scheduled_for < earliest:
                 found[row.definition_id] = row.scheduled_for

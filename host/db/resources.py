@@ -19,6 +19,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import inserted_id
+from pageant.db.states import CleanupStatus
 from pageant.db.tables import (
     HOLDING_RESOURCE_STATUSES,
     HOLDING_SQL,
@@ -220,7 +221,10 @@ async def cleanup_candidates(
             x.status.in_(TRYABLE),
             *owners,
             or_(
-                and_(u.status.in_(TERMINAL_RUN_STATUSES), u.cleanup_status != "incomplete"),
+                and_(
+                    u.status.in_(TERMINAL_RUN_STATUSES),
+                    u.cleanup_status != CleanupStatus.INCOMPLETE,
+                ),
                 x.lease_until <= now,
             ),
         )
@@ -241,7 +245,7 @@ async def unsettled_ended_runs(conn: AsyncConnection, *, after: int, limit: int)
         select(u.id)
         .where(
             u.status.in_(TERMINAL_RUN_STATUSES),
-            u.cleanup_status == "pending",
+            u.cleanup_status == CleanupStatus.PENDING,
             u.id > after,
             ~tryable,
         )

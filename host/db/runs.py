@@ -18,31 +18,42 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.states import (
+    RUN_ACTIVE,
+    RUN_CANCEL,
+    RUN_END,
+    RUN_ENDED,
+    RUN_ENTER,
+    RUN_LIVE,
+    RUN_NOT_ENDED,
+    RUN_PAUSE,
+    RUN_RESCHEDULE,
+    RUN_RESUME,
+    RUN_START,
+    CleanupStatus,
+    Health,
+    RunStatus,
+    StepStatus,
+)
 from pageant.db.tables import (
-    LIVE_RUN_STATUSES,
     PRIMARY_KEY_HINT,
     RUN_PHASE_STATUS_ORDER,
-    RUN_STATUSES,
-    TERMINAL_RUN_STATUSES,
     by_primary_key,
     event_action_settings,
     event_definitions,
     event_run_steps,
     event_runs,
     event_versions,
+    status_in,
 )
 
 r = event_runs.c
 d = event_definitions.c
 
 #: Every status a run may be in, and those in which it has ended for good.
-STATUSES = RUN_STATUSES
-TERMINAL = TERMINAL_RUN_STATUSES
-#: A run in one of these is claimed and advanced by the tick.
-ACTIVE = ("starting", "running", "ending")
-#: Statuses a cancel acts from (DESIGN §7).
-CANCELLABLE = ("scheduled", "starting", "running", "paused")
-HEALTH_RANK = ("ok", "degraded", "stalled")
+STATUSES = tuple(RunStatus)
+TERMINAL = RUN_ENDED
+HEALTH_RANK = tuple(Health)
 
 #: What the engine and the console read about a run.
 RUN_COLUMNS = (
@@ -96,11 +107,11 @@ _CLAIM_START = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        status_in(r.status, RUN_START.froms),
         r.scheduled_for <= bindparam("now"),
     )
     .values(
-        status="starting",
+        status=RunStatus.STARTING,
         claimed_by=bindparam("owner"),
         lease_until=bindparam("lease"),
         started_at=bindparam("now"),
@@ -113,7 +124,7 @@ _CLAIM_TICK = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status.in_(ACTIVE),
+        r.status.in_(RUN_ACTIVE),
         or_(r.lease_until.is_(None), r.lease_until <= bindparam("now")),
     )
     .values(claimed_by=bindparam("owner"), lease_until=bindparam("lease"))
@@ -135,7 +146,7 @@ _RELEASE_ALL = (
 _RECLAIM = (
     update(event_runs)
     .where(
-        r.status.in_(LIVE_RUN_STATUSES),
+        r.status.in_(RUN_LIVE),
         r.lease_until.is_not(None),
         r.lease_until <= bindparam("now"),
     )
@@ -152,9 +163,10 @@ _ENTER_PHASE = by_primary_key(
     .where(
         r.id == bindparam("run_id"),
         r.status == bindparam("from_status"),
+        status_in(r.status, RUN_ENTER.froms),
         r.current_phase.is_not_distinct_from(bindparam("old_phase")),
     )
-    .values(status="running", current_phase=bindparam("phase"))
+    .values(status=RunStatus.RUNNING, current_phase=bindparam("phase"))
 )
 
 _END = by_primary_key(
@@ -174,29 +186,34 @@ _END = by_primary_key(
 
 _TO_ENDING = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "running")
-    .values(status="ending")
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_END.froms))
+    .values(status=RunStatus.ENDING)
 )
 
 _PAUSE = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status.in_(("starting", "running")))
-    .values(status="paused", last_error=func.coalesce(bindparam("error"), r.last_error))
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_PAUSE.froms))
+    .values(status=RunStatus.PAUSED, last_error=func.coalesce(bindparam("error"), r.last_error))
 )
 
 # A run paused before it entered its first phase resumes into ``starting`` so the tick
 # enters that phase; every other paused run resumes ``running``.
 _RESUME = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "paused")
-    .values(status=case((r.current_phase.is_(None), literal("starting")), else_=literal("running")))
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_RESUME.froms))
+    .values(
+        status=case(
+            (r.current_phase.is_(None), literal(RunStatus.STARTING)),
+            else_=literal(RunStatus.RUNNING),
+        )
+    )
 )
 
 _CANCEL = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status.in_(CANCELLABLE))
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_CANCEL.froms))
     .values(
-        status="cancelled",
+        status=RunStatus.CANCELLED,
         cancel_reason=bindparam("why"),
         ended_at=bindparam("now"),
         claimed_by=None,
@@ -235,7 +252,7 @@ _REPIN = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.version_id != bindparam("new_version"),
     )
     .values(version_id=bindparam("new_version"))
@@ -262,7 +279,7 @@ _BY_STATUS = select(r.status, func.count()).group_by(r.status)
 async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
     """How many runs are in each status, every status named (for the metrics)."""
     found = {status: n for status, n in (await conn.execute(_BY_STATUS)).all()}
-    return {status: found.get(status, 0) for status in RUN_STATUSES}
+    return {status: found.get(status, 0) for status in RunStatus}
 
 
 async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
@@ -401,7 +418,7 @@ async def cancel_run(conn: AsyncConnection, run_id: int, *, reason: str, now: da
 
 async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
     """Raise health to ``to`` (ok < degraded < stalled); never lowers it. True if it changed."""
-    below = list(HEALTH_RANK[: HEALTH_RANK.index(to)])
+    below = list(Health(to).below)
     return (
         await conn.execute(_ESCALATE, {"run_id": run_id, "below": below, "to": to})
     ).rowcount == 1
@@ -451,7 +468,7 @@ async def runs_of_definition(
 # scheduled_for before it is overwritten (SQLite reads the old row either way).
 _RESCHEDULE = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "scheduled")
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_RESCHEDULE.froms))
     .ordered_values(
         (r.moved_from, func.coalesce(r.moved_from, r.scheduled_for)),
         (r.scheduled_for, bindparam("to")),
@@ -468,7 +485,7 @@ async def reschedule(conn: AsyncConnection, run_id: int, to: datetime) -> bool:
 # ── across events ─────────────────────────────────────────────────────────────
 
 #: The statuses of a run that has not ended (the summary reads only these).
-NOT_ENDED = ("scheduled", "starting", "running", "paused", "ending")
+NOT_ENDED = RUN_NOT_ENDED
 
 
 async def runs_across(
@@ -523,20 +540,20 @@ def _count_where(condition: Any) -> Any:
 
 _parked_step = exists().where(
     event_run_steps.c.run_id == r.id,
-    event_run_steps.c.status == "running",
+    event_run_steps.c.status == StepStatus.RUNNING,
     event_run_steps.c.lease_until.is_(None),
 )
 #: A run waiting on a person: paused, or live with a parked step. Derived from the rows that
 #: are the fact, never from a summary column.
-WAITING_ON_PERSON = or_(r.status == "paused", and_(r.status.in_(LIVE_RUN_STATUSES), _parked_step))
+WAITING_ON_PERSON = or_(r.status == RunStatus.PAUSED, and_(r.status.in_(RUN_LIVE), _parked_step))
 
 # Only runs that have not ended: naming the statuses lets the (status, scheduled_for) index
 # serve the count, so its cost follows the live runs, never the size of the history.
 _SUMMARY = select(
     _count_where(WAITING_ON_PERSON).label("waiting_on_person"),
-    _count_where(r.health == "stalled").label("stalled"),
-    _count_where(r.health == "degraded").label("degraded"),
-    _count_where(r.status == "running").label("running"),
+    _count_where(r.health == Health.STALLED).label("stalled"),
+    _count_where(r.health == Health.DEGRADED).label("degraded"),
+    _count_where(r.status == RunStatus.RUNNING).label("running"),
 ).where(r.status.in_(NOT_ENDED))
 
 
@@ -594,8 +611,8 @@ _CURSOR_OF = select(
     _setting.action_id.label("setting_action"),
     _setting.enabled.label("setting_enabled"),
 ).select_from(
-    event_runs.outerjoin(_pending, _pending.c.id == _first_of_phase("pending"))
-    .outerjoin(_running, _running.c.id == _first_of_phase("running"))
+    event_runs.outerjoin(_pending, _pending.c.id == _first_of_phase(StepStatus.PENDING))
+    .outerjoin(_running, _running.c.id == _first_of_phase(StepStatus.RUNNING))
     .outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id)
     .outerjoin(event_action_settings, _setting.action_id == event_run_steps.c.action)
 )
@@ -662,12 +679,12 @@ async def lock_free(conn: AsyncConnection, run_ids: list[int], *, now: datetime)
 async def ended_in_trouble(conn: AsyncConnection, *, since: datetime) -> dict[str, int]:
     """Of the runs that ended at or after ``since``: how many ``failed``, and how many left
     something in the world with nothing left to try (cleanup ``incomplete``)."""
-    ended = r.status.in_(TERMINAL_RUN_STATUSES)
+    ended = r.status.in_(RUN_ENDED)
     row = (
         await conn.execute(
             select(
-                _count_where(r.status == "failed").label("failed"),
-                _count_where(r.cleanup_status == "incomplete").label("incomplete"),
+                _count_where(r.status == RunStatus.FAILED).label("failed"),
+                _count_where(r.cleanup_status == CleanupStatus.INCOMPLETE).label("incomplete"),
             ).where(ended, r.ended_at >= since)
         )
     ).one()

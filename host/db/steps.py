@@ -22,7 +22,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import shared
 from pageant.db.idempotent import insert_keeping_existing
-from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps
+from pageant.db.states import (
+    PARKED,
+    STEP_CANCEL,
+    STEP_CLAIM,
+    STEP_CONFIRM,
+    STEP_FINISH,
+    STEP_OPEN,
+    STEP_RETRY,
+    STEP_SKIP,
+    Move,
+    StepStatus,
+)
+from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps, status_in
 
 s = event_run_steps.c
 
@@ -49,8 +61,18 @@ STEP_COLUMNS = (
     s.spent,
 )
 
-_OPEN = ("pending", "running")
-_parked = and_(s.status == "running", s.lease_until.is_(None))
+_parked = and_(s.status == StepStatus.RUNNING, s.lease_until.is_(None))
+
+
+def _acts_from(move: Move) -> Any:
+    """The WHERE of a compare-and-set that makes ``move``: its statuses, a parked step being
+    a running one with no claim lease."""
+    statuses = [status for status in move.froms if status != PARKED]
+    found = [status_in(s.status, statuses)] if statuses else []
+    if PARKED in move.froms:
+        found.append(_parked)
+    return or_(*found) if len(found) > 1 else found[0]
+
 
 _STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
 _STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
@@ -61,7 +83,7 @@ _NEXT_OPEN = (
     .where(
         s.run_id == bindparam("run_id"),
         s.phase == bindparam("phase"),
-        s.status.in_(_OPEN),
+        s.status.in_(STEP_OPEN),
     )
     .order_by(s.seq)
     .limit(1)
@@ -72,7 +94,7 @@ _NEXT_PENDING_AFTER = (
     .where(
         s.run_id == bindparam("run_id"),
         s.phase == bindparam("phase"),
-        s.status == "pending",
+        s.status == StepStatus.PENDING,
         s.seq > bindparam("after_seq"),
     )
     .order_by(s.seq)
@@ -90,12 +112,12 @@ _CLAIM = by_primary_key(
     update(event_run_steps)
     .where(
         s.id == bindparam("step_id"),
-        s.status == "pending",
+        _acts_from(STEP_CLAIM),
         s.attempts == bindparam("seen_attempts"),
         or_(s.due_at.is_(None), s.due_at <= bindparam("now")),
     )
     .values(
-        status="running",
+        status=StepStatus.RUNNING,
         claimed_by=bindparam("owner"),
         lease_until=bindparam("lease"),
         attempts=s.attempts + 1,
@@ -105,7 +127,7 @@ _CLAIM = by_primary_key(
 
 _fenced = and_(
     s.id == bindparam("step_id"),
-    s.status == "running",
+    _acts_from(STEP_FINISH),
     s.claimed_by == bindparam("owner"),
     s.attempts == bindparam("attempt"),
 )
@@ -168,12 +190,12 @@ def _claim_many(n: int) -> Update:
         update(event_run_steps)
         .where(
             s.id.in_(ids),
-            s.status == "pending",
+            _acts_from(STEP_CLAIM),
             s.attempts == _per_step(ids, "seen_attempts", s.attempts),
             or_(s.due_at.is_(None), s.due_at <= now),
         )
         .values(
-            status="running",
+            status=StepStatus.RUNNING,
             claimed_by=_per_step(ids, "owner", s.claimed_by),
             lease_until=_per_step(ids, "lease", s.lease_until),
             attempts=s.attempts + 1,
@@ -190,12 +212,12 @@ def _finish_many(n: int) -> Update:
         update(event_run_steps)
         .where(
             s.id.in_(ids),
-            s.status == "running",
+            _acts_from(STEP_FINISH),
             s.claimed_by == _per_step(ids, "owner", s.claimed_by),
             s.attempts == _per_step(ids, "attempt", s.attempts),
         )
         .values(
-            status="done",
+            status=StepStatus.DONE,
             last_error=None,
             lease_until=None,
             finished_at=_per_step(ids, "now", s.finished_at),
@@ -251,7 +273,7 @@ _RESCHEDULE = by_primary_key(
     update(event_run_steps)
     .where(_fenced)
     .values(
-        status="pending",
+        status=StepStatus.PENDING,
         due_at=bindparam("until"),
         last_error=bindparam("error"),
         claimed_by=None,
@@ -263,7 +285,7 @@ _RESCHEDULE = by_primary_key(
 _RELEASE_EXPIRED = by_primary_key(
     update(event_run_steps)
     .where(_fenced_expired)
-    .values(status="pending", claimed_by=None, lease_until=None)
+    .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None)
 )
 
 # A stopping host's steps still in ``perform`` when its grace ran out: handed back to
@@ -272,7 +294,7 @@ _RELEASE_EXPIRED = by_primary_key(
 _HELD_BY = (
     select(*STEP_COLUMNS)
     .where(
-        s.status == "running",
+        s.status == StepStatus.RUNNING,
         s.claimed_by == bindparam("owner"),
         s.lease_until.is_not(None),
     )
@@ -281,13 +303,13 @@ _HELD_BY = (
 _RELEASE_HELD = by_primary_key(
     update(event_run_steps)
     .where(_fenced, s.lease_until.is_not(None))
-    .values(status="pending", claimed_by=None, lease_until=None)
+    .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None)
 )
 
 _EXPIRED = (
     select(*STEP_COLUMNS)
     .where(
-        s.status == "running",
+        s.status == StepStatus.RUNNING,
         s.lease_until.is_not(None),
         s.lease_until <= bindparam("now"),
     )
@@ -297,8 +319,8 @@ _EXPIRED = (
 
 _CANCEL_OPEN = (
     update(event_run_steps)
-    .where(s.run_id == bindparam("of_run"), or_(s.status == "pending", _parked))
-    .values(status="cancelled", lease_until=None, finished_at=bindparam("now"))
+    .where(s.run_id == bindparam("of_run"), _acts_from(STEP_CANCEL))
+    .values(status=StepStatus.CANCELLED, lease_until=None, finished_at=bindparam("now"))
     # One run's steps, through the index that leads with the run (not a status index).
     .with_hint(RUN_PHASE_ORDER, dialect_name="mysql")
 )
@@ -311,19 +333,24 @@ _DELETE_UNSTARTED = event_run_steps.delete().where(s.run_id == bindparam("of_run
 
 _CONFIRM = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), _parked)
-    .values(status="done", note=bindparam("why"), finished_at=bindparam("now"))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_CONFIRM))
+    .values(status=StepStatus.DONE, note=bindparam("why"), finished_at=bindparam("now"))
 )
 _SKIP = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), or_(s.status == "pending", _parked))
-    .values(status="skipped", note=bindparam("why"), lease_until=None, finished_at=bindparam("now"))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_SKIP))
+    .values(
+        status=StepStatus.SKIPPED,
+        note=bindparam("why"),
+        lease_until=None,
+        finished_at=bindparam("now"),
+    )
 )
 _RETRY = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), s.status.in_(("failed", "refused")))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_RETRY))
     .values(
-        status="pending",
+        status=StepStatus.PENDING,
         attempts=0,
         due_at=None,
         claimed_by=None,
@@ -335,7 +362,7 @@ _RETRY = by_primary_key(
 # The furthest the phase has reached. The runner steps *over* failed steps (its cursor
 # reads only pending and running), so "the lowest unsettled seq" would point behind it.
 _FURTHEST = select(func.max(s.seq)).where(
-    s.run_id == bindparam("run_id"), s.phase == bindparam("phase"), s.status != "pending"
+    s.run_id == bindparam("run_id"), s.phase == bindparam("phase"), s.status != StepStatus.PENDING
 )
 
 
@@ -447,7 +474,7 @@ async def finish_step(
     others' by :func:`flush_finishes`, which fails the whole transaction if it was stale.
     """
     scope = shared.of(conn)
-    if scope is not None and to == "done" and error is None and not expired:
+    if scope is not None and to == StepStatus.DONE and error is None and not expired:
         scope.finishes.append(
             {
                 "step_id": step_id,

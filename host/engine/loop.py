@@ -33,6 +33,7 @@ import aiohttp
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.log_kinds import LogKind
+from pageant.db.states import OUTCOME_FINISHED
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.outage import Outage
@@ -354,7 +355,7 @@ class Engine:
                 if task in self._slot_holders:
                     self._slot_holders.discard(task)
                     self._slots.release()
-            if outcome in ("completed", "failed"):
+            if outcome in OUTCOME_FINISHED:
                 self._ended = True  # what it holds is the cleanup stage's to give back
         except asyncio.CancelledError:
             raise

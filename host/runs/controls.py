@@ -21,6 +21,22 @@ from pageant.db import resources, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.log_kinds import LogKind
 from pageant.db.rows import Record
+from pageant.db.states import (
+    PARKED,
+    RUN_ADVANCE,
+    RUN_CANCEL,
+    RUN_CLEANUP,
+    RUN_PAUSE,
+    RUN_RESCHEDULE,
+    RUN_RESUME,
+    STEP_CONFIRM,
+    STEP_RETRY,
+    STEP_SKIP,
+    Move,
+    RunStatus,
+    StepStatus,
+    either,
+)
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -75,15 +91,24 @@ async def _step_of(conn: AsyncConnection, run_id: int, step_id: int) -> Any:
 
 
 def _step_state(step: Record) -> str:
-    if step["status"] == "running":
-        return "parked" if step["lease_until"] is None else "running (being dispatched)"
+    if step["status"] == StepStatus.RUNNING:
+        return PARKED if step["lease_until"] is None else "running (being dispatched)"
     return str(step["status"])
 
 
-async def _step_conflict(conn: AsyncConnection, step_id: int, acts_on: str) -> Conflict:
+def _acts_on(move: Move, noun: str) -> str:
+    """``pause acts on a starting or running run``: the 409's half that names the move."""
+    return f"{move.name} acts on {move.acts_on(noun)}"
+
+
+async def _run_conflict(conn: AsyncConnection, run_id: int, move: Move) -> Conflict:
+    return Conflict(f"run {run_id} is {await _run_status(conn, run_id)}; {_acts_on(move, 'run')}")
+
+
+async def _step_conflict(conn: AsyncConnection, step_id: int, move: Move) -> Conflict:
     row = await steps.get_step(conn, step_id)
     state = _step_state(row._mapping) if row is not None else "gone"
-    return Conflict(f"step {step_id} is {state}; {acts_on}")
+    return Conflict(f"step {step_id} is {state}; {_acts_on(move, 'step')}")
 
 
 # ── run controls ──────────────────────────────────────────────────────────────
@@ -94,12 +119,11 @@ async def pause(host: Host, run_id: int, *, actor: str, reason: str | None = Non
     now = host.clock.now()
     async with host.db.begin() as conn:
         if not await runs.pause_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; pause acts on a starting or running run")
+            raise await _run_conflict(conn, run_id, RUN_PAUSE)
         await runlog.write(
             conn, run_id, LogKind.CONTROL_PAUSE, at=now, detail={"reason": reason}, actor=actor
         )
-        paused = waiting.describe({"status": "paused"}, [], now=now, max_attempts=0)
+        paused = waiting.describe({"status": RunStatus.PAUSED}, [], now=now, max_attempts=0)
         await waiting.note(conn, run_id, paused, now=now, actor=actor)
 
 
@@ -109,8 +133,7 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
     now = host.clock.now()
     async with host.db.begin() as conn:
         if not await runs.resume_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; resume acts on a paused run")
+            raise await _run_conflict(conn, run_id, RUN_RESUME)
         await runlog.write(
             conn, run_id, LogKind.CONTROL_RESUME, at=now, detail={"reason": reason}, actor=actor
         )
@@ -130,11 +153,7 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str, cleanup: b
     async with host.db.begin() as conn:
         before = await _run_status(conn, run_id)
         if not await runs.cancel_run(conn, run_id, reason=reason, now=now):
-            status = await _run_status(conn, run_id)
-            raise Conflict(
-                f"run {run_id} is {status}; cancel acts on a scheduled, starting, running "
-                "or paused run"
-            )
+            raise await _run_conflict(conn, run_id, RUN_CANCEL)
         cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
         await runlog.write(
             conn,
@@ -143,7 +162,7 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str, cleanup: b
             at=now,
             detail={
                 "from": before,
-                "to": "cancelled",
+                "to": RunStatus.CANCELLED,
                 "reason": reason,
                 "cancelled_steps": cancelled,
                 **({} if cleanup else {"cleanup": False}),
@@ -178,8 +197,7 @@ async def reschedule(
                 raise NotFound(f"no such run: {run_id}")
             scope = before.scope
             if not await runs.reschedule(conn, run_id, scheduled_for):
-                status = await _run_status(conn, run_id)
-                raise Conflict(f"run {run_id} is {status}; reschedule acts on a scheduled run")
+                raise await _run_conflict(conn, run_id, RUN_RESCHEDULE)
             await runlog.write(
                 conn,
                 run_id,
@@ -199,7 +217,7 @@ async def reschedule(
 
 
 #: The statuses a forced advance acts from: a run that is in a phase and may move again.
-ADVANCEABLE = ("running", "paused")
+ADVANCEABLE = RUN_ADVANCE.froms
 
 
 async def _current_phase(conn: AsyncConnection, run: Any) -> dict[str, Any] | None:
@@ -226,7 +244,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             raise NotFound(f"no such run: {run_id}")
         if run.status not in ADVANCEABLE or run.current_phase is None:
             where = run.status if run.current_phase is not None else f"{run.status}, in no phase"
-            raise Conflict(f"run {run_id} is {where}; advance acts on a running or paused run")
+            raise Conflict(f"run {run_id} is {where}; {_acts_on(RUN_ADVANCE, 'run')}")
         key = run.current_phase
         phase = await _current_phase(conn, run)
         if phase is None or not phase.get("advance"):
@@ -278,7 +296,7 @@ async def confirm(
     async with host.db.begin() as conn:
         row = await _step_of(conn, run_id, step_id)
         if not await steps.confirm_step(conn, step_id, note=note, now=now):
-            raise await _step_conflict(conn, step_id, "confirm acts on a parked step")
+            raise await _step_conflict(conn, step_id, STEP_CONFIRM)
         await runlog.write(
             conn,
             run_id,
@@ -286,7 +304,7 @@ async def confirm(
             at=now,
             phase=row.phase,
             step_id=step_id,
-            detail={"to": "done", "note": note},
+            detail={"to": StepStatus.DONE, "note": note},
             actor=actor,
         )
     host.wake()
@@ -300,7 +318,7 @@ async def skip(
     async with host.db.begin() as conn:
         before = await _step_of(conn, run_id, step_id)
         if not await steps.skip_step(conn, step_id, note=reason, now=now):
-            raise await _step_conflict(conn, step_id, "skip acts on a pending or parked step")
+            raise await _step_conflict(conn, step_id, STEP_SKIP)
         await runlog.write(
             conn,
             run_id,
@@ -308,10 +326,18 @@ async def skip(
             at=now,
             phase=before.phase,
             step_id=step_id,
-            detail={"from": _step_state(before._mapping), "to": "skipped", "reason": reason},
+            detail={
+                "from": _step_state(before._mapping),
+                "to": StepStatus.SKIPPED,
+                "reason": reason,
+            },
             actor=actor,
         )
     host.wake()
+
+
+#: Retry resumes the run the step stopped: the 409 when that run is not paused.
+_RETRY_RUN = f"retry acts on a step of {RUN_RESUME.acts_on('run')}"
 
 
 async def retry(
@@ -323,16 +349,15 @@ async def retry(
     now = host.clock.now()
     async with host.db.begin() as conn:
         step = await _step_of(conn, run_id, step_id)
-        if step.status not in ("failed", "refused"):
+        if step.status not in STEP_RETRY.froms:
             raise Conflict(
-                f"step {step_id} is {_step_state(step._mapping)}; retry acts on a failed or "
-                "refused step"
+                f"step {step_id} is {_step_state(step._mapping)}; {_acts_on(STEP_RETRY, 'step')}"
             )
         run = await runs.get_run(conn, run_id)
         if run is None:
             raise NotFound(f"no such run: {run_id}")
-        if run.status != "paused":
-            raise Conflict(f"run {run_id} is {run.status}; retry acts on a step of a paused run")
+        if run.status not in RUN_RESUME.froms:
+            raise Conflict(f"run {run_id} is {run.status}; {_RETRY_RUN}")
         if step.phase != run.current_phase:
             raise Conflict(
                 f"step {step_id} is in phase {step.phase!r}, and run {run_id} is in phase "
@@ -346,10 +371,9 @@ async def retry(
                 "stopped at"
             )
         if not await runs.resume_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; retry acts on a step of a paused run")
+            raise Conflict(f"run {run_id} is {await _run_status(conn, run_id)}; {_RETRY_RUN}")
         if not await steps.retry_step(conn, step_id):
-            raise await _step_conflict(conn, step_id, "retry acts on a failed or refused step")
+            raise await _step_conflict(conn, step_id, STEP_RETRY)
         await runlog.write(
             conn,
             run_id,
@@ -357,7 +381,7 @@ async def retry(
             at=now,
             phase=step.phase,
             step_id=step_id,
-            detail={"from": step.status, "to": "pending", "reason": reason},
+            detail={"from": step.status, "to": StepStatus.PENDING, "reason": reason},
             actor=actor,
         )
         await waiting.note(conn, run_id, None, now=now, actor=actor)
@@ -373,10 +397,10 @@ async def cleanup(host: Host, run_id: int, *, actor: str) -> str:
         recorded = await resources.resources_of_run(conn, run_id)
     if row is None:
         raise NotFound(f"no such run: {run_id}")
-    if row.status not in resources.ENDED_RUN_STATUSES:
+    if row.status not in RUN_CLEANUP.froms:
         raise Conflict(
             f"run {run_id} is {row.status}; cleanup acts on a run that has ended "
-            "(completed, failed, cancelled or missed)"
+            f"({either(RUN_CLEANUP.froms)})"
         )
     if not recorded:
         raise Conflict(f"run {run_id} recorded nothing in the world; there is nothing to clean up")
