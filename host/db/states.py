@@ -372,3 +372,26 @@ def moves_table(moves: tuple[Move, ...]) -> str:
         to = ", ".join(f"`{s}`" for s in move.to) or "unchanged"
         rows.append(f"| {move.name} | {froms} | {to} | {move.by} | {move.when} |")
     return "\n".join(rows) + "\n"
+
+
+#: The generated tables of ``docs/runs.md``: the marker that opens each, and its moves.
+DOC_TABLES = {"run-moves": RUN_MOVES, "step-moves": STEP_MOVES}
+
+
+def render_doc(text: str) -> str:
+    """``text`` (``docs/runs.md``) with each generated table written again from the moves:
+    the lines between ``<!-- NAME: ... -->`` and ``<!-- /NAME -->``."""
+    for name, moves in DOC_TABLES.items():
+        head = f"<!-- {name}: "
+        start = text.index("\n", text.index(head)) + 1
+        end = text.index(f"<!-- /{name} -->", start)
+        text = text[:start] + moves_table(moves) + text[end:]
+    return text
+
+
+if __name__ == "__main__":  # python -m pageant.db.states docs/runs.md
+    import sys
+    from pathlib import Path
+
+    doc = Path(sys.argv[1])
+    doc.write_text(render_doc(doc.read_text(encoding="utf-8")), encoding="utf-8")
