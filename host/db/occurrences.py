@@ -17,11 +17,12 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
-from pageant.db.runs import d, r
+from pageant.db.runs import ENDED_VALUES, d, r
 from pageant.db.states import RunStatus
 from pageant.db.tables import (
     RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_definitions,
     event_run_log,
     event_runs,
@@ -82,13 +83,7 @@ _MOVE = by_primary_key(
 _CANCEL_UNSTARTED = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status == RunStatus.SCHEDULED)
-    .values(
-        status=RunStatus.CANCELLED,
-        cancel_reason=bindparam("why"),
-        ended_at=bindparam("now"),
-        waiting_reason=None,
-        waiting_since=None,
-    )
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"), **ENDED_VALUES)
 )
 
 #: The reason a republish writes on an occurrence its schedule no longer produces.
@@ -206,7 +201,7 @@ async def move_occurrence(
         "slot": slot,
         "dst": dst_adjusted,
     }
-    return (await conn.execute(_MOVE, params)).rowcount == 1
+    return await changed_one(conn, _MOVE, params)
 
 
 async def cancel_unstarted(
@@ -214,8 +209,7 @@ async def cancel_unstarted(
 ) -> bool:
     """CAS scheduled -> cancelled with ``reason`` (the schedule's own cancels: superseded,
     archived). A run that started meanwhile is left alone."""
-    result = await conn.execute(_CANCEL_UNSTARTED, {"run_id": run_id, "why": reason, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CANCEL_UNSTARTED, {"run_id": run_id, "why": reason, "now": now})
 
 
 async def revive_superseded(
@@ -231,7 +225,7 @@ async def revive_superseded(
     The one way back from ``cancelled``: when a later version produces the occurrence
     again, the row that holds its key must carry it, or the occurrence would vanish."""
     params = {"run_id": run_id, "version_id": version_id, "slot": slot, "dst": dst_adjusted}
-    return (await conn.execute(_REVIVE, params)).rowcount == 1
+    return await changed_one(conn, _REVIVE, params)
 
 
 async def unstarted_schedule_runs(conn: AsyncConnection, definition_id: int) -> list[Row]:

@@ -39,6 +39,7 @@ from pageant.db.tables import (
     PRIMARY_KEY_HINT,
     RUN_PHASE_STATUS_ORDER,
     by_primary_key,
+    changed_one,
     event_action_settings,
     event_definitions,
     event_run_steps,
@@ -169,18 +170,24 @@ _ENTER_PHASE = by_primary_key(
     .values(status=RunStatus.RUNNING, current_phase=bindparam("phase"))
 )
 
+#: What every ending writes beside its status: when (``:now``), and that nothing holds the
+#: run, delays it or is awaited by it any more.
+ENDED_VALUES: dict[str, Any] = {
+    "ended_at": bindparam("now"),
+    "claimed_by": None,
+    "lease_until": None,
+    "hold_until": None,
+    "waiting_reason": None,
+    "waiting_since": None,
+}
+
 _END = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.status.in_(bindparam("froms", expanding=True)))
     .values(
         status=bindparam("to"),
         last_error=func.coalesce(bindparam("error"), r.last_error),
-        ended_at=bindparam("now"),
-        claimed_by=None,
-        lease_until=None,
-        hold_until=None,
-        waiting_reason=None,
-        waiting_since=None,
+        **ENDED_VALUES,
     )
 )
 
@@ -212,16 +219,7 @@ _RESUME = by_primary_key(
 _CANCEL = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), status_in(r.status, RUN_CANCEL.froms))
-    .values(
-        status=RunStatus.CANCELLED,
-        cancel_reason=bindparam("why"),
-        ended_at=bindparam("now"),
-        claimed_by=None,
-        lease_until=None,
-        hold_until=None,
-        waiting_reason=None,
-        waiting_since=None,
-    )
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"), **ENDED_VALUES)
 )
 
 _ESCALATE = by_primary_key(
@@ -327,20 +325,18 @@ async def claim_start(
 ) -> bool:
     """CAS scheduled -> starting with a claim lease. Raises IntegrityError when the run's
     concurrency key is held by another live run."""
-    result = await conn.execute(
-        _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    return await changed_one(
+        conn, _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def claim_tick(
     conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
 ) -> bool:
     """Claim an active run for this tick; refused while any claim lease on it is live."""
-    result = await conn.execute(
-        _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    return await changed_one(
+        conn, _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> None:
@@ -371,16 +367,16 @@ async def enter_phase(
     phase: str,
 ) -> bool:
     """Make ``phase`` current (starting -> running, or running -> running from ``old_phase``)."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _ENTER_PHASE,
         {"run_id": run_id, "from_status": from_status, "old_phase": old_phase, "phase": phase},
     )
-    return result.rowcount == 1
 
 
 async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
     """CAS running -> ending (every phase done; cleanup gets its turn here)."""
-    return (await conn.execute(_TO_ENDING, {"run_id": run_id})).rowcount == 1
+    return await changed_one(conn, _TO_ENDING, {"run_id": run_id})
 
 
 async def end_run(
@@ -394,39 +390,35 @@ async def end_run(
 ) -> bool:
     """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
     hold and waiting reason. Write-once: ``froms`` never names a terminal status."""
-    result = await conn.execute(
-        _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
+    return await changed_one(
+        conn, _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
     )
-    return result.rowcount == 1
 
 
 async def pause_run(conn: AsyncConnection, run_id: int, *, error: str | None = None) -> bool:
     """CAS starting|running -> paused."""
-    return (await conn.execute(_PAUSE, {"run_id": run_id, "error": error})).rowcount == 1
+    return await changed_one(conn, _PAUSE, {"run_id": run_id, "error": error})
 
 
 async def resume_run(conn: AsyncConnection, run_id: int) -> bool:
     """CAS paused -> running (or starting, if it never entered a phase)."""
-    return (await conn.execute(_RESUME, {"run_id": run_id})).rowcount == 1
+    return await changed_one(conn, _RESUME, {"run_id": run_id})
 
 
 async def cancel_run(conn: AsyncConnection, run_id: int, *, reason: str, now: datetime) -> bool:
     """CAS scheduled|starting|running|paused -> cancelled."""
-    result = await conn.execute(_CANCEL, {"run_id": run_id, "why": reason, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CANCEL, {"run_id": run_id, "why": reason, "now": now})
 
 
 async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
     """Raise health to ``to`` (ok < degraded < stalled); never lowers it. True if it changed."""
     below = list(Health(to).below)
-    return (
-        await conn.execute(_ESCALATE, {"run_id": run_id, "below": below, "to": to})
-    ).rowcount == 1
+    return await changed_one(conn, _ESCALATE, {"run_id": run_id, "below": below, "to": to})
 
 
 async def release_hold(conn: AsyncConnection, run_id: int, until: datetime) -> bool:
     """Clear a hold that has run out, once; True if this call cleared it."""
-    return (await conn.execute(_RELEASE_HOLD, {"run_id": run_id, "until": until})).rowcount == 1
+    return await changed_one(conn, _RELEASE_HOLD, {"run_id": run_id, "until": until})
 
 
 async def set_hold(conn: AsyncConnection, run_id: int, until: datetime | None) -> None:
@@ -438,14 +430,14 @@ async def set_waiting(
     conn: AsyncConnection, run_id: int, reason: str | None, since: datetime | None
 ) -> bool:
     """Record why the run is not advancing; True only when the reason changed."""
-    result = await conn.execute(_SET_WAITING, {"run_id": run_id, "reason": reason, "since": since})
-    return result.rowcount == 1
+    return await changed_one(
+        conn, _SET_WAITING, {"run_id": run_id, "reason": reason, "since": since}
+    )
 
 
 async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:
     """Point a run that has not started at another version; True if it changed."""
-    result = await conn.execute(_REPIN, {"run_id": run_id, "new_version": version_id})
-    return result.rowcount == 1
+    return await changed_one(conn, _REPIN, {"run_id": run_id, "new_version": version_id})
 
 
 async def concurrency_holder(conn: AsyncConnection, key: str, run_id: int) -> Row | None:
@@ -479,7 +471,7 @@ _RESCHEDULE = by_primary_key(
 async def reschedule(conn: AsyncConnection, run_id: int, to: datetime) -> bool:
     """CAS a scheduled run to the instant ``to``; True if it moved. Raises IntegrityError
     when another run of its event and scope already holds ``to``."""
-    return (await conn.execute(_RESCHEDULE, {"run_id": run_id, "to": to})).rowcount == 1
+    return await changed_one(conn, _RESCHEDULE, {"run_id": run_id, "to": to})
 
 
 # ── across events ─────────────────────────────────────────────────────────────

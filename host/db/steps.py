@@ -12,7 +12,7 @@ reclaim only ever takes a claim lease that is non-NULL and expired.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,13 @@ from pageant.db.states import (
     Move,
     StepStatus,
 )
-from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps, status_in
+from pageant.db.tables import (
+    RUN_PHASE_ORDER,
+    by_primary_key,
+    changed_one,
+    event_run_steps,
+    status_in,
+)
 
 s = event_run_steps.c
 
@@ -74,6 +80,64 @@ def _acts_from(move: Move) -> Any:
     return or_(*found) if len(found) > 1 else found[0]
 
 
+def _per_step(ids: list[Any], name: str, column: Any) -> Any:
+    """``CASE id WHEN :step_id_0 THEN :<name>_0 ... END``: one value a step, in one statement."""
+    return case(
+        *[(ids[k], bindparam(f"{name}_{k}", type_=column.type)) for k in range(len(ids))],
+        value=s.id,
+    )
+
+
+def _ids(n: int) -> list[Any]:
+    return [bindparam(f"step_id_{k}", type_=s.id.type) for k in range(n)]
+
+
+def _binds(ids: list[Any] | None) -> Callable[[str, Any], Any]:
+    """How a compare-and-set names a value: ``:<name>`` for the one step ``:step_id`` names
+    (``ids`` None), else one value a step of ``ids`` (:func:`_per_step`)."""
+    if ids is None:
+        return lambda name, column: bindparam(name, type_=column.type)
+    return functools.partial(_per_step, ids)
+
+
+def _which(ids: list[Any] | None) -> Any:
+    return s.id == bindparam("step_id") if ids is None else s.id.in_(ids)
+
+
+def _claim(ids: list[Any] | None) -> Update:
+    """The claim's compare-and-set, of one step or of the steps ``ids`` names (:func:`_binds`)."""
+    value = _binds(ids)
+    now = value("now", s.started_at)
+    return by_primary_key(
+        update(event_run_steps)
+        .where(
+            _which(ids),
+            _acts_from(STEP_CLAIM),
+            s.attempts == value("seen_attempts", s.attempts),
+            or_(s.due_at.is_(None), s.due_at <= now),
+        )
+        .values(
+            status=StepStatus.RUNNING,
+            claimed_by=value("owner", s.claimed_by),
+            lease_until=value("lease", s.lease_until),
+            attempts=s.attempts + 1,
+            started_at=func.coalesce(s.started_at, now),
+        )
+    )
+
+
+def _fence(ids: list[Any] | None) -> Any:
+    """The claim a step's answer is recorded under: still running, claimed by ``:owner`` at
+    attempt ``:attempt`` (of one step, or of each of the steps ``ids`` names)."""
+    value = _binds(ids)
+    return and_(
+        _which(ids),
+        _acts_from(STEP_FINISH),
+        s.claimed_by == value("owner", s.claimed_by),
+        s.attempts == value("attempt", s.attempts),
+    )
+
+
 _STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
 _STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
 _STEPS_OF_RUNS = select(*STEP_COLUMNS).where(s.run_id.in_(bindparam("run_ids", expanding=True)))
@@ -108,53 +172,30 @@ _SET_DUE = by_primary_key(
 # pending -> running. ``attempts`` in the WHERE pins the claim to the row this tick read. No
 # assignment reads a column another one writes, so MariaDB's left-to-right SET evaluation and
 # SQLite's old-row evaluation agree.
-_CLAIM = by_primary_key(
-    update(event_run_steps)
-    .where(
-        s.id == bindparam("step_id"),
-        _acts_from(STEP_CLAIM),
-        s.attempts == bindparam("seen_attempts"),
-        or_(s.due_at.is_(None), s.due_at <= bindparam("now")),
-    )
-    .values(
-        status=StepStatus.RUNNING,
-        claimed_by=bindparam("owner"),
-        lease_until=bindparam("lease"),
-        attempts=s.attempts + 1,
-        started_at=func.coalesce(s.started_at, bindparam("now")),
-    )
-)
+_CLAIM = _claim(None)
 
-_fenced = and_(
-    s.id == bindparam("step_id"),
-    _acts_from(STEP_FINISH),
-    s.claimed_by == bindparam("owner"),
-    s.attempts == bindparam("attempt"),
-)
+_fenced = _fence(None)
 # The reclaim's fence adds "the claim lease it saw expired is still there": a dispatcher
 # that parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
 _fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
 
-_FINISH = by_primary_key(
-    update(event_run_steps)
-    .where(_fenced)
-    .values(
-        status=bindparam("to"),
-        last_error=bindparam("error"),
-        lease_until=None,
-        finished_at=bindparam("now"),
+
+def _finish(fence: Any) -> Update:
+    """The terminal outcome ``:to`` (with ``:error``) under ``fence``."""
+    return by_primary_key(
+        update(event_run_steps)
+        .where(fence)
+        .values(
+            status=bindparam("to"),
+            last_error=bindparam("error"),
+            lease_until=None,
+            finished_at=bindparam("now"),
+        )
     )
-)
-_FINISH_EXPIRED = by_primary_key(
-    update(event_run_steps)
-    .where(_fenced_expired)
-    .values(
-        status=bindparam("to"),
-        last_error=bindparam("error"),
-        lease_until=None,
-        finished_at=bindparam("now"),
-    )
-)
+
+
+_FINISH = _finish(_fenced)
+_FINISH_EXPIRED = _finish(_fenced_expired)
 _PARK = by_primary_key(update(event_run_steps).where(_fenced).values(lease_until=None))
 
 # ── kept compare-and-sets: a shared transaction's claims and finishes, one statement each ──
@@ -169,39 +210,10 @@ class Shortfall(Exception):
     transaction of its own, where the step that moved is told as it would have been."""
 
 
-def _per_step(ids: list[Any], name: str, column: Any) -> Any:
-    """``CASE id WHEN :step_id_0 THEN :<name>_0 ... END``: one value a step, in one statement."""
-    return case(
-        *[(ids[k], bindparam(f"{name}_{k}", type_=column.type)) for k in range(len(ids))],
-        value=s.id,
-    )
-
-
-def _ids(n: int) -> list[Any]:
-    return [bindparam(f"step_id_{k}", type_=s.id.type) for k in range(n)]
-
-
 @functools.lru_cache(maxsize=CHUNK)
 def _claim_many(n: int) -> Update:
     """:data:`_CLAIM` for ``n`` steps: the same compare-and-set on each, by primary key."""
-    ids = _ids(n)
-    now = _per_step(ids, "now", s.started_at)
-    return by_primary_key(
-        update(event_run_steps)
-        .where(
-            s.id.in_(ids),
-            _acts_from(STEP_CLAIM),
-            s.attempts == _per_step(ids, "seen_attempts", s.attempts),
-            or_(s.due_at.is_(None), s.due_at <= now),
-        )
-        .values(
-            status=StepStatus.RUNNING,
-            claimed_by=_per_step(ids, "owner", s.claimed_by),
-            lease_until=_per_step(ids, "lease", s.lease_until),
-            attempts=s.attempts + 1,
-            started_at=func.coalesce(s.started_at, now),
-        )
-    )
+    return _claim(_ids(n))
 
 
 @functools.lru_cache(maxsize=CHUNK)
@@ -210,12 +222,7 @@ def _finish_many(n: int) -> Update:
     ids = _ids(n)
     return by_primary_key(
         update(event_run_steps)
-        .where(
-            s.id.in_(ids),
-            _acts_from(STEP_FINISH),
-            s.claimed_by == _per_step(ids, "owner", s.claimed_by),
-            s.attempts == _per_step(ids, "attempt", s.attempts),
-        )
+        .where(_fence(ids))
         .values(
             status=StepStatus.DONE,
             last_error=None,
@@ -442,7 +449,8 @@ async def claim_step(
             }
         )
         return True
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _CLAIM,
         {
             "step_id": step_id,
@@ -452,7 +460,6 @@ async def claim_step(
             "now": now,
         },
     )
-    return result.rowcount == 1
 
 
 async def finish_step(
@@ -494,15 +501,13 @@ async def finish_step(
         "error": error,
         "now": now,
     }
-    result = await conn.execute(_FINISH_EXPIRED if expired else _FINISH, params)
-    return result.rowcount == 1
+    return await changed_one(conn, _FINISH_EXPIRED if expired else _FINISH, params)
 
 
 async def park_step(conn: AsyncConnection, step_id: int, *, owner: str, attempt: int) -> bool:
     """Leave the step running with no claim lease: it waits for a person, and no reclaim
     takes it."""
-    result = await conn.execute(_PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
-    return result.rowcount == 1
+    return await changed_one(conn, _PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
 
 
 async def reschedule_step(
@@ -515,11 +520,11 @@ async def reschedule_step(
     error: str | None,
 ) -> bool:
     """Back to pending, due again at ``until`` (a retry's backoff)."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _RESCHEDULE,
         {"step_id": step_id, "owner": owner, "attempt": attempt, "until": until, "error": error},
     )
-    return result.rowcount == 1
 
 
 async def expired_steps(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:
@@ -531,10 +536,9 @@ async def release_expired_step(
     conn: AsyncConnection, step_id: int, *, owner: str, attempt: int, now: datetime
 ) -> bool:
     """Return an expired step to pending, ``attempts`` untouched."""
-    result = await conn.execute(
-        _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
+    return await changed_one(
+        conn, _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def steps_held_by(conn: AsyncConnection, owner: str) -> list[Row]:
@@ -546,10 +550,9 @@ async def release_held_step(
     conn: AsyncConnection, step_id: int, *, owner: str, attempt: int
 ) -> bool:
     """Hand a claimed, unanswered step back to pending, ``attempts`` untouched, unmarked."""
-    result = await conn.execute(
-        _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
+    return await changed_one(
+        conn, _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
     )
-    return result.rowcount == 1
 
 
 async def cancel_open_steps(conn: AsyncConnection, run_id: int, *, now: datetime) -> int:
@@ -566,21 +569,19 @@ async def confirm_step(
     conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
 ) -> bool:
     """CAS parked -> done, keeping the person's note."""
-    result = await conn.execute(_CONFIRM, {"step_id": step_id, "why": note, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CONFIRM, {"step_id": step_id, "why": note, "now": now})
 
 
 async def skip_step(
     conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
 ) -> bool:
     """CAS pending|parked -> skipped."""
-    result = await conn.execute(_SKIP, {"step_id": step_id, "why": note, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _SKIP, {"step_id": step_id, "why": note, "now": now})
 
 
 async def retry_step(conn: AsyncConnection, step_id: int) -> bool:
     """CAS failed|refused -> pending with attempts 0."""
-    return (await conn.execute(_RETRY, {"step_id": step_id})).rowcount == 1
+    return await changed_one(conn, _RETRY, {"step_id": step_id})
 
 
 async def furthest_reached_seq(conn: AsyncConnection, run_id: int, phase: str) -> int | None:

@@ -3,8 +3,8 @@ compares a migrated database with this metadata so the two never drift apart."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -22,6 +22,8 @@ from sqlalchemy import (
     Update,
     text,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
 from pageant.db.states import RUN_ENDED, RUN_LIVE, RunStatus, StepStatus
@@ -245,6 +247,15 @@ def by_primary_key(statement: _Keyed) -> _Keyed:
     entry to change one row, and two hosts' claims deadlocked on entries neither changed.
     """
     return statement.with_hint(PRIMARY_KEY_HINT, dialect_name="mysql")
+
+
+async def changed_one(
+    conn: AsyncConnection, statement: Executable, params: Mapping[str, Any] | None = None
+) -> bool:
+    """Run a compare-and-set on one row; True when it changed that row. (SQLAlchemy's MySQL
+    dialects report *matched* rows, so the statement's WHERE carries the state it expects:
+    a row that matched is a row that changed.)"""
+    return (await conn.execute(statement, params)).rowcount == 1
 
 
 def status_in(column: ColumnElement[str], statuses: Sequence[str]) -> ColumnElement[bool]:
