@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, literal, select, update
+from sqlalchemy import Select, bindparam, case, func, literal, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -262,6 +262,24 @@ _PLACE_COLUMNS = (
 )
 
 
+def _in_window(
+    statement: Select[Any],
+    start: datetime,
+    end: datetime,
+    definition_ids: list[int] | None,
+    statuses: tuple[str, ...] = (),
+) -> Select[Any]:
+    """``statement`` narrowed to the runs with ``start <= scheduled_for < end`` of
+    ``definition_ids`` (None: of every event) and, when given, in ``statuses``. Of every event
+    it names every status: the (status, scheduled_for) index then serves the range as one
+    short range per status instead of a scan of the whole history."""
+    statement = statement.where(r.scheduled_for >= start, r.scheduled_for < end)
+    if definition_ids is None:
+        return statement.where(r.status.in_(statuses or RUN_STATUSES))
+    statement = statement.where(r.definition_id.in_(definition_ids))
+    return statement.where(r.status.in_(statuses)) if statuses else statement
+
+
 async def calendar_places(
     conn: AsyncConnection,
     start: datetime,
@@ -273,17 +291,8 @@ async def calendar_places(
     """Like :func:`calendar_rows` (no status or scope filter), with only the columns that
     place a run in time: a page that shows some of a window's runs reads this for all of
     them and :func:`calendar_rows_of` for the ones it shows."""
-    statement = (
-        select(*_PLACE_COLUMNS)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
-        .order_by(r.scheduled_for, r.id)
-        .limit(limit)
-    )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-    return list((await conn.execute(statement)).all())
+    statement = select(*_PLACE_COLUMNS).order_by(r.scheduled_for, r.id).limit(limit)
+    return list((await conn.execute(_in_window(statement, start, end, definition_ids))).all())
 
 
 async def nth_instant(
@@ -297,18 +306,8 @@ async def nth_instant(
     """The instant of the ``n``-th run (1-based, in instant order) with ``start <=
     scheduled_for < end`` under :func:`calendar_places`' filter; None when there are fewer:
     where a page of ``n - 1`` runs from ``start`` ends, read from the index alone."""
-    statement = (
-        select(r.scheduled_for)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
-        .order_by(r.scheduled_for)
-        .limit(1)
-        .offset(n - 1)
-    )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-    return (await conn.execute(statement)).scalar()
+    statement = select(r.scheduled_for).order_by(r.scheduled_for).limit(1).offset(n - 1)
+    return (await conn.execute(_in_window(statement, start, end, definition_ids))).scalar()
 
 
 def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
@@ -327,13 +326,12 @@ def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
 def _days_query(
     bounds: Sequence[datetime], definition_ids: list[int] | None, version_ids: list[int] | None
 ) -> Any:
-    statement = select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")).where(
-        r.scheduled_for >= bounds[0], r.scheduled_for < bounds[-1]
+    statement = _in_window(
+        select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")),
+        bounds[0],
+        bounds[-1],
+        definition_ids,
     )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
     if version_ids is not None:
         statement = statement.where(r.version_id.in_(version_ids))
     return statement
@@ -415,18 +413,11 @@ async def calendar_rows(
     statement = (
         select(*CALENDAR_COLUMNS)
         .select_from(_CALENDAR_FROM)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
         .order_by(r.scheduled_for, r.id)
         .limit(limit)
     )
     if scope is not None:
         statement = statement.where(r.scope == scope)
-    if definition_ids is None:
-        # Naming every status lets the (status, scheduled_for) index serve the range as
-        # one short range per status instead of a scan of the whole history.
-        statement = statement.where(r.status.in_(statuses or RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-        if statuses:
-            statement = statement.where(r.status.in_(statuses))
-    return list((await conn.execute(statement)).all())
+    return list(
+        (await conn.execute(_in_window(statement, start, end, definition_ids, statuses))).all()
+    )
