@@ -203,12 +203,15 @@ def test_a_changed_table_is_seen() -> None:
 
 
 @pytest.mark.parametrize(
-    ("header", "enum"), [("| status | meaning |", RunStatus), ("| step status |", StepStatus)]
+    ("header", "enum"),
+    [
+        ("| status | meaning |", RunStatus),
+        ("| step status | meaning |", StepStatus),
+        ("| `cleanup_status` | means |", CleanupStatus),
+    ],
 )
 def test_the_runs_guide_explains_every_status(header: str, enum: Any) -> None:
     text = RUNS_GUIDE.read_text(encoding="utf-8")
-    table = text[text.index(header) :].split("\n\n")[0]
-    named = re.findall(
-        r"`([a-z_]+)`", "\n".join(line.split(" | ")[0] for line in table.split("\n"))
-    )
+    rows = text[text.index(header) :].split("\n\n")[0].split("\n")[2:]
+    named = re.findall(r"`([a-z_]+)`", "\n".join(row.split(" | ")[0] for row in rows))
     assert named == [s.value for s in enum]

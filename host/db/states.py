@@ -84,11 +84,6 @@ class CleanupStatus(StrEnum):
     COMPLETE = "complete"
     INCOMPLETE = "incomplete"
 
-    @property
-    def settled(self) -> bool:
-        """Nothing is left in the world: everything was given back, or nothing recorded."""
-        return self in (CleanupStatus.COMPLETE, CleanupStatus.NOT_REQUIRED)
-
 
 class Outcome(StrEnum):
     """What advancing a run once came to (the engine's answer for one run in one pass)."""
@@ -232,7 +227,7 @@ RUN_COMPLETE = Move(
     (RunStatus.ENDING,),
     (RunStatus.COMPLETED,),
     "the engine",
-    "it has passed through ending",
+    "at once, in the pass that ended its phases (or after a crash, found ending)",
 )
 RUN_FAIL = Move(
     "fail",
