@@ -184,6 +184,66 @@ async def test_a_compare_and_set_acts_from_its_moves_statuses(
         assert after in {status, *move.to}, (move.name, status)
 
 
+@pytest.mark.parametrize(
+    ("froms", "to"),
+    [
+        ((RunStatus.COMPLETED,), RunStatus.FAILED),
+        ((RunStatus.SCHEDULED,), RunStatus.FAILED),
+        ((RunStatus.PAUSED,), RunStatus.COMPLETED),
+        ((), RunStatus.MISSED),
+    ],
+)
+async def test_an_ending_the_table_does_not_allow_is_refused(
+    db: AsyncEngine, froms: tuple[str, ...], to: str
+) -> None:
+    event = await publish_event(db, NOW)
+    async with db.begin() as conn:
+        run_id, _ = await runs.insert_run(
+            conn,
+            {
+                "definition_id": event.id,
+                "version_id": event.version_id,
+                "scheduled_for": NOW,
+                "source": "manual",
+                "status": froms[0] if froms else RunStatus.SCHEDULED,
+                "created_at": NOW,
+            },
+        )
+    with pytest.raises(ValueError, match=f"no move of a run from .* to {to}"):
+        async with db.begin() as conn:
+            await runs.end_run(conn, run_id, froms=froms, to=to, now=NOW)
+    assert (await run_row(db, run_id)).status == (froms[0] if froms else "scheduled")
+
+
+@pytest.mark.parametrize(
+    ("froms", "to"),
+    [
+        (states.RUN_MISS.froms, RunStatus.MISSED),
+        (states.RUN_FAIL.froms, RunStatus.FAILED),
+        (states.RUN_ABORT.froms, RunStatus.FAILED),
+        (states.RUN_COMPLETE.froms, RunStatus.COMPLETED),
+    ],
+)
+async def test_the_engines_endings_are_moves_of_the_table(
+    db: AsyncEngine, froms: tuple[str, ...], to: str
+) -> None:
+    event = await publish_event(db, NOW)
+    async with db.begin() as conn:
+        run_id, _ = await runs.insert_run(
+            conn,
+            {
+                "definition_id": event.id,
+                "version_id": event.version_id,
+                "scheduled_for": NOW,
+                "source": "manual",
+                "status": froms[-1],
+                "created_at": NOW,
+            },
+        )
+        assert await runs.end_run(conn, run_id, froms=froms, to=to, now=NOW)
+    assert (await run_row(db, run_id)).status == to
+
+
 # ── the runs guide ─────────────────────────────────────────────────────────────
 
 

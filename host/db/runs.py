@@ -25,6 +25,7 @@ from pageant.db.states import (
     RUN_ENDED,
     RUN_ENTER,
     RUN_LIVE,
+    RUN_MOVES,
     RUN_NOT_ENDED,
     RUN_PAUSE,
     RUN_RESCHEDULE,
@@ -389,7 +390,11 @@ async def end_run(
     error: str | None = None,
 ) -> bool:
     """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
-    hold and waiting reason. Write-once: ``froms`` never names a terminal status."""
+    hold and waiting reason. Write-once: ``froms`` never names a terminal status. The move
+    must be one the table allows (:data:`~pageant.db.states.RUN_MOVES`); any other is a
+    ValueError and writes nothing."""
+    if not (froms and any(set(froms) <= set(m.froms) and to in m.to for m in RUN_MOVES)):
+        raise ValueError(f"no move of a run from {', '.join(froms) or 'nothing'} to {to}")
     return await changed_one(
         conn, _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
     )
