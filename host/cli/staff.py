@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from pageant.db.states import RUN_ENDED
 from pageant.errors import NotFound
 from pageant.settings import Settings
 from pageant.timefmt import iso
@@ -28,7 +29,7 @@ T = TypeVar("T")
 
 #: How often ``runs show --follow`` looks at its run (seconds).
 FOLLOW_INTERVAL = 1.0
-_ENDED = ("completed", "failed", "cancelled", "missed")
+_ENDED = RUN_ENDED
 
 
 def actor() -> str:

@@ -16,13 +16,14 @@ from aiohttp import web
 from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, require
 from pageant.db import runs as run_rows
+from pageant.db.states import RUN_LIVE
 from pageant.events import definitions
 from pageant.runs.listing import RunFilter, list_runs
 
 routes = web.RouteTableDef()
 
 #: The statuses of a run that is under way.
-UNDER_WAY = ("starting", "running", "paused", "ending")
+UNDER_WAY = RUN_LIVE
 #: The most runs the page lists (newest first); the summary counts every one.
 LIMIT = 200
 #: How far back the count of runs that ended badly looks.

@@ -22,6 +22,15 @@ from pageant.console import timeline as drawing
 from pageant.console.filters import at
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.db import phase_gates
+from pageant.db.states import (
+    RUN_ADVANCE,
+    RUN_CANCEL,
+    RUN_ENDED,
+    RUN_PAUSE,
+    RUN_RESCHEDULE,
+    RUN_RESUME,
+    STEP_OPEN,
+)
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.runs import controls
@@ -33,7 +42,7 @@ from pageant.schedules.recurrence import zone
 routes = web.RouteTableDef()
 
 #: The statuses after which nothing changes: the page stops polling.
-TERMINAL = ("completed", "failed", "cancelled", "missed")
+TERMINAL = RUN_ENDED
 #: How many of the newest log lines the page shows.
 LOG_LINES = 200
 MAX_REASON = 200
@@ -41,11 +50,11 @@ MAX_NOTE = 2000
 
 #: control -> (statuses of the run it acts from, whether a reason is required).
 RUN_CONTROLS: dict[str, tuple[tuple[str, ...], bool]] = {
-    "pause": (("starting", "running"), False),
-    "resume": (("paused",), False),
-    "advance": (("running", "paused"), True),
-    "cancel": (("scheduled", "starting", "running", "paused"), True),
-    "reschedule": (("scheduled",), True),
+    "pause": (RUN_PAUSE.froms, False),
+    "resume": (RUN_RESUME.froms, False),
+    "advance": (RUN_ADVANCE.froms, True),
+    "cancel": (RUN_CANCEL.froms, True),
+    "reschedule": (RUN_RESCHEDULE.froms, True),
 }
 STEP_CONTROLS = ("confirm", "skip", "retry")
 
@@ -183,8 +192,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
     waiting = run["waiting_on"] or {}
     gate = data["gate"]
     phase_settled = all(
-        st["status"] not in ("pending", "running")
-        for st in made.get(run["current_phase"] or "", [])
+        st["status"] not in STEP_OPEN for st in made.get(run["current_phase"] or "", [])
     )
     offered = {name: run["status"] in statuses for name, (statuses, _) in RUN_CONTROLS.items()}
     offered["advance"] = (

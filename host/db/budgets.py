@@ -17,6 +17,7 @@ from pageant.db.rows import AnyRow
 from pageant.db.tables import (
     TERMINAL_RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_run_budget,
     event_run_steps,
     event_runs,
@@ -104,15 +105,14 @@ async def budget_row(conn: AsyncConnection, run_id: int, dimension: str) -> AnyR
 
 async def mark_spent(conn: AsyncConnection, step_id: int, spent: Mapping[str, int]) -> bool:
     """Record what ``step_id`` pays; False when it has already paid."""
-    result = await conn.execute(_MARK_SPENT, {"step_id": step_id, "spent": dict(spent)})
-    return result.rowcount == 1
+    return await changed_one(conn, _MARK_SPENT, {"step_id": step_id, "spent": dict(spent)})
 
 
 async def spend(conn: AsyncConnection, run_id: int, dimension: str, amount: int) -> bool:
     """Add ``amount`` to the run's ``dimension`` if the cap allows; False if it does not
     (or the run has no row for the dimension). Nothing changes on False."""
     params = {"of_run": run_id, "of_dimension": dimension, "amount": amount}
-    return (await conn.execute(_SPEND, params)).rowcount == 1
+    return await changed_one(conn, _SPEND, params)
 
 
 async def give_back(conn: AsyncConnection, run_id: int, dimension: str, amount: int) -> None:

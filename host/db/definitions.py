@@ -19,6 +19,7 @@ from pageant.db.rows import AnyRow, inserted_id
 from pageant.db.runs import WAITING_ON_PERSON
 from pageant.db.tables import (
     by_primary_key,
+    changed_one,
     event_definitions,
     event_runs,
     event_versions,
@@ -151,8 +152,7 @@ async def set_current_version(
 
 async def archive_if_open(conn: AsyncConnection, definition_id: int, *, now: datetime) -> bool:
     """Archive a draft or ready definition; False when it was neither (or is missing)."""
-    result = await conn.execute(_ARCHIVE, {"definition_id": definition_id, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _ARCHIVE, {"definition_id": definition_id, "now": now})
 
 
 # ── Versions ────────────────────────────────────────────────────────────────────────────────

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.runs import RUN_COLUMNS, RUN_FROM, r
+from pageant.db.states import RUN_ACTIVE, STEP_OPEN, Health, RunStatus, StepStatus
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     RUN_PHASE_ORDER,
@@ -29,13 +30,13 @@ _st = event_run_steps.c
 _g = event_run_phase_gates.c
 _s = event_run_steps.alias("s")
 _before = event_run_steps.alias("before_s")
-OPEN_STEP = ("pending", "running")
+OPEN_STEP = STEP_OPEN
 
 _DUE_SCHEDULED = (
     select(*RUN_COLUMNS)
     .select_from(RUN_FROM)
     .where(
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.scheduled_for <= bindparam("now"),
         r.id.not_in(bindparam("busy", expanding=True)),
     )
@@ -60,7 +61,7 @@ def _exists(*where: Any, outer: tuple[Any, ...] = (event_runs,), steps: Any = No
 _step_due = _exists(
     _s.c.run_id == r.id,
     _s.c.phase == r.current_phase,
-    _s.c.status == "pending",
+    _s.c.status == StepStatus.PENDING,
     or_(_s.c.due_at.is_(None), _s.c.due_at <= bindparam("now")),
     ~_exists(
         _before.c.run_id == r.id,
@@ -87,7 +88,7 @@ _gate_holds = _exists(
 # A held gate that has waited ``stall_seconds`` makes its run due once more, so the advance
 # stage can raise its health to ``stalled`` (and, that done, the run is not due again).
 _gate_stalls = and_(
-    r.health != "stalled",
+    r.health != Health.STALLED,
     _exists(
         _g.run_id == r.id,
         _g.phase == r.current_phase,
@@ -103,9 +104,9 @@ _DUE_ACTIVE = (
         or_(r.lease_until.is_(None), r.lease_until <= bindparam("now")),
         r.id.not_in(bindparam("busy", expanding=True)),
         or_(
-            r.status.in_(("starting", "ending")),
+            r.status.in_([s for s in RUN_ACTIVE if s is not RunStatus.RUNNING]),
             and_(
-                r.status == "running",
+                r.status == RunStatus.RUNNING,
                 or_(r.hold_until.is_(None), r.hold_until <= bindparam("now")),
                 or_(
                     _step_due,
@@ -124,7 +125,7 @@ _DUE_ACTIVE = (
 _MISSED_CANDIDATES = (
     select(r.id, r.scheduled_for, d.grace_seconds)
     .select_from(event_runs.join(event_definitions, d.id == r.definition_id))
-    .where(r.status == "scheduled", r.scheduled_for <= bindparam("now"))
+    .where(r.status == RunStatus.SCHEDULED, r.scheduled_for <= bindparam("now"))
     .order_by(r.scheduled_for, r.id)
     .limit(bindparam("limit"))
 )
@@ -139,24 +140,28 @@ def _min_after(column: Any, *where: Any, after: str = "now", joined: Any = None)
 
 _res = event_run_resources.c
 _gated_run = event_run_phase_gates.join(event_runs, r.id == _g.run_id)
-_held_gate = (_g.satisfied_at.is_(None), r.status == "running", r.current_phase == _g.phase)
+_held_gate = (_g.satisfied_at.is_(None), r.status == RunStatus.RUNNING, r.current_phase == _g.phase)
 
 
 # The earliest instant after ``now`` at which anything could become due; each part is a
 # MIN over an index, so an idle tick stays cheap however many finished runs there are.
 _NEXT_INSTANT = select(
-    _min_after(_st.due_at, _st.status == "pending"),
-    _min_after(_st.lease_until, _st.status == "running"),
-    _min_after(r.scheduled_for, r.status == "scheduled"),
+    _min_after(_st.due_at, _st.status == StepStatus.PENDING),
+    _min_after(_st.lease_until, _st.status == StepStatus.RUNNING),
+    _min_after(r.scheduled_for, r.status == RunStatus.SCHEDULED),
     _min_after(r.lease_until, r.status.in_(LIVE_RUN_STATUSES)),
-    _min_after(r.hold_until, r.status == "running"),
+    _min_after(r.hold_until, r.status == RunStatus.RUNNING),
     _min_after(_g.deadline, *_held_gate, joined=_gated_run),
     # A lease's deadline: the cleanup stage gives it back then (read over the holding rows).
     _min_after(_res.lease_until, _res.holding == 1),
     # Last, and read differently: when the next held gate's stall clock started (add
     # stall_seconds to it for the instant it stalls).
     _min_after(
-        _g.entered_at, *_held_gate, r.health != "stalled", after="stall_cutoff", joined=_gated_run
+        _g.entered_at,
+        *_held_gate,
+        r.health != Health.STALLED,
+        after="stall_cutoff",
+        joined=_gated_run,
     ),
 )
 

@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, literal, select, update
+from sqlalchemy import Select, bindparam, case, func, literal, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
-from pageant.db.runs import d, r
+from pageant.db.runs import ENDED_VALUES, d, r
+from pageant.db.states import RunStatus
 from pageant.db.tables import (
     RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_definitions,
     event_run_log,
     event_runs,
@@ -58,7 +60,7 @@ _SCHEDULED_SCOPES = (
     .where(
         r.definition_id == bindparam("definition_id"),
         r.source == "schedule",
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.scheduled_for >= bindparam("since"),
     )
     .distinct()
@@ -68,7 +70,7 @@ _MOVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.scheduled_for == bindparam("old_at"),
     )
     .values(
@@ -80,14 +82,8 @@ _MOVE = by_primary_key(
 
 _CANCEL_UNSTARTED = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "scheduled")
-    .values(
-        status="cancelled",
-        cancel_reason=bindparam("why"),
-        ended_at=bindparam("now"),
-        waiting_reason=None,
-        waiting_since=None,
-    )
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.SCHEDULED)
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"), **ENDED_VALUES)
 )
 
 #: The reason a republish writes on an occurrence its schedule no longer produces.
@@ -100,7 +96,7 @@ _REVIVE = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "cancelled",
+        r.status == RunStatus.CANCELLED,
         r.cancel_reason == SUPERSEDED,
         r.started_at.is_(None),
         ~select(literal(1))
@@ -110,7 +106,7 @@ _REVIVE = by_primary_key(
         .exists(),
     )
     .values(
-        status="scheduled",
+        status=RunStatus.SCHEDULED,
         cancel_reason=None,
         ended_at=None,
         last_error=None,
@@ -124,7 +120,7 @@ _UNSTARTED_OF_DEFINITION = (
     select(r.id, r.scheduled_for)
     .where(
         r.definition_id == bindparam("definition_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.source == "schedule",
     )
     .order_by(r.scheduled_for, r.id)
@@ -205,7 +201,7 @@ async def move_occurrence(
         "slot": slot,
         "dst": dst_adjusted,
     }
-    return (await conn.execute(_MOVE, params)).rowcount == 1
+    return await changed_one(conn, _MOVE, params)
 
 
 async def cancel_unstarted(
@@ -213,8 +209,7 @@ async def cancel_unstarted(
 ) -> bool:
     """CAS scheduled -> cancelled with ``reason`` (the schedule's own cancels: superseded,
     archived). A run that started meanwhile is left alone."""
-    result = await conn.execute(_CANCEL_UNSTARTED, {"run_id": run_id, "why": reason, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CANCEL_UNSTARTED, {"run_id": run_id, "why": reason, "now": now})
 
 
 async def revive_superseded(
@@ -230,7 +225,7 @@ async def revive_superseded(
     The one way back from ``cancelled``: when a later version produces the occurrence
     again, the row that holds its key must carry it, or the occurrence would vanish."""
     params = {"run_id": run_id, "version_id": version_id, "slot": slot, "dst": dst_adjusted}
-    return (await conn.execute(_REVIVE, params)).rowcount == 1
+    return await changed_one(conn, _REVIVE, params)
 
 
 async def unstarted_schedule_runs(conn: AsyncConnection, definition_id: int) -> list[Row]:
@@ -248,7 +243,7 @@ async def next_scheduled(
     if not definition_ids:
         return found
     for row in await conn.execute(_AHEAD, {"ids": definition_ids, "now": now}):
-        if row.status == "scheduled" and row.source == "schedule":
+        if row.status == RunStatus.SCHEDULED and row.source == "schedule":
             earliest = found.get(row.definition_id)
             if earliest is None or row.scheduled_for < earliest:
                 found[row.definition_id] = row.scheduled_for
@@ -267,6 +262,24 @@ _PLACE_COLUMNS = (
 )
 
 
+def _in_window(
+    statement: Select[Any],
+    start: datetime,
+    end: datetime,
+    definition_ids: list[int] | None,
+    statuses: tuple[str, ...] = (),
+) -> Select[Any]:
+    """``statement`` narrowed to the runs with ``start <= scheduled_for < end`` of
+    ``definition_ids`` (None: of every event) and, when given, in ``statuses``. Of every event
+    it names every status: the (status, scheduled_for) index then serves the range as one
+    short range per status instead of a scan of the whole history."""
+    statement = statement.where(r.scheduled_for >= start, r.scheduled_for < end)
+    if definition_ids is None:
+        return statement.where(r.status.in_(statuses or RUN_STATUSES))
+    statement = statement.where(r.definition_id.in_(definition_ids))
+    return statement.where(r.status.in_(statuses)) if statuses else statement
+
+
 async def calendar_places(
     conn: AsyncConnection,
     start: datetime,
@@ -278,17 +291,8 @@ async def calendar_places(
     """Like :func:`calendar_rows` (no status or scope filter), with only the columns that
     place a run in time: a page that shows some of a window's runs reads this for all of
     them and :func:`calendar_rows_of` for the ones it shows."""
-    statement = (
-        select(*_PLACE_COLUMNS)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
-        .order_by(r.scheduled_for, r.id)
-        .limit(limit)
-    )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-    return list((await conn.execute(statement)).all())
+    statement = select(*_PLACE_COLUMNS).order_by(r.scheduled_for, r.id).limit(limit)
+    return list((await conn.execute(_in_window(statement, start, end, definition_ids))).all())
 
 
 async def nth_instant(
@@ -302,18 +306,8 @@ async def nth_instant(
     """The instant of the ``n``-th run (1-based, in instant order) with ``start <=
     scheduled_for < end`` under :func:`calendar_places`' filter; None when there are fewer:
     where a page of ``n - 1`` runs from ``start`` ends, read from the index alone."""
-    statement = (
-        select(r.scheduled_for)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
-        .order_by(r.scheduled_for)
-        .limit(1)
-        .offset(n - 1)
-    )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-    return (await conn.execute(statement)).scalar()
+    statement = select(r.scheduled_for).order_by(r.scheduled_for).limit(1).offset(n - 1)
+    return (await conn.execute(_in_window(statement, start, end, definition_ids))).scalar()
 
 
 def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
@@ -332,13 +326,12 @@ def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
 def _days_query(
     bounds: Sequence[datetime], definition_ids: list[int] | None, version_ids: list[int] | None
 ) -> Any:
-    statement = select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")).where(
-        r.scheduled_for >= bounds[0], r.scheduled_for < bounds[-1]
+    statement = _in_window(
+        select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")),
+        bounds[0],
+        bounds[-1],
+        definition_ids,
     )
-    if definition_ids is None:
-        statement = statement.where(r.status.in_(RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
     if version_ids is not None:
         statement = statement.where(r.version_id.in_(version_ids))
     return statement
@@ -420,18 +413,11 @@ async def calendar_rows(
     statement = (
         select(*CALENDAR_COLUMNS)
         .select_from(_CALENDAR_FROM)
-        .where(r.scheduled_for >= start, r.scheduled_for < end)
         .order_by(r.scheduled_for, r.id)
         .limit(limit)
     )
     if scope is not None:
         statement = statement.where(r.scope == scope)
-    if definition_ids is None:
-        # Naming every status lets the (status, scheduled_for) index serve the range as
-        # one short range per status instead of a scan of the whole history.
-        statement = statement.where(r.status.in_(statuses or RUN_STATUSES))
-    else:
-        statement = statement.where(r.definition_id.in_(definition_ids))
-        if statuses:
-            statement = statement.where(r.status.in_(statuses))
-    return list((await conn.execute(statement)).all())
+    return list(
+        (await conn.execute(_in_window(statement, start, end, definition_ids, statuses))).all()
+    )

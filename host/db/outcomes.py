@@ -16,6 +16,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing
+from pageant.db.states import RUN_ENDED, RunStatus
 from pageant.db.tables import event_run_participants, event_run_results, event_runs
 
 p = event_run_participants.c
@@ -37,12 +38,12 @@ _COUNTS = (
 )
 _LAST_COMPLETED = (
     select(r.id, r.scheduled_for, r.ended_at)
-    .where(r.definition_id == bindparam("definition_id"), r.status == "completed")
+    .where(r.definition_id == bindparam("definition_id"), r.status == RunStatus.COMPLETED)
     .order_by(r.ended_at.desc(), r.id.desc())
     .limit(1)
 )
 #: The statuses of an occurrence that is over.
-ENDED = ("completed", "failed", "cancelled", "missed")
+ENDED = RUN_ENDED
 
 
 async def add_participants(

@@ -22,6 +22,7 @@ from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_run_phase_gates,
     event_runs,
     trigger_last_firings,
@@ -180,18 +181,18 @@ async def any_open_on(conn: AsyncConnection, trigger_id: str) -> bool:
 async def count_firing(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
     """Count one matching firing; the gate is satisfied (``tally``) when it reaches
     ``needed``. False when the gate was already satisfied (nothing written)."""
-    return (await conn.execute(_COUNT, {"gate_id": gate_id, "now": now})).rowcount == 1
+    return await changed_one(conn, _COUNT, {"gate_id": gate_id, "now": now})
 
 
 async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
     """Satisfy an ``after`` gate whose deadline has come; True only for the one call that
     closed it."""
-    return (await conn.execute(_CLOSE_AT_DEADLINE, {"gate_id": gate_id, "now": now})).rowcount == 1
+    return await changed_one(conn, _CLOSE_AT_DEADLINE, {"gate_id": gate_id, "now": now})
 
 
 async def force(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
     """Satisfy an open gate by a person's decision; False when it was already past."""
-    return (await conn.execute(_FORCE, {"gate_id": gate_id, "now": now})).rowcount == 1
+    return await changed_one(conn, _FORCE, {"gate_id": gate_id, "now": now})
 
 
 _GATES_OF_RUN = select(*GATE_COLUMNS).where(g.run_id == bindparam("run_id")).order_by(g.id)

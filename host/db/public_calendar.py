@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.rows import AnyRow
+from pageant.db.states import RunStatus
 from pageant.db.tables import event_definitions, event_run_log, event_runs, event_series
 from pageant.db.tables import event_versions as versions
 
@@ -56,7 +57,7 @@ _SERIES_BY_SLUG = select(s.id, s.slug, s.title, s.description).where(
 # "superseded" - it has a control.cancel line - still counts as a cancel.
 _SUPERSEDED = select(r.id).where(
     r.id.in_(bindparam("ids", expanding=True)),
-    r.status == "cancelled",
+    r.status == RunStatus.CANCELLED,
     r.cancel_reason == SUPERSEDED,
     ~select(literal(1))
     .select_from(event_run_log)

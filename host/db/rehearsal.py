@@ -12,8 +12,8 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from pageant.db.engine import create_engine
 from pageant.db.rows import AnyRow
+from pageant.db.states import RUN_ENDED, RunStatus, StepStatus
 from pageant.db.tables import (
-    TERMINAL_RUN_STATUSES,
     event_action_settings,
     event_definitions,
     event_run_budget,
@@ -24,7 +24,7 @@ from pageant.db.tables import (
 )
 
 #: Where a rehearsal stops: a run that has ended, or one stopped for a person.
-STOPPED = (*TERMINAL_RUN_STATUSES, "paused")
+STOPPED = (*RUN_ENDED, RunStatus.PAUSED)
 
 
 def throwaway_engine() -> AsyncEngine:
@@ -43,7 +43,7 @@ _r = event_runs.c
 _s = event_run_steps.c
 _STATE = select(_r.status, _r.health).where(_r.id == bindparam("run_id"))
 _PARKED = select(_s.id).where(
-    _s.run_id == bindparam("run_id"), _s.status == "running", _s.lease_until.is_(None)
+    _s.run_id == bindparam("run_id"), _s.status == StepStatus.RUNNING, _s.lease_until.is_(None)
 )
 _RUN = select(event_runs).where(_r.id == bindparam("run_id"))
 _STEPS = select(event_run_steps).where(_s.run_id == bindparam("run_id")).order_by(_s.id)

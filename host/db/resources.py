@@ -19,11 +19,13 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import inserted_id
+from pageant.db.states import CleanupStatus
 from pageant.db.tables import (
     HOLDING_RESOURCE_STATUSES,
     HOLDING_SQL,
     TERMINAL_RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_run_resources,
     event_run_steps,
     event_runs,
@@ -220,7 +222,10 @@ async def cleanup_candidates(
             x.status.in_(TRYABLE),
             *owners,
             or_(
-                and_(u.status.in_(TERMINAL_RUN_STATUSES), u.cleanup_status != "incomplete"),
+                and_(
+                    u.status.in_(TERMINAL_RUN_STATUSES),
+                    u.cleanup_status != CleanupStatus.INCOMPLETE,
+                ),
                 x.lease_until <= now,
             ),
         )
@@ -241,7 +246,7 @@ async def unsettled_ended_runs(conn: AsyncConnection, *, after: int, limit: int)
         select(u.id)
         .where(
             u.status.in_(TERMINAL_RUN_STATUSES),
-            u.cleanup_status == "pending",
+            u.cleanup_status == CleanupStatus.PENDING,
             u.id > after,
             ~tryable,
         )
@@ -268,12 +273,12 @@ async def release(
         values["revert_attempts"] = x.revert_attempts + 1
     if payload is not None:
         values["payload"] = payload
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         update(event_run_resources)
         .where(x.id == resource_id, x.status.in_(HOLDING_RESOURCE_STATUSES))
-        .values(values)
+        .values(values),
     )
-    return result.rowcount == 1
 
 
 async def revert_failed(
@@ -286,7 +291,8 @@ async def revert_failed(
     evaluates a SET list left to right and SQLite against the old row, so in this order the
     two agree.
     """
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         update(event_run_resources)
         .where(x.id == resource_id, x.status.in_(HOLDING_RESOURCE_STATUSES))
         .ordered_values(
@@ -297,9 +303,8 @@ async def revert_failed(
             (x.revert_attempts, x.revert_attempts + 1),
             (x.last_error, error),
             (x.updated_at, now),
-        )
+        ),
     )
-    return result.rowcount == 1
 
 
 async def set_lease_payload(
@@ -336,22 +341,22 @@ async def holding_of_owner(conn: AsyncConnection, owner: str) -> list[Row]:
 async def set_cleanup_status(conn: AsyncConnection, run_id: int, value: str) -> bool:
     """Write the run's derived ``cleanup_status``; True when it changed."""
     u = event_runs.c
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         by_primary_key(
             update(event_runs)
             .where(u.id == run_id, u.cleanup_status != value)
             .values(cleanup_status=value)
-        )
+        ),
     )
-    return result.rowcount == 1
 
 
 async def give_up(conn: AsyncConnection, resource_id: int, *, error: str, now: datetime) -> bool:
     """A row nothing can revert (its action declares no revert): ``revert_failed`` with its
     attempts untouched, since nothing was tried."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         update(event_run_resources)
         .where(x.id == resource_id, x.status.in_(TRYABLE))
-        .values(status="revert_failed", last_error=error, updated_at=now)
+        .values(status="revert_failed", last_error=error, updated_at=now),
     )
-    return result.rowcount == 1

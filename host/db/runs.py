@@ -20,31 +20,44 @@ from pageant.db import switchboard
 from pageant.db.engine_rows import RunState, StepRow
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.shared import Batch
+from pageant.db.states import (
+    RUN_ACTIVE,
+    RUN_CANCEL,
+    RUN_END,
+    RUN_ENDED,
+    RUN_ENTER,
+    RUN_LIVE,
+    RUN_MOVES,
+    RUN_NOT_ENDED,
+    RUN_PAUSE,
+    RUN_RESCHEDULE,
+    RUN_RESUME,
+    RUN_START,
+    CleanupStatus,
+    Health,
+    RunStatus,
+    StepStatus,
+)
 from pageant.db.tables import (
-    LIVE_RUN_STATUSES,
     PRIMARY_KEY_HINT,
     RUN_PHASE_STATUS_ORDER,
-    RUN_STATUSES,
-    TERMINAL_RUN_STATUSES,
     by_primary_key,
+    changed_one,
     event_action_settings,
     event_definitions,
     event_run_steps,
     event_runs,
     event_versions,
+    status_in,
 )
 
 r = event_runs.c
 d = event_definitions.c
 
 #: Every status a run may be in, and those in which it has ended for good.
-STATUSES = RUN_STATUSES
-TERMINAL = TERMINAL_RUN_STATUSES
-#: A run in one of these is claimed and advanced by the tick.
-ACTIVE = ("starting", "running", "ending")
-#: Statuses a cancel acts from (DESIGN §7).
-CANCELLABLE = ("scheduled", "starting", "running", "paused")
-HEALTH_RANK = ("ok", "degraded", "stalled")
+STATUSES = tuple(RunStatus)
+TERMINAL = RUN_ENDED
+HEALTH_RANK = tuple(Health)
 
 #: What the engine and the console read about a run.
 RUN_COLUMNS = (
@@ -98,11 +111,11 @@ _CLAIM_START = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        status_in(r.status, RUN_START.froms),
         r.scheduled_for <= bindparam("now"),
     )
     .values(
-        status="starting",
+        status=RunStatus.STARTING,
         claimed_by=bindparam("owner"),
         lease_until=bindparam("lease"),
         started_at=bindparam("now"),
@@ -115,7 +128,7 @@ _CLAIM_TICK = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status.in_(ACTIVE),
+        r.status.in_(RUN_ACTIVE),
         or_(r.lease_until.is_(None), r.lease_until <= bindparam("now")),
     )
     .values(claimed_by=bindparam("owner"), lease_until=bindparam("lease"))
@@ -137,7 +150,7 @@ _RELEASE_ALL = (
 _RECLAIM = (
     update(event_runs)
     .where(
-        r.status.in_(LIVE_RUN_STATUSES),
+        r.status.in_(RUN_LIVE),
         r.lease_until.is_not(None),
         r.lease_until <= bindparam("now"),
     )
@@ -154,10 +167,22 @@ _ENTER_PHASE = by_primary_key(
     .where(
         r.id == bindparam("run_id"),
         r.status == bindparam("from_status"),
+        status_in(r.status, RUN_ENTER.froms),
         r.current_phase.is_not_distinct_from(bindparam("old_phase")),
     )
-    .values(status="running", current_phase=bindparam("phase"))
+    .values(status=RunStatus.RUNNING, current_phase=bindparam("phase"))
 )
+
+#: What every ending writes beside its status: when (``:now``), and that nothing holds the
+#: run, delays it or is awaited by it any more.
+ENDED_VALUES: dict[str, Any] = {
+    "ended_at": bindparam("now"),
+    "claimed_by": None,
+    "lease_until": None,
+    "hold_until": None,
+    "waiting_reason": None,
+    "waiting_since": None,
+}
 
 _END = by_primary_key(
     update(event_runs)
@@ -165,48 +190,39 @@ _END = by_primary_key(
     .values(
         status=bindparam("to"),
         last_error=func.coalesce(bindparam("error"), r.last_error),
-        ended_at=bindparam("now"),
-        claimed_by=None,
-        lease_until=None,
-        hold_until=None,
-        waiting_reason=None,
-        waiting_since=None,
+        **ENDED_VALUES,
     )
 )
 
 _TO_ENDING = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "running")
-    .values(status="ending")
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_END.froms))
+    .values(status=RunStatus.ENDING)
 )
 
 _PAUSE = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status.in_(("starting", "running")))
-    .values(status="paused", last_error=func.coalesce(bindparam("error"), r.last_error))
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_PAUSE.froms))
+    .values(status=RunStatus.PAUSED, last_error=func.coalesce(bindparam("error"), r.last_error))
 )
 
 # A run paused before it entered its first phase resumes into ``starting`` so the tick
 # enters that phase; every other paused run resumes ``running``.
 _RESUME = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "paused")
-    .values(status=case((r.current_phase.is_(None), literal("starting")), else_=literal("running")))
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_RESUME.froms))
+    .values(
+        status=case(
+            (r.current_phase.is_(None), literal(RunStatus.STARTING)),
+            else_=literal(RunStatus.RUNNING),
+        )
+    )
 )
 
 _CANCEL = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status.in_(CANCELLABLE))
-    .values(
-        status="cancelled",
-        cancel_reason=bindparam("why"),
-        ended_at=bindparam("now"),
-        claimed_by=None,
-        lease_until=None,
-        hold_until=None,
-        waiting_reason=None,
-        waiting_since=None,
-    )
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_CANCEL.froms))
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"), **ENDED_VALUES)
 )
 
 _ESCALATE = by_primary_key(
@@ -237,7 +253,7 @@ _REPIN = by_primary_key(
     update(event_runs)
     .where(
         r.id == bindparam("run_id"),
-        r.status == "scheduled",
+        r.status == RunStatus.SCHEDULED,
         r.version_id != bindparam("new_version"),
     )
     .values(version_id=bindparam("new_version"))
@@ -264,7 +280,7 @@ _BY_STATUS = select(r.status, func.count()).group_by(r.status)
 async def count_by_status(conn: AsyncConnection) -> dict[str, int]:
     """How many runs are in each status, every status named (for the metrics)."""
     found = {status: n for status, n in (await conn.execute(_BY_STATUS)).all()}
-    return {status: found.get(status, 0) for status in RUN_STATUSES}
+    return {status: found.get(status, 0) for status in RunStatus}
 
 
 async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
@@ -312,20 +328,18 @@ async def claim_start(
 ) -> bool:
     """CAS scheduled -> starting with a claim lease. Raises IntegrityError when the run's
     concurrency key is held by another live run."""
-    result = await conn.execute(
-        _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    return await changed_one(
+        conn, _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def claim_tick(
     conn: AsyncConnection, run_id: int, *, owner: str, lease: datetime, now: datetime
 ) -> bool:
     """Claim an active run for this tick; refused while any claim lease on it is live."""
-    result = await conn.execute(
-        _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
+    return await changed_one(
+        conn, _CLAIM_TICK, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def release_claim(conn: AsyncConnection, run_id: int, *, owner: str) -> None:
@@ -356,16 +370,16 @@ async def enter_phase(
     phase: str,
 ) -> bool:
     """Make ``phase`` current (starting -> running, or running -> running from ``old_phase``)."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _ENTER_PHASE,
         {"run_id": run_id, "from_status": from_status, "old_phase": old_phase, "phase": phase},
     )
-    return result.rowcount == 1
 
 
 async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
     """CAS running -> ending (every phase done; cleanup gets its turn here)."""
-    return (await conn.execute(_TO_ENDING, {"run_id": run_id})).rowcount == 1
+    return await changed_one(conn, _TO_ENDING, {"run_id": run_id})
 
 
 async def end_run(
@@ -378,40 +392,40 @@ async def end_run(
     error: str | None = None,
 ) -> bool:
     """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
-    hold and waiting reason. Write-once: ``froms`` never names a terminal status."""
-    result = await conn.execute(
-        _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
+    hold and waiting reason. Write-once: ``froms`` never names a terminal status. The move
+    must be one the table allows (:data:`~pageant.db.states.RUN_MOVES`); any other is a
+    ValueError and writes nothing."""
+    if not (froms and any(set(froms) <= set(m.froms) and to in m.to for m in RUN_MOVES)):
+        raise ValueError(f"no move of a run from {', '.join(froms) or 'nothing'} to {to}")
+    return await changed_one(
+        conn, _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
     )
-    return result.rowcount == 1
 
 
 async def pause_run(conn: AsyncConnection, run_id: int, *, error: str | None = None) -> bool:
     """CAS starting|running -> paused."""
-    return (await conn.execute(_PAUSE, {"run_id": run_id, "error": error})).rowcount == 1
+    return await changed_one(conn, _PAUSE, {"run_id": run_id, "error": error})
 
 
 async def resume_run(conn: AsyncConnection, run_id: int) -> bool:
     """CAS paused -> running (or starting, if it never entered a phase)."""
-    return (await conn.execute(_RESUME, {"run_id": run_id})).rowcount == 1
+    return await changed_one(conn, _RESUME, {"run_id": run_id})
 
 
 async def cancel_run(conn: AsyncConnection, run_id: int, *, reason: str, now: datetime) -> bool:
     """CAS scheduled|starting|running|paused -> cancelled."""
-    result = await conn.execute(_CANCEL, {"run_id": run_id, "why": reason, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CANCEL, {"run_id": run_id, "why": reason, "now": now})
 
 
 async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
     """Raise health to ``to`` (ok < degraded < stalled); never lowers it. True if it changed."""
-    below = list(HEALTH_RANK[: HEALTH_RANK.index(to)])
-    return (
-        await conn.execute(_ESCALATE, {"run_id": run_id, "below": below, "to": to})
-    ).rowcount == 1
+    below = list(Health(to).below)
+    return await changed_one(conn, _ESCALATE, {"run_id": run_id, "below": below, "to": to})
 
 
 async def release_hold(conn: AsyncConnection, run_id: int, until: datetime) -> bool:
     """Clear a hold that has run out, once; True if this call cleared it."""
-    return (await conn.execute(_RELEASE_HOLD, {"run_id": run_id, "until": until})).rowcount == 1
+    return await changed_one(conn, _RELEASE_HOLD, {"run_id": run_id, "until": until})
 
 
 async def set_hold(conn: AsyncConnection, run_id: int, until: datetime | None) -> None:
@@ -423,14 +437,14 @@ async def set_waiting(
     conn: AsyncConnection, run_id: int, reason: str | None, since: datetime | None
 ) -> bool:
     """Record why the run is not advancing; True only when the reason changed."""
-    result = await conn.execute(_SET_WAITING, {"run_id": run_id, "reason": reason, "since": since})
-    return result.rowcount == 1
+    return await changed_one(
+        conn, _SET_WAITING, {"run_id": run_id, "reason": reason, "since": since}
+    )
 
 
 async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:
     """Point a run that has not started at another version; True if it changed."""
-    result = await conn.execute(_REPIN, {"run_id": run_id, "new_version": version_id})
-    return result.rowcount == 1
+    return await changed_one(conn, _REPIN, {"run_id": run_id, "new_version": version_id})
 
 
 async def concurrency_holder(conn: AsyncConnection, key: str, run_id: int) -> Row | None:
@@ -453,7 +467,7 @@ async def runs_of_definition(
 # scheduled_for before it is overwritten (SQLite reads the old row either way).
 _RESCHEDULE = by_primary_key(
     update(event_runs)
-    .where(r.id == bindparam("run_id"), r.status == "scheduled")
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_RESCHEDULE.froms))
     .ordered_values(
         (r.moved_from, func.coalesce(r.moved_from, r.scheduled_for)),
         (r.scheduled_for, bindparam("to")),
@@ -464,13 +478,13 @@ _RESCHEDULE = by_primary_key(
 async def reschedule(conn: AsyncConnection, run_id: int, to: datetime) -> bool:
     """CAS a scheduled run to the instant ``to``; True if it moved. Raises IntegrityError
     when another run of its event and scope already holds ``to``."""
-    return (await conn.execute(_RESCHEDULE, {"run_id": run_id, "to": to})).rowcount == 1
+    return await changed_one(conn, _RESCHEDULE, {"run_id": run_id, "to": to})
 
 
 # ── across events ─────────────────────────────────────────────────────────────
 
 #: The statuses of a run that has not ended (the summary reads only these).
-NOT_ENDED = ("scheduled", "starting", "running", "paused", "ending")
+NOT_ENDED = RUN_NOT_ENDED
 
 
 async def runs_across(
@@ -525,20 +539,20 @@ def _count_where(condition: Any) -> Any:
 
 _parked_step = exists().where(
     event_run_steps.c.run_id == r.id,
-    event_run_steps.c.status == "running",
+    event_run_steps.c.status == StepStatus.RUNNING,
     event_run_steps.c.lease_until.is_(None),
 )
 #: A run waiting on a person: paused, or live with a parked step. Derived from the rows that
 #: are the fact, never from a summary column.
-WAITING_ON_PERSON = or_(r.status == "paused", and_(r.status.in_(LIVE_RUN_STATUSES), _parked_step))
+WAITING_ON_PERSON = or_(r.status == RunStatus.PAUSED, and_(r.status.in_(RUN_LIVE), _parked_step))
 
 # Only runs that have not ended: naming the statuses lets the (status, scheduled_for) index
 # serve the count, so its cost follows the live runs, never the size of the history.
 _SUMMARY = select(
     _count_where(WAITING_ON_PERSON).label("waiting_on_person"),
-    _count_where(r.health == "stalled").label("stalled"),
-    _count_where(r.health == "degraded").label("degraded"),
-    _count_where(r.status == "running").label("running"),
+    _count_where(r.health == Health.STALLED).label("stalled"),
+    _count_where(r.health == Health.DEGRADED).label("degraded"),
+    _count_where(r.status == RunStatus.RUNNING).label("running"),
 ).where(r.status.in_(NOT_ENDED))
 
 
@@ -596,8 +610,8 @@ _CURSOR_OF = select(
     _setting.action_id.label("setting_action"),
     _setting.enabled.label("setting_enabled"),
 ).select_from(
-    event_runs.outerjoin(_pending, _pending.c.id == _first_of_phase("pending"))
-    .outerjoin(_running, _running.c.id == _first_of_phase("running"))
+    event_runs.outerjoin(_pending, _pending.c.id == _first_of_phase(StepStatus.PENDING))
+    .outerjoin(_running, _running.c.id == _first_of_phase(StepStatus.RUNNING))
     .outerjoin(event_run_steps, event_run_steps.c.id == _next_open_id)
     .outerjoin(event_action_settings, _setting.action_id == event_run_steps.c.action)
 )
@@ -671,12 +685,12 @@ async def lock_free(conn: AsyncConnection, run_ids: list[int], *, now: datetime)
 async def ended_in_trouble(conn: AsyncConnection, *, since: datetime) -> dict[str, int]:
     """Of the runs that ended at or after ``since``: how many ``failed``, and how many left
     something in the world with nothing left to try (cleanup ``incomplete``)."""
-    ended = r.status.in_(TERMINAL_RUN_STATUSES)
+    ended = r.status.in_(RUN_ENDED)
     row = (
         await conn.execute(
             select(
-                _count_where(r.status == "failed").label("failed"),
-                _count_where(r.cleanup_status == "incomplete").label("incomplete"),
+                _count_where(r.status == RunStatus.FAILED).label("failed"),
+                _count_where(r.cleanup_status == CleanupStatus.INCOMPLETE).label("incomplete"),
             ).where(ended, r.ended_at >= since)
         )
     ).one()

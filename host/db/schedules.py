@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.tables import by_primary_key, event_definitions, event_versions
+from pageant.db.tables import by_primary_key, changed_one, event_definitions, event_versions
 
 d = event_definitions.c
 v = event_versions.c
@@ -97,7 +97,7 @@ async def claim_expansion(
         "seen": seen,
         "until": until,
     }
-    return (await conn.execute(_CLAIM, params)).rowcount == 1
+    return await changed_one(conn, _CLAIM, params)
 
 
 async def set_expanded_until(

@@ -12,7 +12,7 @@ reclaim only ever takes a claim lease that is non-NULL and expired.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +22,25 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing
 from pageant.db.shared import Batch
-from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, event_run_steps
+from pageant.db.states import (
+    PARKED,
+    STEP_CANCEL,
+    STEP_CLAIM,
+    STEP_CONFIRM,
+    STEP_FINISH,
+    STEP_OPEN,
+    STEP_RETRY,
+    STEP_SKIP,
+    Move,
+    StepStatus,
+)
+from pageant.db.tables import (
+    RUN_PHASE_ORDER,
+    by_primary_key,
+    changed_one,
+    event_run_steps,
+    status_in,
+)
 
 s = event_run_steps.c
 
@@ -49,102 +67,17 @@ STEP_COLUMNS = (
     s.spent,
 )
 
-_OPEN = ("pending", "running")
-_parked = and_(s.status == "running", s.lease_until.is_(None))
-
-_STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
-_STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
-_STEPS_OF_RUNS = select(*STEP_COLUMNS).where(s.run_id.in_(bindparam("run_ids", expanding=True)))
-
-_NEXT_OPEN = (
-    select(*STEP_COLUMNS)
-    .where(
-        s.run_id == bindparam("run_id"),
-        s.phase == bindparam("phase"),
-        s.status.in_(_OPEN),
-    )
-    .order_by(s.seq)
-    .limit(1)
-)
-
-_NEXT_PENDING_AFTER = (
-    select(s.id)
-    .where(
-        s.run_id == bindparam("run_id"),
-        s.phase == bindparam("phase"),
-        s.status == "pending",
-        s.seq > bindparam("after_seq"),
-    )
-    .order_by(s.seq)
-    .limit(1)
-)
-
-_SET_DUE = by_primary_key(
-    update(event_run_steps).where(s.id == bindparam("step_id")).values(due_at=bindparam("until"))
-)
-
-# pending -> running. ``attempts`` in the WHERE pins the claim to the row this tick read. No
-# assignment reads a column another one writes, so MariaDB's left-to-right SET evaluation and
-# SQLite's old-row evaluation agree.
-_CLAIM = by_primary_key(
-    update(event_run_steps)
-    .where(
-        s.id == bindparam("step_id"),
-        s.status == "pending",
-        s.attempts == bindparam("seen_attempts"),
-        or_(s.due_at.is_(None), s.due_at <= bindparam("now")),
-    )
-    .values(
-        status="running",
-        claimed_by=bindparam("owner"),
-        lease_until=bindparam("lease"),
-        attempts=s.attempts + 1,
-        started_at=func.coalesce(s.started_at, bindparam("now")),
-    )
-)
-
-_fenced = and_(
-    s.id == bindparam("step_id"),
-    s.status == "running",
-    s.claimed_by == bindparam("owner"),
-    s.attempts == bindparam("attempt"),
-)
-# The reclaim's fence adds "the claim lease it saw expired is still there": a dispatcher
-# that parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
-_fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
-
-_FINISH = by_primary_key(
-    update(event_run_steps)
-    .where(_fenced)
-    .values(
-        status=bindparam("to"),
-        last_error=bindparam("error"),
-        lease_until=None,
-        finished_at=bindparam("now"),
-    )
-)
-_FINISH_EXPIRED = by_primary_key(
-    update(event_run_steps)
-    .where(_fenced_expired)
-    .values(
-        status=bindparam("to"),
-        last_error=bindparam("error"),
-        lease_until=None,
-        finished_at=bindparam("now"),
-    )
-)
-_PARK = by_primary_key(update(event_run_steps).where(_fenced).values(lease_until=None))
-
-# ── kept compare-and-sets: a shared transaction's claims and finishes, one statement each ──
-
-#: The most steps one kept compare-and-set names; more go in several statements.
-CHUNK = 64
+_parked = and_(s.status == StepStatus.RUNNING, s.lease_until.is_(None))
 
 
-class Shortfall(Exception):
-    """A kept compare-and-set changed fewer rows than it named: some step had moved since it
-    was read. The shared transaction is rolled back, and each write in it runs again in a
-    transaction of its own, where the step that moved is told as it would have been."""
+def _acts_from(move: Move) -> Any:
+    """The WHERE of a compare-and-set that makes ``move``: its statuses, a parked step being
+    a running one with no claim lease."""
+    statuses = [status for status in move.froms if status != PARKED]
+    found = [status_in(s.status, statuses)] if statuses else []
+    if PARKED in move.froms:
+        found.append(_parked)
+    return or_(*found) if len(found) > 1 else found[0]
 
 
 def _per_step(ids: list[Any], name: str, column: Any) -> Any:
@@ -159,27 +92,128 @@ def _ids(n: int) -> list[Any]:
     return [bindparam(f"step_id_{k}", type_=s.id.type) for k in range(n)]
 
 
-@functools.lru_cache(maxsize=CHUNK)
-def _claim_many(n: int) -> Update:
-    """:data:`_CLAIM` for ``n`` steps: the same compare-and-set on each, by primary key."""
-    ids = _ids(n)
-    now = _per_step(ids, "now", s.started_at)
+def _binds(ids: list[Any] | None) -> Callable[[str, Any], Any]:
+    """How a compare-and-set names a value: ``:<name>`` for the one step ``:step_id`` names
+    (``ids`` None), else one value a step of ``ids`` (:func:`_per_step`)."""
+    if ids is None:
+        return lambda name, column: bindparam(name, type_=column.type)
+    return functools.partial(_per_step, ids)
+
+
+def _which(ids: list[Any] | None) -> Any:
+    return s.id == bindparam("step_id") if ids is None else s.id.in_(ids)
+
+
+def _claim(ids: list[Any] | None) -> Update:
+    """The claim's compare-and-set, of one step or of the steps ``ids`` names (:func:`_binds`)."""
+    value = _binds(ids)
+    now = value("now", s.started_at)
     return by_primary_key(
         update(event_run_steps)
         .where(
-            s.id.in_(ids),
-            s.status == "pending",
-            s.attempts == _per_step(ids, "seen_attempts", s.attempts),
+            _which(ids),
+            _acts_from(STEP_CLAIM),
+            s.attempts == value("seen_attempts", s.attempts),
             or_(s.due_at.is_(None), s.due_at <= now),
         )
         .values(
-            status="running",
-            claimed_by=_per_step(ids, "owner", s.claimed_by),
-            lease_until=_per_step(ids, "lease", s.lease_until),
+            status=StepStatus.RUNNING,
+            claimed_by=value("owner", s.claimed_by),
+            lease_until=value("lease", s.lease_until),
             attempts=s.attempts + 1,
             started_at=func.coalesce(s.started_at, now),
         )
     )
+
+
+def _fence(ids: list[Any] | None) -> Any:
+    """The claim a step's answer is recorded under: still running, claimed by ``:owner`` at
+    attempt ``:attempt`` (of one step, or of each of the steps ``ids`` names)."""
+    value = _binds(ids)
+    return and_(
+        _which(ids),
+        _acts_from(STEP_FINISH),
+        s.claimed_by == value("owner", s.claimed_by),
+        s.attempts == value("attempt", s.attempts),
+    )
+
+
+_STEPS_OF_RUN = select(*STEP_COLUMNS).where(s.run_id == bindparam("run_id")).order_by(s.id)
+_STEP = select(*STEP_COLUMNS).where(s.id == bindparam("step_id"))
+_STEPS_OF_RUNS = select(*STEP_COLUMNS).where(s.run_id.in_(bindparam("run_ids", expanding=True)))
+
+_NEXT_OPEN = (
+    select(*STEP_COLUMNS)
+    .where(
+        s.run_id == bindparam("run_id"),
+        s.phase == bindparam("phase"),
+        s.status.in_(STEP_OPEN),
+    )
+    .order_by(s.seq)
+    .limit(1)
+)
+
+_NEXT_PENDING_AFTER = (
+    select(s.id)
+    .where(
+        s.run_id == bindparam("run_id"),
+        s.phase == bindparam("phase"),
+        s.status == StepStatus.PENDING,
+        s.seq > bindparam("after_seq"),
+    )
+    .order_by(s.seq)
+    .limit(1)
+)
+
+_SET_DUE = by_primary_key(
+    update(event_run_steps).where(s.id == bindparam("step_id")).values(due_at=bindparam("until"))
+)
+
+# pending -> running. ``attempts`` in the WHERE pins the claim to the row this tick read. No
+# assignment reads a column another one writes, so MariaDB's left-to-right SET evaluation and
+# SQLite's old-row evaluation agree.
+_CLAIM = _claim(None)
+
+_fenced = _fence(None)
+# The reclaim's fence adds "the claim lease it saw expired is still there": a dispatcher
+# that parked the step in the meantime (same owner, same attempt, NULL lease) must keep it.
+_fenced_expired = and_(_fenced, s.lease_until.is_not(None), s.lease_until <= bindparam("now"))
+
+
+def _finish(fence: Any) -> Update:
+    """The terminal outcome ``:to`` (with ``:error``) under ``fence``."""
+    return by_primary_key(
+        update(event_run_steps)
+        .where(fence)
+        .values(
+            status=bindparam("to"),
+            last_error=bindparam("error"),
+            lease_until=None,
+            finished_at=bindparam("now"),
+        )
+    )
+
+
+_FINISH = _finish(_fenced)
+_FINISH_EXPIRED = _finish(_fenced_expired)
+_PARK = by_primary_key(update(event_run_steps).where(_fenced).values(lease_until=None))
+
+# ── kept compare-and-sets: a shared transaction's claims and finishes, one statement each ──
+
+#: The most steps one kept compare-and-set names; more go in several statements.
+CHUNK = 64
+
+
+class Shortfall(Exception):
+    """A kept compare-and-set changed fewer rows than it named: some step had moved since it
+    was read. The shared transaction is rolled back, and each write in it runs again in a
+    transaction of its own, where the step that moved is told as it would have been."""
+
+
+@functools.lru_cache(maxsize=CHUNK)
+def _claim_many(n: int) -> Update:
+    """:data:`_CLAIM` for ``n`` steps: the same compare-and-set on each, by primary key."""
+    return _claim(_ids(n))
 
 
 @functools.lru_cache(maxsize=CHUNK)
@@ -188,14 +222,9 @@ def _finish_many(n: int) -> Update:
     ids = _ids(n)
     return by_primary_key(
         update(event_run_steps)
-        .where(
-            s.id.in_(ids),
-            s.status == "running",
-            s.claimed_by == _per_step(ids, "owner", s.claimed_by),
-            s.attempts == _per_step(ids, "attempt", s.attempts),
-        )
+        .where(_fence(ids))
         .values(
-            status="done",
+            status=StepStatus.DONE,
             last_error=None,
             lease_until=None,
             finished_at=_per_step(ids, "now", s.finished_at),
@@ -249,7 +278,7 @@ _RESCHEDULE = by_primary_key(
     update(event_run_steps)
     .where(_fenced)
     .values(
-        status="pending",
+        status=StepStatus.PENDING,
         due_at=bindparam("until"),
         last_error=bindparam("error"),
         claimed_by=None,
@@ -261,7 +290,7 @@ _RESCHEDULE = by_primary_key(
 _RELEASE_EXPIRED = by_primary_key(
     update(event_run_steps)
     .where(_fenced_expired)
-    .values(status="pending", claimed_by=None, lease_until=None)
+    .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None)
 )
 
 # A stopping host's steps still in ``perform`` when its grace ran out: handed back to
@@ -270,7 +299,7 @@ _RELEASE_EXPIRED = by_primary_key(
 _HELD_BY = (
     select(*STEP_COLUMNS)
     .where(
-        s.status == "running",
+        s.status == StepStatus.RUNNING,
         s.claimed_by == bindparam("owner"),
         s.lease_until.is_not(None),
     )
@@ -279,13 +308,13 @@ _HELD_BY = (
 _RELEASE_HELD = by_primary_key(
     update(event_run_steps)
     .where(_fenced, s.lease_until.is_not(None))
-    .values(status="pending", claimed_by=None, lease_until=None)
+    .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None)
 )
 
 _EXPIRED = (
     select(*STEP_COLUMNS)
     .where(
-        s.status == "running",
+        s.status == StepStatus.RUNNING,
         s.lease_until.is_not(None),
         s.lease_until <= bindparam("now"),
     )
@@ -295,8 +324,8 @@ _EXPIRED = (
 
 _CANCEL_OPEN = (
     update(event_run_steps)
-    .where(s.run_id == bindparam("of_run"), or_(s.status == "pending", _parked))
-    .values(status="cancelled", lease_until=None, finished_at=bindparam("now"))
+    .where(s.run_id == bindparam("of_run"), _acts_from(STEP_CANCEL))
+    .values(status=StepStatus.CANCELLED, lease_until=None, finished_at=bindparam("now"))
     # One run's steps, through the index that leads with the run (not a status index).
     .with_hint(RUN_PHASE_ORDER, dialect_name="mysql")
 )
@@ -309,19 +338,24 @@ _DELETE_UNSTARTED = event_run_steps.delete().where(s.run_id == bindparam("of_run
 
 _CONFIRM = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), _parked)
-    .values(status="done", note=bindparam("why"), finished_at=bindparam("now"))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_CONFIRM))
+    .values(status=StepStatus.DONE, note=bindparam("why"), finished_at=bindparam("now"))
 )
 _SKIP = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), or_(s.status == "pending", _parked))
-    .values(status="skipped", note=bindparam("why"), lease_until=None, finished_at=bindparam("now"))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_SKIP))
+    .values(
+        status=StepStatus.SKIPPED,
+        note=bindparam("why"),
+        lease_until=None,
+        finished_at=bindparam("now"),
+    )
 )
 _RETRY = by_primary_key(
     update(event_run_steps)
-    .where(s.id == bindparam("step_id"), s.status.in_(("failed", "refused")))
+    .where(s.id == bindparam("step_id"), _acts_from(STEP_RETRY))
     .values(
-        status="pending",
+        status=StepStatus.PENDING,
         attempts=0,
         due_at=None,
         claimed_by=None,
@@ -333,7 +367,7 @@ _RETRY = by_primary_key(
 # The furthest the phase has reached. The runner steps *over* failed steps (its cursor
 # reads only pending and running), so "the lowest unsettled seq" would point behind it.
 _FURTHEST = select(func.max(s.seq)).where(
-    s.run_id == bindparam("run_id"), s.phase == bindparam("phase"), s.status != "pending"
+    s.run_id == bindparam("run_id"), s.phase == bindparam("phase"), s.status != StepStatus.PENDING
 )
 
 
@@ -397,7 +431,8 @@ async def claim_step(
 ) -> bool:
     """CAS pending -> running with a claim lease; the claim increments ``attempts``.
     False when the step had moved (another claimer got there first)."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _CLAIM,
         {
             "step_id": step_id,
@@ -407,7 +442,6 @@ async def claim_step(
             "now": now,
         },
     )
-    return result.rowcount == 1
 
 
 async def finish_step(
@@ -434,8 +468,7 @@ async def finish_step(
         "error": error,
         "now": now,
     }
-    result = await conn.execute(_FINISH_EXPIRED if expired else _FINISH, params)
-    return result.rowcount == 1
+    return await changed_one(conn, _FINISH_EXPIRED if expired else _FINISH, params)
 
 
 def keep_claim(
@@ -473,8 +506,7 @@ def keep_finish(batch: Batch, step_id: int, *, owner: str, attempt: int, now: da
 async def park_step(conn: AsyncConnection, step_id: int, *, owner: str, attempt: int) -> bool:
     """Leave the step running with no claim lease: it waits for a person, and no reclaim
     takes it."""
-    result = await conn.execute(_PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
-    return result.rowcount == 1
+    return await changed_one(conn, _PARK, {"step_id": step_id, "owner": owner, "attempt": attempt})
 
 
 async def reschedule_step(
@@ -487,11 +519,11 @@ async def reschedule_step(
     error: str | None,
 ) -> bool:
     """Back to pending, due again at ``until`` (a retry's backoff)."""
-    result = await conn.execute(
+    return await changed_one(
+        conn,
         _RESCHEDULE,
         {"step_id": step_id, "owner": owner, "attempt": attempt, "until": until, "error": error},
     )
-    return result.rowcount == 1
 
 
 async def expired_steps(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:
@@ -503,10 +535,9 @@ async def release_expired_step(
     conn: AsyncConnection, step_id: int, *, owner: str, attempt: int, now: datetime
 ) -> bool:
     """Return an expired step to pending, ``attempts`` untouched."""
-    result = await conn.execute(
-        _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
+    return await changed_one(
+        conn, _RELEASE_EXPIRED, {"step_id": step_id, "owner": owner, "attempt": attempt, "now": now}
     )
-    return result.rowcount == 1
 
 
 async def steps_held_by(conn: AsyncConnection, owner: str) -> list[Row]:
@@ -518,10 +549,9 @@ async def release_held_step(
     conn: AsyncConnection, step_id: int, *, owner: str, attempt: int
 ) -> bool:
     """Hand a claimed, unanswered step back to pending, ``attempts`` untouched, unmarked."""
-    result = await conn.execute(
-        _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
+    return await changed_one(
+        conn, _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
     )
-    return result.rowcount == 1
 
 
 async def cancel_open_steps(conn: AsyncConnection, run_id: int, *, now: datetime) -> int:
@@ -538,21 +568,19 @@ async def confirm_step(
     conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
 ) -> bool:
     """CAS parked -> done, keeping the person's note."""
-    result = await conn.execute(_CONFIRM, {"step_id": step_id, "why": note, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _CONFIRM, {"step_id": step_id, "why": note, "now": now})
 
 
 async def skip_step(
     conn: AsyncConnection, step_id: int, *, note: str | None, now: datetime
 ) -> bool:
     """CAS pending|parked -> skipped."""
-    result = await conn.execute(_SKIP, {"step_id": step_id, "why": note, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _SKIP, {"step_id": step_id, "why": note, "now": now})
 
 
 async def retry_step(conn: AsyncConnection, step_id: int) -> bool:
     """CAS failed|refused -> pending with attempts 0."""
-    return (await conn.execute(_RETRY, {"step_id": step_id})).rowcount == 1
+    return await changed_one(conn, _RETRY, {"step_id": step_id})
 
 
 async def furthest_reached_seq(conn: AsyncConnection, run_id: int, phase: str) -> int | None:

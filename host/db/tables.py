@@ -3,7 +3,8 @@ compares a migrated database with this metadata so the two never drift apart."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -21,7 +22,11 @@ from sqlalchemy import (
     Update,
     text,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Executable
+from sqlalchemy.sql.elements import ColumnElement
 
+from pageant.db.states import RUN_ENDED, RUN_LIVE, RunStatus, StepStatus
 from pageant.db.types import BigId, UTCDateTime
 
 metadata = MetaData(
@@ -34,21 +39,11 @@ metadata = MetaData(
 )
 
 #: The run statuses that hold a concurrency key (a run that is live in the world).
-LIVE_RUN_STATUSES = ("starting", "running", "paused", "ending")
-RUN_STATUSES = (
-    "scheduled",
-    "starting",
-    "running",
-    "paused",
-    "ending",
-    "completed",
-    "failed",
-    "cancelled",
-    "missed",
-)
-TERMINAL_RUN_STATUSES = ("completed", "failed", "cancelled", "missed")
-STEP_STATUSES = ("pending", "running", "done", "failed", "refused", "skipped", "cancelled")
-TERMINAL_STEP_STATUSES = ("done", "failed", "refused", "skipped", "cancelled")
+LIVE_RUN_STATUSES = RUN_LIVE
+RUN_STATUSES = tuple(RunStatus)
+TERMINAL_RUN_STATUSES = RUN_ENDED
+STEP_STATUSES = tuple(StepStatus)
+TERMINAL_STEP_STATUSES = tuple(s for s in StepStatus if s.ended)
 #: A ledger row holds its target while it is ours to give back (``pending`` is the
 #: placeholder written before a dispatch, ``revert_failed`` is out there with nothing left
 #: to try) and releases it once it is not (``reverted``, ``drifted``: someone else changed
@@ -56,7 +51,14 @@ TERMINAL_STEP_STATUSES = ("done", "failed", "refused", "skipped", "cancelled")
 HOLDING_RESOURCE_STATUSES = ("pending", "confirmed", "revert_failed")
 RELEASED_RESOURCE_STATUSES = ("reverted", "drifted", "orphaned")
 RESOURCE_STATUSES = HOLDING_RESOURCE_STATUSES + RELEASED_RESOURCE_STATUSES
-HOLDING_SQL = "status IN ('pending', 'confirmed', 'revert_failed')"
+
+
+def _sql_words(words: tuple[str, ...]) -> str:
+    """``'a', 'b'``: status words as the SQL of a generated column or a partial index."""
+    return ", ".join(f"'{w}'" for w in words)
+
+
+HOLDING_SQL = f"status IN ({_sql_words(HOLDING_RESOURCE_STATUSES)})"
 
 api_tokens = Table(
     "api_tokens",
@@ -158,8 +160,7 @@ event_runs = Table(
         "concurrency_lock",
         String(100),
         Computed(
-            "CASE WHEN status IN ('starting', 'running', 'paused', 'ending') "
-            "THEN concurrency_key END",
+            f"CASE WHEN status IN ({_sql_words(RUN_LIVE)}) THEN concurrency_key END",
             persisted=True,
         ),
         nullable=True,
@@ -246,6 +247,23 @@ def by_primary_key(statement: _Keyed) -> _Keyed:
     entry to change one row, and two hosts' claims deadlocked on entries neither changed.
     """
     return statement.with_hint(PRIMARY_KEY_HINT, dialect_name="mysql")
+
+
+async def changed_one(
+    conn: AsyncConnection, statement: Executable, params: Mapping[str, Any] | None = None
+) -> bool:
+    """Run a compare-and-set on one row; True when it changed that row. (SQLAlchemy's MySQL
+    dialects report *matched* rows, so the statement's WHERE carries the state it expects:
+    a row that matched is a row that changed.)"""
+    return (await conn.execute(statement, params)).rowcount == 1
+
+
+def status_in(column: ColumnElement[str], statuses: Sequence[str]) -> ColumnElement[bool]:
+    """The WHERE of a compare-and-set that acts from ``statuses`` (a move's ``froms``):
+    ``column = 'a'`` for one, ``column IN ('a', 'b')`` for several."""
+    if len(statuses) == 1:
+        return column == statuses[0]
+    return column.in_(list(statuses))
 
 
 event_run_log = Table(

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.rows import AnyRow, inserted_id
-from pageant.db.tables import api_tokens
+from pageant.db.tables import api_tokens, changed_one
 
 t = api_tokens.c
 
@@ -62,8 +62,7 @@ async def touch(
     conn: AsyncConnection, token_id: int, *, seen: datetime | None, now: datetime
 ) -> bool:
     """Move ``last_used_at`` from ``seen`` (what the caller read) to ``now``; True if moved."""
-    result = await conn.execute(_TOUCH, {"token_id": token_id, "seen": seen, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _TOUCH, {"token_id": token_id, "seen": seen, "now": now})
 
 
 async def list_tokens(conn: AsyncConnection, *, include_revoked: bool) -> list[Row]:
@@ -91,5 +90,4 @@ async def tokens_named(conn: AsyncConnection, name: str) -> list[Row]:
 
 async def revoke(conn: AsyncConnection, token_id: int, *, actor: str, now: datetime) -> bool:
     """CAS not revoked -> revoked by ``actor``; True if this call revoked it."""
-    result = await conn.execute(_REVOKE, {"token_id": token_id, "actor": actor, "now": now})
-    return result.rowcount == 1
+    return await changed_one(conn, _REVOKE, {"token_id": token_id, "actor": actor, "now": now})

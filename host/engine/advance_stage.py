@@ -19,6 +19,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
+from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL
 from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 #: Outcomes after which the run is done; its claim went with its last transition.
-FINISHED = ("completed", "failed")
+FINISHED = OUTCOME_FINISHED
 #: The outcome of a run whose host began to stop: it claimed nothing more.
 STOPPING = "stopping"
 
@@ -223,7 +224,7 @@ async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> 
         if failed := await runs.end_run(
             conn,
             run_id,
-            froms=("starting", "running", "ending"),
+            froms=RUN_FAIL.froms,
             to="failed",
             now=now,
             error=because,

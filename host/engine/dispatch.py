@@ -26,6 +26,7 @@ from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
+from pageant.db.states import RUN_ABORT
 from pageant.engine.batch import defer_look, in_outcome_transaction
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
@@ -264,7 +265,7 @@ async def _write_failure(
             ended = await runs.end_run(
                 conn,
                 run_id,
-                froms=("starting", "running", "paused", "ending"),
+                froms=RUN_ABORT.froms,
                 to="failed",
                 now=now,
                 error=because,

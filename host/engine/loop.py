@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from pageant.db import due, runs, steps
+from pageant.db.states import OUTCOME_FINISHED
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.outage import Outage
@@ -340,7 +341,7 @@ class Engine:
                 if task in self._slot_holders:
                     self._slot_holders.discard(task)
                     self._slots.release()
-            if outcome in ("completed", "failed"):
+            if outcome in OUTCOME_FINISHED:
                 self._ended = True  # what it holds is the cleanup stage's to give back
         except asyncio.CancelledError:
             raise

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, resources, runlog, runs, steps
+from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
@@ -133,7 +134,7 @@ async def run_views(
             found = await runs.concurrency_holder(conn, row.concurrency_key, row.id)
             holder = found._mapping if found is not None else None
         gate = None
-        settled = all(st["status"] not in ("pending", "running") for st in phase_steps)
+        settled = all(st["status"] not in STEP_OPEN for st in phase_steps)
         if row.status == "running" and settled:
             phase = await _phase_of(conn, host, row, specs)
             if phase is not None:
@@ -269,7 +270,7 @@ async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> di
         tables = await outcomes.results_of(conn, run_id)
         budget = await run_budget(conn, run_id, host.registry)
         ledger = await resources.resources_of_run(conn, run_id)
-    ended = row.status in ("completed", "failed", "cancelled", "missed")
+    ended = row.status in RUN_ENDED
     return {
         "run": view,
         "steps": [step_json(st) for st in all_steps],

@@ -20,6 +20,22 @@ from pageant.db import phase_gates as gate_rows
 from pageant.db import resources, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
+from pageant.db.states import (
+    PARKED,
+    RUN_ADVANCE,
+    RUN_CANCEL,
+    RUN_CLEANUP,
+    RUN_PAUSE,
+    RUN_RESCHEDULE,
+    RUN_RESUME,
+    STEP_CONFIRM,
+    STEP_RETRY,
+    STEP_SKIP,
+    Move,
+    RunStatus,
+    StepStatus,
+    either,
+)
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.cleanup import give_back, leave_in_world
@@ -74,15 +90,24 @@ async def _step_of(conn: AsyncConnection, run_id: int, step_id: int) -> Any:
 
 
 def _step_state(step: Record) -> str:
-    if step["status"] == "running":
-        return "parked" if step["lease_until"] is None else "running (being dispatched)"
+    if step["status"] == StepStatus.RUNNING:
+        return PARKED if step["lease_until"] is None else "running (being dispatched)"
     return str(step["status"])
 
 
-async def _step_conflict(conn: AsyncConnection, step_id: int, acts_on: str) -> Conflict:
+def _acts_on(move: Move, noun: str) -> str:
+    """``pause acts on a starting or running run``: the 409's half that names the move."""
+    return f"{move.name} acts on {move.acts_on(noun)}"
+
+
+async def _run_conflict(conn: AsyncConnection, run_id: int, move: Move) -> Conflict:
+    return Conflict(f"run {run_id} is {await _run_status(conn, run_id)}; {_acts_on(move, 'run')}")
+
+
+async def _step_conflict(conn: AsyncConnection, step_id: int, move: Move) -> Conflict:
     row = await steps.get_step(conn, step_id)
     state = _step_state(row._mapping) if row is not None else "gone"
-    return Conflict(f"step {step_id} is {state}; {acts_on}")
+    return Conflict(f"step {step_id} is {state}; {_acts_on(move, 'step')}")
 
 
 # ── run controls ──────────────────────────────────────────────────────────────
@@ -93,10 +118,9 @@ async def pause(host: Host, run_id: int, *, actor: str, reason: str | None = Non
     now = host.clock.now()
     async with host.db.begin() as conn:
         if not await runs.pause_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; pause acts on a starting or running run")
+            raise await _run_conflict(conn, run_id, RUN_PAUSE)
         await runlog.control_pause(conn, run_id, at=now, reason=reason, actor=actor)
-        paused = waiting.describe({"status": "paused"}, [], now=now, max_attempts=0)
+        paused = waiting.describe({"status": RunStatus.PAUSED}, [], now=now, max_attempts=0)
         await waiting.note(conn, run_id, paused, now=now, actor=actor)
 
 
@@ -106,8 +130,7 @@ async def resume(host: Host, run_id: int, *, actor: str, reason: str | None = No
     now = host.clock.now()
     async with host.db.begin() as conn:
         if not await runs.resume_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; resume acts on a paused run")
+            raise await _run_conflict(conn, run_id, RUN_RESUME)
         await runlog.control_resume(conn, run_id, at=now, reason=reason, actor=actor)
         await waiting.note(conn, run_id, None, now=now, actor=actor)
     host.wake()
@@ -125,11 +148,7 @@ async def cancel(host: Host, run_id: int, *, actor: str, reason: str, cleanup: b
     async with host.db.begin() as conn:
         before = await _run_status(conn, run_id)
         if not await runs.cancel_run(conn, run_id, reason=reason, now=now):
-            status = await _run_status(conn, run_id)
-            raise Conflict(
-                f"run {run_id} is {status}; cancel acts on a scheduled, starting, running "
-                "or paused run"
-            )
+            raise await _run_conflict(conn, run_id, RUN_CANCEL)
         cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
         await runlog.control_cancel(
             conn,
@@ -169,8 +188,7 @@ async def reschedule(
                 raise NotFound(f"no such run: {run_id}")
             scope = before.scope
             if not await runs.reschedule(conn, run_id, scheduled_for):
-                status = await _run_status(conn, run_id)
-                raise Conflict(f"run {run_id} is {status}; reschedule acts on a scheduled run")
+                raise await _run_conflict(conn, run_id, RUN_RESCHEDULE)
             await runlog.control_reschedule(
                 conn,
                 run_id,
@@ -191,7 +209,7 @@ async def reschedule(
 
 
 #: The statuses a forced advance acts from: a run that is in a phase and may move again.
-ADVANCEABLE = ("running", "paused")
+ADVANCEABLE = RUN_ADVANCE.froms
 
 
 async def _current_phase(conn: AsyncConnection, run: Any) -> dict[str, Any] | None:
@@ -218,7 +236,7 @@ async def advance(host: Host, run_id: int, *, actor: str, reason: str) -> None:
             raise NotFound(f"no such run: {run_id}")
         if run.status not in ADVANCEABLE or run.current_phase is None:
             where = run.status if run.current_phase is not None else f"{run.status}, in no phase"
-            raise Conflict(f"run {run_id} is {where}; advance acts on a running or paused run")
+            raise Conflict(f"run {run_id} is {where}; {_acts_on(RUN_ADVANCE, 'run')}")
         key = run.current_phase
         phase = await _current_phase(conn, run)
         if phase is None or not phase.get("advance"):
@@ -262,7 +280,7 @@ async def confirm(
     async with host.db.begin() as conn:
         row = await _step_of(conn, run_id, step_id)
         if not await steps.confirm_step(conn, step_id, note=note, now=now):
-            raise await _step_conflict(conn, step_id, "confirm acts on a parked step")
+            raise await _step_conflict(conn, step_id, STEP_CONFIRM)
         await runlog.control_confirm(conn, row._mapping, at=now, note=note, actor=actor)
     host.wake()
 
@@ -275,12 +293,16 @@ async def skip(
     async with host.db.begin() as conn:
         before = await _step_of(conn, run_id, step_id)
         if not await steps.skip_step(conn, step_id, note=reason, now=now):
-            raise await _step_conflict(conn, step_id, "skip acts on a pending or parked step")
+            raise await _step_conflict(conn, step_id, STEP_SKIP)
         was = _step_state(before._mapping)
         await runlog.control_skip(
             conn, before._mapping, at=now, from_=was, reason=reason, actor=actor
         )
     host.wake()
+
+
+#: Retry resumes the run the step stopped: the 409 when that run is not paused.
+_RETRY_RUN = f"retry acts on a step of {RUN_RESUME.acts_on('run')}"
 
 
 async def retry(
@@ -292,16 +314,15 @@ async def retry(
     now = host.clock.now()
     async with host.db.begin() as conn:
         step = await _step_of(conn, run_id, step_id)
-        if step.status not in ("failed", "refused"):
+        if step.status not in STEP_RETRY.froms:
             raise Conflict(
-                f"step {step_id} is {_step_state(step._mapping)}; retry acts on a failed or "
-                "refused step"
+                f"step {step_id} is {_step_state(step._mapping)}; {_acts_on(STEP_RETRY, 'step')}"
             )
         run = await runs.get_run(conn, run_id)
         if run is None:
             raise NotFound(f"no such run: {run_id}")
-        if run.status != "paused":
-            raise Conflict(f"run {run_id} is {run.status}; retry acts on a step of a paused run")
+        if run.status not in RUN_RESUME.froms:
+            raise Conflict(f"run {run_id} is {run.status}; {_RETRY_RUN}")
         if step.phase != run.current_phase:
             raise Conflict(
                 f"step {step_id} is in phase {step.phase!r}, and run {run_id} is in phase "
@@ -315,10 +336,9 @@ async def retry(
                 "stopped at"
             )
         if not await runs.resume_run(conn, run_id):
-            status = await _run_status(conn, run_id)
-            raise Conflict(f"run {run_id} is {status}; retry acts on a step of a paused run")
+            raise Conflict(f"run {run_id} is {await _run_status(conn, run_id)}; {_RETRY_RUN}")
         if not await steps.retry_step(conn, step_id):
-            raise await _step_conflict(conn, step_id, "retry acts on a failed or refused step")
+            raise await _step_conflict(conn, step_id, STEP_RETRY)
         await runlog.control_retry(
             conn, step._mapping, at=now, from_=step.status, reason=reason, actor=actor
         )
@@ -335,10 +355,10 @@ async def cleanup(host: Host, run_id: int, *, actor: str) -> str:
         recorded = await resources.resources_of_run(conn, run_id)
     if row is None:
         raise NotFound(f"no such run: {run_id}")
-    if row.status not in resources.ENDED_RUN_STATUSES:
+    if row.status not in RUN_CLEANUP.froms:
         raise Conflict(
             f"run {run_id} is {row.status}; cleanup acts on a run that has ended "
-            "(completed, failed, cancelled or missed)"
+            f"({either(RUN_CLEANUP.froms)})"
         )
     if not recorded:
         raise Conflict(f"run {run_id} recorded nothing in the world; there is nothing to clean up")

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
+from pageant.db.states import STEP_OPEN, STEP_TROUBLED
 from pageant.timefmt import iso
 
 REASONS = (
@@ -48,7 +49,7 @@ def furthest_failure(phase_steps: Sequence[Record]) -> Record | None:
     if not reached:
         return None
     furthest = max(reached, key=lambda st: st["seq"])
-    return furthest if furthest["status"] in ("failed", "refused") else None
+    return furthest if furthest["status"] in STEP_TROUBLED else None
 
 
 def held_unverified(run: Record) -> bool:
@@ -58,7 +59,7 @@ def held_unverified(run: Record) -> bool:
 
 
 def _next_open(phase_steps: Sequence[Record]) -> Record | None:
-    open_steps = [st for st in phase_steps if st["status"] in ("pending", "running")]
+    open_steps = [st for st in phase_steps if st["status"] in STEP_OPEN]
     return min(open_steps, key=lambda st: st["seq"]) if open_steps else None
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
 from pageant.db.rows import AnyRow
+from pageant.db.states import RunStatus
 from pageant.errors import NotFound
 from pageant.schedules import calendar
 
@@ -36,17 +37,7 @@ UPCOMING = 10
 _PAGE_SPANS = (timedelta(days=31), calendar.MAX_WINDOW)
 
 #: A run's status as players are told it.
-PUBLIC_STATUS = {
-    "scheduled": "scheduled",
-    "starting": "running",
-    "running": "running",
-    "paused": "running",
-    "ending": "running",
-    "completed": "completed",
-    "failed": "cancelled",
-    "cancelled": "cancelled",
-    "missed": "missed",
-}
+PUBLIC_STATUS = {status.value: status.public.value for status in RunStatus}
 
 
 def event_object(row: AnyRow) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, respond, whole_number
 from pageant.api.window import instant, read_window
+from pageant.db.states import PublicEnd, PublicStatus
 from pageant.errors import Invalid
 from pageant.schedules import public_pages as public
 
@@ -48,7 +49,7 @@ class PublicOccurrence(BaseModel):
     event: PublicEvent
     scheduled_for: datetime
     local_time: str
-    status: Literal["scheduled", "running", "completed", "cancelled", "missed"]
+    status: PublicStatus
     kind: Literal["materialised", "projected"]
     #: The run's params: which server, say, when a schedule fans out over several.
     params: dict[str, Any] = Field(default_factory=dict)
@@ -95,7 +96,7 @@ class PublicPastOccurrence(BaseModel):
 
     scheduled_for: datetime
     local_time: str
-    status: Literal["completed", "cancelled", "missed"]
+    status: PublicEnd
     participants: int
 
 

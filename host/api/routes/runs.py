@@ -12,6 +12,7 @@ from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import encode_cursor, page_from
 from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, principal, read_body, respond
+from pageant.db.states import Health, RunStatus, StepStatus
 from pageant.errors import Forbidden, NotFound
 from pageant.events import definitions
 from pageant.runs import controls, listing
@@ -51,20 +52,8 @@ RUN = {
             "description": "the values the run was started with, one per declared param",
         },
         "source": {"enum": ["manual", "schedule"]},
-        "status": {
-            "enum": [
-                "scheduled",
-                "starting",
-                "running",
-                "paused",
-                "ending",
-                "completed",
-                "failed",
-                "cancelled",
-                "missed",
-            ]
-        },
-        "health": {"enum": ["ok", "degraded", "stalled"]},
+        "status": {"enum": [s.value for s in RunStatus]},
+        "health": {"enum": [h.value for h in Health]},
         "cleanup_status": {"type": "string"},
         "current_phase": {"type": ["string", "null"]},
         "scheduled_for": {"type": "string", "format": "date-time"},
@@ -91,9 +80,7 @@ STEP = {
         "action_version": {"type": "integer"},
         "params": {"type": "object"},
         "on_failure": {"enum": ["skip", "pause", "abort_run"]},
-        "status": {
-            "enum": ["pending", "running", "done", "failed", "refused", "skipped", "cancelled"]
-        },
+        "status": {"enum": [s.value for s in StepStatus]},
         "attempts": {"type": "integer"},
         "parked": {"type": "boolean"},
         "due_at": _NULLABLE_TIME,

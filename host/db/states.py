@@ -1,0 +1,392 @@
+"""The states of a run and of its steps, and the moves between them: one home for every
+status word.
+
+A run's and a step's ``status``, a run's ``health`` and ``cleanup_status``, the outcome of
+advancing a run once, and an action's risk are enumerations here; each value is what the
+column holds and what the JSON says. :data:`RUN_MOVES` and :data:`STEP_MOVES` are the one
+table of the allowed transitions: the compare-and-set updates of :mod:`pageant.db.runs` and
+:mod:`pageant.db.steps` name the statuses they act from by reading it, the controls' 409
+answers say what a control acts on from it, and ``docs/runs.md``'s state tables are written
+from it (a test keeps them equal). The module imports nothing of pageant but the plugin
+contract, so storage, the domain, the engine and every surface may all use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pageant.hookspecs.models import changes_world
+
+
+class RunStatus(StrEnum):
+    """Where a run is in its life; the value is what ``event_runs.status`` holds."""
+
+    SCHEDULED = "scheduled"
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    ENDING = "ending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    MISSED = "missed"
+
+    @property
+    def ended(self) -> bool:
+        """Terminal: written once, never changed again."""
+        return self in RUN_ENDED
+
+    @property
+    def public(self) -> PublicStatus:
+        """The status as players are told it (a run under way is ``running``, a failed
+        one ``cancelled``)."""
+        return _PUBLIC[self]
+
+
+class StepStatus(StrEnum):
+    """Where a step is; the value is what ``event_run_steps.status`` holds. A ``running``
+    step with no claim lease is *parked* (:data:`PARKED`): it waits for a person."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    REFUSED = "refused"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        """Terminal: the step is settled (the run's cursor reads only the open ones)."""
+        return self not in STEP_OPEN
+
+
+class Health(StrEnum):
+    """How well a run is going, in rising order of trouble; it only ever rises."""
+
+    OK = "ok"
+    DEGRADED = "degraded"
+    STALLED = "stalled"
+
+    @property
+    def below(self) -> tuple[Health, ...]:
+        """The healths this one is worse than (what an escalation to it moves from)."""
+        order = list(Health)
+        return tuple(order[: order.index(self)])
+
+
+class CleanupStatus(StrEnum):
+    """What a run still holds in the world, derived from its ledger rows."""
+
+    NOT_REQUIRED = "not_required"
+    PENDING = "pending"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+
+
+class Outcome(StrEnum):
+    """What advancing a run once came to (the engine's answer for one run in one pass)."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    WAITING = "waiting"
+    BLOCKED = "blocked"
+    LATE = "late"
+    UNVERIFIED = "unverified"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    TAKEN = "taken"
+    IN_FLIGHT = "in-flight"
+    BOUNDED = "bounded"
+    ERROR = "error"
+
+    @property
+    def finished(self) -> bool:
+        """The run is done: its claim went with its last transition."""
+        return self in (Outcome.COMPLETED, Outcome.FAILED)
+
+
+class Risk(StrEnum):
+    """An action's risk, as the contract declares it (``pageant.hookspecs.models.Risk``), in
+    rising order; a test keeps the two equal."""
+
+    NOTIFY = "notify"
+    INSPECT = "inspect"
+    CHANGE = "change"
+    IRREVERSIBLE = "irreversible"
+
+    @property
+    def changes_world(self) -> bool:
+        """The contract's :func:`~pageant.hookspecs.models.changes_world` of this risk."""
+        return changes_world(self)
+
+
+class PublicStatus(StrEnum):
+    """A run's status as players are told it (:attr:`RunStatus.public`)."""
+
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    MISSED = "missed"
+
+
+class PublicEnd(StrEnum):
+    """How an occurrence that is over ended, as players are told it."""
+
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    MISSED = "missed"
+
+
+_PUBLIC = {
+    RunStatus.SCHEDULED: PublicStatus.SCHEDULED,
+    RunStatus.STARTING: PublicStatus.RUNNING,
+    RunStatus.RUNNING: PublicStatus.RUNNING,
+    RunStatus.PAUSED: PublicStatus.RUNNING,
+    RunStatus.ENDING: PublicStatus.RUNNING,
+    RunStatus.COMPLETED: PublicStatus.COMPLETED,
+    RunStatus.FAILED: PublicStatus.CANCELLED,
+    RunStatus.CANCELLED: PublicStatus.CANCELLED,
+    RunStatus.MISSED: PublicStatus.MISSED,
+}
+
+# ── the sets a reader asks about ───────────────────────────────────────────────
+
+#: The statuses of a run that has ended for good, in the order messages name them.
+RUN_ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.MISSED)
+#: The statuses of a run that has not ended.
+RUN_NOT_ENDED = tuple(s for s in RunStatus if s not in RUN_ENDED)
+#: The statuses of a run under way, live in the world: it holds its concurrency key.
+RUN_LIVE = tuple(s for s in RUN_NOT_ENDED if s is not RunStatus.SCHEDULED)
+#: The statuses of a run the engine claims and advances each pass (not one paused).
+RUN_ACTIVE = tuple(s for s in RUN_LIVE if s is not RunStatus.PAUSED)
+#: The statuses of a step still to settle: the run's cursor is its phase's first of these.
+STEP_OPEN = (StepStatus.PENDING, StepStatus.RUNNING)
+#: The statuses of a step that went wrong (the ones ``retry`` runs again).
+STEP_TROUBLED = (StepStatus.FAILED, StepStatus.REFUSED)
+#: The outcomes after which a run is done (:attr:`Outcome.finished`).
+OUTCOME_FINISHED = tuple(o for o in Outcome if o.finished)
+#: Not a status: a ``running`` step with no claim lease, waiting for a person.
+PARKED = "parked"
+
+
+# ── the table of moves ─────────────────────────────────────────────────────────
+
+
+def either(words: tuple[str, ...], last: str = "or") -> str:
+    """``a``, ``a or b``, ``a, b or c``: words joined as a sentence names them."""
+    if len(words) < 2:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One allowed transition: from any of ``froms`` into ``to`` (empty: the status stays
+    what it was), made by ``by`` when ``when``."""
+
+    name: str
+    froms: tuple[str, ...]
+    to: tuple[str, ...]
+    by: str
+    when: str
+
+    def acts_on(self, noun: str) -> str:
+        """``a starting or running run``: what the move acts from, in words."""
+        return f"a {either(self.froms)} {noun}"
+
+
+RUN_START = Move(
+    "start",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.STARTING,),
+    "the engine",
+    "its instant came and its concurrency key is free",
+)
+RUN_MISS = Move(
+    "miss",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.MISSED,),
+    "the engine",
+    "its grace window passed before it could start",
+)
+RUN_ENTER = Move(
+    "enter",
+    (RunStatus.STARTING, RunStatus.RUNNING),
+    (RunStatus.RUNNING,),
+    "the engine",
+    "it enters its first phase, or the next",
+)
+RUN_END = Move(
+    "end", (RunStatus.RUNNING,), (RunStatus.ENDING,), "the engine", "every phase is done"
+)
+RUN_COMPLETE = Move(
+    "complete",
+    (RunStatus.ENDING,),
+    (RunStatus.COMPLETED,),
+    "the engine",
+    "at once, in the pass that ended its phases (or after a crash, found ending)",
+)
+RUN_FAIL = Move(
+    "fail",
+    RUN_ACTIVE,
+    (RunStatus.FAILED,),
+    "the engine",
+    "the version it pinned cannot be read, or its phase is no longer in it",
+)
+RUN_ABORT = Move(
+    "abort",
+    RUN_LIVE,
+    (RunStatus.FAILED,),
+    "the engine",
+    "a step failed with `on_failure: abort_run`",
+)
+RUN_PAUSE = Move(
+    "pause",
+    (RunStatus.STARTING, RunStatus.RUNNING),
+    (RunStatus.PAUSED,),
+    "a person, or the engine",
+    "someone pressed pause, or a step failed with `on_failure: pause`",
+)
+RUN_RESUME = Move(
+    "resume",
+    (RunStatus.PAUSED,),
+    (RunStatus.STARTING, RunStatus.RUNNING),
+    "a person",
+    "resume or retry (`starting` when it never entered a phase)",
+)
+RUN_CANCEL = Move(
+    "cancel",
+    (RunStatus.SCHEDULED, RunStatus.STARTING, RunStatus.RUNNING, RunStatus.PAUSED),
+    (RunStatus.CANCELLED,),
+    "a person, or the schedule",
+    "someone cancelled it, or the schedule no longer produces it",
+)
+RUN_RESCHEDULE = Move(
+    "reschedule",
+    (RunStatus.SCHEDULED,),
+    (),
+    "a person",
+    "someone moved it to another instant",
+)
+RUN_ADVANCE = Move(
+    "advance",
+    (RunStatus.RUNNING, RunStatus.PAUSED),
+    (),
+    "a person",
+    "someone forced its current phase's gate",
+)
+RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its cleanup again")
+#: Every move of a run, in the order a run lives them.
+RUN_MOVES = (
+    RUN_START,
+    RUN_MISS,
+    RUN_ENTER,
+    RUN_END,
+    RUN_COMPLETE,
+    RUN_FAIL,
+    RUN_ABORT,
+    RUN_PAUSE,
+    RUN_RESUME,
+    RUN_CANCEL,
+    RUN_RESCHEDULE,
+    RUN_ADVANCE,
+    RUN_CLEANUP,
+)
+
+STEP_CLAIM = Move(
+    "claim",
+    (StepStatus.PENDING,),
+    (StepStatus.RUNNING,),
+    "the engine",
+    "it is due and its run's cursor reached it",
+)
+STEP_FINISH = Move(
+    "finish",
+    (StepStatus.RUNNING,),
+    (StepStatus.DONE, *STEP_TROUBLED),
+    "the engine",
+    "its action answered (or was refused before its dispatch)",
+)
+STEP_PARK = Move(
+    "park",
+    (StepStatus.RUNNING,),
+    (PARKED,),
+    "the engine",
+    "its action asked a person to confirm it",
+)
+STEP_RELEASE = Move(
+    "release",
+    (StepStatus.RUNNING,),
+    (StepStatus.PENDING,),
+    "the engine",
+    "it will be tried again after its backoff, its claim lease ran out, or its host stopped",
+)
+STEP_CANCEL = Move(
+    "cancel",
+    (StepStatus.PENDING, PARKED),
+    (StepStatus.CANCELLED,),
+    "the engine, or a person",
+    "its run was cancelled or failed",
+)
+STEP_CONFIRM = Move("confirm", (PARKED,), (StepStatus.DONE,), "a person", "someone confirmed it")
+STEP_SKIP = Move(
+    "skip",
+    (StepStatus.PENDING, PARKED),
+    (StepStatus.SKIPPED,),
+    "a person",
+    "someone skipped it",
+)
+STEP_RETRY = Move(
+    "retry",
+    STEP_TROUBLED,
+    (StepStatus.PENDING,),
+    "a person",
+    "someone retried the step a paused run stopped at (its attempts start again at 0)",
+)
+#: Every move of a step, in the order a step lives them.
+STEP_MOVES = (
+    STEP_CLAIM,
+    STEP_FINISH,
+    STEP_PARK,
+    STEP_RELEASE,
+    STEP_CANCEL,
+    STEP_CONFIRM,
+    STEP_SKIP,
+    STEP_RETRY,
+)
+
+
+def moves_table(moves: tuple[Move, ...]) -> str:
+    """The Markdown table of ``moves``, as ``docs/runs.md`` shows it."""
+    rows = ["| move | from | to | by | when |", "| --- | --- | --- | --- | --- |"]
+    for move in moves:
+        froms = ", ".join(f"`{s}`" for s in move.froms)
+        to = ", ".join(f"`{s}`" for s in move.to) or "unchanged"
+        rows.append(f"| {move.name} | {froms} | {to} | {move.by} | {move.when} |")
+    return "\n".join(rows) + "\n"
+
+
+#: The generated tables of ``docs/runs.md``: the marker that opens each, and its moves.
+DOC_TABLES = {"run-moves": RUN_MOVES, "step-moves": STEP_MOVES}
+
+
+def render_doc(text: str) -> str:
+    """``text`` (``docs/runs.md``) with each generated table written again from the moves:
+    the lines between ``<!-- NAME: ... -->`` and ``<!-- /NAME -->``."""
+    for name, moves in DOC_TABLES.items():
+        head = f"<!-- {name}: "
+        start = text.index("\n", text.index(head)) + 1
+        end = text.index(f"<!-- /{name} -->", start)
+        text = text[:start] + moves_table(moves) + text[end:]
+    return text
+
+
+if __name__ == "__main__":  # python -m pageant.db.states docs/runs.md
+    import sys
+    from pathlib import Path
+
+    doc = Path(sys.argv[1])
+    doc.write_text(render_doc(doc.read_text(encoding="utf-8")), encoding="utf-8")
