@@ -43,8 +43,8 @@ from pageant.db.errors import DatabaseError
 from pageant.db.migrate import upgrade
 from pageant.errors import PageantError
 from pageant.events import definitions
+from pageant.events.authoring import validator as specs
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console

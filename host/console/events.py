@@ -23,8 +23,8 @@ from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
+from pageant.events.authoring import validator as specs
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
 from pageant.gates.conditions import OPERATORS
 from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle

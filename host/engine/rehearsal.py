@@ -32,8 +32,8 @@ from pageant.engine.advance import advance
 from pageant.engine.muting import muted
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
-from pageant.events.spec import validator as specs
-from pageant.events.spec.advance import parse_after
+from pageant.events.authoring import validator as specs
+from pageant.events.authoring.advance import parse_after
 from pageant.gates.conditions import check_payload
 from pageant.hosting import Host
 from pageant.plugins.registry import Registry

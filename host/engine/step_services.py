@@ -28,7 +28,7 @@ import aiohttp
 from pageant.db import announcements, runlog
 from pageant.db.log_kinds import LogKind
 from pageant.engine.batch import in_outcome_transaction
-from pageant.events.spec import announce
+from pageant.events.authoring import announce
 from pageant.hookspecs import Announcement, Posted
 
 if TYPE_CHECKING:

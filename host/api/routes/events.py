@@ -53,12 +53,12 @@ from pageant.api.routing import (
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
+from pageant.events.authoring import validator as specs
+from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.events.option_values import check_option_values
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
-from pageant.events.spec.params import PARAM_NAME
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER
@@ -97,7 +97,7 @@ ConcurrencyKey = Annotated[
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY),
     AfterValidator(_key_template),
 ]
-#: The spec is checked by :mod:`pageant.events.spec.validator` (against the registry, with its
+#: The spec is checked by :mod:`pageant.events.authoring.validator` (against the registry, with its
 #: own paths), not by the model; the model only documents its shape.
 SpecBody = Annotated[Any, WithJsonSchema(specs.SPEC_SCHEMA)]
 #: A spec as the server answers it: normalised, each step with its action's version.
