@@ -1,6 +1,11 @@
 """What every command group shares: the settings flags, running a command's coroutine, a
 host on the configured database, who a command acts as, and its ``--json`` and table output.
 
+The staff's daily commands (events, runs, steps, fire, actions, token) call the domain
+function the admin API calls (nothing in the CLI decides a rule), act as ``cli:<user>`` (the
+login of whoever runs it), and print either text or, with ``--json``, what the matching API
+route answers.
+
 Every setting ``x_y`` is accepted by every command as ``--x-y`` (over ``PAGEANT_X_Y``, over
 the TOML key ``x_y`` in the ``--config`` file, over the default).
 """

@@ -1,9 +1,4 @@
-"""``pageant events``: list the events, show one.
-
-Like every staff command it calls the domain function the admin API calls (nothing here
-decides a rule), acts as ``cli:<user>`` (the login of whoever runs it), and prints either
-text or, with ``--json``, what the matching API route answers.
-"""
+"""``pageant events``: list the events, show one."""
 
 from __future__ import annotations
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from pageant.cli.common import quiet_plugin_log, run, settings_options
+from pageant.cli.common import json_option, quiet_plugin_log, run, settings_options
 from pageant.settings import Settings
 
 
 @click.command()
 @click.option("--all", "show_all", is_flag=True, help="Also list what each loaded plugin declared.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @click.option(
     "--allow-refused",
     is_flag=True,
@@ -108,7 +108,7 @@ def _declared_by(manager: Any) -> dict[str, dict[str, list[str]]]:
     help="The committed contract manifest to compare with.",
 )
 @click.option("--write", is_flag=True, help="Regenerate the manifest instead of comparing.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @settings_options
 def contract_check(
     settings: Settings, names: tuple[str, ...], manifest: Path, write: bool, as_json: bool

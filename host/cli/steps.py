@@ -1,9 +1,4 @@
-"""``pageant steps``: confirm a parked step, skip one.
-
-Like every staff command it calls the domain function the admin API calls (nothing here
-decides a rule), acts as ``cli:<user>`` (the login of whoever runs it), and prints either
-text or, with ``--json``, what the matching API route answers.
-"""
+"""``pageant steps``: confirm a parked step, skip one."""
 
 from __future__ import annotations
 

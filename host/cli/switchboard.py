@@ -64,22 +64,21 @@ def _change(settings: Settings, action_id: str, as_json: bool, **change: Any) ->
     click.echo(as_json_text(item) if as_json else _line(item))
 
 
-@actions.command("enable")
-@click.argument("action_id", metavar="ACTION")
-@json_option
-@settings_options
-def actions_enable(settings: Settings, action_id: str, as_json: bool) -> None:
-    """Turn ACTION on."""
-    _change(settings, action_id, as_json, enabled=True)
+def _switch(name: str, enabled: bool, help_text: str) -> None:
+    @actions.command(name, help=help_text)
+    @click.argument("action_id", metavar="ACTION")
+    @json_option
+    @settings_options
+    def command(settings: Settings, action_id: str, as_json: bool) -> None:
+        _change(settings, action_id, as_json, enabled=enabled)
 
 
-@actions.command("disable")
-@click.argument("action_id", metavar="ACTION")
-@json_option
-@settings_options
-def actions_disable(settings: Settings, action_id: str, as_json: bool) -> None:
-    """Turn ACTION off: its steps are refused (code disabled) from the next dispatch."""
-    _change(settings, action_id, as_json, enabled=False)
+_switch("enable", True, "Turn ACTION on.")
+_switch(
+    "disable",
+    False,
+    "Turn ACTION off: its steps are refused (code disabled) from the next dispatch.",
+)
 
 
 @actions.command("cap")

@@ -7,7 +7,15 @@ from typing import Any
 import click
 
 from pageant.access.roles import ROLES
-from pageant.cli.common import actor, as_json_text, settings_options, table, when, with_host
+from pageant.cli.common import (
+    actor,
+    as_json_text,
+    json_option,
+    settings_options,
+    table,
+    when,
+    with_host,
+)
 from pageant.settings import Settings
 
 
@@ -67,7 +75,7 @@ def token_create(settings: Settings, role: str, name: str, expires: Any, as_json
 
 @token.command("list")
 @click.option("--revoked", "include_revoked", is_flag=True, help="Include revoked tokens.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @settings_options
 def token_list(settings: Settings, include_revoked: bool, as_json: bool) -> None:
     """List the tokens (never a token or its hash)."""
@@ -82,7 +90,7 @@ def token_list(settings: Settings, include_revoked: bool, as_json: bool) -> None
 
 @token.command("revoke")
 @click.argument("ref", metavar="NAME|ID")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option
 @settings_options
 def token_revoke(settings: Settings, ref: str, as_json: bool) -> None:
     """Revoke a token, by id or by name: its next request is refused."""

@@ -317,6 +317,13 @@ def _now(request: web.Request) -> datetime:
     return request.app[HOST].clock.now()
 
 
+async def _event(request: web.Request, conn: AsyncConnection, definition_id: int) -> dict[str, Any]:
+    """The event as every route answers it (:class:`EventOut`), at the host's now."""
+    return await definitions.render_event(
+        conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+    )
+
+
 # ── Routes ──────────────────────────────────────────────────────────────────────────────────
 
 LIST_QUERY = {
@@ -392,9 +399,7 @@ async def create_event(request: web.Request) -> web.Response:
             series_id=body.series_id,
             visibility=body.visibility,
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event, 201)
 
 
@@ -407,9 +412,7 @@ async def create_event(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event)
 
 
@@ -436,9 +439,7 @@ async def update_event(request: web.Request) -> web.Response:
             changes["spec"] = spec
         definitions.refuse_unless_open(row, "edited")
         await definitions.update_definition(conn, definition_id, changes, now=_now(request))
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event)
 
 
@@ -462,9 +463,7 @@ async def publish_event(request: web.Request) -> web.Response:
             horizon_days=host.settings.horizon_days,
             created=scheduled,
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     await lifecycle.announce_scheduled(host, scheduled)
     request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
@@ -525,9 +524,7 @@ async def archive_event(request: web.Request) -> web.Response:
         await definitions.archive_definition(
             conn, definition_id, now=_now(request), actor=principal(request).actor
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     request.app[HOST].wake()
     return respond(event)
 
