@@ -405,41 +405,49 @@ async def run_console(request: web.Request) -> web.Response:
 # ── run controls ──────────────────────────────────────────────────────────────
 
 
-def _run_control(name: str, summary: str, model: type[_Body], *, optional: bool) -> None:
-    """Declare ``POST .../runs/{run_id}/<name>``: the run control ``name`` of
-    :mod:`pageant.runs.controls`, answering the run as it then is."""
+def _control(
+    name: str, summary: str, model: type[_Body], *, optional: bool = True, of_step: bool = False
+) -> None:
+    """Declare ``POST .../runs/{run_id}/<name>`` (``.../steps/{step_id}/<name>`` when
+    ``of_step``): the control ``name`` of :mod:`pageant.runs.controls`, answering the run (or
+    the step) as it then is."""
     act = getattr(controls, name)
+    path = "/api/v1/admin/runs/{run_id}" + ("/steps/{step_id}" if of_step else "") + f"/{name}"
 
     async def control(request: web.Request) -> web.Response:
         host = request.app[HOST]
         run_id = int_param(request, "run_id")
-        await controls.require_run(host, run_id)
+        if of_step:
+            step_id = int_param(request, "step_id")
+            await controls.require_step(host, run_id, step_id)
+            ids: tuple[int, ...] = (run_id, step_id)
+        else:
+            await controls.require_run(host, run_id)
+            ids = (run_id,)
         body = await read_body(request, model, optional=optional)
-        await act(host, run_id, actor=principal(request).actor, **body.model_dump())
-        return respond(await run_view(host, run_id))
+        await act(host, *ids, actor=principal(request).actor, **body.model_dump())
+        return respond(await (step_view(host, step_id) if of_step else run_view(host, run_id)))
 
-    control.__name__ = f"{name}_run"
+    control.__name__ = f"{name}_{'step' if of_step else 'run'}"
     routes.post(
-        f"/api/v1/admin/runs/{{run_id}}/{name}",
+        path,
         roles=CONTROLLERS,
         summary=summary,
         body_optional=optional,
         body=model,
-        response=RunOut,
+        response=StepOut if of_step else RunOut,
     )(control)
 
 
-_run_control(
+_control(
     "pause",
     "Pause a starting or running run (takes effect between two steps)",
     ReasonBody,
-    optional=True,
 )
-_run_control(
+_control(
     "resume",
     "Resume a paused run (a failed step it stopped at is stepped over)",
     ReasonBody,
-    optional=True,
 )
 
 
@@ -486,13 +494,13 @@ async def cleanup_run(request: web.Request) -> web.Response:
     )
 
 
-_run_control(
+_control(
     "advance",
     "Force the current phase's open gate; the phase advances (its steps must be done)",
     AdvanceBody,
     optional=False,
 )
-_run_control(
+_control(
     "reschedule",
     "Move a scheduled run to another instant; the schedule never moves it back",
     RescheduleBody,
@@ -503,35 +511,11 @@ _run_control(
 # ── step controls ─────────────────────────────────────────────────────────────
 
 
-def _step_control(name: str, summary: str, model: type[_Body]) -> None:
-    """Declare ``POST .../runs/{run_id}/steps/{step_id}/<name>``: the step control ``name``
-    of :mod:`pageant.runs.controls`, answering the step as it then is."""
-    act = getattr(controls, name)
-
-    async def control(request: web.Request) -> web.Response:
-        host = request.app[HOST]
-        run_id = int_param(request, "run_id")
-        step_id = int_param(request, "step_id")
-        await controls.require_step(host, run_id, step_id)
-        body = await read_body(request, model, optional=True)
-        await act(host, run_id, step_id, actor=principal(request).actor, **body.model_dump())
-        return respond(await step_view(host, step_id))
-
-    control.__name__ = f"{name}_step"
-    routes.post(
-        f"/api/v1/admin/runs/{{run_id}}/steps/{{step_id}}/{name}",
-        roles=CONTROLLERS,
-        summary=summary,
-        body_optional=True,
-        body=model,
-        response=StepOut,
-    )(control)
-
-
-_step_control("confirm", "Confirm a parked step (a person did what it asked)", ConfirmBody)
-_step_control("skip", "Skip a pending or parked step", ReasonBody)
-_step_control(
+_control("confirm", "Confirm a parked step (a person did what it asked)", ConfirmBody, of_step=True)
+_control("skip", "Skip a pending or parked step", ReasonBody, of_step=True)
+_control(
     "retry",
     "Retry the failed or refused step a paused run stopped at (resumes the run)",
     ReasonBody,
+    of_step=True,
 )
