@@ -220,8 +220,8 @@ class Kit:
     async def publish(self, event_spec: Mapping[str, Any], *, title: str = "Test event") -> int:
         """Validate ``event_spec`` against the loaded plugins, create and publish it; its id."""
         from pageant.events import definitions
+        from pageant.events.authoring import validator as specs
         from pageant.events.slugs import slugify
-        from pageant.events.spec import validator as specs
 
         raw = {"schedule": {"kind": "manual"}, **event_spec}
         async with self.host.db.begin() as conn:

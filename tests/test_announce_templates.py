@@ -14,8 +14,8 @@ from pageant.api.app import make_app
 from pageant.builtin_plugins.announce_chat import discord_payload, slack_payload
 from pageant.engine import Engine
 from pageant.errors import Invalid
-from pageant.events.spec import announce as templates
-from pageant.events.spec.validator import validate
+from pageant.events.authoring import announce as templates
+from pageant.events.authoring.validator import validate
 from pageant.hosting import Host
 from pageant.runs.create import start_now
 from tests.conftest import bearer

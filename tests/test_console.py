@@ -358,7 +358,7 @@ WISP_SPEC["schedule"] = {"kind": "weekly", "days": ["monday", "friday"], "time":
 
 
 async def test_the_editors_form_posts_back_the_spec_it_shows(client, tokens, host):
-    from pageant.events.spec.validator import validate
+    from pageant.events.authoring.validator import validate
 
     stored = validate(WISP_SPEC, host.registry)
     event = await publish_event(host.db, host.clock.now(), stored, published=False)

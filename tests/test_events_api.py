@@ -23,8 +23,8 @@ from pageant.db.tables import (
     event_series,
     event_versions,
 )
+from pageant.events.authoring.validator import empty_spec
 from pageant.events.slugs import MAX_SLUG, slugify
-from pageant.events.spec.validator import empty_spec
 from pageant.hosting import Host
 from tests.conftest import bearer
 

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.clock import SystemClock
 from pageant.engine import Engine
-from pageant.events.spec import validator as specs
+from pageant.events.authoring import validator as specs
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.settings import Settings

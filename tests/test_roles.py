@@ -10,7 +10,7 @@ import pytest
 
 from pageant.access.floor import risky_changes
 from pageant.api.app import make_app
-from pageant.events.spec.validator import validate
+from pageant.events.authoring.validator import validate
 from pageant.hosting import Host
 from tests.test_events_api import ANNOUNCE, EVENTS, SUMMON, call, create, snapshot, spec_of
 

@@ -11,7 +11,7 @@ import pytest
 
 from pageant.engine import Engine
 from pageant.errors import Invalid
-from pageant.events.spec import validator as specs
+from pageant.events.authoring import validator as specs
 from pageant.hosting import Host
 from tests.factories import announce, log_lines, phase, step_rows
 from tests.test_events_api import EVENTS, call, create

@@ -15,8 +15,8 @@ import pytest
 
 from pageant import hookimpl
 from pageant.errors import Invalid
-from pageant.events.spec import validator as spec
-from pageant.events.spec.validator import (
+from pageant.events.authoring import validator as spec
+from pageant.events.authoring.validator import (
     MAX_ADVANCE_COUNT,
     MAX_LABEL,
     MAX_PHASE_KEY,

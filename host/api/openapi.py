@@ -9,21 +9,17 @@ from pydantic import BaseModel
 
 from pageant.api.routing import MAX_ID, Query, Route, requires
 
-ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message", "details"],
-            "properties": {
-                "code": {"type": "string"},
-                "message": {"type": "string"},
-                "details": {"type": "array", "items": {"type": "string"}},
-            },
-        }
-    },
-}
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: list[str]
+
+
+class Error(BaseModel):
+    """Every error's answer."""
+
+    error: ErrorBody
 
 
 #: Path parameters that name a row by id (read by :func:`pageant.api.routing.parse_id`).
@@ -71,7 +67,8 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
     """The document of ``routes``; bodies whose shape the plugins decide are read from
     ``registry``."""
     paths: dict[str, dict[str, Any]] = {}
-    components: dict[str, Any] = {"Error": ERROR_SCHEMA}
+    components: dict[str, Any] = {}
+    components["Error"] = _hoist(_schema(Error), components)
     for route in sorted(routes, key=lambda r: (r.path, r.method)):
         operation: dict[str, Any] = {
             "summary": route.summary,
@@ -91,10 +88,10 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
                 },
             },
         }
-        for status, schema in route.also.items():
+        for status, model in route.also.items():
             operation["responses"][str(status)] = {
                 "description": "see the summary",
-                "content": {"application/json": {"schema": schema}},
+                "content": {"application/json": {"schema": _hoist(_schema(model), components)}},
             }
         if route.roles is not None:
             operation["security"] = [{"bearer": []}]

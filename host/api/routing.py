@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pageant import jsoncodec
 from pageant.errors import Forbidden, Invalid, Unauthenticated, UnsupportedMediaType
@@ -30,6 +30,15 @@ AUTH_PROBLEM_KEY: Any = (
 M = TypeVar("M", bound=BaseModel)
 
 
+def _none_promised(schema: dict[str, Any]) -> None:
+    schema.pop("required", None)
+
+
+#: The config of an answer's model whose fields the answer may leave out (which ones depends
+#: on the row: a waiting reason, a gate's kind): each is documented, none is promised.
+SOME_FIELDS = ConfigDict(json_schema_extra=_none_promised)
+
+
 @dataclass
 class Route:
     method: str
@@ -42,12 +51,14 @@ class Route:
     body: type[BaseModel] | dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None
     #: True where the handler accepts an empty body (every field of ``body`` is optional).
     body_optional: bool = False
+    #: The model of the success answer (documentation only: a route answers its domain
+    #: function's dict as it is); None where the route answers no declared shape.
     response: type[BaseModel] | dict[str, Any] | None = None
     status: int = 200
     #: The success answer's media type (every error is JSON).
     media_type: str = "application/json"
-    #: Other answers the route gives with a body of their own shape (status -> schema).
-    also: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Other answers the route gives with a body of their own shape (status -> its model).
+    also: dict[int, type[BaseModel]] = field(default_factory=dict)
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
     query: dict[str, str | Query] = field(default_factory=dict)

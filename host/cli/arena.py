@@ -32,9 +32,17 @@ from pageant.runs.console import console
 from pageant.runs.console_text import render_log_line
 from pageant.runs.create import start_now
 from pageant.settings import Settings
-from pageant.switchboard import board
 
-from .showcase import STAFF_ACTOR, DemoFailed, DemoResult, Say, Show, publish, require_empty
+from .showcase import (
+    STAFF_ACTOR,
+    DemoFailed,
+    DemoResult,
+    Say,
+    Show,
+    enable_action,
+    publish,
+    require_empty,
+)
 
 #: The switchboard the demo opens: action -> its per-run caps.
 SWITCHBOARD: dict[str, dict[str, int | None]] = {
@@ -147,16 +155,7 @@ async def _demo(
     if "openarena.bots.add" not in host.registry.actions:
         raise DemoFailed(NEEDS_PLUGIN)
     for action_id, caps in SWITCHBOARD.items():
-        async with host.db.begin() as conn:
-            await board.set_action(
-                conn,
-                host.registry,
-                action_id,
-                enabled=True,
-                caps=caps,
-                actor=STAFF_ACTOR,
-                now=host.clock.now(),
-            )
+        await enable_action(host, action_id, caps)
         say(f"switch    {action_id} enabled")
     definition_id = await _publish(host, event)
     say(f'event     {definition_id} "{event["title"]}", created and published')

@@ -16,6 +16,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import click
+
+from pageant.cli.common import require_schema, run, settings_options
 from pageant.settings import Settings
 
 log = logging.getLogger("pageant")
@@ -146,3 +149,34 @@ def _bound_port(site: Any) -> int:
     server = getattr(site, "_server", None)
     sockets = getattr(server, "sockets", None) or []
     return sockets[0].getsockname()[1] if sockets else 0
+
+
+@click.command()
+@settings_options
+def serve(settings: Settings) -> None:
+    """Run the host: the engine and the HTTP API.
+
+    The address is bound before the engine starts. SIGTERM or SIGINT stops cleanly: nothing
+    new is claimed, steps in perform get ``stop_grace_seconds`` to finish, every claim is
+    handed back, and the exit status is 0. Exit 1: an error named on one line.
+    """
+    from pageant.cli.operator import check_sqlite_exists
+    from pageant.cli.plugins import plugin_lines
+    from pageant.hosting import Host
+    from pageant.plugins.loader import plugin_listing
+
+    configure_logging(settings)
+    host = Host(settings)
+
+    async def _check() -> None:
+        try:
+            check_sqlite_exists(settings.database_url)
+            await require_schema(host.db, settings.database_url)
+        finally:
+            await host.close()  # this loop ends here; the app opens its own pool
+
+    run(_check())
+
+    for line in plugin_lines(plugin_listing(host.plugins)):
+        click.echo(line, err=True)
+    run(serve_host(host, settings, say=click.echo))

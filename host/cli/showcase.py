@@ -43,8 +43,8 @@ from pageant.db.errors import DatabaseError
 from pageant.db.migrate import upgrade
 from pageant.errors import PageantError
 from pageant.events import definitions
+from pageant.events.authoring import validator as specs
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
 from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console
@@ -308,20 +308,26 @@ def require_shard(host: Host) -> None:
     raise DemoFailed(NEEDS_SHARD, details=refused)
 
 
+async def enable_action(host: Host, action_id: str, caps: dict[str, int | None]) -> None:
+    """Enable ``action_id`` with ``caps``, as an admin does through
+    ``PUT /api/v1/admin/actions/{action_id}``."""
+    async with host.db.begin() as conn:
+        await board.set_action(
+            conn,
+            host.registry,
+            action_id,
+            enabled=True,
+            caps=caps,
+            actor=STAFF_ACTOR,
+            now=host.clock.now(),
+        )
+
+
 async def open_switchboard(host: Host, say: Say) -> None:
     """Enable the world-changing actions the event uses, with their caps, as an admin does
     through ``PUT /api/v1/admin/actions/{action_id}``."""
     for action_id, caps in SWITCHBOARD.items():
-        async with host.db.begin() as conn:
-            await board.set_action(
-                conn,
-                host.registry,
-                action_id,
-                enabled=True,
-                caps=caps,
-                actor=STAFF_ACTOR,
-                now=host.clock.now(),
-            )
+        await enable_action(host, action_id, caps)
         capped = ", ".join(f"{dim} at most {n} per run" for dim, n in caps.items())
         say(f"switch    {action_id} enabled" + (f" ({capped})" if capped else ""))
 

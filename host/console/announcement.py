@@ -12,7 +12,7 @@ from pageant.console.keys import host_of, render, require
 from pageant.errors import NotFound
 from pageant.events import definitions
 from pageant.events.announce_preview import preview
-from pageant.events.spec.announce import validate_template
+from pageant.events.authoring.announce import validate_template
 from pageant.schedules.recurrence import is_zone
 
 routes = web.RouteTableDef()

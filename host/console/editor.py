@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pageant.events.spec import validator as specs
+from pageant.events.authoring import validator as specs
 from pageant.gates.conditions import OPERATORS, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.plugins.registry import Registry

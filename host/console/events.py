@@ -23,8 +23,8 @@ from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
+from pageant.events.authoring import validator as specs
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
 from pageant.gates.conditions import OPERATORS
 from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle
@@ -334,6 +334,17 @@ async def _refused(
     (an unknown event stays a 404)."""
     if isinstance(exc, NotFound):
         raise exc
+    return await _editor_refusing(request, definition_id, exc, errors=errors)
+
+
+async def _editor_refusing(
+    request: web.Request,
+    definition_id: int,
+    exc: PageantError,
+    *,
+    errors: list[str] | None = None,
+) -> web.Response:
+    """The stored event's editor, showing ``exc`` (its details, or ``errors``)."""
     event = await _event(request, definition_id)
     return await _editor(
         request,
@@ -427,15 +438,7 @@ async def rehearse_published(request: web.Request) -> web.Response:
     try:
         report = await rehearsal.rehearse(host, definition_id)
     except PageantError as exc:
-        event = await _event(request, definition_id)
-        return await _editor(
-            request,
-            event,
-            event["spec"],
-            status=exc.status,
-            errors=exc.details or [exc.message],
-            notice=exc.message,
-        )
+        return await _editor_refusing(request, definition_id, exc)
     event = await _event(request, definition_id)
     outcome = report["outcome"]
     tone = (

@@ -31,8 +31,8 @@ from pageant.db.log_kinds import LogKind
 from pageant.engine.advance_stage import advance
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
-from pageant.events.spec import validator as specs
-from pageant.events.spec.advance import parse_after
+from pageant.events.authoring import validator as specs
+from pageant.events.authoring.advance import parse_after
 from pageant.gates.conditions import check_payload
 from pageant.hosting import Host
 from pageant.muting import muted

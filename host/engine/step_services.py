@@ -29,7 +29,7 @@ from pageant.db import announcements, runlog
 from pageant.db.log_kinds import LogKind
 from pageant.db.shared import Batch
 from pageant.engine.batch import in_outcome_transaction
-from pageant.events.spec import announce
+from pageant.events.authoring import announce
 from pageant.hookspecs import Announcement, Posted
 
 if TYPE_CHECKING:

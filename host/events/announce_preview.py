@@ -14,7 +14,7 @@ from typing import Any
 
 from pageant.builtin_plugins.announce_chat import discord_payload, slack_payload
 from pageant.builtin_plugins.announce_email import compose
-from pageant.events.spec import announce
+from pageant.events.authoring import announce
 from pageant.hookspecs import SendContext
 from pageant.schedules.recurrence import next_occurrence
 from pageant.timefmt import iso
@@ -63,7 +63,7 @@ def preview(
     """The announcement ``template`` makes of ``message`` (the spec's first message when
     ``None``) for the event's next occurrence, and each built-in leg's payload.
 
-    ``template`` must be valid (:func:`pageant.events.spec.announce.validate_template`).
+    ``template`` must be valid (:func:`pageant.events.authoring.announce.validate_template`).
     """
     text = message if message is not None else first_message(spec)
     when, occurrence = _start(spec.get("schedule"), timezone, now)

@@ -22,10 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import definitions as rows
 from pageant.db.rows import AnyRow
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
+from pageant.events.authoring import validator as specs
+from pageant.events.authoring.dormancy import as_registered
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
-from pageant.events.spec import validator as specs
-from pageant.events.spec.dormancy import as_registered
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
 from pageant.schedules import calendar

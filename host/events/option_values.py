@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.spec.validator import action_steps
+from pageant.events.authoring.validator import action_steps
 from pageant.plugins.options import resolve_options
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from pageant.db import switchboard as board_rows
 from pageant.db import verification
 from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
+from pageant.events.authoring import validator as specs
 from pageant.events.option_values import check_option_values
-from pageant.events.spec import validator as specs
 from pageant.hookspecs import ActionContext
 from pageant.plugins.calls import run_with_envelope
 from pageant.runs import params as run_params

@@ -1,6 +1,6 @@
 """The duration grammar of an ``after`` gate: ``"30m"``, ``"2h"``, ``"1d"``.
 
-The spec validator (:mod:`pageant.events.spec.advance`) checks a duration through
+The spec validator (:mod:`pageant.events.authoring.advance`) checks a duration through
 :func:`parse_after`, the gates read one through it every tick, and the console writes one
 through :func:`format_after`, so no reader grows an opinion of its own.
 """

@@ -1,7 +1,7 @@
 """Recurrence: when a schedule's occurrences fall, in the event's own IANA zone.
 
 Pure arithmetic, no database. A schedule (already shape-checked by
-:mod:`pageant.events.spec.validator`) names local wall slots — "every Friday at 20:00", "the
+:mod:`pageant.events.authoring.validator`) names local wall slots — "every Friday at 20:00", "the
 last Sunday of the month at 02:30" — and this module turns each slot into exactly one UTC
 instant:
 

@@ -13,8 +13,8 @@ from pageant.api.routing import RouteTable, int_param, read_body, respond
 from pageant.errors import Invalid
 from pageant.events import definitions
 from pageant.events.announce_preview import preview
-from pageant.events.spec import announce
-from pageant.events.spec.validator import MAX_STRING_PARAM
+from pageant.events.authoring import announce
+from pageant.events.authoring.validator import MAX_STRING_PARAM
 
 routes = RouteTable("events")
 

@@ -53,12 +53,12 @@ from pageant.api.routing import (
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
+from pageant.events.authoring import validator as specs
+from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.events.option_values import check_option_values
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
-from pageant.events.spec import validator as specs
-from pageant.events.spec.params import PARAM_NAME
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER
@@ -97,7 +97,7 @@ ConcurrencyKey = Annotated[
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY),
     AfterValidator(_key_template),
 ]
-#: The spec is checked by :mod:`pageant.events.spec.validator` (against the registry, with its
+#: The spec is checked by :mod:`pageant.events.authoring.validator` (against the registry, with its
 #: own paths), not by the model; the model only documents its shape.
 SpecBody = Annotated[Any, WithJsonSchema(specs.SPEC_SCHEMA)]
 #: A spec as the server answers it: normalised, each step with its action's version.
@@ -317,6 +317,13 @@ def _now(request: web.Request) -> datetime:
     return request.app[HOST].clock.now()
 
 
+async def _event(request: web.Request, conn: AsyncConnection, definition_id: int) -> dict[str, Any]:
+    """The event as every route answers it (:class:`EventOut`), at the host's now."""
+    return await definitions.render_event(
+        conn, definition_id, now=_now(request), registry=request.app[HOST].registry
+    )
+
+
 # ── Routes ──────────────────────────────────────────────────────────────────────────────────
 
 LIST_QUERY = {
@@ -392,9 +399,7 @@ async def create_event(request: web.Request) -> web.Response:
             series_id=body.series_id,
             visibility=body.visibility,
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event, 201)
 
 
@@ -407,9 +412,7 @@ async def create_event(request: web.Request) -> web.Response:
 async def get_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id", "event")
     async with request.app[HOST].db.begin() as conn:
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event)
 
 
@@ -436,9 +439,7 @@ async def update_event(request: web.Request) -> web.Response:
             changes["spec"] = spec
         definitions.refuse_unless_open(row, "edited")
         await definitions.update_definition(conn, definition_id, changes, now=_now(request))
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     return respond(event)
 
 
@@ -462,9 +463,7 @@ async def publish_event(request: web.Request) -> web.Response:
             horizon_days=host.settings.horizon_days,
             created=scheduled,
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     await lifecycle.announce_scheduled(host, scheduled)
     request.app[HOST].wake()  # an occurrence inside its grace window may be due now
     return respond(event)
@@ -525,9 +524,7 @@ async def archive_event(request: web.Request) -> web.Response:
         await definitions.archive_definition(
             conn, definition_id, now=_now(request), actor=principal(request).actor
         )
-        event = await definitions.render_event(
-            conn, definition_id, now=_now(request), registry=request.app[HOST].registry
-        )
+        event = await _event(request, conn, definition_id)
     request.app[HOST].wake()
     return respond(event)
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
+from pydantic import BaseModel
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, respond
+from pageant.api.routing import SOME_FIELDS, RouteTable, respond
 from pageant.errors import NotFound
 from pageant.plugins.loader import plugin_listing
 from pageant.plugins.options import resolve_options
@@ -14,62 +17,66 @@ from pageant.switchboard import board
 
 routes = RouteTable("plugins")
 
-PLUGIN_LIST = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    k: {"type": ["string", "null"]}
-                    for k in (
-                        "name",
-                        "distribution",
-                        "version",
-                        "entry_point",
-                        "owner",
-                        "contract",
-                        "status",
-                        "reason",
-                        "traceback",
-                    )
-                }
-                | {
-                    "settings": {"type": ["object", "null"]},
-                    "dropped": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                k: {"type": "string"} for k in ("lease", "target", "reason")
-                            },
-                        },
-                    },
-                },
-            },
-        }
-    },
-}
-CATALOG = {
-    "type": "object",
-    "properties": {
-        k: {"type": "array", "items": {"type": "object"}}
-        for k in ("actions", "triggers", "budgets", "leases", "option_sources", "legs")
-    },
-}
-OPTIONS = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean"},
-        "items": {"type": "array", "items": {"type": "object"}},
-        "reason": {"type": "string"},
-    },
-}
+
+class DroppedTarget(BaseModel):
+    """A lease target the plugin's self-check dropped, and why."""
+
+    model_config = SOME_FIELDS
+
+    lease: str
+    target: str
+    reason: str
+
+
+class PluginOut(BaseModel):
+    """A loaded or a refused plugin (a refused one with its reason and traceback)."""
+
+    model_config = SOME_FIELDS
+
+    name: str | None
+    distribution: str | None
+    version: str | None
+    entry_point: str | None
+    owner: str | None
+    contract: str | None
+    status: str | None
+    reason: str | None
+    traceback: str | None
+    settings: dict[str, Any] | None
+    dropped: list[DroppedTarget]
+
+
+class PluginList(BaseModel):
+    model_config = SOME_FIELDS
+
+    items: list[PluginOut]
+
+
+class Catalog(BaseModel):
+    """What the plugins declared, by kind."""
+
+    model_config = SOME_FIELDS
+
+    actions: list[dict[str, Any]]
+    triggers: list[dict[str, Any]]
+    budgets: list[dict[str, Any]]
+    leases: list[dict[str, Any]]
+    option_sources: list[dict[str, Any]]
+    legs: list[dict[str, Any]]
+
+
+class OptionValues(BaseModel):
+    """An option source's values, or why there are none."""
+
+    model_config = SOME_FIELDS
+
+    ok: bool
+    items: list[dict[str, Any]]
+    reason: str
 
 
 @routes.get(
-    "/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PLUGIN_LIST
+    "/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PluginList
 )
 async def list_plugins(request: web.Request) -> web.Response:
     return respond({"items": plugin_listing(request.app[HOST].plugins)})
@@ -79,7 +86,7 @@ async def list_plugins(request: web.Request) -> web.Response:
     "/api/v1/admin/catalog",
     roles=STAFF,
     summary="Everything the plugins declared",
-    response=CATALOG,
+    response=Catalog,
 )
 async def catalog(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -91,7 +98,7 @@ async def catalog(request: web.Request) -> web.Response:
     "/api/v1/admin/catalog/options/{source_id}",
     roles=STAFF,
     summary="One option source's current values",
-    response=OPTIONS,
+    response=OptionValues,
 )
 async def options(request: web.Request) -> web.Response:
     host = request.app[HOST]

@@ -157,17 +157,26 @@ async def calendar(request: web.Request) -> web.Response:
     return _cacheable({"items": items})
 
 
-@routes.get(
+def _page(path: str, summary: str, model: type[BaseModel], read: Any) -> None:
+    """Declare ``GET path``: the public page ``read`` answers for the ``{slug}`` in the path
+    at the host's now (cacheable, as every public answer)."""
+
+    async def page(request: web.Request) -> web.Response:
+        host = request.app[HOST]
+        async with host.db.connect() as conn:
+            found = await read(conn, request.match_info["slug"], now=host.clock.now())
+        return _cacheable(found)
+
+    page.__name__ = read.__name__
+    routes.get(path, roles=None, summary=summary, response=model)(page)
+
+
+_page(
     "/api/v1/public/events/{slug}",
-    roles=None,
-    summary="A public event's page: its next occurrences",
-    response=PublicEventPage,
+    "A public event's page: its next occurrences",
+    PublicEventPage,
+    public.event_page,
 )
-async def event_page(request: web.Request) -> web.Response:
-    host = request.app[HOST]
-    async with host.db.connect() as conn:
-        page = await public.event_page(conn, request.match_info["slug"], now=host.clock.now())
-    return _cacheable(page)
 
 
 @routes.get(
@@ -211,14 +220,9 @@ async def event_history(request: web.Request) -> web.Response:
     return _cacheable(page)
 
 
-@routes.get(
+_page(
     "/api/v1/public/series/{slug}",
-    roles=None,
-    summary="A public series' page: its public events and their next occurrences",
-    response=PublicSeriesPage,
+    "A public series' page: its public events and their next occurrences",
+    PublicSeriesPage,
+    public.series_page,
 )
-async def series_page(request: web.Request) -> web.Response:
-    host = request.app[HOST]
-    async with host.db.connect() as conn:
-        page = await public.series_page(conn, request.match_info["slug"], now=host.clock.now())
-    return _cacheable(page)

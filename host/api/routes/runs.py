@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -11,7 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
 from pageant.api.pagination import encode_cursor, page_from
-from pageant.api.routing import CURSOR, LIMIT, RouteTable, int_param, principal, read_body, respond
+from pageant.api.routing import (
+    CURSOR,
+    LIMIT,
+    SOME_FIELDS,
+    RouteTable,
+    int_param,
+    principal,
+    read_body,
+    respond,
+)
 from pageant.db.states import Health, RunStatus, StepStatus
 from pageant.errors import Forbidden, NotFound
 from pageant.events import definitions
@@ -23,225 +32,198 @@ from pageant.runs.waiting import REASONS
 routes = RouteTable("runs")
 
 
-_NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
-WAITING = {
-    "type": ["object", "null"],
-    "properties": {
-        "reason": {"enum": list(REASONS)},
-        "since": {"type": "string", "format": "date-time"},
-        "until": {"type": "string", "format": "date-time"},
-        "holder_run_id": {"type": "integer"},
-        "step_id": {"type": "integer"},
-        "attempt": {"type": "integer"},
-        "of": {"type": "integer"},
-        "sentence": {"type": "string"},
-    },
-}
-RUN = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "definition_id": {"type": "integer"},
-        "definition_slug": {"type": "string"},
-        "definition_title": {"type": "string"},
-        "version_id": {"type": "integer"},
-        "version_number": {"type": "integer"},
-        "scope": {"type": "string"},
-        "params": {
-            "type": "object",
-            "description": "the values the run was started with, one per declared param",
-        },
-        "source": {"enum": ["manual", "schedule"]},
-        "status": {"enum": [s.value for s in RunStatus]},
-        "health": {"enum": [h.value for h in Health]},
-        "cleanup_status": {"type": "string"},
-        "current_phase": {"type": ["string", "null"]},
-        "scheduled_for": {"type": "string", "format": "date-time"},
-        "hold_until": _NULLABLE_TIME,
-        "last_error": {"type": ["string", "null"]},
-        "cancel_reason": {"type": ["string", "null"]},
-        "concurrency_key": {"type": ["string", "null"]},
-        "dst_adjusted": {"type": ["object", "null"]},
-        "moved_from": _NULLABLE_TIME,
-        "created_at": {"type": "string", "format": "date-time"},
-        "started_at": _NULLABLE_TIME,
-        "ended_at": _NULLABLE_TIME,
-        "waiting_on": WAITING,
-    },
-}
-STEP = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "phase": {"type": "string"},
-        "seq": {"type": "integer"},
-        "label": {"type": "string"},
-        "action": {"type": "string"},
-        "action_version": {"type": "integer"},
-        "params": {"type": "object"},
-        "on_failure": {"enum": ["skip", "pause", "abort_run"]},
-        "status": {"enum": [s.value for s in StepStatus]},
-        "attempts": {"type": "integer"},
-        "parked": {"type": "boolean"},
-        "due_at": _NULLABLE_TIME,
-        "last_error": {"type": ["string", "null"]},
-        "note": {"type": ["string", "null"]},
-        "spent": {
-            "type": ["object", "null"],
-            "description": "what the step paid: {dimension: amount}",
-        },
-        "started_at": _NULLABLE_TIME,
-        "finished_at": _NULLABLE_TIME,
-    },
-}
-LOG_LINE = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "at": {"type": "string", "format": "date-time"},
-        "kind": {"type": "string"},
-        "phase": {"type": ["string", "null"]},
-        "step_id": {"type": ["integer", "null"]},
-        "detail": {"type": ["object", "null"]},
-        "actor": {"type": ["string", "null"]},
-    },
-}
-GATE = {
-    "type": ["object", "null"],
-    "properties": {
-        "kind": {"enum": ["after", "on"]},
-        "phase": {"type": "string"},
-        "condition": {"type": ["string", "null"]},
-        "trigger_id": {"type": ["string", "null"]},
-        "tally": {"type": "integer"},
-        "needed": {"type": "integer"},
-        "entered_at": {"type": "string", "format": "date-time"},
-        "deadline": _NULLABLE_TIME,
-        "last_event_at": _NULLABLE_TIME,
-        "last_event_counted": {"type": ["boolean", "null"]},
-        "satisfied_at": _NULLABLE_TIME,
-        "satisfied_by": {"enum": ["deadline", "tally", "forced", None]},
-    },
-}
-PARTICIPANT = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "role": {"type": ["string", "null"]},
-        "step_id": {"type": ["integer", "null"]},
-    },
-}
-RESULT_ENTRY = {
-    "type": "object",
-    "properties": {
-        "rank": {"type": ["integer", "null"]},
-        "name": {"type": "string"},
-        "detail": {"type": "string"},
-    },
-}
-RESULTS = {
-    "type": "object",
-    "properties": {
-        "phase": {"type": "string"},
-        "step_id": {"type": "integer"},
-        "title": {"type": "string"},
-        "entries": {"type": "array", "items": RESULT_ENTRY},
-    },
-}
-BUDGET = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {
-            "dimension": {"type": "string"},
-            "label": {"type": ["string", "null"]},
-            "unit": {"type": ["string", "null"]},
-            "cap": {"type": ["integer", "null"]},
-            "consumed": {"type": "integer"},
-            "cap_source_action": {"type": ["string", "null"]},
-        },
-    },
-}
-RESOURCE = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "step_id": {"type": ["integer", "null"]},
-        "owner": {"type": "string"},
-        "kind": {"type": "string", "description": '"@step" for a placeholder'},
-        "ref": {"type": "string"},
-        "status": {
-            "enum": ["pending", "confirmed", "revert_failed", "reverted", "drifted", "orphaned"]
-        },
-        "revert_attempts": {"type": "integer"},
-        "last_error": {"type": ["string", "null"]},
-        "lease_until": _NULLABLE_TIME,
-        "payload": {"type": ["object", "null"]},
-    },
-}
-CONSOLE = {
-    "type": "object",
-    "required": [
-        "run",
-        "steps",
-        "gate",
-        "participants",
-        "results",
-        "budget",
-        "resources",
-        "cleanup_summary",
-        "log",
-    ],
-    "properties": {
-        "run": RUN,
-        "steps": {"type": "array", "items": STEP},
-        "gate": GATE,
-        "participants": {"type": "array", "items": PARTICIPANT},
-        "results": {"type": "array", "items": RESULTS},
-        "budget": BUDGET,
-        "resources": {"type": "array", "items": RESOURCE},
-        "cleanup_summary": {"type": "string"},
-        "log": {"type": "array", "items": LOG_LINE},
-    },
-}
-CLEANUP = {
-    "type": "object",
-    "required": ["run", "resources", "cleanup_summary"],
-    "properties": {
-        "run": RUN,
-        "resources": {"type": "array", "items": RESOURCE},
-        "cleanup_summary": {"type": "string"},
-    },
-}
-RUN_LIST = {
-    "type": "object",
-    "properties": {
-        "items": {"type": "array", "items": RUN},
-        "next_cursor": {"type": ["string", "null"]},
-    },
-}
-SUMMARY = {
-    "type": "object",
-    "description": "counts over every run that has not ended, whatever the filters",
-    "properties": {
-        "waiting_on_person": {
-            "type": "integer",
-            "description": "runs paused or at a parked step (as an event's runs_waiting)",
-        },
-        "stalled": {"type": "integer"},
-        "degraded": {"type": "integer"},
-        "running": {"type": "integer"},
-    },
-}
-RUNS_NOW = {
-    "type": "object",
-    "required": ["items", "next_cursor", "summary"],
-    "properties": {
-        "items": {"type": "array", "items": RUN},
-        "next_cursor": {"type": ["string", "null"]},
-        "summary": SUMMARY,
-    },
-}
+class Waiting(BaseModel):
+    """What a run waits on (its fields depend on the reason)."""
+
+    model_config = SOME_FIELDS
+
+    reason: str = Field(json_schema_extra={"enum": list(REASONS)})
+    since: datetime
+    until: datetime
+    holder_run_id: int
+    step_id: int
+    attempt: int
+    of: int
+    sentence: str
+
+
+class RunOut(BaseModel):
+    model_config = SOME_FIELDS
+
+    id: int
+    definition_id: int
+    definition_slug: str
+    definition_title: str
+    version_id: int
+    version_number: int
+    scope: str
+    params: dict[str, Any] = Field(
+        description="the values the run was started with, one per declared param"
+    )
+    source: Literal["manual", "schedule"]
+    status: RunStatus
+    health: Health
+    cleanup_status: str
+    current_phase: str | None
+    scheduled_for: datetime
+    hold_until: datetime | None
+    last_error: str | None
+    cancel_reason: str | None
+    concurrency_key: str | None
+    dst_adjusted: dict[str, Any] | None
+    moved_from: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    waiting_on: Waiting | None
+
+
+class StepOut(BaseModel):
+    model_config = SOME_FIELDS
+
+    id: int
+    phase: str
+    seq: int
+    label: str
+    action: str
+    action_version: int
+    params: dict[str, Any]
+    on_failure: Literal["skip", "pause", "abort_run"]
+    status: StepStatus
+    attempts: int
+    parked: bool
+    due_at: datetime | None
+    last_error: str | None
+    note: str | None
+    spent: dict[str, Any] | None = Field(description="what the step paid: {dimension: amount}")
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class LogLine(BaseModel):
+    model_config = SOME_FIELDS
+
+    id: int
+    at: datetime
+    kind: str
+    phase: str | None
+    step_id: int | None
+    detail: dict[str, Any] | None
+    actor: str | None
+
+
+class GateOut(BaseModel):
+    model_config = SOME_FIELDS
+
+    kind: Literal["after", "on"]
+    phase: str
+    condition: str | None
+    trigger_id: str | None
+    tally: int
+    needed: int
+    entered_at: datetime
+    deadline: datetime | None
+    last_event_at: datetime | None
+    last_event_counted: bool | None
+    satisfied_at: datetime | None
+    satisfied_by: Literal["deadline", "tally", "forced"] | None
+
+
+class Participant(BaseModel):
+    model_config = SOME_FIELDS
+
+    name: str
+    role: str | None
+    step_id: int | None
+
+
+class ResultEntry(BaseModel):
+    model_config = SOME_FIELDS
+
+    rank: int | None
+    name: str
+    detail: str
+
+
+class Results(BaseModel):
+    model_config = SOME_FIELDS
+
+    phase: str
+    step_id: int
+    title: str
+    entries: list[ResultEntry]
+
+
+class BudgetLine(BaseModel):
+    model_config = SOME_FIELDS
+
+    dimension: str
+    label: str | None
+    unit: str | None
+    cap: int | None
+    consumed: int
+    cap_source_action: str | None
+
+
+class ResourceOut(BaseModel):
+    model_config = SOME_FIELDS
+
+    id: int
+    step_id: int | None
+    owner: str
+    kind: str = Field(description='"@step" for a placeholder')
+    ref: str
+    status: Literal["pending", "confirmed", "revert_failed", "reverted", "drifted", "orphaned"]
+    revert_attempts: int
+    last_error: str | None
+    lease_until: datetime | None
+    payload: dict[str, Any] | None
+
+
+class ConsoleOut(BaseModel):
+    """The run console: the run, its steps, its gate, and its log."""
+
+    run: RunOut
+    steps: list[StepOut]
+    gate: GateOut | None
+    participants: list[Participant]
+    results: list[Results]
+    budget: list[BudgetLine]
+    resources: list[ResourceOut]
+    cleanup_summary: str
+    log: list[LogLine]
+
+
+class CleanupOut(BaseModel):
+    run: RunOut
+    resources: list[ResourceOut]
+    cleanup_summary: str
+
+
+class RunList(BaseModel):
+    model_config = SOME_FIELDS
+
+    items: list[RunOut]
+    next_cursor: str | None
+
+
+class RunSummary(BaseModel):
+    """counts over every run that has not ended, whatever the filters"""
+
+    model_config = SOME_FIELDS
+
+    waiting_on_person: int = Field(
+        description="runs paused or at a parked step (as an event's runs_waiting)"
+    )
+    stalled: int
+    degraded: int
+    running: int
+
+
+class RunsNow(BaseModel):
+    items: list[RunOut]
+    next_cursor: str | None
+    summary: RunSummary
 
 
 class _Body(BaseModel):
@@ -329,7 +311,7 @@ async def _require_event(request: web.Request) -> int:
     "/api/v1/admin/events/{id}/runs",
     roles=STAFF,
     summary="An event's runs, oldest first (by id)",
-    response=RUN_LIST,
+    response=RunList,
     query={"limit": LIMIT, "cursor": CURSOR},
 )
 async def list_runs(request: web.Request) -> web.Response:
@@ -346,7 +328,7 @@ async def list_runs(request: web.Request) -> web.Response:
     summary="Start a run of the published version now",
     body_optional=True,
     body=StartBody,
-    response=RUN,
+    response=RunOut,
     status=201,
 )
 async def start_run(request: web.Request) -> web.Response:
@@ -366,7 +348,7 @@ async def start_run(request: web.Request) -> web.Response:
     "/api/v1/admin/runs",
     roles=STAFF,
     summary="Runs across every event, newest first, with a summary of what needs attention",
-    response=RUNS_NOW,
+    response=RunsNow,
     query={
         "status": "only runs in these statuses (repeat or comma-separate)",
         "health": "only runs of this health: ok, degraded, stalled (repeatable)",
@@ -405,7 +387,7 @@ async def runs_now(request: web.Request) -> web.Response:
     "/api/v1/admin/runs/{run_id}",
     roles=STAFF,
     summary="The run console: the run and why it waits, its steps, its gate, its log",
-    response=CONSOLE,
+    response=ConsoleOut,
 )
 async def run_console(request: web.Request) -> web.Response:
     return respond(await console(request.app[HOST], int_param(request, "run_id")))
@@ -414,39 +396,50 @@ async def run_console(request: web.Request) -> web.Response:
 # ── run controls ──────────────────────────────────────────────────────────────
 
 
-async def _run_control(request: web.Request, model: type[_Body], act: Any) -> web.Response:
-    host = request.app[HOST]
-    run_id = int_param(request, "run_id")
-    await controls.require_run(host, run_id)
-    body = await read_body(
-        request, model, optional=model not in (CancelBody, AdvanceBody, RescheduleBody)
-    )
-    await act(host, run_id, actor=principal(request).actor, **body.model_dump())
-    return respond(await run_view(host, run_id))
+def _control(
+    name: str, summary: str, model: type[_Body], *, optional: bool = True, of_step: bool = False
+) -> None:
+    """Declare ``POST .../runs/{run_id}/<name>`` (``.../steps/{step_id}/<name>`` when
+    ``of_step``): the control ``name`` of :mod:`pageant.runs.controls`, answering the run (or
+    the step) as it then is."""
+    act = getattr(controls, name)
+    path = "/api/v1/admin/runs/{run_id}" + ("/steps/{step_id}" if of_step else "") + f"/{name}"
+
+    async def control(request: web.Request) -> web.Response:
+        host = request.app[HOST]
+        run_id = int_param(request, "run_id")
+        if of_step:
+            step_id = int_param(request, "step_id")
+            await controls.require_step(host, run_id, step_id)
+            ids: tuple[int, ...] = (run_id, step_id)
+        else:
+            await controls.require_run(host, run_id)
+            ids = (run_id,)
+        body = await read_body(request, model, optional=optional)
+        await act(host, *ids, actor=principal(request).actor, **body.model_dump())
+        return respond(await (step_view(host, step_id) if of_step else run_view(host, run_id)))
+
+    control.__name__ = f"{name}_{'step' if of_step else 'run'}"
+    routes.post(
+        path,
+        roles=CONTROLLERS,
+        summary=summary,
+        body_optional=optional,
+        body=model,
+        response=StepOut if of_step else RunOut,
+    )(control)
 
 
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/pause",
-    roles=CONTROLLERS,
-    summary="Pause a starting or running run (takes effect between two steps)",
-    body_optional=True,
-    body=ReasonBody,
-    response=RUN,
+_control(
+    "pause",
+    "Pause a starting or running run (takes effect between two steps)",
+    ReasonBody,
 )
-async def pause_run(request: web.Request) -> web.Response:
-    return await _run_control(request, ReasonBody, controls.pause)
-
-
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/resume",
-    roles=CONTROLLERS,
-    summary="Resume a paused run (a failed step it stopped at is stepped over)",
-    body_optional=True,
-    body=ReasonBody,
-    response=RUN,
+_control(
+    "resume",
+    "Resume a paused run (a failed step it stopped at is stepped over)",
+    ReasonBody,
 )
-async def resume_run(request: web.Request) -> web.Response:
-    return await _run_control(request, ReasonBody, controls.resume)
 
 
 @routes.post(
@@ -454,7 +447,7 @@ async def resume_run(request: web.Request) -> web.Response:
     roles=CONTROLLERS,
     summary="Cancel a run that has not ended; its pending and parked steps are cancelled",
     body=CancelBody,
-    response=RUN,
+    response=RunOut,
 )
 async def cancel_run(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -475,7 +468,7 @@ async def cancel_run(request: web.Request) -> web.Response:
     "/api/v1/admin/runs/{run_id}/cleanup",
     roles=("admin",),
     summary="Try again to give back what an ended run still holds in the world",
-    response=CLEANUP,
+    response=CleanupOut,
 )
 async def cleanup_run(request: web.Request) -> web.Response:
     host = request.app[HOST]
@@ -492,72 +485,28 @@ async def cleanup_run(request: web.Request) -> web.Response:
     )
 
 
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/advance",
-    roles=CONTROLLERS,
-    summary="Force the current phase's open gate; the phase advances (its steps must be done)",
-    body=AdvanceBody,
-    response=RUN,
+_control(
+    "advance",
+    "Force the current phase's open gate; the phase advances (its steps must be done)",
+    AdvanceBody,
+    optional=False,
 )
-async def advance_run(request: web.Request) -> web.Response:
-    return await _run_control(request, AdvanceBody, controls.advance)
-
-
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/reschedule",
-    roles=CONTROLLERS,
-    summary="Move a scheduled run to another instant; the schedule never moves it back",
-    body=RescheduleBody,
-    response=RUN,
+_control(
+    "reschedule",
+    "Move a scheduled run to another instant; the schedule never moves it back",
+    RescheduleBody,
+    optional=False,
 )
-async def reschedule_run(request: web.Request) -> web.Response:
-    return await _run_control(request, RescheduleBody, controls.reschedule)
 
 
 # ── step controls ─────────────────────────────────────────────────────────────
 
 
-async def _step_control(request: web.Request, model: type[_Body], act: Any) -> web.Response:
-    host = request.app[HOST]
-    run_id = int_param(request, "run_id")
-    step_id = int_param(request, "step_id")
-    await controls.require_step(host, run_id, step_id)
-    body = await read_body(request, model, optional=True)
-    await act(host, run_id, step_id, actor=principal(request).actor, **body.model_dump())
-    return respond(await step_view(host, step_id))
-
-
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/steps/{step_id}/confirm",
-    roles=CONTROLLERS,
-    summary="Confirm a parked step (a person did what it asked)",
-    body_optional=True,
-    body=ConfirmBody,
-    response=STEP,
+_control("confirm", "Confirm a parked step (a person did what it asked)", ConfirmBody, of_step=True)
+_control("skip", "Skip a pending or parked step", ReasonBody, of_step=True)
+_control(
+    "retry",
+    "Retry the failed or refused step a paused run stopped at (resumes the run)",
+    ReasonBody,
+    of_step=True,
 )
-async def confirm_step(request: web.Request) -> web.Response:
-    return await _step_control(request, ConfirmBody, controls.confirm)
-
-
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/steps/{step_id}/skip",
-    roles=CONTROLLERS,
-    summary="Skip a pending or parked step",
-    body_optional=True,
-    body=ReasonBody,
-    response=STEP,
-)
-async def skip_step(request: web.Request) -> web.Response:
-    return await _step_control(request, ReasonBody, controls.skip)
-
-
-@routes.post(
-    "/api/v1/admin/runs/{run_id}/steps/{step_id}/retry",
-    roles=CONTROLLERS,
-    summary="Retry the failed or refused step a paused run stopped at (resumes the run)",
-    body_optional=True,
-    body=ReasonBody,
-    response=STEP,
-)
-async def retry_step(request: web.Request) -> web.Response:
-    return await _step_control(request, ReasonBody, controls.retry)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from pageant.api.bodies import no_defaults
 from pageant.api.keys import HOST, ROUTES
 from pageant.api.openapi import document
-from pageant.api.routing import Query, RouteTable, respond
+from pageant.api.routing import SOME_FIELDS, Query, RouteTable, respond
 from pageant.db.errors import is_unavailable, reason_of
 from pageant.db.migrate import SchemaState, head_revision, schema_state
 from pageant.hosting import Host
@@ -24,36 +26,41 @@ STALE_TICKS = 3
 #: while the database is black-holed, not when the outage ends.
 DATABASE_ANSWER_SECONDS = 2.0
 
-HEALTH = {
-    "type": "object",
-    "required": ["status", "schema", "engine"],
-    "properties": {
-        "status": {"enum": ["ok", "degraded", "unhealthy"]},
-        "problems": {"type": "array", "items": {"type": "string"}},
-        "schema": {
-            "type": "object",
-            "properties": {
-                "current": {"type": ["string", "null"]},
-                "head": {"type": ["string", "null"]},
-                "up_to_date": {"type": "boolean"},
-            },
-        },
-        "engine": {
-            "type": "object",
-            "required": ["running"],
-            "properties": {
-                "running": {
-                    "type": "boolean",
-                    "description": "whether this process runs an engine at all",
-                },
-                "stopping": {"type": "boolean"},
-                "identity": {"type": "string"},
-                "last_tick_seconds_ago": {"type": ["number", "null"]},
-                "runs_in_flight": {"type": "integer"},
-            },
-        },
-    },
-}
+
+class SchemaOut(BaseModel):
+    model_config = SOME_FIELDS
+
+    current: str | None
+    head: str | None
+    up_to_date: bool
+
+
+class EngineOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra=no_defaults)
+
+    running: bool = Field(description="whether this process runs an engine at all")
+    # The rest only while an engine runs.
+    stopping: bool = False
+    identity: str = ""
+    last_tick_seconds_ago: float | None = None
+    runs_in_flight: int = 0
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(json_schema_extra=no_defaults)
+
+    status: Literal["ok", "degraded", "unhealthy"]
+    problems: list[str] = []
+    schema_: SchemaOut = Field(alias="schema")
+    engine: EngineOut
+
+
+class MetricsText(RootModel[str]):
+    """The Prometheus text format."""
+
+
+class OpenApiDocument(RootModel[dict[str, Any]]):
+    """An OpenAPI 3.1 document."""
 
 
 def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
@@ -83,8 +90,8 @@ def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
     "/healthz",
     roles=None,
     summary="Health: 200 while the engine ticks and the schema is current, else 503",
-    response=HEALTH,
-    also={503: HEALTH},
+    response=Health,
+    also={503: Health},
     query={
         "verbose": Query(
             "present (with any value, or none): always 200, with status ok or degraded - the "
@@ -127,7 +134,7 @@ async def _schema(host: Host) -> tuple[SchemaState, str | None]:
     "/metrics",
     roles=("admin",),
     summary="Metrics in the Prometheus text format",
-    response={"type": "string"},
+    response=MetricsText,
     media_type="text/plain",
 )
 async def metrics(request: web.Request) -> web.Response:
@@ -141,7 +148,12 @@ async def metrics(request: web.Request) -> web.Response:
     return response
 
 
-@routes.get("/api/v1/openapi.json", roles=None, summary="This API's OpenAPI document")
+@routes.get(
+    "/api/v1/openapi.json",
+    roles=None,
+    summary="This API's OpenAPI document",
+    response=OpenApiDocument,
+)
 async def openapi(request: web.Request) -> web.Response:
     from pageant import __version__
 

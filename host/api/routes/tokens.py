@@ -3,8 +3,8 @@ token, and none holds its hash."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -12,34 +12,38 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pageant.access import tokens
 from pageant.access.roles import ADMIN
 from pageant.api.keys import HOST
-from pageant.api.routing import RouteTable, int_param, principal, read_body, respond
+from pageant.api.routing import SOME_FIELDS, RouteTable, int_param, principal, read_body, respond
 
 routes = RouteTable("tokens")
 
-_TIME = {"type": ["string", "null"], "format": "date-time"}
-TOKEN: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "name": {"type": "string"},
-        "role": {"enum": list(tokens.ROLES)},
-        "status": {"enum": ["active", "expired", "revoked"]},
-        "created_at": {"type": "string", "format": "date-time"},
-        "created_by": {"type": ["string", "null"]},
-        "expires_at": _TIME,
-        "last_used_at": _TIME,
-        "revoked_at": _TIME,
-        "revoked_by": {"type": ["string", "null"]},
-    },
-}
-ISSUED = {
-    "type": "object",
-    "properties": {
-        **TOKEN["properties"],
-        "token": {"type": "string", "description": "the token itself: shown this once only"},
-    },
-}
-TOKEN_LIST = {"type": "object", "properties": {"items": {"type": "array", "items": TOKEN}}}
+
+class TokenOut(BaseModel):
+    """A token's listing (never the token or its hash)."""
+
+    model_config = SOME_FIELDS
+
+    id: int
+    name: str
+    role: str = Field(json_schema_extra={"enum": list(tokens.ROLES)})
+    status: Literal["active", "expired", "revoked"]
+    created_at: datetime
+    created_by: str | None
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+    revoked_by: str | None
+
+
+class TokenIssued(TokenOut):
+    """A new token's listing, and the token itself."""
+
+    token: str = Field(description="the token itself: shown this once only")
+
+
+class TokenList(BaseModel):
+    model_config = SOME_FIELDS
+
+    items: list[TokenOut]
 
 
 class TokenCreate(BaseModel):
@@ -70,7 +74,7 @@ class TokenCreate(BaseModel):
     "/api/v1/admin/tokens",
     roles=ADMIN,
     summary="The tokens, oldest first (never a token or its hash)",
-    response=TOKEN_LIST,
+    response=TokenList,
     query={"revoked": "true to include revoked tokens"},
 )
 async def list_tokens(request: web.Request) -> web.Response:
@@ -85,7 +89,7 @@ async def list_tokens(request: web.Request) -> web.Response:
     roles=ADMIN,
     summary="Make a token; the answer holds it, once",
     body=TokenCreate,
-    response=ISSUED,
+    response=TokenIssued,
     status=201,
 )
 async def create_token(request: web.Request) -> web.Response:
@@ -109,7 +113,7 @@ async def create_token(request: web.Request) -> web.Response:
     "/api/v1/admin/tokens/{token_id}",
     roles=ADMIN,
     summary="Revoke a token: its next request is refused",
-    response=TOKEN,
+    response=TokenOut,
 )
 async def revoke_token(request: web.Request) -> web.Response:
     host = request.app[HOST]

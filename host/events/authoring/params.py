@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
-from pageant.events.spec.messages import refuse_unknown, show
+from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.runs.params import (
     MAX_PARAM_TEXT,

@@ -5,7 +5,7 @@ Two shapes, exactly one per gate::
     {"after": "30m"}
     {"on": "wisps.caught", "where": {...}, "count": 2}
 
-:func:`validate_advance` is called by :func:`pageant.events.spec.validator.validate` for every
+:func:`validate_advance` is called by :func:`pageant.events.authoring.validator.validate` for every
 phase; the engine reads a duration through :func:`~pageant.gates.durations.parse_after` and the
 console writes one through :func:`~pageant.gates.durations.format_after`, so neither grows an
 opinion of its own. There is deliberately no
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.spec.messages import refuse_unknown, show
+from pageant.events.authoring.messages import refuse_unknown, show
 
 # The duration grammar is the gates' (a phase gate reads it every tick); its names stay
 # importable from here, where the spec validator uses them.

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pageant.runs.params import show
 
-def show(value: Any) -> str:
-    """A value as its author wrote it (JSON), shortened to fit in one message."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+__all__ = ["refuse_unknown", "show"]
 
 
 def refuse_unknown(

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from pageant.events.spec.messages import refuse_unknown, show
+from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs import Announcement
 
 #: The placeholders a template may use, each with what it becomes.

@@ -27,7 +27,8 @@ Bounds (all paste guards, so the wrong JSON is a refusal with a number in it rat
 run of fifty thousand steps): :data:`MAX_PHASES`, :data:`MAX_STEPS_PER_PHASE`,
 :data:`MAX_STEPS`, :data:`MAX_PHASE_KEY`, :data:`MAX_LABEL` (phase and step labels),
 :data:`MAX_STRING_PARAM` (each string param); gates have their own in
-:mod:`pageant.events.spec.advance` (re-exported here with the rest of that module's public names).
+:mod:`pageant.events.authoring.advance` (re-exported here with the rest of that module's
+public names).
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
-from pageant.events.spec import params as run_params
+from pageant.events.authoring import params as run_params
 
 # The gate grammar lives in its own module; its names stay importable from here.
-from pageant.events.spec.advance import (  # noqa: F401 - re-exported, importable from here
+from pageant.events.authoring.advance import (  # noqa: F401 - re-exported, importable from here
     ADVANCE_KINDS,
     AFTER,
     AFTER_GATE_KEYS,
@@ -53,10 +54,10 @@ from pageant.events.spec.advance import (  # noqa: F401 - re-exported, importabl
     parse_after,
     validate_advance,
 )
-from pageant.events.spec.announce import MAX_BODY as MAX_TEMPLATE_BODY
-from pageant.events.spec.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
-from pageant.events.spec.announce import validate_template
-from pageant.events.spec.messages import refuse_unknown, show
+from pageant.events.authoring.announce import MAX_BODY as MAX_TEMPLATE_BODY
+from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
+from pageant.events.authoring.announce import validate_template
+from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED

@@ -1,0 +1,125 @@
+"""``pageant rehearse EVENT``: run an event on a virtual clock in a throwaway database and
+print what would happen."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from pageant.cli.common import as_json_text, event_id, json_option, settings_options, with_host
+from pageant.settings import Settings
+
+
+@click.command()
+@click.argument("event", metavar="EVENT")
+@click.option("--version", "version_number", type=click.IntRange(min=1), help="Default: published.")
+@click.option(
+    "--firings",
+    type=click.File("r"),
+    help='A JSON file: {"firings": [{"after": "5m", "trigger": "...", "payload": {...}}, ...]}'
+    " (or the list alone).",
+)
+@json_option
+@settings_options
+def rehearse(
+    settings: Settings, event: str, version_number: int | None, firings: Any, as_json: bool
+) -> None:
+    """Run EVENT on a virtual clock in a throwaway database; print what would happen.
+
+    Nothing reaches a game (every action is its perform(verify=True)) and nothing is
+    written to the real database.
+
+    Exit 0 when the run completes with nothing refused and no cap overspent; 3 when it
+    would not complete (it stalls, pauses or fails); 4 when it completes but a step is
+    refused or a worst-case spend is over its cap; 1 on an error (an unknown event, no
+    published version) and 2 on a usage error.
+    """
+    from pageant.engine.rehearsal import rehearse as run_rehearsal
+
+    simulated = read_firings(firings.read()) if firings is not None else []
+
+    async def _go(host: Any) -> dict[str, Any]:
+        return await run_rehearsal(
+            host,
+            await event_id(host, event),
+            version_number=version_number,
+            firings=simulated,
+        )
+
+    report = with_host(settings, _go, start_plugins=True)
+    if as_json:
+        click.echo(as_json_text(report))
+    else:
+        _print_rehearsal(report)
+    sys.exit(rehearsal_exit_code(report))
+
+
+#: ``pageant rehearse``'s exit codes beyond 0 (as planned), 1 (an error) and 2 (usage).
+EXIT_WOULD_NOT_COMPLETE = 3
+EXIT_OVER_PLAN = 4
+
+
+def rehearsal_exit_code(report: dict[str, Any]) -> int:
+    """What a CI reads from a rehearsal: 0 when the run completes with nothing refused and
+    nothing over a cap, :data:`EXIT_WOULD_NOT_COMPLETE` when it stalls, pauses or fails,
+    :data:`EXIT_OVER_PLAN` when it completes past a refusal or a cap."""
+    if report["outcome"]["status"] != "completed" or report["stalls"]:
+        return EXIT_WOULD_NOT_COMPLETE
+    if report["refusals"] or any(item["over_cap"] for item in report["spend"]):
+        return EXIT_OVER_PLAN
+    return 0
+
+
+def read_firings(text: str) -> list[dict[str, Any]]:
+    """The simulated firings of a ``--firings`` file: ``{"firings": [...]}``, the shape the
+    HTTP route takes, or the list alone. A usage error names what is wrong."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise click.UsageError(f"--firings is not JSON: {exc}") from exc
+    if isinstance(data, dict):
+        if set(data) != {"firings"}:
+            unknown = sorted(set(data) - {"firings"}) or ["no firings key"]
+            raise click.UsageError(
+                '--firings must be {"firings": [...]} or a list; '
+                f"found {', '.join(map(str, unknown))}"
+            )
+        data = data["firings"]
+    if not isinstance(data, list) or not all(isinstance(f, dict) for f in data):
+        raise click.UsageError(
+            '--firings must be {"firings": [...]} or a list, each firing an object'
+        )
+    return data
+
+
+def _print_rehearsal(report: dict[str, Any]) -> None:
+    click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
+    steps = report["timeline"]["steps"]
+    for phase in report["timeline"]["phases"]:
+        click.echo(f"{_seconds(phase['entered_seconds']):>10}  phase {phase['key']} entered")
+        for step in (s for s in steps if s["phase"] == phase["key"]):
+            click.echo(
+                f"{_seconds(step['started_seconds']):>10}    {step['action']} {step['status']}"
+            )
+        if phase["left_seconds"] is not None:
+            click.echo(f"{_seconds(phase['left_seconds']):>10}  phase {phase['key']} left")
+    outcome = report["outcome"]
+    click.echo(f"{_seconds(outcome['ended_seconds']):>10}  run {outcome['status']}")
+    for item in report["spend"]:
+        cap = "uncapped" if item["cap"] is None else f"cap {item['cap']}"
+        over = "  OVER THE CAP" if item["over_cap"] else ""
+        click.echo(f"spend     {item['dimension']}: worst case {item['worst_case']} ({cap}){over}")
+    for refusal in report["refusals"]:
+        click.echo(f"refused   {refusal['action']} ({refusal['code']}): {refusal['error']}")
+    for stall in report["stalls"]:
+        click.echo(
+            f"stalled   phase {stall['phase']} at {_seconds(stall['stalled_seconds'])}: "
+            f"its gate on {stall['trigger_id']} never opens"
+        )
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"+{value:g}s"
