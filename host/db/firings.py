@@ -27,7 +27,11 @@ _l = trigger_last_firings.c
 _ANSWERS = select(k.key, k.answer).where(
     k.issuer == bindparam("issuer"), k.key.in_(bindparam("keys", expanding=True))
 )
-_SET_ANSWER = update(trigger_firing_keys).where(k.id == bindparam("key_id"))
+_SET_ANSWERS = (
+    update(trigger_firing_keys)
+    .where(k.id == bindparam("key_id"))
+    .values(answer=bindparam("kept", type_=k.answer.type))
+)
 _PRUNE = delete(trigger_firing_keys).where(k.created_at < bindparam("before", type_=UTCDateTime))
 
 
@@ -57,9 +61,11 @@ async def claim_key(
     return inserted_id(await conn.execute(stmt), conn.dialect)
 
 
-async def keep_answer(conn: AsyncConnection, key_id: int, answer: dict[str, Any]) -> None:
-    """Store the answer a keyed firing was given, for its replays."""
-    await conn.execute(_SET_ANSWER.values(answer=answer), {"key_id": key_id})
+async def keep_answers(conn: AsyncConnection, kept: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """Store the answers keyed firings were given, ``(key row id, answer)``, for their
+    replays; one statement for all."""
+    if kept:
+        await conn.execute(_SET_ANSWERS, [{"key_id": i, "kept": answer} for i, answer in kept])
 
 
 async def prune_keys(conn: AsyncConnection, before: datetime) -> int:

@@ -3,6 +3,7 @@ list and revoke. No statement here ever reads the token or its hash out of the t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,10 @@ _TOUCH = (
     update(api_tokens)
     .where(t.id == bindparam("token_id"), t.last_used_at.is_not_distinct_from(bindparam("seen")))
     .values(last_used_at=bindparam("now"))
+)
+
+_STATES = select(t.id, t.revoked_at, t.expires_at).where(
+    t.id.in_(bindparam("token_ids", expanding=True))
 )
 
 _REVOKE = (
@@ -93,3 +98,10 @@ async def revoke(conn: AsyncConnection, token_id: int, *, actor: str, now: datet
     """CAS not revoked -> revoked by ``actor``; True if this call revoked it."""
     result = await conn.execute(_REVOKE, {"token_id": token_id, "actor": actor, "now": now})
     return result.rowcount == 1
+
+
+async def states(conn: AsyncConnection, token_ids: Sequence[int]) -> dict[int, Row]:
+    """Whether tokens are still live, by id (id, revoked_at, expires_at); a deleted token
+    is absent."""
+    rows = await conn.execute(_STATES, {"token_ids": list(token_ids)})
+    return {row.id: row for row in rows}
