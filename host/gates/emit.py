@@ -288,7 +288,13 @@ async def _judge(
             if evaluate(gate["condition"], payload)
         }
         matches.append(sorted(found))
-    locked = await gate_rows.lock_gates(conn, sorted({i for m in matches for i in m}))
+    counted_for = sorted({i for m in matches for i in m})
+    if conn.dialect.name == "sqlite":
+        # The writer's transaction began IMMEDIATE: no one else has written since the read.
+        read = {gate["id"]: gate for gate in open_gates}
+        locked = {gate_id: read[gate_id] for gate_id in counted_for}
+    else:
+        locked = await gate_rows.lock_gates(conn, counted_for)
     state = {gate_id: dict(row) for gate_id, row in locked.items()}
     answers = []
     for entry, gate_ids in zip(entries, matches, strict=True):
