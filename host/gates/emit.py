@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -289,6 +289,7 @@ async def _judge(
         }
         matches.append(sorted(found))
     counted_for = sorted({i for m in matches for i in m})
+    locked: Mapping[int, gates.Gate]
     if conn.dialect.name == "sqlite":
         # The writer's transaction began IMMEDIATE: no one else has written since the read.
         read = {gate["id"]: gate for gate in open_gates}
