@@ -7,8 +7,8 @@ them arrive at :meth:`Firings.fire`.
 **The emit path writes, the tick reads.** A gate waiting on three firings counts things that
 happen *between* two ticks; by the next tick there is nothing left to see, and a tally kept in
 a process's memory is one a restart silently zeroes. So each firing is a database write: the
-matching gates' tallies are raised by a conditional increment in the firing's transaction,
-and the engine is woken only to act on a gate that closed. A firing is answered only once
+matching gates' tallies are raised in the firing's transaction, and the engine is woken
+only to act on a gate that closed. A firing is answered only once
 its transaction has committed, so an answered firing survives a crash.
 
 **A firing costs what it can match.** It reads only the open gates whose match key it
@@ -19,8 +19,15 @@ its trigger's last firing, one row a trigger (:func:`pageant.db.firings.note_las
 **Firings arriving together are committed together.** Like the engine's step answers
 (:mod:`pageant.engine.batch`), firings that arrive while a transaction is committing wait
 for the next one, which records up to ``firing_batch_size`` of them; a lone firing is
-written at once. When a shared transaction fails, each submission in it is written again
-in a transaction of its own, so one's error is its own.
+written at once. A transaction's firings are counted set-wise: one read of the open gates a
+trigger, the firings judged against them in order in memory, the gates they count for read
+again under their row locks, and one statement writing every gate's new tally (a
+compare-and-set on the tally read). When a shared transaction fails, each submission in it
+is written again in a transaction of its own, so one's error is its own.
+
+**A token is checked where its firings are recorded.** The firing routes take a token seen
+live before from memory; the transaction that records its firings reads whether it is still
+live, so a revoke stops its next request however the token was revoked.
 
 **A key makes a retry safe.** A firing sent with an idempotency key records the key with
 its answer, per issuer (the game token, or the plugin); the same key again answers that
