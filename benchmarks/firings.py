@@ -19,7 +19,7 @@ for its server (``tallies``: ok, or how many were lost or counted twice). Each c
 reports the CPU time (user + system) per acknowledged firing of the server process and of
 this one: on two cores shared with the clients, the rate is what that CPU allows. The
 clients speak HTTP/1.1 over keep-alive connections themselves (:class:`Client`), each still
-waiting for its answer before it sends again: aiohttp's client cost a third as much CPU a
+waiting for its answer before it sends again: aiohttp's client cost about a fifth as much CPU a
 firing as the server's work after it was cut.
 
 The setup writes its rows straight into the database (one definition, N runs, N gate rows),
