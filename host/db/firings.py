@@ -73,25 +73,23 @@ async def prune_keys(conn: AsyncConnection, before: datetime) -> int:
     return (await conn.execute(_PRUNE, {"before": before})).rowcount
 
 
+# The upsert of a trigger's last firing, built once a dialect (its values are the execute's
+# parameters): the first firing inserts the row, every later one replaces it. MariaDB's
+# ``ON DUPLICATE KEY UPDATE`` and SQLite's ``ON CONFLICT DO UPDATE`` say the same thing.
+_maria = mysql.insert(trigger_last_firings)
+_NOTE_MARIA = _maria.on_duplicate_key_update(
+    last_at=_maria.inserted.last_at, payload=_maria.inserted.payload
+)
+_lite = sqlite.insert(trigger_last_firings)
+_NOTE_LITE = _lite.on_conflict_do_update(
+    index_elements=[_l.trigger_id],
+    set_={"last_at": _lite.excluded.last_at, "payload": _lite.excluded.payload},
+)
+
+
 async def note_last_firing(
     conn: AsyncConnection, trigger_id: str, at: datetime, payload: dict[str, Any]
 ) -> None:
-    """Make ``(at, payload)`` the trigger's last firing, one row a trigger.
-
-    An upsert: the row's first firing inserts it, every later one replaces it. MariaDB's
-    ``ON DUPLICATE KEY UPDATE`` and SQLite's ``ON CONFLICT DO UPDATE`` say the same thing.
-    """
-    values = {"trigger_id": trigger_id, "last_at": at, "payload": payload}
-    stmt: Any
-    if conn.dialect.name in ("mysql", "mariadb"):
-        maria = mysql.insert(trigger_last_firings).values(**values)
-        stmt = maria.on_duplicate_key_update(
-            last_at=maria.inserted.last_at, payload=maria.inserted.payload
-        )
-    else:
-        lite = sqlite.insert(trigger_last_firings).values(**values)
-        stmt = lite.on_conflict_do_update(
-            index_elements=[_l.trigger_id],
-            set_={"last_at": lite.excluded.last_at, "payload": lite.excluded.payload},
-        )
-    await conn.execute(stmt)
+    """Make ``(at, payload)`` the trigger's last firing, one row a trigger."""
+    stmt = _NOTE_MARIA if conn.dialect.name in ("mysql", "mariadb") else _NOTE_LITE
+    await conn.execute(stmt, {"trigger_id": trigger_id, "last_at": at, "payload": payload})
