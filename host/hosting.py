@@ -333,6 +333,7 @@ class Host:
         key: str | None = None,
         at: Any = None,
         issuer: str | None = None,
+        token_id: int | None = None,
     ) -> dict[str, int]:
         """Fire ``trigger_id`` with ``payload``: the emit path that feeds phase gates.
 
@@ -342,10 +343,11 @@ class Host:
         trigger no plugin registers and :class:`~pageant.errors.Invalid` naming the problem
         for a payload, ``key`` or ``at`` that does not fit (nothing is written). ``actor``
         is who fired (kept on the log lines); a ``key`` already sent by ``issuer`` answers
-        its first answer and counts nothing.
+        its first answer and counts nothing. A ``token_id`` (the API's caller) must still
+        be live when the firing is recorded.
         """
         firing = self.firings.check(trigger_id, payload, key=key, at=at)
-        (answer,) = await self.firings.fire([firing], issuer=issuer, actor=actor)
+        (answer,) = await self.firings.fire([firing], issuer=issuer, actor=actor, token_id=token_id)
         return answer
 
     async def emit_batch(
@@ -355,6 +357,7 @@ class Host:
         actor: str | None = None,
         issuer: str | None = None,
         check: Callable[[str], None] | None = None,
+        token_id: int | None = None,
     ) -> list[dict[str, Any]]:
         """Fire a batch, ``[{"trigger", "payload", "id"?, "at"?}, ...]``, in one transaction.
 
@@ -407,7 +410,9 @@ class Host:
             firings.append(firing)
             kept.append(i)
         for i, answer in zip(
-            kept, await self.firings.fire(firings, issuer=issuer, actor=actor), strict=True
+            kept,
+            await self.firings.fire(firings, issuer=issuer, actor=actor, token_id=token_id),
+            strict=True,
         ):
             answers[i] = {"status": 200, **answer}
         return [answer or {} for answer in answers]

@@ -12,12 +12,14 @@ import hashlib
 import logging
 import re
 import secrets
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pageant.access.roles import ROLES, STAFF  # noqa: F401 - STAFF: importable from here
 from pageant.db import tokens as token_rows
@@ -159,14 +161,93 @@ async def principal_for_hash(
         await conn.rollback()
     if row is None:
         return None
+    refuse_unless_live(row, now)
+    if row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY:
+        async with engine.begin() as conn:
+            await token_rows.touch(conn, row.id, seen=row.last_used_at, now=now)
+    found = Principal(row.id, row.role, row.name)
+    _remember(engine, token_hash, _Known(found, row.expires_at, now))
+    return found
+
+
+def refuse_unless_live(row: Any, now: datetime) -> None:
+    """Raise :class:`Unauthenticated` for a token ``row`` (``revoked_at``, ``expires_at``)
+    that was revoked or has expired, saying which."""
     if row.revoked_at is not None:
         raise Unauthenticated("the bearer token was revoked")
     if row.expires_at is not None and row.expires_at <= now:
         raise Unauthenticated("the bearer token has expired")
-    if row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY:
-        async with engine.begin() as conn:
-            await token_rows.touch(conn, row.id, seen=row.last_used_at, now=now)
-    return Principal(row.id, row.role, row.name)
+
+
+# ── tokens checked again where they are used ──────────────────────────────────
+
+
+@dataclass
+class _Known:
+    """A token last seen live: who it is, when it expires, when its use was last noted."""
+
+    principal: Principal
+    expires_at: datetime | None
+    noted_at: datetime | None
+
+
+#: How many live tokens a host remembers (a game server holds one; admins a few).
+KNOWN_LIMIT = 1024
+_known: weakref.WeakKeyDictionary[Any, dict[str, _Known]] = weakref.WeakKeyDictionary()
+
+
+def _remember(engine: AsyncEngine, token_hash: str, known: _Known) -> None:
+    remembered = _known.setdefault(engine.sync_engine, {})
+    if len(remembered) >= KNOWN_LIMIT and token_hash not in remembered:
+        remembered.clear()
+    remembered[token_hash] = known
+
+
+def forget_tokens(engine: AsyncEngine) -> None:
+    """Forget every token this process remembers as live on ``engine``."""
+    _known.pop(engine.sync_engine, None)
+
+
+async def principal_checked_later(
+    engine: AsyncEngine, token: str, *, now: datetime
+) -> Principal | None:
+    """:func:`principal_for` for a route that checks the token again in the transaction
+    that records its work (the firing routes: :func:`live_or_refused`), so nothing it does
+    outlives a revoke. A token seen live before is answered from memory, without a read;
+    its expiry is checked against ``now`` and its use noted once a minute, as ever. A
+    token not seen before is looked up as :func:`principal_for` does."""
+    token_hash = hash_token(token)
+    known = _known.get(engine.sync_engine, {}).get(token_hash)
+    if known is None:
+        return await principal_for_hash(engine, token_hash, now=now)
+    if known.expires_at is not None and known.expires_at <= now:
+        raise Unauthenticated("the bearer token has expired")
+    if known.noted_at is None or now - known.noted_at >= TOUCH_EVERY:
+        # A revoke since it was remembered shows here too, once a minute at most; the
+        # transaction that records the work is what answers for it on every request.
+        return await principal_for_hash(engine, token_hash, now=now)
+    return known.principal
+
+
+async def live_or_refused(
+    conn: AsyncConnection, token_ids: Iterable[int], now: datetime
+) -> dict[int, Unauthenticated]:
+    """Read, in ``conn``'s transaction, whether tokens are still live; answers the refusal
+    of each that is not (revoked, expired or gone), by id."""
+    wanted = sorted(set(token_ids))
+    if not wanted:
+        return {}
+    rows = await token_rows.states(conn, wanted)
+    refused: dict[int, Unauthenticated] = {}
+    for token_id in wanted:
+        row = rows.get(token_id)
+        try:
+            if row is None:
+                raise Unauthenticated("the bearer token is not valid")
+            refuse_unless_live(row, now)
+        except Unauthenticated as exc:
+            refused[token_id] = exc
+    return refused
 
 
 async def list_tokens(
@@ -211,5 +292,6 @@ async def revoke_token(
                 f"token {token_id} was already revoked (by {row.revoked_by or 'someone'})"
             )
         row = await token_rows.read_back(conn, token_id)
+    forget_tokens(engine)
     audit.info("token %s (%s, %s) revoked by %s", token_id, row.name, row.role, actor)
     return token_json(row, now)

@@ -27,7 +27,11 @@ _l = trigger_last_firings.c
 _ANSWERS = select(k.key, k.answer).where(
     k.issuer == bindparam("issuer"), k.key.in_(bindparam("keys", expanding=True))
 )
-_SET_ANSWER = update(trigger_firing_keys).where(k.id == bindparam("key_id"))
+_SET_ANSWERS = (
+    update(trigger_firing_keys)
+    .where(k.id == bindparam("key_id"))
+    .values(answer=bindparam("kept", type_=k.answer.type))
+)
 _PRUNE = delete(trigger_firing_keys).where(k.created_at < bindparam("before", type_=UTCDateTime))
 
 
@@ -57,9 +61,11 @@ async def claim_key(
     return inserted_id(await conn.execute(stmt), conn.dialect)
 
 
-async def keep_answer(conn: AsyncConnection, key_id: int, answer: dict[str, Any]) -> None:
-    """Store the answer a keyed firing was given, for its replays."""
-    await conn.execute(_SET_ANSWER.values(answer=answer), {"key_id": key_id})
+async def keep_answers(conn: AsyncConnection, kept: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """Store the answers keyed firings were given, ``(key row id, answer)``, for their
+    replays; one statement for all."""
+    if kept:
+        await conn.execute(_SET_ANSWERS, [{"key_id": i, "kept": answer} for i, answer in kept])
 
 
 async def prune_keys(conn: AsyncConnection, before: datetime) -> int:
@@ -67,25 +73,23 @@ async def prune_keys(conn: AsyncConnection, before: datetime) -> int:
     return (await conn.execute(_PRUNE, {"before": before})).rowcount
 
 
+# The upsert of a trigger's last firing, built once a dialect (its values are the execute's
+# parameters): the first firing inserts the row, every later one replaces it. MariaDB's
+# ``ON DUPLICATE KEY UPDATE`` and SQLite's ``ON CONFLICT DO UPDATE`` say the same thing.
+_maria = mysql.insert(trigger_last_firings)
+_NOTE_MARIA = _maria.on_duplicate_key_update(
+    last_at=_maria.inserted.last_at, payload=_maria.inserted.payload
+)
+_lite = sqlite.insert(trigger_last_firings)
+_NOTE_LITE = _lite.on_conflict_do_update(
+    index_elements=[_l.trigger_id],
+    set_={"last_at": _lite.excluded.last_at, "payload": _lite.excluded.payload},
+)
+
+
 async def note_last_firing(
     conn: AsyncConnection, trigger_id: str, at: datetime, payload: dict[str, Any]
 ) -> None:
-    """Make ``(at, payload)`` the trigger's last firing, one row a trigger.
-
-    An upsert: the row's first firing inserts it, every later one replaces it. MariaDB's
-    ``ON DUPLICATE KEY UPDATE`` and SQLite's ``ON CONFLICT DO UPDATE`` say the same thing.
-    """
-    values = {"trigger_id": trigger_id, "last_at": at, "payload": payload}
-    stmt: Any
-    if conn.dialect.name in ("mysql", "mariadb"):
-        maria = mysql.insert(trigger_last_firings).values(**values)
-        stmt = maria.on_duplicate_key_update(
-            last_at=maria.inserted.last_at, payload=maria.inserted.payload
-        )
-    else:
-        lite = sqlite.insert(trigger_last_firings).values(**values)
-        stmt = lite.on_conflict_do_update(
-            index_elements=[_l.trigger_id],
-            set_={"last_at": lite.excluded.last_at, "payload": lite.excluded.payload},
-        )
-    await conn.execute(stmt)
+    """Make ``(at, payload)`` the trigger's last firing, one row a trigger."""
+    stmt = _NOTE_MARIA if conn.dialect.name in ("mysql", "mariadb") else _NOTE_LITE
+    await conn.execute(stmt, {"trigger_id": trigger_id, "last_at": at, "payload": payload})

@@ -123,6 +123,36 @@ _COUNT = by_primary_key(
     update(event_run_phase_gates).where(*COUNT_WHERE).ordered_values(*count_assignments())
 )
 
+# The gates a transaction's firings count for, read again under a write lock on each row
+# (MariaDB; SQLite's writer is alone) and in id order, as every writer of gates locks them:
+# what it reads is what its counts are added to.
+_LOCK = (
+    select(*GATE_COLUMNS)
+    .where(g.id.in_(bindparam("gate_ids", expanding=True)))
+    .order_by(g.id)
+    .with_for_update()
+)
+
+
+#: The counted firings of one transaction, a gate a row of one statement: its new tally,
+#: and its close when the tally reached ``needed``. A compare-and-set on the tally read
+#: under the lock, so a row that changed anyway is not written (and the count tells).
+_COUNT_MANY = by_primary_key(
+    update(event_run_phase_gates)
+    .where(
+        g.id == bindparam("gate_id"),
+        g.satisfied_at.is_(None),
+        g.tally == bindparam("was"),
+    )
+    .values(
+        satisfied_at=bindparam("closed_at", type_=UTCDateTime),
+        satisfied_by=bindparam("closed_by"),
+        last_event_at=bindparam("counted_at", type_=UTCDateTime),
+        last_event_counted=True,
+        tally=bindparam("new_tally"),
+    )
+)
+
 # Satisfied at the deadline itself, not when a tick got round to it: the phase's clock ran
 # out then, whatever the engine was doing.
 _CLOSE_AT_DEADLINE = by_primary_key(
@@ -182,6 +212,26 @@ async def count_firing(conn: AsyncConnection, gate_id: int, now: datetime) -> bo
     """Count one matching firing; the gate is satisfied (``tally``) when it reaches
     ``needed``. False when the gate was already satisfied (nothing written)."""
     return await changed_one(conn, _COUNT, {"gate_id": gate_id, "now": now})
+
+
+async def lock_gates(conn: AsyncConnection, gate_ids: Sequence[int]) -> dict[int, RowMapping]:
+    """The gates ``gate_ids`` as they are now, each locked until the transaction ends, by
+    id (a gate gone with its run is absent)."""
+    if not gate_ids:
+        return {}
+    rows = await conn.execute(_LOCK, {"gate_ids": sorted(gate_ids)})
+    return {row.id: row._mapping for row in rows}
+
+
+async def count_firings(conn: AsyncConnection, counts: Sequence[dict[str, Any]]) -> int:
+    """Write counted firings, one statement for every gate: each of ``counts`` is
+    ``{gate_id, was, new_tally, closed_at, closed_by, counted_at}`` (``was``: the tally
+    :func:`lock_gates` read; ``closed_at``/``closed_by``: None, or the instant and
+    ``"tally"`` when ``new_tally`` reached ``needed``). Answers how many gates were
+    written: every one, unless a gate changed despite its lock."""
+    if not counts:
+        return 0
+    return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
 
 
 async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:

@@ -3,6 +3,7 @@ list and revoke. No statement here ever reads the token or its hash out of the t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,10 @@ _TOUCH = (
     update(api_tokens)
     .where(t.id == bindparam("token_id"), t.last_used_at.is_not_distinct_from(bindparam("seen")))
     .values(last_used_at=bindparam("now"))
+)
+
+_STATES = select(t.id, t.revoked_at, t.expires_at).where(
+    t.id.in_(bindparam("token_ids", expanding=True))
 )
 
 _REVOKE = (
@@ -91,3 +96,10 @@ async def tokens_named(conn: AsyncConnection, name: str) -> list[Row]:
 async def revoke(conn: AsyncConnection, token_id: int, *, actor: str, now: datetime) -> bool:
     """CAS not revoked -> revoked by ``actor``; True if this call revoked it."""
     return await changed_one(conn, _REVOKE, {"token_id": token_id, "actor": actor, "now": now})
+
+
+async def states(conn: AsyncConnection, token_ids: Sequence[int]) -> dict[int, Row]:
+    """Whether tokens are still live, by id (id, revoked_at, expires_at); a deleted token
+    is absent."""
+    rows = await conn.execute(_STATES, {"token_ids": list(token_ids)})
+    return {row.id: row for row in rows}

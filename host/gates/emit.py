@@ -7,8 +7,8 @@ them arrive at :meth:`Firings.fire`.
 **The emit path writes, the tick reads.** A gate waiting on three firings counts things that
 happen *between* two ticks; by the next tick there is nothing left to see, and a tally kept in
 a process's memory is one a restart silently zeroes. So each firing is a database write: the
-matching gates' tallies are raised by a conditional increment in the firing's transaction,
-and the engine is woken only to act on a gate that closed. A firing is answered only once
+matching gates' tallies are raised in the firing's transaction, and the engine is woken
+only to act on a gate that closed. A firing is answered only once
 its transaction has committed, so an answered firing survives a crash.
 
 **A firing costs what it can match.** It reads only the open gates whose match key it
@@ -19,8 +19,15 @@ its trigger's last firing, one row a trigger (:func:`pageant.db.firings.note_las
 **Firings arriving together are committed together.** Like the engine's step answers
 (:mod:`pageant.engine.batch`), firings that arrive while a transaction is committing wait
 for the next one, which records up to ``firing_batch_size`` of them; a lone firing is
-written at once. When a shared transaction fails, each submission in it is written again
-in a transaction of its own, so one's error is its own.
+written at once. A transaction's firings are counted set-wise: one read of the open gates a
+trigger, the firings judged against them in order in memory, the gates they count for read
+again under their row locks, and one statement writing every gate's new tally (a
+compare-and-set on the tally read). When a shared transaction fails, each submission in it
+is written again in a transaction of its own, so one's error is its own.
+
+**A token is checked where its firings are recorded.** The firing routes take a token seen
+live before from memory; the transaction that records its firings reads whether it is still
+live, so a revoke stops its next request however the token was revoked.
 
 **A key makes a retry safe.** A firing sent with an idempotency key records the key with
 its answer, per issuer (the game token, or the plugin); the same key again answers that
@@ -32,13 +39,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.access.tokens import live_or_refused
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog
@@ -66,6 +74,8 @@ MAX_KEY = 200
 #: How far ahead of the host's clock a firing's ``at`` may be: a game server's clock that
 #: runs a little fast is not refused, and the firing is kept as happening now.
 CLOCK_SKEW = timedelta(seconds=5)
+#: How long a trigger seen with an open gate is taken to have one, without a read.
+OPEN_SEEN_SECONDS = 1.0
 #: How often a host forgets idempotency keys older than the keep.
 _PRUNE_EVERY_SECONDS = 600.0
 
@@ -171,6 +181,19 @@ def refusal(exc: PageantError) -> Answer:
 # ── recording ─────────────────────────────────────────────────────────────────
 
 
+#: One submission to record: its firings, whose keys they are kept among, who fired.
+Submission = tuple[Sequence[Firing], str | None, str | None]
+
+
+@dataclass
+class _Entry:
+    """A firing to judge against the open gates: where its answer goes, who fired it."""
+
+    firing: Firing
+    actor: str | None
+    at: tuple[int, int]
+
+
 async def record(
     conn: AsyncConnection,
     firings: Sequence[Firing],
@@ -184,51 +207,68 @@ async def record(
     for each. A firing whose key ``issuer`` sent before answers that first answer and
     counts nothing (``issuer`` None: keys are not kept). The log lines are kept for
     ``batch``'s one insert when given."""
-    answers: list[Answer | None] = [None] * len(firings)
-    copies: dict[int, int] = {}
-    claimed: dict[int, int] = {}
-    keyed = [f.key for f in firings if f.key is not None] if issuer is not None else []
-    known = await firing_rows.answers(conn, issuer, keyed) if issuer is not None else {}
-    first: dict[str, int] = {}
-    todo: dict[str, list[int]] = {}
-    for i, firing in enumerate(firings):
-        if firing.key is not None and issuer is not None:
-            if firing.key in known:
-                answers[i] = _replayed(known[firing.key])
-                continue
-            if firing.key in first:
-                copies[i] = first[firing.key]
-                continue
-            key_id = await firing_rows.claim_key(
-                conn,
-                issuer=issuer,
-                key=firing.key,
-                trigger_id=firing.trigger_id,
-                fired_at=firing.at or now,
-                now=now,
-            )
-            if key_id is None:
-                # Recorded by a transaction that committed after the read above.
-                again = await firing_rows.answers(conn, issuer, [firing.key])
-                answers[i] = _replayed(again.get(firing.key))
-                continue
-            first[firing.key] = i
-            claimed[i] = key_id
-        todo.setdefault(firing.trigger_id, []).append(i)
-    for trigger_id, indexes in todo.items():
-        keys = sorted({key for i in indexes for key in firing_keys(firings[i].payload)})
+    (answers,) = await record_all(conn, [(firings, issuer, actor)], now=now, batch=batch)
+    return answers
+
+
+async def record_all(
+    conn: AsyncConnection,
+    submissions: Sequence[Submission],
+    *,
+    now: datetime,
+    batch: Batch | None = None,
+) -> list[list[Answer]]:
+    """Record several submissions in ``conn``, as if one after the other, set-wise: one read
+    of the open gates a trigger, one locking read of the gates they count for, one statement
+    counting into all of them, one note of each trigger's last firing. Answers each
+    submission's answers. The log lines are kept for ``batch``'s one insert when given."""
+    answers: list[list[Answer | None]] = [[None] * len(firings) for firings, _, _ in submissions]
+    copies: dict[tuple[int, int], tuple[int, int]] = {}
+    claimed: dict[tuple[int, int], int] = {}
+    first: dict[tuple[str, str], tuple[int, int]] = {}
+    todo: dict[str, list[_Entry]] = {}
+    for s, (firings, issuer, actor) in enumerate(submissions):
+        keyed = [f.key for f in firings if f.key is not None] if issuer is not None else []
+        known = await firing_rows.answers(conn, issuer, keyed) if issuer is not None else {}
+        for i, firing in enumerate(firings):
+            if firing.key is not None and issuer is not None:
+                if (issuer, firing.key) in first:
+                    copies[(s, i)] = first[(issuer, firing.key)]
+                    continue
+                if firing.key in known:
+                    answers[s][i] = _replayed(known[firing.key])
+                    continue
+                key_id = await firing_rows.claim_key(
+                    conn,
+                    issuer=issuer,
+                    key=firing.key,
+                    trigger_id=firing.trigger_id,
+                    fired_at=firing.at or now,
+                    now=now,
+                )
+                if key_id is None:
+                    # Recorded by a transaction that committed after the read above.
+                    again = await firing_rows.answers(conn, issuer, [firing.key])
+                    answers[s][i] = _replayed(again.get(firing.key))
+                    continue
+                first[(issuer, firing.key)] = (s, i)
+                claimed[(s, i)] = key_id
+            todo.setdefault(firing.trigger_id, []).append(_Entry(firing, actor, (s, i)))
+    for trigger_id, entries in todo.items():
+        keys = sorted({key for e in entries for key in firing_keys(e.firing.payload)})
         open_gates = [row._mapping for row in await gate_rows.open_on_gates(conn, trigger_id, keys)]
-        for i in indexes:
-            answers[i] = await _judge(
-                conn, open_gates, firings[i], now=now, actor=actor, batch=batch
-            )
-        last = firings[indexes[-1]]
-        await firing_rows.note_last_firing(conn, trigger_id, now, last.payload)
-    for i, key_id in claimed.items():
-        await firing_rows.keep_answer(conn, key_id, answers[i] or {})
-    for i, source in copies.items():
-        answers[i] = answers[source]
-    return [answer or _replayed(None) for answer in answers]
+        for entry, answer in zip(
+            entries, await _judge(conn, open_gates, entries, now=now, batch=batch), strict=True
+        ):
+            s, i = entry.at
+            answers[s][i] = answer
+        await firing_rows.note_last_firing(conn, trigger_id, now, entries[-1].firing.payload)
+    await firing_rows.keep_answers(
+        conn, [(key_id, answers[s][i] or {}) for (s, i), key_id in claimed.items()]
+    )
+    for (s, i), (fs, fi) in copies.items():
+        answers[s][i] = answers[fs][fi]
+    return [[answer or _replayed(None) for answer in row] for row in answers]
 
 
 def _replayed(answer: Any) -> Answer:
@@ -240,39 +280,87 @@ def _replayed(answer: Any) -> Answer:
 async def _judge(
     conn: AsyncConnection,
     open_gates: Sequence[gates.Gate],
-    firing: Firing,
+    entries: Sequence[_Entry],
     *,
     now: datetime,
-    actor: str | None,
     batch: Batch | None,
-) -> Answer:
-    """Count one firing for each gate it matches."""
-    carried = set(firing_keys(firing.payload))
-    matched = closed = 0
+) -> list[Answer]:
+    """Count each firing, in order, for each gate it matches; answers one
+    ``{gates_matched, gates_closed}`` a firing. The gates counted for are read again under
+    their locks, counted in memory and written in one statement; a gate that closed before
+    a firing reached it counts nothing for it."""
+    by_key: dict[str, list[gates.Gate]] = {}
     for gate in open_gates:
-        if gate["match_key"] not in carried or not evaluate(gate["condition"], firing.payload):
-            continue
-        outcome = await _count(conn, gate, firing, now=now, actor=actor, batch=batch)
-        matched += outcome != "gone"
-        closed += outcome == "closed"
-    return {"gates_matched": matched, "gates_closed": closed}
+        by_key.setdefault(gate["match_key"], []).append(gate)
+    matches: list[list[int]] = []
+    for entry in entries:
+        payload = entry.firing.payload
+        found = {
+            gate["id"]
+            for key in firing_keys(payload)
+            for gate in by_key.get(key, ())
+            if evaluate(gate["condition"], payload)
+        }
+        matches.append(sorted(found))
+    counted_for = sorted({i for m in matches for i in m})
+    locked: Mapping[int, gates.Gate]
+    if conn.dialect.name == "sqlite":
+        # The writer's transaction began IMMEDIATE: no one else has written since the read.
+        read = {gate["id"]: gate for gate in open_gates}
+        locked = {gate_id: read[gate_id] for gate_id in counted_for}
+    else:
+        locked = await gate_rows.lock_gates(conn, counted_for)
+    state = {gate_id: dict(row) for gate_id, row in locked.items()}
+    answers = []
+    for entry, gate_ids in zip(entries, matches, strict=True):
+        matched = closed = 0
+        for gate_id in gate_ids:
+            counted = state.get(gate_id)
+            if counted is None or not _still_open(counted):
+                continue  # closed (or gone) before this firing: nothing counted
+            counted["tally"] += 1
+            counted["last_event_at"] = now
+            counted["last_event_counted"] = True
+            closes = counted["tally"] >= counted["needed"]
+            if closes:
+                counted["satisfied_at"], counted["satisfied_by"] = now, "tally"
+            await _log_count(conn, counted, entry, closes=closes, now=now, batch=batch)
+            matched += 1
+            closed += closes
+        answers.append({"gates_matched": matched, "gates_closed": closed})
+    counts = [
+        {
+            "gate_id": gate_id,
+            "was": locked[gate_id]["tally"],
+            "new_tally": counted["tally"],
+            "closed_at": counted["satisfied_at"],
+            "closed_by": counted["satisfied_by"],
+            "counted_at": now,
+        }
+        for gate_id, counted in state.items()
+        if counted["tally"] != locked[gate_id]["tally"]
+    ]
+    if await gate_rows.count_firings(conn, counts) != len(counts):
+        raise RuntimeError("a gate changed under its lock; the firings are not recorded")
+    return answers
 
 
-async def _count(
+def _still_open(gate: dict[str, Any]) -> bool:
+    return gate["satisfied_at"] is None and gate["tally"] < gate["needed"]
+
+
+async def _log_count(
     conn: AsyncConnection,
-    gate: gates.Gate,
-    firing: Firing,
+    gate: dict[str, Any],
+    entry: _Entry,
     *,
+    closes: bool,
     now: datetime,
-    actor: str | None,
     batch: Batch | None,
-) -> str:
-    """Count a matching firing for one gate: ``counted``, ``closed``, or ``gone`` (the gate
-    closed before this firing; nothing written)."""
-    if not await gate_rows.count_firing(conn, gate["id"], now):
-        return "gone"
-    # Read back rather than assumed: another host's firing may have counted in between.
-    gate = await gate_rows.gate_by_id(conn, gate["id"])
+) -> None:
+    """The log lines of one counted firing: what it matched and the tally it made, and the
+    gate's close when it closed it."""
+    firing = entry.firing
     # Only the variables the condition names are kept: the log is read onto an admin screen,
     # and a game's payload may carry far more than the gate tests.
     await runlog.condition_evaluated(
@@ -283,13 +371,11 @@ async def _count(
         values=named_values(gate["condition"], firing.payload),
         fired_at=firing.at,
         key=firing.key,
-        actor=actor,
+        actor=entry.actor,
         batch=batch,
     )
-    if gate["satisfied_by"] == "tally":
-        await gates.log_closed(conn, gate, now=now, actor=actor, batch=batch)
-        return "closed"
-    return "counted"
+    if closes:
+        await gates.log_closed(conn, gate, now=now, actor=entry.actor, batch=batch)
 
 
 # ── the group commit ──────────────────────────────────────────────────────────
@@ -300,6 +386,8 @@ class _Submission:
     firings: list[Firing]
     issuer: str | None
     actor: str | None
+    #: The API token that sent them, checked live in the transaction (None: a plugin).
+    token_id: int | None
     answer: asyncio.Future[list[Answer]]
 
 
@@ -323,6 +411,8 @@ class Firings:
         self._waiting: list[_Submission] = []
         self._drain_task: asyncio.Task[None] | None = None
         self._pruned_at = float("-inf")
+        #: When each trigger was last seen with an open gate (monotonic).
+        self._open_seen: dict[str, float] = {}
 
     def check(
         self,
@@ -348,20 +438,30 @@ class Firings:
         )
 
     async def fire(
-        self, firings: Sequence[Firing], *, issuer: str | None, actor: str | None
+        self,
+        firings: Sequence[Firing],
+        *,
+        issuer: str | None,
+        actor: str | None,
+        token_id: int | None = None,
     ) -> list[Answer]:
         """Record checked ``firings`` (one transaction, shared with whatever arrives at the
-        same time); answers one ``{gates_matched, gates_closed}`` each, once committed."""
+        same time); answers one ``{gates_matched, gates_closed}`` each, once committed.
+
+        The firings of an API token (``token_id``) are recorded only while the token is
+        live: it is read again in the transaction that records them (or in the read that
+        finds no gate to count for), and a revoked or expired token's firings raise
+        :class:`~pageant.errors.Unauthenticated`, recording nothing."""
         firings = list(firings)
         if not firings:
             return []
-        if not any(f.key for f in firings) and not await self._any_open(firings):
+        if not any(f.key for f in firings) and not await self._any_open(firings, token_id):
             # Most firings concern no gate (core's lifecycle fires on every transition): a
             # read tells, and the writer's lock is left alone. A gate committed after this
             # look misses the firing, as one committed after the write's read would.
             return [{"gates_matched": 0, "gates_closed": 0} for _ in firings]
         future: asyncio.Future[list[Answer]] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Submission(firings, issuer, actor, future))
+        self._waiting.append(_Submission(firings, issuer, actor, token_id, future))
         if self._drain_task is None or self._drain_task.done():
             self._drain_task = asyncio.create_task(self._drain())
         # Shielded: a caller that gives up (a client that hung up) does not cancel a
@@ -371,12 +471,33 @@ class Firings:
             self._wake()  # a gate's run moves on
         return answers
 
-    async def _any_open(self, firings: list[Firing]) -> bool:
+    async def _any_open(self, firings: list[Firing], token_id: int | None) -> bool:
+        """Whether an open gate may wait on one of the firings' triggers. A trigger seen
+        with an open gate in the last :data:`OPEN_SEEN_SECONDS` is taken to have one
+        still, without a read: the transaction reads its gates anyway, and at worst takes
+        the writer's lock for nothing. The token is checked live in the same read."""
+        triggers = {f.trigger_id for f in firings}
+        seen = time.monotonic()
+        if any(seen - self._open_seen.get(t, float("-inf")) < OPEN_SEEN_SECONDS for t in triggers):
+            return True
         async with self._db.connect() as conn:
-            for trigger_id in {f.trigger_id for f in firings}:
+            await self._refuse_dead_tokens(conn, [token_id])
+            for trigger_id in triggers:
                 if await gate_rows.any_open_on(conn, trigger_id):
+                    self._open_seen[trigger_id] = seen
                     return True
         return False
+
+    async def _refuse_dead_tokens(
+        self, conn: AsyncConnection, token_ids: Sequence[int | None]
+    ) -> dict[int, PageantError]:
+        """The refusal of each of ``token_ids`` that is no longer live, by id; raised at
+        once when there is one."""
+        ids = [i for i in token_ids if i is not None]
+        refused: dict[int, PageantError] = dict(await live_or_refused(conn, ids, self._clock.now()))
+        if len(token_ids) == 1 and refused:
+            raise next(iter(refused.values()))
+        return refused
 
     async def _drain(self) -> None:
         size = self._settings.firing_batch_size
@@ -392,14 +513,13 @@ class Firings:
         now = self._clock.now()
         try:
             async with self._db.begin() as conn:
+                refused = await self._refuse_dead_tokens(conn, [s.token_id for s in group])
+                live = [s for s in group if s.token_id not in refused]
                 # The log lines of the whole group are inserted in one statement.
                 batch = Batch(conn)
-                results = [
-                    await record(
-                        conn, s.firings, issuer=s.issuer, actor=s.actor, now=now, batch=batch
-                    )
-                    for s in group
-                ]
+                results = await record_all(
+                    conn, [(s.firings, s.issuer, s.actor) for s in live], now=now, batch=batch
+                )
                 await runlog.flush(batch)
                 await self._prune(conn, now)
         except Exception as exc:
@@ -411,7 +531,10 @@ class Firings:
             if not group[0].answer.done():
                 group[0].answer.set_exception(exc)
             return
-        for submission, result in zip(group, results, strict=True):
+        for submission in group:
+            if submission.token_id in refused and not submission.answer.done():
+                submission.answer.set_exception(refused[submission.token_id])
+        for submission, result in zip(live, results, strict=True):
             if not submission.answer.done():
                 submission.answer.set_result(result)
 

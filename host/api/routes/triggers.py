@@ -16,9 +16,10 @@ from typing import Any
 from aiohttp import web
 
 from pageant.access.roles import FIRERS
+from pageant.access.tokens import live_or_refused
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
-from pageant.errors import Invalid, NotFound
+from pageant.errors import Invalid, NotFound, PageantError, Unauthenticated
 from pageant.gates.emit import MAX_BATCH, MAX_KEY
 from pageant.gates.firers import check_outside_firing
 from pageant.plugins.registry import Registry
@@ -83,6 +84,18 @@ def issuer_of(request: web.Request) -> str:
     return f"token:{principal(request).token_id}"
 
 
+async def refuse_a_dead_token(request: web.Request) -> None:
+    """Raise the 401 of a token revoked or expired since it was last read: a request that
+    records nothing (refused before, or every firing of its batch refused) reads it here,
+    so its answer is the token's refusal, as any route's would be."""
+    host = request.app[HOST]
+    token_id = principal(request).token_id
+    async with host.db.connect() as conn:
+        refused = await live_or_refused(conn, [token_id], host.clock.now())
+    if refused:
+        raise refused[token_id]
+
+
 def payload_schema(registry: Registry) -> dict[str, Any]:
     """The payload as the document declares it: for each registered trigger, an object of
     exactly its declared variables (any may be left out), each of its declared type."""
@@ -124,6 +137,16 @@ def payload_schema(registry: Registry) -> dict[str, Any]:
     query={"at": Query("when it happened in the game, an instant with an offset", INSTANT)},
 )
 async def fire(request: web.Request) -> web.Response:
+    try:
+        return await _fire(request)
+    except Unauthenticated:
+        raise
+    except PageantError:
+        await refuse_a_dead_token(request)
+        raise
+
+
+async def _fire(request: web.Request) -> web.Response:
     host = request.app[HOST]
     trigger_id = request.match_info["trigger_id"]
     # The trigger before the body: an unknown trigger is a 404 whatever was sent with it.
@@ -144,6 +167,7 @@ async def fire(request: web.Request) -> web.Response:
         key=key,
         at=request.query.get("at"),
         issuer=issuer_of(request),
+        token_id=principal(request).token_id,
     )
     return respond(answer)
 
@@ -160,9 +184,21 @@ async def fire(request: web.Request) -> web.Response:
 )
 async def fire_batch(request: web.Request) -> web.Response:
     host = request.app[HOST]
-    items = await read_json(request)
     who = principal(request)
-    answers = await host.emit_batch(
-        items, actor=who.actor, issuer=issuer_of(request), check=check_outside_firing
-    )
+    try:
+        items = await read_json(request)
+        answers = await host.emit_batch(
+            items,
+            actor=who.actor,
+            issuer=issuer_of(request),
+            check=check_outside_firing,
+            token_id=who.token_id,
+        )
+    except Unauthenticated:
+        raise
+    except PageantError:
+        await refuse_a_dead_token(request)
+        raise
+    if all(answer["status"] != 200 for answer in answers):
+        await refuse_a_dead_token(request)
     return respond(answers)
