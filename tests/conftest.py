@@ -30,6 +30,9 @@ from pageant.db.migrate import upgrade
 from pageant.db.tables import ALL_TABLES
 from pageant.settings import Settings
 
+#: Fixtures more than one folder uses: the ledger's games and their hosts.
+pytest_plugins = ["tests.ledger.games"]
+
 MYSQL_ENV = "PAGEANT_TEST_MYSQL_URL"
 DIALECTS = ["sqlite", "mariadb"] if os.environ.get(MYSQL_ENV) else ["sqlite"]
 

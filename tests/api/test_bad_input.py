@@ -1,0 +1,408 @@
+"""Bad input never makes a 500: each hand-made attack that once did is answered in the error
+envelope, naming what was wrong and where, and writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+import pytest
+
+from pageant.api.app import all_routes
+from pageant.api.routing import MAX_JSON_DEPTH, json_depth_exceeds, parse_id
+from pageant.engine import Engine
+from tests.api.test_events_api import EVENTS, WAIT, call, create, snapshot, spec_of
+from tests.conftest import bearer
+
+SERIES = "/api/v1/admin/series"
+BODY_ROUTES = sorted((r.method, r.path) for r in all_routes() if r.body is not None)
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def envelope(data: Any) -> dict[str, Any]:
+    assert set(data) == {"error"}, data
+    assert set(data["error"]) == {"code", "message", "details"}
+    return data["error"]
+
+
+@pytest.fixture
+async def ids(client: Any, tokens: dict[str, str], host: Any) -> dict[str, Any]:
+    """Real ids for every path parameter: an event with a run whose step ran, a series."""
+    admin = tokens["admin"]
+    event = await create(client, admin, title="Probe", spec=spec_of(WAIT))
+    status, _ = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", admin)
+    assert status == 200
+    status, run = await call(client, "POST", f"{EVENTS}/{event['id']}/runs", admin)
+    assert status == 201, run
+    await Engine(host).tick()
+    _, console = await call(client, "GET", f"/api/v1/admin/runs/{run['id']}", admin)
+    _, series = await call(client, "POST", SERIES, admin, {"title": "Probe"})
+    return {
+        "series": series["id"],
+        "id": event["id"],
+        "run_id": run["id"],
+        "step_id": console["steps"][0]["id"],
+        "number": 1,
+        # A game's trigger: core's are the host's alone, refused before any body is read.
+        "trigger_id": next(t for t in sorted(host.registry.triggers) if not t.startswith("core.")),
+        "action_id": "core.announce",
+    }
+
+
+def fill(template: str, ids: dict[str, Any], **raw: str) -> str:
+    """``template`` with real ids (``{id}`` is a series' under /series, else an event's),
+    and ``raw`` text for the parameters it names."""
+    if template.startswith(SERIES):
+        ids = {**ids, "id": ids["series"]}
+    ids = {**ids, **raw}
+    return re.sub(r"{(\w+)}", lambda m: str(ids[m.group(1)]), template)
+
+
+# ── JSON nested deep ──────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("method", "template"), BODY_ROUTES, ids=[f"{m} {p}" for m, p in BODY_ROUTES]
+)
+async def test_json_nested_past_the_bound_is_a_400_on_every_body_route(
+    client, tokens, ids, db, method, template
+):
+    before = await snapshot(db)
+    status, data = await call(client, method, fill(template, ids), tokens["admin"], nested(10_000))
+    assert status == 400, data
+    assert envelope(data)["details"] == [
+        f"body: arrays and objects may nest at most {MAX_JSON_DEPTH} deep"
+    ]
+    assert await snapshot(db) == before
+
+
+def test_the_depth_bound_holds_on_both_sides() -> None:
+    assert not json_depth_exceeds(nested(MAX_JSON_DEPTH))
+    assert json_depth_exceeds(nested(MAX_JSON_DEPTH + 1))
+    # Brackets inside strings do not nest, escaped quotes do not end the string.
+    text = b'{"a": "' + b"[" * 500 + b'\\"' + b"{" * 500 + b'"}'
+    assert not json_depth_exceeds(text)
+
+
+async def test_a_body_at_the_depth_bound_is_parsed(client, tokens) -> None:
+    # The bound refuses nothing legitimate: a body exactly MAX_JSON_DEPTH deep reaches the
+    # model, which says what is wrong with its field (not with its depth).
+    body = b'{"title": "x", "description": ' + nested(MAX_JSON_DEPTH - 1) + b"}"
+    status, data = await call(client, "POST", SERIES, tokens["admin"], body)
+    assert status == 400
+    assert envelope(data)["details"][0].startswith("body.description: ")
+
+
+# ── ids in the path ───────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "raw", ["\u00b2", "\u0664", "0", "00", "-1", "+4", " 4", "9223372036854775808", "1e3"]
+)
+async def test_an_id_that_is_not_one_is_a_404_everywhere(client, tokens, db, ids, raw) -> None:
+    before = await snapshot(db)
+    for route in all_routes():
+        if "{" not in route.path or route.path.endswith(("{slug}", "{trigger_id}/fire")):
+            continue
+        if "{source_id}" in route.path:
+            continue
+        for name in re.findall(r"{(\w+)}", route.path):
+            path = fill(route.path, ids, **{name: raw})
+            response = await client.request(
+                route.method, path, json={}, headers=bearer(tokens["admin"])
+            )
+            assert response.status == 404, (route.method, path, await response.text())
+            envelope(await response.json())
+    assert await snapshot(db) == before
+
+
+async def test_a_non_ascii_digit_never_names_an_event(client, tokens, db, ids) -> None:
+    # "٤" is the Arabic-Indic four: int() reads it as 4, and once started a run of event 4.
+    arabic = "".join(chr(0x0660 + int(d)) for d in str(ids["id"]))
+    response = await client.post(f"{EVENTS}/{arabic}/runs", headers=bearer(tokens["admin"]))
+    assert response.status == 404
+
+
+def test_the_id_range_holds_on_both_sides() -> None:
+    assert parse_id("1") == 1
+    assert parse_id("0") is None
+    assert parse_id(str(2**63 - 1)) == 2**63 - 1
+    assert parse_id(str(2**63)) is None
+
+
+# ── instants ──────────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("from=9999-12-31T23:59:59Z", "from"),
+        ("from=0001-01-01T00:00:00Z", "from"),
+        ("from=2027-01-01T00:00:00Z&to=9999-12-31T23:59:59Z", "to"),
+    ],
+)
+async def test_an_instant_out_of_range_on_the_public_calendar_is_a_400(client, query, field):
+    response = await client.get(f"/api/v1/public/events?{query}")
+    assert response.status == 400
+    details = envelope(await response.json())["details"]
+    assert len(details) == 1 and details[0].startswith(f"query.{field}: ")
+    assert "outside the supported range" in details[0]
+
+
+async def test_the_instant_range_holds_on_both_sides(client) -> None:
+    inside = "from=2999-12-01T00:00:00Z&to=2999-12-31T23:59:59Z"
+    assert (await client.get(f"/api/v1/public/events?{inside}")).status == 200
+    assert (await client.get("/api/v1/public/events?from=1970-01-01T00:00:00Z")).status == 200
+    outside = "from=2999-12-01T00:00:00Z&to=3000-01-01T00:00:00Z"
+    assert (await client.get(f"/api/v1/public/events?{outside}")).status == 400
+    assert (await client.get("/api/v1/public/events?from=1969-12-31T23:59:59Z")).status == 400
+
+
+async def test_an_instant_out_of_range_on_the_staff_calendar_is_a_400(client, tokens) -> None:
+    query = "from=9999-12-31T00:00:00Z&to=9999-12-31T23:59:59Z"
+    response = await client.get(f"/api/v1/admin/calendar?{query}", headers=bearer(tokens["admin"]))
+    assert response.status == 400
+    details = envelope(await response.json())["details"]
+    assert [d.split(":")[0] for d in details] == ["query.from", "query.to"]
+
+
+async def test_a_once_schedule_out_of_range_is_a_400_naming_it(client, tokens, db) -> None:
+    before = await snapshot(db)
+    spec = {
+        "schedule": {"kind": "once", "at": "9999-12-31T23:59"},
+        "phases": spec_of(WAIT)["phases"],
+    }
+    status, data = await call(client, "POST", EVENTS, tokens["admin"], {"title": "X", "spec": spec})
+    assert status == 400, data
+    assert any("schedule.at" in d and "supported range" in d for d in envelope(data)["details"])
+    assert await snapshot(db) == before
+
+
+# ── control characters ────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (SERIES, {"title": "Wisps\u0000"}, "body.title"),
+        (EVENTS, {"title": "ok", "description": "a\u001bb"}, "body.description"),
+        (
+            EVENTS,
+            {
+                "title": "ok",
+                "spec": spec_of(
+                    {"action": "core.wait", "params": {"seconds": 1}, "label": "x\u0007"}
+                ),
+            },
+            "body.spec.phases[0].steps[0].label",
+        ),
+    ],
+)
+async def test_control_characters_in_text_are_a_400_naming_the_field(
+    client, tokens, db, path, body, field
+) -> None:
+    before = await snapshot(db)
+    status, data = await call(client, "POST", path, tokens["admin"], body)
+    assert status == 400, data
+    details = envelope(data)["details"]
+    assert len(details) == 1 and details[0].startswith(f"{field}: contains the control character")
+    assert await snapshot(db) == before
+
+
+async def test_a_nul_in_a_run_scope_is_a_400(client, tokens, ids) -> None:
+    status, data = await call(
+        client, "POST", f"{EVENTS}/{ids['id']}/runs", tokens["admin"], {"scope": "shard\u00001"}
+    )
+    assert status == 400
+    assert envelope(data)["details"][0].startswith(
+        "body.scope: contains the control character U+0000"
+    )
+
+
+async def test_tabs_and_line_breaks_are_text(client, tokens) -> None:
+    status, data = await call(
+        client,
+        "POST",
+        SERIES,
+        tokens["admin"],
+        {"title": "Arc", "description": "one\ttwo\r\nthree"},
+    )
+    assert status == 201, data
+    assert data["description"] == "one\ttwo\r\nthree"
+
+
+# ── content type ──────────────────────────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    "kind", ["text/plain", "application/x-www-form-urlencoded", "application/octet-stream"]
+)
+async def test_a_body_that_is_not_json_is_a_415(client, tokens, db, kind) -> None:
+    before = await snapshot(db)
+    response = await client.post(
+        SERIES, data=b'{"title": "Arc"}', headers={**bearer(tokens["admin"]), "Content-Type": kind}
+    )
+    assert response.status == 415
+    error = envelope(await response.json())
+    assert error["code"] == "unsupported_media_type"
+    assert error["details"] == ["header.Content-Type: expected application/json"]
+    assert await snapshot(db) == before
+
+
+async def test_json_with_a_charset_or_a_json_suffix_is_json(client, tokens) -> None:
+    for kind in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        response = await client.post(
+            SERIES,
+            data=b'{"title": "Arc"}',
+            headers={**bearer(tokens["admin"]), "Content-Type": kind},
+        )
+        assert response.status == 201, kind
+
+
+async def test_the_token_role_and_resource_come_before_the_content_type(client, tokens) -> None:
+    response = await client.post(SERIES, data=b"x", headers={"Content-Type": "text/plain"})
+    assert response.status == 401
+    response = await client.post(
+        SERIES, data=b"x", headers={**bearer(tokens["moderator"]), "Content-Type": "text/plain"}
+    )
+    assert response.status == 403
+    response = await client.put(
+        f"{SERIES}/999999",
+        data=b"x",
+        headers={**bearer(tokens["admin"]), "Content-Type": "text/plain"},
+    )
+    assert response.status == 404
+
+
+# ── tokens on routes that need none ───────────────────────────────────────────
+
+
+@pytest.mark.parametrize("header", ["Bearer pgt_not-a-token", "Basic abc", "Bearer", "junk"])
+@pytest.mark.parametrize("path", ["/healthz", "/api/v1/openapi.json", "/api/v1/public/events"])
+async def test_a_bad_token_on_a_route_that_needs_none_is_anonymous(client, header, path) -> None:
+    response = await client.get(path, headers={"Authorization": header})
+    assert response.status == 200, await response.text()
+
+
+async def test_a_bad_token_on_a_route_that_needs_one_still_says_why(client) -> None:
+    response = await client.get(EVENTS, headers={"Authorization": "Basic abc"})
+    assert response.status == 401
+    assert envelope(await response.json())["message"] == (
+        "malformed Authorization header; expected: Bearer <token>"
+    )
+
+
+# ── methods ───────────────────────────────────────────────────────────────────
+
+
+async def test_a_405_names_the_allowed_methods_in_allow(client, tokens) -> None:
+    response = await client.delete("/healthz")
+    assert response.status == 405
+    assert response.headers["Allow"] == "GET"
+    response = await client.delete(SERIES, headers=bearer(tokens["admin"]))
+    assert response.status == 405
+    assert set(response.headers["Allow"].split(", ")) == {"GET", "POST"}
+    envelope(await response.json())
+
+
+async def test_a_revoked_or_expired_token_on_a_route_that_needs_none_is_anonymous(
+    client, db, clock
+) -> None:
+    from datetime import timedelta
+
+    from pageant.access.tokens import find_token, issue_token, revoke_token
+
+    revoked = await issue_token(db, role="admin", name="gone", now=clock.now(), actor="test")
+    await revoke_token(db, await find_token(db, "gone"), actor="admin:test", now=clock.now())
+    expired = await issue_token(
+        db,
+        role="admin",
+        name="old",
+        now=clock.now() - timedelta(days=2),
+        expires_in=timedelta(days=1),
+        actor="test",
+    )
+    for issued, why in ((revoked, "revoked"), (expired, "expired")):
+        headers = bearer(issued["token"])
+        for path in ("/healthz", "/api/v1/public/events", "/api/v1/openapi.json"):
+            assert (await client.get(path, headers=headers)).status == 200, (why, path)
+        response = await client.get(EVENTS, headers=headers)
+        assert response.status == 401
+        assert why in envelope(await response.json())["message"]
+
+
+# ── bytes a header cannot decode ──────────────────────────────────────────────
+
+
+async def _raw_get(client: Any, path: str, header: bytes) -> tuple[int, bytes]:
+    """GET ``path`` with one raw header line, sent byte for byte (a client library would
+    refuse to send what is not text)."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    try:
+        writer.write(
+            b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+            b"Connection: close\r\n" + header + b"\r\n\r\n"
+        )
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    return int(status_line.split()[1]), rest
+
+
+def _loud(caplog: Any) -> list[str]:
+    """What was logged above DEBUG by pageant, and any warning or error at all (the access
+    log's INFO line is every request's)."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING or (r.name.startswith("pageant") and r.levelno > 10)
+    ]
+
+
+PUBLIC_PATHS = ["/healthz", "/api/v1/public/events", "/api/v1/openapi.json", "/sign-in"]
+
+
+@pytest.mark.parametrize("path", [*PUBLIC_PATHS, "/metrics", "/api/v1/admin/events"])
+async def test_a_bearer_token_of_undecodable_bytes_is_a_bad_token(client, path, caplog):
+    """``Bearer caf\\xe9`` is a token no one was issued: a route that needs a token answers
+    401, a public one serves the caller as anonymous, and nothing is logged above DEBUG."""
+    caplog.set_level(logging.DEBUG)
+    status, _ = await _raw_get(client, path, b"Authorization: Bearer caf\xe9")
+    expected = 401 if path in ("/metrics", "/api/v1/admin/events") else 200
+    assert status == expected
+    assert _loud(caplog) == []
+
+
+async def test_a_static_file_ignores_an_undecodable_header(client, caplog):
+    static = client.app.router["static"].url_for(filename="console.css")
+    status, _ = await _raw_get(client, str(static), b"Authorization: Bearer caf\xe9")
+    assert status == 200
+    assert _loud(caplog) == []
+
+
+@pytest.mark.parametrize("path", ["/", "/events", "/sign-in"])
+async def test_a_session_cookie_of_undecodable_bytes_is_no_session(client, path, caplog):
+    """A session cookie that is not text signs no one in: a page sends the caller to sign
+    in (or shows the sign-in page), never a 500."""
+    status, _ = await _raw_get(client, path, b"Cookie: pageant_session=caf\xe9")
+    assert status in (200, 303)
+    assert _loud(caplog) == []
+
+
+async def test_a_sign_in_post_with_text_that_is_not_ascii_is_refused_not_a_500(client, caplog):
+    """The sign-in form's nonce and a page's CSRF field are compared in constant time, which
+    takes only ASCII: other text is a form out of date (403), never a 500."""
+    page = await client.get("/sign-in")
+    nonce = page.cookies["pageant_signin"].value
+    refused = await client.post(
+        "/sign-in", data={"csrf_token": "café", "token": "x"}, cookies={"pageant_signin": nonce}
+    )
+    assert refused.status == 403
+    assert _loud(caplog) == []

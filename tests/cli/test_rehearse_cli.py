@@ -1,0 +1,112 @@
+"""``pageant rehearse`` as a CI runs it: the firings file in either shape, and exit codes
+that tell a plan that holds from one that stalls, pauses or overspends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_cli import pageant
+from tests.cli.test_cli_staff import migrated_url, no_settings_in_the_environment, seed
+from tests.factories import announce, phase, spec, step
+
+# Fixtures shared with the staff command line's tests.
+__all__ = ["migrated_url", "no_settings_in_the_environment"]
+
+CAUGHT_TWICE = {
+    "on": "wisps.caught",
+    "where": {"var": "colour", "op": "eq", "value": "north"},
+    "count": 2,
+}
+FIRINGS = [
+    {"after": "12m", "trigger": "wisps.caught", "payload": {"colour": "north"}},
+    {"after": "20m", "trigger": "wisps.caught", "payload": {"colour": "north"}},
+]
+
+
+def rehearse(url: str, *args: str) -> Any:
+    return pageant("rehearse", *args, "--database-url", url)
+
+
+def firings_file(tmp_path: Path, body: Any) -> str:
+    path = tmp_path / f"firings-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(body if isinstance(body, str) else json.dumps(body))
+    return str(path)
+
+
+def test_a_firings_file_is_read_as_the_object_or_the_list(migrated_url, tmp_path) -> None:
+    (event,) = seed(migrated_url, ("Wisp hunt", spec(phase("hunt", advance=CAUGHT_TWICE))))
+    for body in ({"firings": FIRINGS}, FIRINGS):
+        done = rehearse(migrated_url, event.slug, "--firings", firings_file(tmp_path, body))
+        assert done.exit_code == 0, done.output
+        assert "run completed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("{not json", "--firings is not JSON"),
+        ({"firing": FIRINGS}, "found firing"),
+        ({"firings": FIRINGS, "extra": 1}, "found extra"),
+        ({"firings": "12m"}, "each firing an object"),
+        ([1, 2], "each firing an object"),
+    ],
+)
+def test_a_firings_file_of_another_shape_is_a_usage_error(
+    migrated_url, tmp_path, body: Any, error: str
+) -> None:
+    (event,) = seed(migrated_url, ("Wisp hunt", spec(phase("hunt", advance=CAUGHT_TWICE))))
+    refused = rehearse(migrated_url, event.slug, "--firings", firings_file(tmp_path, body))
+    assert refused.exit_code == 2
+    assert error in refused.stderr
+
+
+def test_exit_codes_tell_a_plan_that_holds_from_one_that_does_not(migrated_url) -> None:
+    holds, stalls, pauses, overspends = seed(
+        migrated_url,
+        ("Holds", spec(phase("p", announce("Gather")))),
+        ("Stalls", spec(phase("p", advance=CAUGHT_TWICE))),
+        # A change step is disabled until an admin enables it: refused, and by its risk the
+        # run pauses; with on_failure skip the run completes past the refusal.
+        ("Pauses", spec(phase("p", step("wisps.summon", count=3, colour="north")))),
+        (
+            "Overspends",
+            spec(phase("p", step("wisps.summon", on_failure="skip", count=3, colour="north"))),
+        ),
+    )
+    assert rehearse(migrated_url, holds.slug).exit_code == 0
+    stalled = rehearse(migrated_url, stalls.slug)
+    assert stalled.exit_code == 3 and "never opens" in stalled.stdout
+    assert rehearse(migrated_url, pauses.slug).exit_code == 3
+    refused = rehearse(migrated_url, overspends.slug)
+    assert (
+        refused.exit_code == 4 and "refused" in refused.stdout and "run completed" in refused.stdout
+    )
+    # The JSON answer exits the same way, so a CI may read both.
+    assert rehearse(migrated_url, stalls.slug, "--json").exit_code == 3
+    unknown = rehearse(migrated_url, "nowhere")
+    assert unknown.exit_code == 1 and unknown.stderr.startswith("error:")
+
+
+def test_a_cap_overspent_in_the_worst_case_exits_four(migrated_url) -> None:
+    (event,) = seed(
+        migrated_url,
+        (
+            "Wisp hunt",
+            spec(phase("p", step("wisps.summon", on_failure="skip", count=20, colour="north"))),
+        ),
+    )
+    assert (
+        pageant("actions", "enable", "wisps.summon", "--database-url", migrated_url).exit_code == 0
+    )
+    within = rehearse(migrated_url, event.slug)
+    assert within.exit_code == 0, within.output
+    capped = pageant(
+        "actions", "cap", "wisps.summon", "wisps.wisps", "19", "--database-url", migrated_url
+    )
+    assert capped.exit_code == 0, capped.output
+    over = rehearse(migrated_url, event.slug)
+    assert over.exit_code == 4 and "OVER THE CAP" in over.stdout

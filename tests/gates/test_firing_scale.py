@@ -1,0 +1,145 @@
+"""Firings at game scale: the firing routes take a token seen live from memory and check it
+again in the transaction that records the firings, so a revoke still stops the next
+request; and a transaction's firings are counted into their gates set-wise."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import event as sa_event
+from sqlalchemy import update
+
+from pageant.access.tokens import create_token
+from pageant.db.tables import api_tokens
+from pageant.hosting import Host
+from tests.conftest import bearer
+from tests.factories import log_lines
+from tests.gates.test_firings import BATCH, FIRE, _servers, _tally
+
+
+class Statements:
+    """The SQL a database engine runs while the block lasts."""
+
+    def __init__(self, host: Host) -> None:
+        self.sync = host.db.sync_engine
+        self.seen: list[tuple[str, bool]] = []
+
+    def _note(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        self.seen.append((" ".join(statement.split()).upper(), executemany))
+
+    def __enter__(self) -> Statements:
+        sa_event.listen(self.sync, "before_cursor_execute", self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sa_event.remove(self.sync, "before_cursor_execute", self._note)
+
+    def count(self, start: str, contains: str = "") -> int:
+        return sum(1 for sql, _ in self.seen if sql.startswith(start) and contains in sql)
+
+
+async def _fire(client: Any, token: str, body: Any, path: str = FIRE) -> tuple[int, Any]:
+    response = await client.post(path, json=body, headers=bearer(token))
+    return response.status, await response.json()
+
+
+async def _revoke_elsewhere(host: Host, name: str) -> None:
+    """Revoke as another process would (the CLI, another host): in the database only."""
+    async with host.db.begin() as conn:
+        await conn.execute(
+            update(api_tokens)
+            .where(api_tokens.c.name == name)
+            .values(revoked_at=host.clock.now(), revoked_by="cli:ops")
+        )
+
+
+async def test_a_token_seen_live_is_not_looked_up_again_by_the_firing_routes(
+    host, engine, client, clock
+):
+    runs = await _servers(host, engine, ["eu-1"])
+    token = await create_token(host.db, role="game", name="shard", now=clock.now())
+    assert (await _fire(client, token, {"colour": "eu-1"}))[0] == 200
+    with Statements(host) as sql:
+        for _ in range(3):
+            assert (await _fire(client, token, {"colour": "eu-1"}))[0] == 200
+    assert sql.count("SELECT", "API_TOKENS.TOKEN_HASH =") == 0
+    # Checked instead by id, in each firing's own transaction (and in the read of whether a
+    # gate is open, when it is made).
+    assert sql.count("SELECT", "FROM API_TOKENS") >= 3
+    assert await _tally(host, runs["eu-1"]) == 4
+
+
+async def test_a_token_revoked_by_another_process_is_refused_on_its_next_firing(
+    host, engine, client, clock
+):
+    runs = await _servers(host, engine, ["eu-1"])
+    token = await create_token(host.db, role="game", name="shard", now=clock.now())
+    assert (await _fire(client, token, {"colour": "eu-1"}))[0] == 200
+    await _revoke_elsewhere(host, "shard")
+    revoked = "the bearer token was revoked"
+    status, body = await _fire(client, token, {"colour": "eu-1"})
+    assert (status, body["error"]["message"]) == (401, revoked)
+    status, body = await _fire(client, token, [{"trigger": "wisps.caught", "payload": {}}], BATCH)
+    assert (status, body["error"]["message"]) == (401, revoked)
+    # A request that would record nothing answers the token's refusal too, not its own.
+    status, body = await _fire(client, token, {"colour": 7})
+    assert (status, body["error"]["message"]) == (401, revoked)
+    status, body = await _fire(client, token, [{"trigger": "nope", "payload": {}}], BATCH)
+    assert (status, body["error"]["message"]) == (401, revoked)
+    assert await _tally(host, runs["eu-1"]) == 1
+
+
+async def test_a_token_revoked_by_another_process_is_refused_where_no_gate_is_open(
+    host, client, clock
+):
+    token = await create_token(host.db, role="game", name="shard", now=clock.now())
+    assert await _fire(client, token, {"colour": "eu-1"}) == (
+        200,
+        {"gates_matched": 0, "gates_closed": 0},
+    )
+    await _revoke_elsewhere(host, "shard")
+    status, body = await _fire(client, token, {"colour": "eu-1"})
+    assert (status, body["error"]["message"]) == (401, "the bearer token was revoked")
+
+
+async def test_a_remembered_token_still_expires_on_time(host, engine, client, clock):
+    runs = await _servers(host, engine, ["eu-1"])
+    token = await create_token(
+        host.db, role="game", name="shard", now=clock.now(), expires_in=timedelta(minutes=2)
+    )
+    assert (await _fire(client, token, {"colour": "eu-1"}))[0] == 200
+    clock.advance(119)
+    assert (await _fire(client, token, {"colour": "eu-1"}))[0] == 200
+    clock.advance(1)
+    status, body = await _fire(client, token, {"colour": "eu-1"})
+    assert (status, body["error"]["message"]) == (401, "the bearer token has expired")
+    assert await _tally(host, runs["eu-1"]) == 2
+
+
+async def test_a_batch_counts_its_firings_into_their_gates_in_one_statement(
+    host, engine, client, clock
+):
+    runs = await _servers(host, engine, ["eu-1", "eu-2", "eu-3"], count=3)
+    token = await create_token(host.db, role="game", name="shard", now=clock.now())
+    colours = ["eu-1", "eu-2", "eu-1", "eu-1", "eu-1", "eu-3", "eu-2"]
+    batch = [{"trigger": "wisps.caught", "payload": {"colour": c}} for c in colours]
+    with Statements(host) as sql:
+        status, answers = await _fire(client, token, batch, BATCH)
+    assert status == 200
+    # eu-1's gate closes on its third firing; its fourth counts for nothing.
+    assert [(a["gates_matched"], a["gates_closed"]) for a in answers] == [
+        (1, 0),
+        (1, 0),
+        (1, 0),
+        (1, 1),
+        (0, 0),
+        (1, 0),
+        (1, 0),
+    ]
+    updates = [(s, many) for s, many in sql.seen if s.startswith("UPDATE EVENT_RUN_PHASE_GATES")]
+    assert len(updates) == 1 and updates[0][1]  # one statement, every gate a row of it
+    assert [await _tally(host, runs[c]) for c in ("eu-1", "eu-2", "eu-3")] == [3, 2, 1]
+    lines = await log_lines(host.db, runs["eu-1"], "condition.evaluated")
+    assert [line.detail["tally"] for line in lines] == [1, 2, 3]
+    assert len(await log_lines(host.db, runs["eu-1"], "phase.gate")) == 1

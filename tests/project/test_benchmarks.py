@@ -1,0 +1,128 @@
+"""The throughput benchmark stays runnable: it imports, answers --help, refuses what it does
+not know by name, and plans the cases asked for. It is never timed here (speed is measured
+by running it; see docs/performance.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPT = BENCHMARKS / "throughput.py"
+
+
+@pytest.fixture
+def throughput(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import throughput
+
+    return throughput
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_help_names_the_options() -> None:
+    done = run("--help")
+    assert done.returncode == 0, done.stderr
+    for option in ("--mysql", "--only", "--cases", "--modes", "--quick", "--repeat", "--setup"):
+        assert option in done.stdout
+
+
+def test_an_unknown_case_is_refused_by_name() -> None:
+    done = run("--cases", "20x100,20x1000")
+    assert done.returncode == 2
+    assert "unknown case 20x1000" in done.stderr
+
+
+def test_mariadb_alone_needs_its_url() -> None:
+    done = run("--only", "mariadb", "--mysql", "")
+    assert done.returncode == 2
+    assert "--only mariadb needs --mysql" in done.stderr
+
+
+def _args(**given: object) -> argparse.Namespace:
+    defaults = {"mysql": None, "only": None, "cases": ["20x100"], "modes": ["inproc", "aps"]}
+    return argparse.Namespace(**{**defaults, **given})
+
+
+def test_plan_two_hosts_only_on_mariadb(throughput) -> None:
+    cases = ["20x100", "2hosts", "raw"]
+    sqlite_only = throughput.plan(_args(cases=cases))
+    assert [(db, case, mode) for db, _, case, mode in sqlite_only] == [
+        ("sqlite", "20x100", "inproc"),
+        ("sqlite", "20x100", "aps"),
+        ("sqlite", "raw", "raw"),
+    ]
+    both = throughput.plan(_args(cases=cases, mysql="mysql+aiomysql://root@127.0.0.1/test"))
+    assert ("mariadb", "2hosts", "serve") in [(db, case, mode) for db, _, case, mode in both]
+    assert ("sqlite", "2hosts", "serve") not in [(db, case, mode) for db, _, case, mode in both]
+
+
+def test_percentile_is_nearest_rank(throughput) -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert throughput.pct(values, 50) == 50
+    assert throughput.pct(values, 99) == 99
+    assert throughput.pct(values, 100) == 100
+    assert throughput.pct([], 99) is None
+
+
+def test_goals_read_medians_and_say_not_measured(throughput) -> None:
+    results = throughput.Results()
+    goal = dict(throughput.GOALS)["20 x 100 end to end: >= 4x APScheduler 4 on sqlite"]
+    assert goal(results) is None
+    for rate in (390.0, 410.0, 400.0):
+        results.add("sqlite", "20x100", "inproc", {"rate": rate})
+    results.add("sqlite", "20x100", "aps", {"rate": 100.0})
+    assert goal(results) is True
+    results.add("sqlite", "20x100", "inproc", {"rate": 100.0})
+    results.add("sqlite", "20x100", "inproc", {"rate": 100.0})
+    assert goal(results) is False
+
+
+def test_report_reads_saved_figures_and_judges_the_goals(tmp_path: Path) -> None:
+    def row(mode: str, *rates: float) -> dict:
+        return {
+            "db": "sqlite",
+            "case": "1x500",
+            "mode": mode,
+            "figures": [{"rate": r} for r in rates],
+        }
+
+    saved = tmp_path / "figures.json"
+    saved.write_text(json.dumps([row("serve", 300, 240, 260), row("aps", 100, 100, 100)]))
+    done = run("--report", str(saved))
+    assert done.returncode == 0, done.stderr
+    assert "(medians of 3)" in done.stdout
+    line = next(x for x in done.stdout.splitlines() if "500 sequential" in x and "sqlite" in x)
+    assert "[    met     ]" in line
+    saved.write_text(json.dumps([row("serve", 300, 240, 200), row("aps", 100, 100, 100)]))
+    line = next(
+        x
+        for x in run("--report", str(saved)).stdout.splitlines()
+        if "500 sequential" in x and "sqlite" in x
+    )
+    assert "NOT MET" in line
+
+
+def test_the_firings_benchmark_runs_briefly_and_checks_every_tally() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "firings.py"), "--seconds", "0.5", "--gates", "3,5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=BENCHMARKS,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| sqlite |")]
+    assert len(rows) == 2 and all(row.endswith("| ok |") for row in rows), done.stdout
+    assert "[    met     ] every gate's tally equals" in done.stdout
+    assert "not measured" in done.stdout  # no 1,000-gate case: its goals are not claimed
