@@ -3,6 +3,8 @@ reads off a cursor (rows, rowcount, lastrowid, errors) as the stock driver gives
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
@@ -108,5 +110,26 @@ async def test_a_read_whose_first_statement_fails_still_ends_its_transaction(sql
     # Nothing was left open on the connection: a writer gets the file at once.
     async with sqlite_db.begin() as writer:
         await writer.execute(text("INSERT INTO t (v) VALUES ('after')"))
+    async with sqlite_db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+
+
+async def test_a_writers_begin_immediate_rides_with_its_first_statement(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("SELECT count(*) FROM t"))
+        # Only a read ran, yet the file's write lock is held: the BEGIN was IMMEDIATE.
+        other = sqlite3.connect(sqlite_db.sync_engine.url.database, timeout=0)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        finally:
+            other.close()
+        await conn.execute(text("INSERT INTO t (v) VALUES ('w')"))
+    assert turns == ["_run", "_run", "commit"]  # BEGIN IMMEDIATE and the SELECT in one turn
+    turns.clear()
+    async with sqlite_db.begin():
+        pass  # a write that never ran a statement ends without a turn
+    assert turns == []
     async with sqlite_db.connect() as conn:
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1

@@ -174,14 +174,13 @@ def create_engine(
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
-            if connection.get_execution_options().get(_WRITER, False):
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-                return
+            writer = connection.get_execution_options().get(_WRITER, False)
+            begin = "BEGIN IMMEDIATE" if writer else "BEGIN"
             driver = connection.connection.driver_connection
             if isinstance(driver, sqlite_driver.Connection):
-                driver.begin_deferred()  # BEGIN with the first statement, in its turn
+                driver.begin_with_next(begin)  # with the first statement, in its turn
             else:
-                connection.exec_driver_sql("BEGIN")
+                connection.exec_driver_sql(begin)
 
         return engine
 

@@ -26,11 +26,13 @@ from sqlalchemy.engine import URL
 _Answer = tuple[Any, int, int | None, list[Any]]
 
 
-def _run(conn: sqlite3.Connection, begin: bool, many: bool, sql: str, parameters: Any) -> _Answer:
+def _run(
+    conn: sqlite3.Connection, begin: str | None, many: bool, sql: str, parameters: Any
+) -> _Answer:
     cursor = conn.cursor()
     try:
-        if begin:
-            cursor.execute("BEGIN")
+        if begin is not None:
+            cursor.execute(begin)
         if many:
             cursor.executemany(sql, parameters)
         else:
@@ -69,7 +71,7 @@ class Cursor:
         conn = self._connection
         # Taken before the turn: a statement that fails may have run its BEGIN, so the
         # rollback after it takes its turn as any other.
-        begin, conn.begin_pending = conn.begin_pending, False
+        begin, conn.begin_pending = conn.begin_pending, None
         answer = await conn._execute(_run, conn._conn, begin, many, sql, parameters)
         self.description, self.rowcount, self.lastrowid, self._rows = answer
         return self
@@ -93,20 +95,24 @@ class Cursor:
 class Connection(aiosqlite.Connection):
     """aiosqlite's connection, whose cursors take one turn of its thread a statement.
 
-    :meth:`begin_deferred` begins a read transaction with the next statement, in its turn:
-    a ``BEGIN`` (deferred) takes no lock and reads nothing, so running it just before the
-    first statement is the same transaction, one turn cheaper; and a read that ends before
-    any statement ran ends without a turn at all.
+    :meth:`begin_with_next` begins a transaction with the next statement, in its turn. A
+    ``BEGIN`` (deferred) takes no lock and reads nothing, and a ``BEGIN IMMEDIATE`` takes
+    the file's write lock and reads nothing either: nothing runs on the connection between
+    the BEGIN and the statement after it, so running them in one turn is the same
+    transaction, one turn cheaper (the lock is taken, or waited for, before the statement
+    runs, exactly as before). A transaction that ends before any statement ran ends
+    without a turn at all: it read and wrote nothing.
     """
 
-    #: A deferred ``BEGIN`` waits for the next statement's turn.
-    begin_pending = False
+    #: The ``BEGIN`` waiting for the next statement's turn, if any.
+    begin_pending: str | None = None
 
     def cursor(self) -> Cursor:  # type: ignore[override]  # a synchronous cursor, where aiosqlite's is a coroutine
         return Cursor(self)
 
-    def begin_deferred(self) -> None:
-        self.begin_pending = True
+    def begin_with_next(self, begin: str = "BEGIN") -> None:
+        """Run ``begin`` (``BEGIN`` or ``BEGIN IMMEDIATE``) in the next statement's turn."""
+        self.begin_pending = begin
 
     async def commit(self) -> None:
         if self._ended_without_a_turn():
@@ -120,8 +126,8 @@ class Connection(aiosqlite.Connection):
 
     def _ended_without_a_turn(self) -> bool:
         """Whether a transaction ends with nothing to end: its BEGIN never ran."""
-        pending, self.begin_pending = self.begin_pending, False
-        return pending
+        pending, self.begin_pending = self.begin_pending, None
+        return pending is not None
 
 
 def connector(url: URL) -> Callable[[], Connection]:
