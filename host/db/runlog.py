@@ -65,7 +65,11 @@ def _json_ready(value: Any) -> Any:
 log = logging.getLogger("pageant.runs")
 
 
-def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any) -> None:
+def _announce(
+    run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any, level: int
+) -> None:
+    if not log.isEnabledFor(level):
+        return
     detail = detail or {}
     outcome = detail.get("to") or kind.partition(".")[2] or kind
     fields: dict[str, Any] = {"run_id": run_id, "event": kind, "outcome": outcome}
@@ -78,7 +82,7 @@ def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, de
             fields[key] = detail[key]
     subject = f"run {run_id}" if step_id is None else f"run {run_id} step {step_id}"
     why = detail.get("because") or detail.get("error")
-    log.info("%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
+    log.log(level, "%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
 
 
 async def write(
@@ -91,9 +95,10 @@ async def write(
     step_id: int | None = None,
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
+    level: int = logging.INFO,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings), and log it at INFO for the operator. In a shared transaction
+    strings), and log it for the operator at ``level``. In a shared transaction
     (:mod:`pageant.db.shared`) the line is inserted with the others by :func:`flush`."""
     row = {
         "run_id": run_id,
@@ -109,7 +114,7 @@ async def write(
         scope.lines.append(row)
     else:
         await conn.execute(_WRITE, row)
-    _announce(run_id, str(kind), phase, step_id, detail)
+    _announce(run_id, str(kind), phase, step_id, detail, level)
 
 
 async def flush(conn: AsyncConnection) -> int:

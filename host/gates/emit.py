@@ -362,6 +362,8 @@ async def _log_count(
         detail["fired_at"] = firing.at
     if firing.key is not None:
         detail["key"] = firing.key
+    # A line a counted firing is the operator's at DEBUG; INFO has one a transaction
+    # (:func:`_announce_counts`) and each gate's close.
     await runlog.write(
         conn,
         gate["run_id"],
@@ -370,6 +372,7 @@ async def _log_count(
         phase=gate["phase"],
         detail=detail,
         actor=entry.actor,
+        level=logging.DEBUG,
     )
     if closes:
         await gates.log_closed(conn, gate, now=now, actor=entry.actor)
@@ -534,6 +537,7 @@ class Firings:
         for submission, result in zip(live, results, strict=True):
             if not submission.answer.done():
                 submission.answer.set_result(result)
+        _announce_counts(results)
 
     async def _prune(self, conn: AsyncConnection, now: datetime) -> None:
         if time.monotonic() - self._pruned_at < _PRUNE_EVERY_SECONDS:
@@ -541,3 +545,21 @@ class Firings:
         self._pruned_at = time.monotonic()
         hours = self._settings.firing_key_hours
         await firing_rows.prune_keys(conn, now - timedelta(hours=hours))
+
+
+def _announce_counts(results: Sequence[Sequence[Answer]]) -> None:
+    """One INFO line for a committed transaction that counted firings into gates: how many
+    firings it recorded, the counts they made and the gates they closed (each close has its
+    own line too; each count its own at DEBUG)."""
+    counted = sum(answer.get("gates_matched", 0) for answers in results for answer in answers)
+    if not counted or not log.isEnabledFor(logging.INFO):
+        return
+    fired = sum(len(answers) for answers in results)
+    closed = sum(answer.get("gates_closed", 0) for answers in results for answer in answers)
+    log.info(
+        "firings recorded: %d, counted %d times into gates, %d closed",
+        fired,
+        counted,
+        closed,
+        extra={"event": "firings.recorded", "firings": fired, "counted": counted, "closed": closed},
+    )
