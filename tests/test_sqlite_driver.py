@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from pageant.db import sqlite_driver
-from pageant.db.engine import create_engine
+from pageant.db.engine import commit_with_next, create_engine
 
 
 @pytest.fixture
@@ -133,3 +133,25 @@ async def test_a_writers_begin_immediate_rides_with_its_first_statement(sqlite_d
     assert turns == []
     async with sqlite_db.connect() as conn:
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+
+
+async def test_a_writes_last_statement_can_commit_in_its_own_turn(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        commit_with_next(conn)
+        await conn.execute(text("INSERT INTO t (v) VALUES ('b')"))
+    assert turns == ["_run", "_run"]  # the commit rode with the last statement
+    # A last statement that fails commits nothing: the transaction rolls back whole.
+    with pytest.raises(IntegrityError):
+        async with sqlite_db.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('c')"))
+            commit_with_next(conn)
+            await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    # Asked for with no statement after it, the transaction commits as any other.
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('d')"))
+        commit_with_next(conn)
+    async with sqlite_db.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert rows == ["a", "b", "d"]

@@ -112,6 +112,17 @@ class SQLiteEngine(AsyncEngine):
                     yield conn
 
 
+def commit_with_next(conn: AsyncConnection) -> None:
+    """Commit ``conn``'s transaction with its next statement, which must be its last, in
+    that statement's turn of SQLite's driver thread
+    (:meth:`pageant.db.sqlite_driver.Connection.commit_with_next`); elsewhere nothing
+    changes. The transaction is committed when its block ends, as always; nothing may be
+    written after that statement."""
+    driver = conn.sync_connection.connection.driver_connection if conn.sync_connection else None
+    if isinstance(driver, sqlite_driver.Connection):
+        driver.commit_with_next()
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 

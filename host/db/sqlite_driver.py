@@ -27,7 +27,12 @@ _Answer = tuple[Any, int, int | None, list[Any]]
 
 
 def _run(
-    conn: sqlite3.Connection, begin: str | None, many: bool, sql: str, parameters: Any
+    conn: sqlite3.Connection,
+    begin: str | None,
+    commit: bool,
+    many: bool,
+    sql: str,
+    parameters: Any,
 ) -> _Answer:
     cursor = conn.cursor()
     try:
@@ -38,6 +43,8 @@ def _run(
         else:
             cursor.execute(sql, parameters)
         rows = cursor.fetchall() if cursor.description else []
+        if commit:
+            conn.commit()
         return cursor.description, cursor.rowcount, cursor.lastrowid, rows
     finally:
         cursor.close()
@@ -72,7 +79,9 @@ class Cursor:
         # Taken before the turn: a statement that fails may have run its BEGIN, so the
         # rollback after it takes its turn as any other.
         begin, conn.begin_pending = conn.begin_pending, None
-        answer = await conn._execute(_run, conn._conn, begin, many, sql, parameters)
+        commit, conn.commit_pending = conn.commit_pending, False
+        answer = await conn._execute(_run, conn._conn, begin, commit, many, sql, parameters)
+        conn.committed = commit
         self.description, self.rowcount, self.lastrowid, self._rows = answer
         return self
 
@@ -106,6 +115,10 @@ class Connection(aiosqlite.Connection):
 
     #: The ``BEGIN`` waiting for the next statement's turn, if any.
     begin_pending: str | None = None
+    #: Whether the next statement's turn commits after it (:meth:`commit_with_next`).
+    commit_pending = False
+    #: Whether the transaction was committed in its last statement's turn.
+    committed = False
 
     def cursor(self) -> Cursor:  # type: ignore[override]  # a synchronous cursor, where aiosqlite's is a coroutine
         return Cursor(self)
@@ -113,6 +126,13 @@ class Connection(aiosqlite.Connection):
     def begin_with_next(self, begin: str = "BEGIN") -> None:
         """Run ``begin`` (``BEGIN`` or ``BEGIN IMMEDIATE``) in the next statement's turn."""
         self.begin_pending = begin
+
+    def commit_with_next(self) -> None:
+        """Commit in the next statement's turn, just after it: for a transaction's last
+        statement, one turn cheaper. The statement's error, if any, comes before the commit
+        (nothing is committed, and the rollback after it runs as any other); once it ran,
+        the transaction's commit (or a rollback) is its end, without a turn of its own."""
+        self.commit_pending = True
 
     async def commit(self) -> None:
         if self._ended_without_a_turn():
@@ -125,9 +145,12 @@ class Connection(aiosqlite.Connection):
         await super().rollback()
 
     def _ended_without_a_turn(self) -> bool:
-        """Whether a transaction ends with nothing to end: its BEGIN never ran."""
+        """Whether a transaction ends with nothing to end: its BEGIN never ran, or its last
+        statement's turn committed it."""
         pending, self.begin_pending = self.begin_pending, None
-        return pending is not None
+        committed, self.committed = self.committed, False
+        self.commit_pending = False
+        return pending is not None or committed
 
 
 def connector(url: URL) -> Callable[[], Connection]:

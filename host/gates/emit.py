@@ -50,6 +50,7 @@ from pageant.access.tokens import live_or_refused
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog, shared
+from pageant.db.engine import commit_with_next
 from pageant.db.log_kinds import LogKind
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
@@ -515,13 +516,15 @@ class Firings:
             async with self._db.begin() as conn:
                 refused = await self._refuse_dead_tokens(conn, [s.token_id for s in group])
                 live = [s for s in group if s.token_id not in refused]
-                # The log lines of the whole group are inserted in one statement.
+                await self._prune(conn, now)
+                # The log lines of the whole group are inserted in one statement, the
+                # transaction's last: on SQLite it commits in the same turn.
                 with shared.shared(conn):
                     results = await record_all(
                         conn, [(s.firings, s.issuer, s.actor) for s in live], now=now
                     )
+                    commit_with_next(conn)
                     await runlog.flush(conn)
-                await self._prune(conn, now)
         except Exception as exc:
             if len(group) > 1:
                 log.warning("a shared firing transaction failed; each submission alone: %r", exc)
