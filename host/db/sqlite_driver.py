@@ -9,7 +9,9 @@ CPU than SQLite itself: measured at ~350 µs a statement, against ~150 µs in on
 :class:`Connection` is aiosqlite's own connection, whose cursors do their whole statement in
 one turn of the thread: execute, fetch every row, note ``description``, ``rowcount`` and
 ``lastrowid``, close. SQLAlchemy's adapter fetched every row at once already (pageant never
-streams), so nothing it sees changes but the number of turns. Everything else — the
+streams), so nothing it sees changes but the number of turns. A transaction's ``BEGIN``
+runs in its first statement's turn, and a commit asked for with the last statement
+(:meth:`Connection.commit_with_next`) in that statement's turn. Everything else — the
 thread, the queue, commit, rollback, close, errors — is aiosqlite's.
 """
 
