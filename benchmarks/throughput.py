@@ -45,7 +45,7 @@ APScheduler lives in its own virtualenv, never a dependency of pageant; ``--setu
 
     python benchmarks/throughput.py --setup
     python benchmarks/throughput.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
-    python benchmarks/throughput.py --quick         # smaller: about two minutes on SQLite
+    python benchmarks/throughput.py --quick         # smaller: about three minutes on SQLite
     python benchmarks/throughput.py --cases 20x100 --modes inproc,aps --only sqlite
     python benchmarks/throughput.py --repeat 3 --json out.json   # medians of three runs
     python benchmarks/throughput.py --report out.json            # the table again, from the file
@@ -1151,7 +1151,8 @@ def main() -> None:
         "--quick",
         action="store_true",
         help="smaller workloads (20x25, 50x10, 1x125, 25 waits, the console read for 15 s), "
-        "10,000 finished runs beside the idle tick: about two minutes on SQLite",
+        "10,000 finished runs beside the idle tick, memory over 2,000 finished runs: about three "
+        "minutes on SQLite (the memory case is 80 s of it; --cases to leave it out)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run everything N times; medians")
     parser.add_argument(
