@@ -14,7 +14,9 @@ pageant's ``core.log`` leg writes one line to the run log) and then adds job ``k
 run to the data store, so a run's steps happen in order, one at a time, each a job persisted
 in the database, acquired, run and released. With ``--wait W``, job 0 adds job 1 as a one-off
 schedule (``DateTrigger``) W seconds ahead instead, and job 1 measures how late it began
-against that instant.
+against that instant. With ``--independent`` the same R x S jobs are all added at once and
+none adds another (no order between them: APScheduler's most favourable shape, many workers'
+worth of independent work); the run is over when the last of them has finished.
 
 The clock starts when the first job is added (the scheduler is already running and its
 tables made) and stops when the last job of the last run has finished. It prints one JSON
@@ -73,7 +75,17 @@ async def step(run: int, seq: int) -> None:
         await scheduler.add_job(step, args=(run, seq + 1))
 
 
-async def main(url: str, runs: int, steps: int, wait: float, timeout: float) -> dict:
+async def lone(n: int) -> None:
+    """One independent job: a log line, counted."""
+    log.info("job %d", n)
+    State.finished += 1
+    if State.finished == State.runs * State.steps:
+        State.done.set()
+
+
+async def main(
+    url: str, runs: int, steps: int, wait: float, timeout: float, independent: bool = False
+) -> dict:
     State.runs, State.steps, State.wait = runs, steps, wait
     State.done = asyncio.Event()
     engine = create_async_engine(url)
@@ -93,8 +105,12 @@ async def main(url: str, runs: int, steps: int, wait: float, timeout: float) -> 
     async with AsyncScheduler(store, role=role) as scheduler:
         await scheduler.start_in_background()
         cpu0, t0 = time.process_time(), time.perf_counter()
-        for run in range(runs):
-            await scheduler.add_job(step, args=(run, 0))
+        if independent:
+            for n in range(runs * steps):
+                await scheduler.add_job(lone, args=(n,))
+        else:
+            for run in range(runs):
+                await scheduler.add_job(step, args=(run, 0))
         try:
             await asyncio.wait_for(State.done.wait(), timeout)
             timed_out = False
@@ -106,7 +122,7 @@ async def main(url: str, runs: int, steps: int, wait: float, timeout: float) -> 
     jobs = runs * steps
     return {
         "jobs": jobs,
-        "runs_finished": State.finished,
+        "runs_finished": State.finished // (steps if independent else 1),
         "timed_out": timed_out,
         "wall_s": wall,
         "rate": jobs / wall if not timed_out else None,
@@ -123,6 +139,9 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--wait", type=float, default=0.0, help="seconds between job 0 and 1")
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--independent", action="store_true", help="runs x steps unordered jobs, added at once"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         handler = logging.FileHandler(os.path.join(folder, "jobs.log"))
@@ -130,5 +149,7 @@ if __name__ == "__main__":
         log.setLevel(logging.INFO)
         log.propagate = False
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-        result = asyncio.run(main(args.url, args.runs, args.steps, args.wait, args.timeout))
+        result = asyncio.run(
+            main(args.url, args.runs, args.steps, args.wait, args.timeout, args.independent)
+        )
     print(json.dumps(result))

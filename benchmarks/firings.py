@@ -30,6 +30,7 @@ benchmarks/firings.py``); a case the host cannot serve is "not available".
     python benchmarks/firings.py                           # SQLite, 10 s a case
     python benchmarks/firings.py --mysql mysql+asyncmy://root@127.0.0.1:3306/test
     python benchmarks/firings.py --seconds 3 --gates 10,1000   # short
+    python benchmarks/firings.py --clients 1 --offered-at 0     # a transaction a firing
 
 Where the figures and the machine they came from are kept: docs/performance.md.
 """
@@ -433,6 +434,7 @@ def report(results: dict) -> None:
 
 
 async def main() -> None:
+    global CLIENTS  # the closed loops' client count, set once from the command line
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mysql", default=None, help="a MariaDB server URL (mysql+asyncmy://...)")
     parser.add_argument("--only", choices=("sqlite", "mariadb"), default=None)
@@ -444,7 +446,15 @@ async def main() -> None:
         default=None,
         help="the gate count the offered-load case runs at (default the largest; 0: none)",
     )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=CLIENTS,
+        help="clients of the closed loops (1: each firing a transaction of its own, so the "
+        "server's CPU a firing is a request's and a transaction's)",
+    )
     args = parser.parse_args()
+    CLIENTS = args.clients
     counts = [int(c) for c in args.gates.split(",")]
     dbs = [("sqlite", None)] if args.only != "mariadb" else []
     if args.mysql and args.only != "sqlite":

@@ -23,21 +23,29 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
   runs started alternately through each; plus double dispatches (a step announced twice)
   and ERROR lines in either host's log.
 - ``idle``: the idle tick in an empty database and beside N finished runs (``idle_tick.py``).
+- ``memory``: ``pageant serve``'s resident memory (VmRSS): idle, with 1,000 runs waiting on
+  gates (a phase that advances on ``wisps.caught``, which never comes), and as N more runs of
+  one announce each finish (100,000; ``--quick`` 2,000), read after each tenth of them.
 
 Each workload case runs as up to three modes: ``inproc`` (pageant's engine in this process
 over the real database, runs started with the same function the API calls), ``serve`` (a
 real ``pageant serve`` process, runs started with ``POST /api/v1/admin/events/{id}/runs``)
-and ``aps`` (APScheduler 4 on the same kind of database, in its own virtualenv, running
-``apscheduler_peer.py``: each run a chain of jobs, each job one log line that adds the next).
+``aps`` (APScheduler 4 on the same kind of database, in its own virtualenv, running
+``apscheduler_peer.py``: each run a chain of jobs, each job one log line that adds the next)
+and ``aps-jobs`` (APScheduler 4 given the same number of jobs, R x S, all added at once and
+independent: no order to keep, its most favourable shape).
 CPU per step is the engine process's CPU time (user + system) over the case, divided by its
-steps: for ``inproc`` this whole process, for ``serve`` the server process, for ``aps`` the
-peer process.
+steps: for ``inproc`` this whole process, for ``serve`` the server process, for ``aps`` and
+``aps-jobs`` the peer process. On MariaDB, when its server runs on this machine, ``DB ms/step``
+is the server process's CPU time (``mariadbd``, utime + stime from /proc) over the same case,
+divided by the same steps: the share of the database a step costs (every other client of that
+server in the meantime counts too).
 
 APScheduler lives in its own virtualenv, never a dependency of pageant; ``--setup`` makes it:
 
     python benchmarks/throughput.py --setup
     python benchmarks/throughput.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
-    python benchmarks/throughput.py --quick         # smaller: about two minutes on SQLite
+    python benchmarks/throughput.py --quick         # smaller: about three minutes on SQLite
     python benchmarks/throughput.py --cases 20x100 --modes inproc,aps --only sqlite
     python benchmarks/throughput.py --repeat 3 --json out.json   # medians of three runs
     python benchmarks/throughput.py --report out.json            # the table again, from the file
@@ -72,6 +80,7 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestClient, TestServer
 from benchdb import scratch_database
+from procstat import ServerCpu, cpu_seconds, rss_mib
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -80,7 +89,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
 from pageant.db.engine import create_engine
-from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_run_steps, event_runs
+from pageant.db.tables import (
+    TERMINAL_RUN_STATUSES,
+    event_run_log,
+    event_run_phase_gates,
+    event_run_steps,
+    event_runs,
+)
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs.create import start_now
@@ -91,6 +106,12 @@ PEER = HERE / "apscheduler_peer.py"
 PEER_VENV = HERE / ".venv-apscheduler"
 PEER_PYTHON = PEER_VENV / "bin" / "python"
 PEER_PACKAGES = ("apscheduler[sqlalchemy]>=4.0.0a1", "aiosqlite", "asyncmy", "sniffio")
+#: Runs held waiting on a gate while ``memory`` reads the server's resident memory.
+GATED_RUNS = 1000
+#: ``memory``: resident memory after N finished runs may exceed that after the first tenth
+#: by at most this fraction, or by MEMORY_SLACK_MIB when that is larger (see the goal).
+MEMORY_GROWTH = 0.10
+MEMORY_SLACK_MIB = 8.0
 API = "/api/v1/admin"
 CONSOLE_CLIENTS = 50
 CONSOLE_SECONDS = 60
@@ -225,6 +246,28 @@ for _db in ("sqlite", "mariadb"):
     goal(f"20 x 100 end to end: >= 4x APScheduler 4 on {_db}")(_vs_peer)
     goal(f"20 x 100 end to end: >= 40% of the raw-driver limit on {_db}")(_vs_raw)
     goal(f"one run of 500 sequential steps: >= 2.5x APScheduler 4's rate on {_db}")(_sequential)
+
+    def _vs_jobs(r: Results, db: str = _db) -> bool | None:
+        return at_least(r.ratio(db, "20x100", "serve", "aps-jobs"), 5)
+
+    goal(
+        f"20 x 100 through serve: >= 5x APScheduler 4 running as many independent jobs "
+        f"(aps-jobs) on {_db}"
+    )(_vs_jobs)
+
+    def _memory(r: Results, db: str = _db) -> bool | None:
+        early, late = (
+            r.get(db, "memory", "serve", "rss_early_mib"),
+            r.get(db, "memory", "serve", "rss_finished_mib"),
+        )
+        if early is None or late is None:
+            return None
+        return late <= early + max(MEMORY_GROWTH * early, MEMORY_SLACK_MIB)
+
+    goal(
+        f"serve's resident memory does not grow with finished runs: after N finished <= after "
+        f"N/10 + max(10%, {MEMORY_SLACK_MIB:.0f} MiB) on {_db}"
+    )(_memory)
 
 
 @goal("lateness of the step after a 2 s wait, 100 runs at once: p99 <= 50 ms on sqlite")
@@ -431,16 +474,20 @@ async def pageant_inproc(mysql: str | None, workload: Workload, timeout: float) 
         host, definition = await authored_in_process(db, workload)
         engine = Engine(host)
         await engine.start()
+        server_cpu = ServerCpu(local_database(mysql))
         try:
+            server_cpu.start()
             began, cpu0 = datetime.now(UTC), time.process_time()
             for i in range(workload.runs):
                 await start_now(host, definition, scope=f"r{i}", actor="bench")
             done = await wait_done(db, workload.runs, timeout)
             cpu = time.process_time() - cpu0
+            db_cpu = server_cpu.seconds()
         finally:
             await engine.stop()
         figures = await outcome(db, workload, began, done)
     figures["cpu_ms_per_step"] = per_step(cpu, figures)
+    figures["db_cpu_ms_per_step"] = None if db_cpu is None else per_step(db_cpu, figures)
     figures["deadlocks_retried"] = deadlocks_retried(host.metrics.render().decode())
     return figures
 
@@ -482,8 +529,11 @@ class Serve:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process so far (Linux /proc)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.process.pid)
+
+    def rss_mib(self) -> float:
+        """The process's resident memory now, in MiB (Linux /proc)."""
+        return rss_mib(self.process.pid)
 
     def error_lines(self) -> int:
         count = 0
@@ -527,6 +577,11 @@ def url_of(db: AsyncEngine) -> str:
     return db.url.render_as_string(hide_password=False)
 
 
+def local_database(mysql: str | None) -> bool:
+    """Whether ``mysql`` names a MariaDB server on this machine (whose process /proc shows)."""
+    return mysql is not None and make_url(mysql).host in ("127.0.0.1", "localhost", "::1")
+
+
 async def pageant_serve(
     mysql: str | None,
     workload: Workload,
@@ -545,6 +600,8 @@ async def pageant_serve(
             async with aiohttp.ClientSession() as session:
                 requests = [client_request(session, token, s.base) for s in servers]
                 definition = await author(requests[0], workload)
+                server_cpu = ServerCpu(local_database(mysql))
+                server_cpu.start()
                 cpu0 = [s.cpu_seconds() for s in servers]
                 began = datetime.now(UTC)
 
@@ -576,6 +633,7 @@ async def pageant_serve(
                 stop.set()
                 await asyncio.gather(*readers)
                 cpu = sum(s.cpu_seconds() - c for s, c in zip(servers, cpu0, strict=True))
+                db_cpu = server_cpu.seconds()
                 retried = 0.0
                 for server in servers:
                     retried += deadlocks_retried(await scrape(session, server.base, token))
@@ -584,6 +642,7 @@ async def pageant_serve(
                 s.stop()
         figures = await outcome(db, workload, began, done)
         figures["cpu_ms_per_step"] = per_step(cpu, figures)
+        figures["db_cpu_ms_per_step"] = None if db_cpu is None else per_step(db_cpu, figures)
         figures["error_lines"] = sum(s.error_lines() for s in servers)
         figures["deadlocks_retried"] = retried
         if console is not None:
@@ -631,6 +690,96 @@ async def read_console(
 async def temp_folder() -> AsyncIterator[Path]:
     with tempfile.TemporaryDirectory() as folder:
         yield Path(folder)
+
+
+# ── memory ──────────────────────────────────────────────────────────────────────────────────
+
+GATED_SPEC = {
+    "schedule": {"kind": "manual"},
+    "phases": [
+        {
+            "key": "hunt",
+            "label": "Hunt",
+            "steps": [],
+            "advance": {"on": "wisps.caught", "where": None, "count": 1000, "dormant": False},
+        }
+    ],
+}
+
+
+async def start_many(request: Request, definition: int, scopes: range, prefix: str) -> None:
+    """Start one run of ``definition`` per scope through the admin API, 20 requests at once."""
+    gate = asyncio.Semaphore(20)
+
+    async def start(i: int) -> None:
+        async with gate:
+            status, body = await request(
+                "POST", f"{API}/events/{definition}/runs", {"scope": f"{prefix}{i}"}
+            )
+        if status != 201:
+            raise RuntimeError(f"starting run {prefix}{i} answered {status}: {body}")
+
+    await asyncio.gather(*(start(i) for i in scopes))
+
+
+async def gates_open(db: AsyncEngine, gates: int, timeout: float) -> bool:
+    """Poll until ``gates`` gates are open and no run has ended; answer False on timeout."""
+    deadline = time.monotonic() + timeout
+    opened = select(func.count()).select_from(event_run_phase_gates)
+    ended = select(func.count()).where(event_runs.c.status.in_(TERMINAL_RUN_STATUSES))
+    async with reader(db) as plain:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OperationalError):  # busy: look again at the next poll
+                async with plain.connect() as conn:
+                    if (await conn.execute(ended)).scalar_one():
+                        return False
+                    if (await conn.execute(opened)).scalar_one() >= gates:
+                        return True
+            await asyncio.sleep(0.1)
+    return False
+
+
+async def memory(mysql: str | None, finished: int, timeout: float) -> dict:
+    """``pageant serve``'s resident memory: idle; with GATED_RUNS runs waiting on a gate; and
+    after each tenth of ``finished`` one-step runs has ended (the gated runs still waiting)."""
+    async with scratch_database(mysql) as db, temp_folder() as folder:
+        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+        server = Serve(url_of(db), folder / "serve.log")
+        figures: dict[str, Any] = {"gated_runs": GATED_RUNS, "finished_runs": finished}
+        try:
+            async with aiohttp.ClientSession() as session:
+                request = client_request(session, token, server.base)
+                await asyncio.sleep(2)
+                figures["rss_idle_mib"] = server.rss_mib()
+                status, body = await request(
+                    "POST", f"{API}/events", {"title": "bench gated", "spec": GATED_SPEC}
+                )
+                if status != 201:
+                    raise RuntimeError(f"creating the gated event answered {status}: {body}")
+                gated = int(body["id"])
+                status, body = await request("POST", f"{API}/events/{gated}/publish", None)
+                if status != 200:
+                    raise RuntimeError(f"publishing the gated event answered {status}: {body}")
+                await start_many(request, gated, range(GATED_RUNS), "g")
+                if not await gates_open(db, GATED_RUNS, timeout):
+                    raise RuntimeError(f"{GATED_RUNS} runs did not reach their gate in {timeout} s")
+                await asyncio.sleep(2)
+                figures["rss_gated_mib"] = server.rss_mib()
+                one = await author(request, Workload("memory", 1, 1))
+                tenth = max(1, finished // 10)
+                curve = []
+                for done_so_far in range(tenth, finished + 1, tenth):
+                    await start_many(request, one, range(done_so_far - tenth, done_so_far), "f")
+                    if not await wait_done(db, done_so_far, timeout):
+                        raise RuntimeError(f"{done_so_far} runs did not finish in {timeout} s")
+                    curve.append((done_so_far, server.rss_mib()))
+                figures["rss_early_mib"] = curve[0][1]
+                figures["rss_finished_mib"] = curve[-1][1]
+                figures["rss_curve"] = curve
+        finally:
+            server.stop()
+        figures["error_lines"] = server.error_lines()
+    return figures
 
 
 # ── the raw driver's limit ──────────────────────────────────────────────────────────────────
@@ -748,10 +897,16 @@ async def empty_database(mysql: str | None) -> AsyncIterator[str]:
         await admin.dispose()
 
 
-async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> dict:
+async def apscheduler(
+    mysql: str | None, workload: Workload, timeout: float, *, independent: bool = False
+) -> dict:
+    """The workload run by ``apscheduler_peer.py``: chains of jobs, or with ``independent``
+    as many jobs added at once with no order between them."""
     if not PEER_PYTHON.exists():
         raise RuntimeError("no APScheduler virtualenv: run this script with --setup first")
     async with empty_database(mysql) as url:
+        server_cpu = ServerCpu(local_database(mysql))
+        server_cpu.start()
         process = await asyncio.create_subprocess_exec(
             str(PEER_PYTHON),
             str(PEER),
@@ -765,10 +920,12 @@ async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> 
             str(workload.wait),
             "--timeout",
             str(timeout),
+            *(["--independent"] if independent else []),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await process.communicate()
+        db_cpu = server_cpu.seconds()
     if process.returncode != 0:
         lines = [line.strip(" |") for line in err.decode().splitlines() if "Error" in line]
         raise RuntimeError(f"the APScheduler peer failed: {(lines or ['(no message)'])[-1]}")
@@ -780,6 +937,8 @@ async def apscheduler(mysql: str | None, workload: Workload, timeout: float) -> 
         "rate": found["rate"],
         "timed_out": found["timed_out"],
         "cpu_ms_per_step": found["cpu_ms_per_job"],
+        # The peer's setup and teardown fall inside this window too: an upper bound.
+        "db_cpu_ms_per_step": None if db_cpu is None else db_cpu * 1000 / found["jobs"],
     }
     if workload.wait:
         figures.update(lateness(late))
@@ -799,8 +958,19 @@ async def idle(mysql: str | None, runs: int) -> dict[str, dict]:
 
 # ── the run ─────────────────────────────────────────────────────────────────────────────────
 
-CASES = ("20x100", "200x10", "1x500", "wait", "console", "flood", "raw", "2hosts", "idle")
-MODES = ("inproc", "serve", "aps")
+CASES = (
+    "20x100",
+    "200x10",
+    "1x500",
+    "wait",
+    "console",
+    "flood",
+    "raw",
+    "2hosts",
+    "idle",
+    "memory",
+)
+MODES = ("inproc", "serve", "aps", "aps-jobs")
 
 
 async def measure_case(
@@ -813,13 +983,16 @@ async def measure_case(
             return await pageant_inproc(mysql, loads[case], args.timeout)
         if mode == "serve":
             return await pageant_serve(mysql, loads[case], args.timeout)
-        return await apscheduler(mysql, loads[case], args.timeout)
+        independent = mode == "aps-jobs"
+        return await apscheduler(mysql, loads[case], args.timeout, independent=independent)
     if case in ("console", "flood"):
         window = min(args.timeout, CONSOLE_SECONDS / 4 if args.quick else CONSOLE_SECONDS)
         every = CONSOLE_REFRESH_SECONDS if case == "console" else 0.0
         return await pageant_serve(mysql, loads["20x100"], window, console=every)
     if case == "2hosts":
         return await pageant_serve(mysql, loads["20x100"], args.timeout, hosts=2)
+    if case == "memory":
+        return await memory(mysql, args.memory_runs, args.timeout)
     return await raw_limit(mysql)
 
 
@@ -834,8 +1007,10 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str | None, str, str]]:
     for db, mysql in databases:
         for case in args.cases:
             if case in ("20x100", "200x10", "1x500", "wait"):
-                out += [(db, mysql, case, mode) for mode in args.modes]
-            elif case in ("console", "flood", "2hosts"):
+                # Independent jobs have no step after a wait to be late: no aps-jobs there.
+                modes = [m for m in args.modes if not (case == "wait" and m == "aps-jobs")]
+                out += [(db, mysql, case, mode) for mode in modes]
+            elif case in ("console", "flood", "2hosts", "memory"):
                 if case != "2hosts" or mysql is not None:
                     out.append((db, mysql, case, "serve"))
             else:
@@ -868,8 +1043,8 @@ def report(results: Results, repeats: int) -> None:
     medians = f" (medians of {repeats})" if repeats > 1 else ""
     print(f"\nThroughput{medians}")
     header = (
-        f"{'db':8} {'case':8} {'mode':7} {'steps':>6} {'wall s':>7} {'steps/s':>8} "
-        f"{'x APS':>6} {'CPU ms/step':>11}  notes"
+        f"{'db':8} {'case':8} {'mode':8} {'steps':>6} {'wall s':>7} {'steps/s':>8} "
+        f"{'x APS':>6} {'CPU ms/step':>11} {'DB ms/step':>10}  notes"
     )
     print(header)
     print("-" * len(header))
@@ -886,6 +1061,19 @@ def report(results: Results, repeats: int) -> None:
             )
         if g("start_p99_ms") is not None and mode != "aps":
             notes.append(f"start p99 {fmt(g('start_p99_ms'))} ms")
+        if case == "memory":
+            notes.append(
+                f"RSS MiB idle {fmt(g('rss_idle_mib'), 1)}, {fmt(g('gated_runs'))} gated "
+                f"{fmt(g('rss_gated_mib'), 1)}, after {fmt(g('finished_runs') / 10)} finished "
+                f"{fmt(g('rss_early_mib'), 1)}, after {fmt(g('finished_runs'))} "
+                f"{fmt(g('rss_finished_mib'), 1)}"
+                if g("finished_runs")
+                else "RSS -"
+            )
+        if mode in ("inproc", "serve") and case in ("20x100", "200x10", "1x500"):
+            jobs = results.ratio(db, case, mode, "aps-jobs")
+            if jobs is not None:
+                notes.append(f"x aps-jobs {fmt(jobs, 2)}")
         if case in ("console", "flood"):
             notes.append(f"GET p50/p99 {fmt(g('get_p50_ms'), 1)}/{fmt(g('get_p99_ms'), 1)} ms")
             if g("get_refusals"):
@@ -909,14 +1097,16 @@ def report(results: Results, repeats: int) -> None:
             notes.append(f"FAILED: {errors[0][:160]}")
         # The console's server also answers thousands of GETs: its CPU is no per-step figure.
         cpu = None if case in ("console", "flood") else g("cpu_ms_per_step")
+        db_cpu = None if case in ("console", "flood") else g("db_cpu_ms_per_step")
         ratio = (
             results.ratio(db, case, mode)
             if mode in ("inproc", "serve") and case != "wait"
             else None
         )
         print(
-            f"{db:8} {case:8} {mode:7} {fmt(g('steps')):>6} {fmt(g('wall_s'), 2):>7} "
-            f"{fmt(g('rate')):>8} {fmt(ratio, 2):>6} {fmt(cpu, 2):>11}  " + "; ".join(notes)
+            f"{db:8} {case:8} {mode:8} {fmt(g('steps')):>6} {fmt(g('wall_s'), 2):>7} "
+            f"{fmt(g('rate')):>8} {fmt(ratio, 2):>6} {fmt(cpu, 2):>11} {fmt(db_cpu, 2):>10}  "
+            + "; ".join(notes)
         )
     for db in ("sqlite", "mariadb"):
         empty = results.get(db, "idle", "empty", "tick_ms")
@@ -927,7 +1117,7 @@ def report(results: Results, repeats: int) -> None:
                 f"{db:8} idle tick: {fmt(empty, 2)} ms empty, {fmt(full, 2)} ms beside "
                 f"{runs:,} finished runs"
             )
-    print("\nGoals (issue 14)")
+    print("\nGoals (issues 14 and 32)")
     for text_, check in GOALS:
         answer = check(results)
         mark = {True: "met", False: "NOT MET", None: "not measured"}[answer]
@@ -961,7 +1151,8 @@ def main() -> None:
         "--quick",
         action="store_true",
         help="smaller workloads (20x25, 50x10, 1x125, 25 waits, the console read for 15 s), "
-        "10,000 finished runs beside the idle tick: about two minutes on SQLite",
+        "10,000 finished runs beside the idle tick, memory over 2,000 finished runs: about three "
+        "minutes on SQLite (the memory case is 80 s of it; --cases to leave it out)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="run everything N times; medians")
     parser.add_argument(
@@ -975,6 +1166,13 @@ def main() -> None:
         type=int,
         default=None,
         help="finished runs beside the idle tick (default 100,000; quick 10,000)",
+    )
+    parser.add_argument(
+        "--memory-runs",
+        type=int,
+        default=None,
+        help="finished runs the memory case reads serve's RSS across (default 100,000; "
+        "quick 2,000)",
     )
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     parser.add_argument(
@@ -1013,6 +1211,8 @@ def main() -> None:
         args.timeout = 60.0 if args.quick else 180.0
     if args.idle_runs is None:
         args.idle_runs = 10_000 if args.quick else 100_000
+    if args.memory_runs is None:
+        args.memory_runs = 2_000 if args.quick else 100_000
     results = Results()
     began = time.perf_counter()
     for n in range(args.repeat):

@@ -112,6 +112,17 @@ class SQLiteEngine(AsyncEngine):
                     yield conn
 
 
+def commit_with_next(conn: AsyncConnection) -> None:
+    """Commit ``conn``'s transaction with its next statement, which must be its last, in
+    that statement's turn of SQLite's driver thread
+    (:meth:`pageant.db.sqlite_driver.Connection.commit_with_next`); elsewhere nothing
+    changes. The transaction is committed when its block ends, as always; nothing may be
+    written after that statement."""
+    driver = conn.sync_connection.connection.driver_connection if conn.sync_connection else None
+    if isinstance(driver, sqlite_driver.Connection):
+        driver.commit_with_next()
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
@@ -174,14 +185,13 @@ def create_engine(
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(connection: Any) -> None:
-            if connection.get_execution_options().get(_WRITER, False):
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-                return
+            writer = connection.get_execution_options().get(_WRITER, False)
+            begin = "BEGIN IMMEDIATE" if writer else "BEGIN"
             driver = connection.connection.driver_connection
             if isinstance(driver, sqlite_driver.Connection):
-                driver.begin_deferred()  # BEGIN with the first statement, in its turn
+                driver.begin_with_next(begin)  # with the first statement, in its turn
             else:
-                connection.exec_driver_sql("BEGIN")
+                connection.exec_driver_sql(begin)
 
         return engine
 

@@ -73,7 +73,11 @@ def _json_ready(value: Any) -> Any:
 log = logging.getLogger("pageant.runs")
 
 
-def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any) -> None:
+def _announce(
+    run_id: int, kind: str, phase: str | None, step_id: int | None, detail: Any, level: int
+) -> None:
+    if not log.isEnabledFor(level):
+        return
     detail = detail or {}
     outcome = detail.get("to") or kind.partition(".")[2] or kind
     fields: dict[str, Any] = {"run_id": run_id, "event": kind, "outcome": outcome}
@@ -86,7 +90,7 @@ def _announce(run_id: int, kind: str, phase: str | None, step_id: int | None, de
             fields[key] = detail[key]
     subject = f"run {run_id}" if step_id is None else f"run {run_id} step {step_id}"
     why = detail.get("because") or detail.get("error")
-    log.info("%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
+    log.log(level, "%s %s: %s%s", subject, kind, outcome, f" ({why})" if why else "", extra=fields)
 
 
 async def write(
@@ -100,9 +104,10 @@ async def write(
     detail: dict[str, Any] | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
+    level: int = logging.INFO,
 ) -> None:
     """Append one line of ``kind`` to a run's log (instants in ``detail`` become ISO
-    strings), and log it at INFO for the operator. Given ``batch`` (a group commit's, in
+    strings), and log it for the operator at ``level``. Given ``batch`` (a group commit's, in
     ``conn``), the line is kept and inserted with the others by :func:`flush`."""
     row = {
         "run_id": run_id,
@@ -117,7 +122,7 @@ async def write(
         batch.lines.append(row)
     else:
         await conn.execute(_WRITE, row)
-    _announce(run_id, str(kind), phase, step_id, detail)
+    _announce(run_id, str(kind), phase, step_id, detail, level)
 
 
 # ── the writers: one a kind ──────────────────────────────────────────────────────────────
@@ -129,7 +134,7 @@ WRITERS: dict[LogKind, Callable[..., Awaitable[None]]] = {}
 READS: dict[LogKind, tuple[str, ...]] = {}
 #: The keyword arguments of a writer that place the line rather than make its detail (its
 #: positional ones - the connection, the run, step, gate or row - place it too).
-PLACE = ("at", "phase", "step_id", "actor", "batch")
+PLACE = ("at", "phase", "step_id", "actor", "batch", "level")
 
 #: A step's row, or its mapping: a step's lines are placed by its ``run_id``, ``phase`` and
 #: ``id``, and read what their kind says (``action`` most often) from it.
@@ -504,6 +509,7 @@ async def condition_evaluated(
     key: str | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
+    level: int = logging.INFO,
 ) -> None:
     """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
     the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
@@ -511,7 +517,7 @@ async def condition_evaluated(
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
     detail = _given(detail, fired_at=fired_at, key=key)
-    line = {"detail": detail, "actor": actor, "batch": batch}
+    line = {"detail": detail, "actor": actor, "batch": batch, "level": level}
     await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at=at, **line)
 
 

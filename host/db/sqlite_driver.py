@@ -9,7 +9,9 @@ CPU than SQLite itself: measured at ~350 µs a statement, against ~150 µs in on
 :class:`Connection` is aiosqlite's own connection, whose cursors do their whole statement in
 one turn of the thread: execute, fetch every row, note ``description``, ``rowcount`` and
 ``lastrowid``, close. SQLAlchemy's adapter fetched every row at once already (pageant never
-streams), so nothing it sees changes but the number of turns. Everything else — the
+streams), so nothing it sees changes but the number of turns. A transaction's ``BEGIN``
+runs in its first statement's turn, and a commit asked for with the last statement
+(:meth:`Connection.commit_with_next`) in that statement's turn. Everything else — the
 thread, the queue, commit, rollback, close, errors — is aiosqlite's.
 """
 
@@ -26,16 +28,25 @@ from sqlalchemy.engine import URL
 _Answer = tuple[Any, int, int | None, list[Any]]
 
 
-def _run(conn: sqlite3.Connection, begin: bool, many: bool, sql: str, parameters: Any) -> _Answer:
+def _run(
+    conn: sqlite3.Connection,
+    begin: str | None,
+    commit: bool,
+    many: bool,
+    sql: str,
+    parameters: Any,
+) -> _Answer:
     cursor = conn.cursor()
     try:
-        if begin:
-            cursor.execute("BEGIN")
+        if begin is not None:
+            cursor.execute(begin)
         if many:
             cursor.executemany(sql, parameters)
         else:
             cursor.execute(sql, parameters)
         rows = cursor.fetchall() if cursor.description else []
+        if commit:
+            conn.commit()
         return cursor.description, cursor.rowcount, cursor.lastrowid, rows
     finally:
         cursor.close()
@@ -69,8 +80,10 @@ class Cursor:
         conn = self._connection
         # Taken before the turn: a statement that fails may have run its BEGIN, so the
         # rollback after it takes its turn as any other.
-        begin, conn.begin_pending = conn.begin_pending, False
-        answer = await conn._execute(_run, conn._conn, begin, many, sql, parameters)
+        begin, conn.begin_pending = conn.begin_pending, None
+        commit, conn.commit_pending = conn.commit_pending, False
+        answer = await conn._execute(_run, conn._conn, begin, commit, many, sql, parameters)
+        conn.committed = commit
         self.description, self.rowcount, self.lastrowid, self._rows = answer
         return self
 
@@ -93,20 +106,35 @@ class Cursor:
 class Connection(aiosqlite.Connection):
     """aiosqlite's connection, whose cursors take one turn of its thread a statement.
 
-    :meth:`begin_deferred` begins a read transaction with the next statement, in its turn:
-    a ``BEGIN`` (deferred) takes no lock and reads nothing, so running it just before the
-    first statement is the same transaction, one turn cheaper; and a read that ends before
-    any statement ran ends without a turn at all.
+    :meth:`begin_with_next` begins a transaction with the next statement, in its turn. A
+    ``BEGIN`` (deferred) takes no lock and reads nothing, and a ``BEGIN IMMEDIATE`` takes
+    the file's write lock and reads nothing either: nothing runs on the connection between
+    the BEGIN and the statement after it, so running them in one turn is the same
+    transaction, one turn cheaper (the lock is taken, or waited for, before the statement
+    runs, exactly as before). A transaction that ends before any statement ran ends
+    without a turn at all: it read and wrote nothing.
     """
 
-    #: A deferred ``BEGIN`` waits for the next statement's turn.
-    begin_pending = False
+    #: The ``BEGIN`` waiting for the next statement's turn, if any.
+    begin_pending: str | None = None
+    #: Whether the next statement's turn commits after it (:meth:`commit_with_next`).
+    commit_pending = False
+    #: Whether the transaction was committed in its last statement's turn.
+    committed = False
 
     def cursor(self) -> Cursor:  # type: ignore[override]  # a synchronous cursor, where aiosqlite's is a coroutine
         return Cursor(self)
 
-    def begin_deferred(self) -> None:
-        self.begin_pending = True
+    def begin_with_next(self, begin: str = "BEGIN") -> None:
+        """Run ``begin`` (``BEGIN`` or ``BEGIN IMMEDIATE``) in the next statement's turn."""
+        self.begin_pending = begin
+
+    def commit_with_next(self) -> None:
+        """Commit in the next statement's turn, just after it: for a transaction's last
+        statement, one turn cheaper. The statement's error, if any, comes before the commit
+        (nothing is committed, and the rollback after it runs as any other); once it ran,
+        the transaction's commit (or a rollback) is its end, without a turn of its own."""
+        self.commit_pending = True
 
     async def commit(self) -> None:
         if self._ended_without_a_turn():
@@ -119,9 +147,12 @@ class Connection(aiosqlite.Connection):
         await super().rollback()
 
     def _ended_without_a_turn(self) -> bool:
-        """Whether a transaction ends with nothing to end: its BEGIN never ran."""
-        pending, self.begin_pending = self.begin_pending, False
-        return pending
+        """Whether a transaction ends with nothing to end: its BEGIN never ran, or its last
+        statement's turn committed it."""
+        pending, self.begin_pending = self.begin_pending, None
+        committed, self.committed = self.committed, False
+        self.commit_pending = False
+        return pending is not None or committed
 
 
 def connector(url: URL) -> Callable[[], Connection]:

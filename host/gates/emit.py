@@ -50,6 +50,7 @@ from pageant.access.tokens import live_or_refused
 from pageant.db import firings as firing_rows
 from pageant.db import phase_gates as gate_rows
 from pageant.db import runlog
+from pageant.db.engine import commit_with_next
 from pageant.db.shared import Batch
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
@@ -363,6 +364,8 @@ async def _log_count(
     firing = entry.firing
     # Only the variables the condition names are kept: the log is read onto an admin screen,
     # and a game's payload may carry far more than the gate tests.
+    # A line a counted firing is the operator's at DEBUG; INFO has one a transaction
+    # (:func:`_announce_counts`) and each gate's close.
     await runlog.condition_evaluated(
         conn,
         gate,
@@ -373,6 +376,7 @@ async def _log_count(
         key=firing.key,
         actor=entry.actor,
         batch=batch,
+        level=logging.DEBUG,
     )
     if closes:
         await gates.log_closed(conn, gate, now=now, actor=entry.actor, batch=batch)
@@ -515,13 +519,15 @@ class Firings:
             async with self._db.begin() as conn:
                 refused = await self._refuse_dead_tokens(conn, [s.token_id for s in group])
                 live = [s for s in group if s.token_id not in refused]
-                # The log lines of the whole group are inserted in one statement.
+                await self._prune(conn, now)
+                # The log lines of the whole group are inserted in one statement, the
+                # transaction's last: on SQLite it commits in the same turn.
                 batch = Batch(conn)
                 results = await record_all(
                     conn, [(s.firings, s.issuer, s.actor) for s in live], now=now, batch=batch
                 )
+                commit_with_next(conn)
                 await runlog.flush(batch)
-                await self._prune(conn, now)
         except Exception as exc:
             if len(group) > 1:
                 log.warning("a shared firing transaction failed; each submission alone: %r", exc)
@@ -537,6 +543,7 @@ class Firings:
         for submission, result in zip(live, results, strict=True):
             if not submission.answer.done():
                 submission.answer.set_result(result)
+        _announce_counts(results)
 
     async def _prune(self, conn: AsyncConnection, now: datetime) -> None:
         if time.monotonic() - self._pruned_at < _PRUNE_EVERY_SECONDS:
@@ -544,3 +551,21 @@ class Firings:
         self._pruned_at = time.monotonic()
         hours = self._settings.firing_key_hours
         await firing_rows.prune_keys(conn, now - timedelta(hours=hours))
+
+
+def _announce_counts(results: Sequence[Sequence[Answer]]) -> None:
+    """One INFO line for a committed transaction that counted firings into gates: how many
+    firings it recorded, the counts they made and the gates they closed (each close has its
+    own line too; each count its own at DEBUG)."""
+    counted = sum(answer.get("gates_matched", 0) for answers in results for answer in answers)
+    if not counted or not log.isEnabledFor(logging.INFO):
+        return
+    fired = sum(len(answers) for answers in results)
+    closed = sum(answer.get("gates_closed", 0) for answers in results for answer in answers)
+    log.info(
+        "firings recorded: %d, counted %d times into gates, %d closed",
+        fired,
+        counted,
+        closed,
+        extra={"event": "firings.recorded", "firings": fired, "counted": counted, "closed": closed},
+    )

@@ -3,12 +3,14 @@ reads off a cursor (rows, rowcount, lastrowid, errors) as the stock driver gives
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from pageant.db import sqlite_driver
-from pageant.db.engine import create_engine
+from pageant.db.engine import commit_with_next, create_engine
 
 
 @pytest.fixture
@@ -110,3 +112,46 @@ async def test_a_read_whose_first_statement_fails_still_ends_its_transaction(sql
         await writer.execute(text("INSERT INTO t (v) VALUES ('after')"))
     async with sqlite_db.connect() as conn:
         assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+
+
+async def test_a_writers_begin_immediate_rides_with_its_first_statement(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("SELECT count(*) FROM t"))
+        # Only a read ran, yet the file's write lock is held: the BEGIN was IMMEDIATE.
+        other = sqlite3.connect(sqlite_db.sync_engine.url.database, timeout=0)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        finally:
+            other.close()
+        await conn.execute(text("INSERT INTO t (v) VALUES ('w')"))
+    assert turns == ["_run", "_run", "commit"]  # BEGIN IMMEDIATE and the SELECT in one turn
+    turns.clear()
+    async with sqlite_db.begin():
+        pass  # a write that never ran a statement ends without a turn
+    assert turns == []
+    async with sqlite_db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar_one() == 1
+
+
+async def test_a_writes_last_statement_can_commit_in_its_own_turn(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        commit_with_next(conn)
+        await conn.execute(text("INSERT INTO t (v) VALUES ('b')"))
+    assert turns == ["_run", "_run"]  # the commit rode with the last statement
+    # A last statement that fails commits nothing: the transaction rolls back whole.
+    with pytest.raises(IntegrityError):
+        async with sqlite_db.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('c')"))
+            commit_with_next(conn)
+            await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    # Asked for with no statement after it, the transaction commits as any other.
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('d')"))
+        commit_with_next(conn)
+    async with sqlite_db.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert rows == ["a", "b", "d"]

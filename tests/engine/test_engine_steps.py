@@ -151,7 +151,7 @@ async def test_a_perform_that_raises_or_times_out_is_a_retry(probe_host, clock, 
     line = boom.__code__.co_firstlineno + 1
     assert (made.status, made.last_error) == (
         "pending",
-        f"RuntimeError: socket closed at test_engine_steps.py:{line} in boom",
+        f"RuntimeError: socket closed at tests/engine/test_engine_steps.py:{line} in boom",
     )
 
 

@@ -4,6 +4,7 @@ request; and a transaction's firings are counted into their gates set-wise."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -143,3 +144,26 @@ async def test_a_batch_counts_its_firings_into_their_gates_in_one_statement(
     lines = await log_lines(host.db, runs["eu-1"], "condition.evaluated")
     assert [line.detail["tally"] for line in lines] == [1, 2, 3]
     assert len(await log_lines(host.db, runs["eu-1"], "phase.gate")) == 1
+
+
+async def test_a_transactions_counts_are_one_info_line_each_count_at_debug(
+    host, engine, client, clock, caplog
+):
+    runs = await _servers(host, engine, ["eu-1", "eu-2"], count=3)
+    token = await create_token(host.db, role="game", name="shard", now=clock.now())
+    colours = ["eu-1", "eu-2", "eu-1", "eu-1", "eu-1"]
+    batch = [{"trigger": "wisps.caught", "payload": {"colour": c}} for c in colours]
+    caplog.set_level(logging.DEBUG)
+    status, _ = await _fire(client, token, batch, BATCH)
+    assert status == 200
+    counts = [r for r in caplog.records if getattr(r, "event", None) == "condition.evaluated"]
+    assert [(r.run_id, r.levelno) for r in counts] == [
+        (runs[c], logging.DEBUG) for c in ("eu-1", "eu-2", "eu-1", "eu-1")
+    ]
+    closes = [r for r in caplog.records if getattr(r, "event", None) == "phase.gate"]
+    assert [(r.run_id, r.levelno) for r in closes] == [(runs["eu-1"], logging.INFO)]
+    [summary] = [r for r in caplog.records if getattr(r, "event", None) == "firings.recorded"]
+    assert summary.levelno == logging.INFO
+    assert (summary.firings, summary.counted, summary.closed) == (5, 4, 1)
+    # Each count is still in its run's own log, the record.
+    assert len(await log_lines(host.db, runs["eu-1"], "condition.evaluated")) == 3

@@ -33,7 +33,16 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_help_names_the_options() -> None:
     done = run("--help")
     assert done.returncode == 0, done.stderr
-    for option in ("--mysql", "--only", "--cases", "--modes", "--quick", "--repeat", "--setup"):
+    for option in (
+        "--mysql",
+        "--only",
+        "--cases",
+        "--modes",
+        "--quick",
+        "--repeat",
+        "--setup",
+        "--memory-runs",
+    ):
         assert option in done.stdout
 
 
@@ -126,3 +135,60 @@ def test_the_firings_benchmark_runs_briefly_and_checks_every_tally() -> None:
     assert len(rows) == 2 and all(row.endswith("| ok |") for row in rows), done.stdout
     assert "[    met     ] every gate's tally equals" in done.stdout
     assert "not measured" in done.stdout  # no 1,000-gate case: its goals are not claimed
+
+
+def test_plan_runs_aps_jobs_beside_the_chains_but_never_after_a_wait(throughput) -> None:
+    planned = throughput.plan(_args(cases=["20x100", "wait"], modes=["serve", "aps-jobs"]))
+    assert [(case, mode) for _, _, case, mode in planned] == [
+        ("20x100", "serve"),
+        ("20x100", "aps-jobs"),
+        ("wait", "serve"),
+    ]
+
+
+def test_the_aps_jobs_goal_reads_serve_against_independent_jobs(throughput) -> None:
+    results = throughput.Results()
+    goal = dict(throughput.GOALS)[
+        "20 x 100 through serve: >= 5x APScheduler 4 running as many independent jobs "
+        "(aps-jobs) on mariadb"
+    ]
+    results.add("mariadb", "20x100", "aps-jobs", {"rate": 100.0})
+    results.add("mariadb", "20x100", "inproc", {"rate": 900.0})
+    assert goal(results) is None  # in process is not through serve
+    results.add("mariadb", "20x100", "serve", {"rate": 450.0})
+    assert goal(results) is False
+    results.add("mariadb", "20x100", "serve", {"rate": 550.0})
+    results.add("mariadb", "20x100", "serve", {"rate": 520.0})
+    assert goal(results) is True
+
+
+def test_the_memory_goal_allows_ten_percent_or_a_fixed_slack(throughput) -> None:
+    goal = next(check for text, check in throughput.GOALS if "resident memory" in text)
+    assert goal(throughput.Results()) is None
+
+    def after(early: float, late: float) -> bool | None:
+        results = throughput.Results()
+        results.add("sqlite", "memory", "serve", {"rss_early_mib": early, "rss_finished_mib": late})
+        return goal(results)
+
+    assert after(100.0, 108.0) is True  # the 8 MiB slack
+    assert after(100.0, 110.0) is True  # 10%
+    assert after(100.0, 110.5) is False
+    assert after(200.0, 219.0) is True
+    assert after(200.0, 221.0) is False
+
+
+def test_the_database_server_cpu_is_read_from_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import procstat
+
+    assert procstat.find_process(("no-such-process-name",)) is None
+    times = iter([10.0, 12.5])
+    monkeypatch.setattr(procstat, "find_process", lambda: 4242)
+    monkeypatch.setattr(procstat, "cpu_seconds", lambda pid: next(times))
+    cpu = procstat.ServerCpu(local=True)
+    cpu.start()
+    assert cpu.seconds() == 2.5
+    away = procstat.ServerCpu(local=False)
+    away.start()
+    assert away.seconds() is None
