@@ -144,6 +144,9 @@ class Server:
         asyncio.run_coroutine_threadsafe(_stop(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
+        # Closed, or its self-pipe (a pair of unix sockets) is left for the garbage collector
+        # to find in whatever test runs then, which the warnings filter makes an error.
+        self.loop.close()
 
 
 @pytest.fixture(scope="module")

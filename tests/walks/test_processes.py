@@ -16,7 +16,7 @@ import signal
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,17 @@ def test_sigterm_mid_flight_starts_nothing_after_the_signal_and_delivers_once(
     assert hosts[0].wait(40) == 0
     stopped_in = time.time() - signalled
 
-    after = datetime.fromtimestamp(signalled, UTC)
+    # The host acts on a signal once its event loop runs the handler, which begins the stop
+    # and logs it: a step claimed between the kill and that instant was claimed before the
+    # host knew. So "after the signal" is after the engine's "stopping:" line (whose instant
+    # is to the millisecond; hence the millisecond added), never before the kill itself.
+    noticed = next(
+        line["ts"]
+        for line in hosts[0].log_lines()
+        if line["logger"] == "pageant.engine" and line["msg"].startswith("stopping:")
+    )
+    heard = datetime.fromisoformat(noticed.replace("Z", "+00:00")) + timedelta(milliseconds=1)
+    after = max(datetime.fromtimestamp(signalled, UTC), heard)
     started_after = read(
         database, select(func.count()).where(event_run_steps.c.started_at > after)
     )[0][0]
