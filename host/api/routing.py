@@ -53,7 +53,7 @@ class Route:
     body_optional: bool = False
     #: The model of the success answer (documentation only: a route answers its domain
     #: function's dict as it is); None where the route answers no declared shape.
-    response: type[BaseModel] | dict[str, Any] | None = None
+    response: type[BaseModel] | None = None
     status: int = 200
     #: The success answer's media type (every error is JSON).
     media_type: str = "application/json"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from pageant.access.roles import FIRERS
 from pageant.access.tokens import live_or_refused
@@ -27,36 +28,30 @@ from pageant.plugins.registry import Registry
 routes = RouteTable("triggers")
 
 
-FIRED = {
-    "type": "object",
-    "required": ["gates_matched", "gates_closed"],
-    "properties": {
-        "gates_matched": {
-            "type": "integer",
-            "description": "open gates this firing matched and counted for",
-        },
-        "gates_closed": {
-            "type": "integer",
-            "description": "of those, the gates this firing satisfied",
-        },
-    },
-}
+class Fired(BaseModel):
+    """What one firing did."""
+
+    gates_matched: int = Field(description="open gates this firing matched and counted for")
+    gates_closed: int = Field(description="of those, the gates this firing satisfied")
 
 
 #: The header that carries one firing's idempotency key.
 KEY_HEADER = "Idempotency-Key"
 
-BATCH_ENTRY = {
-    "type": "object",
-    "required": ["status"],
-    "properties": {
-        "status": {"type": "integer", "description": "200, or the firing's own 400 or 404"},
-        "gates_matched": FIRED["properties"]["gates_matched"],  # type: ignore[index]  # FIRED's values infer as object
-        "gates_closed": FIRED["properties"]["gates_closed"],  # type: ignore[index]  # FIRED's values infer as object
-        "error": {"type": "object", "description": "a refused firing's error, as any route's"},
-    },
-}
-BATCH_ANSWER = {"type": "array", "items": BATCH_ENTRY}
+
+class BatchEntry(BaseModel):
+    """One firing's answer in a batch: what it did, or its own refusal."""
+
+    model_config = ConfigDict(json_schema_extra={"required": ["status"]})
+
+    status: int = Field(description="200, or the firing's own 400 or 404")
+    gates_matched: int = Field(description="open gates this firing matched and counted for")
+    gates_closed: int = Field(description="of those, the gates this firing satisfied")
+    error: dict[str, Any] = Field(description="a refused firing's error, as any route's")
+
+
+class BatchAnswer(RootModel[list[BatchEntry]]):
+    """One entry a firing, in the order they were sent."""
 
 
 def batch_schema(registry: Registry) -> dict[str, Any]:
@@ -133,7 +128,7 @@ def payload_schema(registry: Registry) -> dict[str, Any]:
         f"variables (each of its declared type). An {KEY_HEADER} header makes a retry safe"
     ),
     body=payload_schema,
-    response=FIRED,
+    response=Fired,
     query={"at": Query("when it happened in the game, an instant with an offset", INSTANT)},
 )
 async def fire(request: web.Request) -> web.Response:
@@ -180,7 +175,7 @@ async def _fire(request: web.Request) -> web.Response:
         "firing in order, a refused firing with its own 400, 403 or 404"
     ),
     body=batch_schema,
-    response=BATCH_ANSWER,
+    response=BatchAnswer,
 )
 async def fire_batch(request: web.Request) -> web.Response:
     host = request.app[HOST]
