@@ -517,8 +517,16 @@ async def condition_evaluated(
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
     detail = _given(detail, fired_at=fired_at, key=key)
-    line = {"detail": detail, "actor": actor, "batch": batch, "level": level}
-    await _of_gate(conn, gate, LogKind.CONDITION_EVALUATED, at=at, **line)
+    await _of_gate(
+        conn,
+        gate,
+        LogKind.CONDITION_EVALUATED,
+        at=at,
+        detail=detail,
+        actor=actor,
+        batch=batch,
+        level=level,
+    )
 
 
 async def _control(

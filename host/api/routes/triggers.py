@@ -11,6 +11,8 @@ counts nothing.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
@@ -91,6 +93,19 @@ async def refuse_a_dead_token(request: web.Request) -> None:
         raise refused[token_id]
 
 
+@asynccontextmanager
+async def dead_token_first(request: web.Request) -> AsyncIterator[None]:
+    """A refusal raised in the block is answered as the token's 401 instead when the token
+    was revoked or expired since it was last read (:func:`refuse_a_dead_token`)."""
+    try:
+        yield
+    except Unauthenticated:
+        raise
+    except PageantError:
+        await refuse_a_dead_token(request)
+        raise
+
+
 def payload_schema(registry: Registry) -> dict[str, Any]:
     """The payload as the document declares it: for each registered trigger, an object of
     exactly its declared variables (any may be left out), each of its declared type."""
@@ -132,13 +147,8 @@ def payload_schema(registry: Registry) -> dict[str, Any]:
     query={"at": Query("when it happened in the game, an instant with an offset", INSTANT)},
 )
 async def fire(request: web.Request) -> web.Response:
-    try:
+    async with dead_token_first(request):
         return await _fire(request)
-    except Unauthenticated:
-        raise
-    except PageantError:
-        await refuse_a_dead_token(request)
-        raise
 
 
 async def _fire(request: web.Request) -> web.Response:
@@ -180,7 +190,7 @@ async def _fire(request: web.Request) -> web.Response:
 async def fire_batch(request: web.Request) -> web.Response:
     host = request.app[HOST]
     who = principal(request)
-    try:
+    async with dead_token_first(request):
         items = await read_json(request)
         answers = await host.emit_batch(
             items,
@@ -189,11 +199,6 @@ async def fire_batch(request: web.Request) -> web.Response:
             check=check_outside_firing,
             token_id=who.token_id,
         )
-    except Unauthenticated:
-        raise
-    except PageantError:
-        await refuse_a_dead_token(request)
-        raise
     if all(answer["status"] != 200 for answer in answers):
         await refuse_a_dead_token(request)
     return respond(answers)
