@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pageant.clock import SystemClock
-from pageant.db import runs
 from pageant.db.migrate import upgrade
+from pageant.db.states import RUN_ENDED
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.runs.console_text import render_log_line
@@ -180,7 +180,7 @@ async def _demo(
                     if not faulted and run["current_phase"] == "hunt":
                         faulted = True
                         house = await _outage(arena, say)
-                    if run["status"] in runs.TERMINAL and run["cleanup_status"] != "pending":
+                    if run["status"] in RUN_ENDED and run["cleanup_status"] != "pending":
                         status = str(run["status"])
                         break
                     await asyncio.sleep(POLL_SECONDS)

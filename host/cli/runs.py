@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 #: How often ``runs show --follow`` looks at its run (seconds).
 FOLLOW_INTERVAL = 1.0
-_ENDED = RUN_ENDED
 
 
 @click.group()
@@ -127,7 +126,7 @@ def runs_show(
             for line in view["log"][seen:]:
                 click.echo(as_json_line(line) if as_json else render_log_line(line))
             seen = len(view["log"])
-            if view["run"]["status"] in _ENDED:
+            if view["run"]["status"] in RUN_ENDED:
                 return view
             await asyncio.sleep(interval)
 

@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pageant.cli.demo_text import stream_lines
-from pageant.db import runs
 from pageant.db.contents import foreign_tables_and_counts
 from pageant.db.engine import shown_url
 from pageant.db.errors import DatabaseError
 from pageant.db.migrate import upgrade
+from pageant.db.states import RUN_ENDED
 from pageant.errors import PageantError
 from pageant.events import definitions
 from pageant.events.authoring import validator as specs
@@ -407,7 +407,7 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
                 )
                 say(f"demo      {MODERATOR_ACTOR} confirms the cue (step {step_id})")
                 confirmed.add(step_id)
-        if run["status"] in runs.TERMINAL and run["cleanup_status"] != "pending":
+        if run["status"] in RUN_ENDED and run["cleanup_status"] != "pending":
             return str(run["status"])
         await asyncio.sleep(POLL_SECONDS)
 

@@ -23,7 +23,6 @@ from pageant.runs.listing import RunFilter, list_runs
 routes = web.RouteTableDef()
 
 #: The statuses of a run that is under way.
-UNDER_WAY = RUN_LIVE
 #: The most runs the page lists (newest first); the summary counts every one.
 LIMIT = 200
 #: How far back the count of runs that ended badly looks.
@@ -32,7 +31,7 @@ RECENT = timedelta(hours=24)
 
 async def _now(request: web.Request) -> dict[str, Any]:
     found = await list_runs(
-        host_of(request), RunFilter(statuses=UNDER_WAY), before_id=None, limit=LIMIT
+        host_of(request), RunFilter(statuses=RUN_LIVE), before_id=None, limit=LIMIT
     )
     runs = found["items"]
     host = host_of(request)

@@ -42,7 +42,6 @@ from pageant.schedules.recurrence import zone
 routes = web.RouteTableDef()
 
 #: The statuses after which nothing changes: the page stops polling.
-TERMINAL = RUN_ENDED
 #: How many of the newest log lines the page shows.
 LOG_LINES = 200
 MAX_REASON = 200
@@ -109,8 +108,8 @@ def phase_state(index: int, current: int | None, status: str) -> str:
     if status == "completed" or (current is not None and index < current):
         return "done"
     if current == index:
-        return "current" if status not in TERMINAL else "stopped here"
-    return "not reached" if status in TERMINAL else "ahead"
+        return "current" if status not in RUN_ENDED else "stopped here"
+    return "not reached" if status in RUN_ENDED else "ahead"
 
 
 def _log_rows(lines: list[dict[str, Any]], tz: str) -> Markup:
@@ -212,7 +211,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "tz": pinned["tz"],
         "drawn": drawn,
         "log_total": data.get("log_total", len(data["log"])),
-        "live": run["status"] not in TERMINAL,
+        "live": run["status"] not in RUN_ENDED,
         "offered": offered,
         "retry_step": retry_step,
         "budget": data.get("budget") or [],
@@ -254,7 +253,7 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
             }
         )
     run = data["run"]
-    ended = run["status"] in TERMINAL
+    ended = run["status"] in RUN_ENDED
     status = run.get("cleanup_status") or "not_required"
     words = "pending-live" if status == "pending" and not ended else status
     summary = (data.get("cleanup_summary") or "").rstrip(".")

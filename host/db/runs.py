@@ -54,9 +54,8 @@ from pageant.db.tables import (
 r = event_runs.c
 d = event_definitions.c
 
-#: Every status a run may be in, and those in which it has ended for good.
+#: Every status a run may be in.
 STATUSES = tuple(RunStatus)
-TERMINAL = RUN_ENDED
 HEALTH_RANK = tuple(Health)
 
 #: What the engine and the console read about a run.
@@ -484,7 +483,6 @@ async def reschedule(conn: AsyncConnection, run_id: int, to: datetime) -> bool:
 # ── across events ─────────────────────────────────────────────────────────────
 
 #: The statuses of a run that has not ended (the summary reads only these).
-NOT_ENDED = RUN_NOT_ENDED
 
 
 async def runs_across(
@@ -553,7 +551,7 @@ _SUMMARY = select(
     _count_where(r.health == Health.STALLED).label("stalled"),
     _count_where(r.health == Health.DEGRADED).label("degraded"),
     _count_where(r.status == RunStatus.RUNNING).label("running"),
-).where(r.status.in_(NOT_ENDED))
+).where(r.status.in_(RUN_NOT_ENDED))
 
 
 async def live_summary(conn: AsyncConnection) -> dict[str, int]:

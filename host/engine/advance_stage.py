@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 #: Outcomes after which the run is done; its claim went with its last transition.
-FINISHED = OUTCOME_FINISHED
 #: The outcome of a run whose host began to stop: it claimed nothing more.
 STOPPING = "stopping"
 
@@ -107,7 +106,7 @@ async def process_run(
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
         # dropped it.
-        if outcome not in FINISHED:
+        if outcome not in OUTCOME_FINISHED:
             await in_outcome_transaction(
                 host, lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
