@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import definitions as rows
-from pageant.db.rows import AnyRow
+from pageant.db.rows import AnyRow, columns_of
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.dormancy import as_registered
@@ -223,13 +223,7 @@ def event_object(
 
 def version_object(row: AnyRow) -> dict[str, Any]:
     """The one rendering of a published version."""
-    return {
-        "id": row.id,
-        "number": row.number,
-        "published_at": row.published_at,
-        "published_by": row.published_by,
-        "spec": row.spec,
-    }
+    return columns_of(row, ("id", "number", "published_at", "published_by", "spec"))
 
 
 # ── Writing ─────────────────────────────────────────────────────────────────────────────────
