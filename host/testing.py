@@ -220,37 +220,18 @@ class Kit:
     async def publish(self, event_spec: Mapping[str, Any], *, title: str = "Test event") -> int:
         """Validate ``event_spec`` against the loaded plugins, create and publish it; its id."""
         from pageant.events import definitions
-        from pageant.events.authoring import validator as specs
-        from pageant.events.slugs import slugify
 
         raw = {"schedule": {"kind": "manual"}, **event_spec}
         async with self.host.db.begin() as conn:
-            spec = specs.validate(raw, self.host.registry, stored=None)
-            definition_id = await definitions.create_definition(
+            return await definitions.create_and_publish(
                 conn,
-                title=title,
-                slug=None,
-                derived_slug=slugify(title),
-                spec=spec,
-                now=self.clock.now(),
-                actor=ACTOR,
-                description="",
-                timezone=definitions.DEFAULT_TIMEZONE,
-                grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
-                concurrency_key=None,
-                series_id=None,
-                visibility="staff",
-            )
-        async with self.host.db.begin() as conn:
-            await definitions.publish_definition(
-                conn,
-                definition_id,
                 self.host.registry,
+                raw,
+                title=title,
                 now=self.clock.now(),
                 actor=ACTOR,
                 horizon_days=self.host.settings.horizon_days,
             )
-        return definition_id
 
     async def run_to_completion(
         self,

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +27,11 @@ class Page:
         if len(ids) <= self.limit:
             return None
         return encode_cursor(ids[self.limit - 1])
+
+    def answer(self, items: list[Any], rows: Sequence[Any]) -> dict[str, Any]:
+        """A list's answer: ``items``, rendered from the first ``limit`` of ``rows`` (fetched
+        limit + 1, each with its ``id``), and the cursor for the page after them."""
+        return {"items": items, "next_cursor": self.next_cursor([r.id for r in rows])}
 
 
 def encode_cursor(last_id: int) -> str:

@@ -43,8 +43,6 @@ from pageant.db.migrate import upgrade
 from pageant.db.states import RUN_ENDED
 from pageant.errors import PageantError
 from pageant.events import definitions
-from pageant.events.authoring import validator as specs
-from pageant.events.slugs import slugify
 from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console
@@ -345,32 +343,16 @@ async def seed(host: Host) -> int:
 async def publish(host: Host, title: str, raw: dict[str, Any], *, description: str) -> int:
     """Create and publish one staff-only event from its spec, as an admin would; its id."""
     async with host.db.begin() as conn:
-        spec = specs.validate(raw, host.registry, stored=None)
-        definition_id = await definitions.create_definition(
+        return await definitions.create_and_publish(
             conn,
-            title=title,
-            slug=None,
-            derived_slug=slugify(title),
-            spec=spec,
-            now=host.clock.now(),
-            actor=STAFF_ACTOR,
-            description=description,
-            timezone=definitions.DEFAULT_TIMEZONE,
-            grace_seconds=definitions.DEFAULT_GRACE_SECONDS,
-            concurrency_key=None,
-            series_id=None,
-            visibility="staff",
-        )
-    async with host.db.begin() as conn:
-        await definitions.publish_definition(
-            conn,
-            definition_id,
             host.registry,
+            raw,
+            title=title,
             now=host.clock.now(),
             actor=STAFF_ACTOR,
             horizon_days=host.settings.horizon_days,
+            description=description,
         )
-    return definition_id
 
 
 # ── following the run ────────────────────────────────────────────────────────

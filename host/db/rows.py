@@ -7,7 +7,7 @@ mapping built elsewhere (by a test, or from a request), is a :data:`Record`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy.engine import CursorResult, Row, RowMapping
@@ -17,6 +17,12 @@ AnyRow = Row[*tuple[Any, ...]]
 
 #: A row read as a mapping (``row._mapping``), or a mapping of the same keys.
 Record = Mapping[str, Any] | RowMapping
+
+
+def columns_of(row: Any, names: Iterable[str]) -> dict[str, Any]:
+    """The named columns of a row, by name, in the order given: a rendering that passes
+    them on as they are."""
+    return {name: getattr(row, name) for name in names}
 
 
 def inserted_id(result: CursorResult[Any]) -> int:

@@ -20,12 +20,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import definitions as rows
-from pageant.db.rows import AnyRow
+from pageant.db.rows import AnyRow, columns_of
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.dormancy import as_registered
 from pageant.events.composition import refuse_self_waits
-from pageant.events.slugs import insert_with_slug, slug_owner, update_with_slug
+from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
 from pageant.schedules import calendar
@@ -223,13 +223,7 @@ def event_object(
 
 def version_object(row: AnyRow) -> dict[str, Any]:
     """The one rendering of a published version."""
-    return {
-        "id": row.id,
-        "number": row.number,
-        "published_at": row.published_at,
-        "published_by": row.published_by,
-        "spec": row.spec,
-    }
+    return columns_of(row, ("id", "number", "published_at", "published_by", "spec"))
 
 
 # ── Writing ─────────────────────────────────────────────────────────────────────────────────
@@ -401,6 +395,41 @@ async def publish_definition(
     found = await get_version_by_id(conn, version_id)
     assert found is not None
     return found
+
+
+async def create_and_publish(
+    conn: AsyncConnection,
+    registry: Registry,
+    raw: dict[str, Any],
+    *,
+    title: str,
+    now: datetime,
+    actor: str,
+    horizon_days: int,
+    description: str = "",
+) -> int:
+    """Validate ``raw``, create it as a staff-only draft in the default zone and grace, and
+    publish it as ``actor``: an event seeded as an admin would make it; its id."""
+    spec = specs.validate(raw, registry, stored=None)
+    definition_id = await create_definition(
+        conn,
+        title=title,
+        slug=None,
+        derived_slug=slugify(title),
+        spec=spec,
+        now=now,
+        actor=actor,
+        description=description,
+        timezone=DEFAULT_TIMEZONE,
+        grace_seconds=DEFAULT_GRACE_SECONDS,
+        concurrency_key=None,
+        series_id=None,
+        visibility="staff",
+    )
+    await publish_definition(
+        conn, definition_id, registry, now=now, actor=actor, horizon_days=horizon_days
+    )
+    return definition_id
 
 
 async def archive_definition(

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import series as rows
-from pageant.db.rows import AnyRow
+from pageant.db.rows import AnyRow, columns_of
 from pageant.db.schedules import definitions_of_series
 from pageant.errors import NotFound
 from pageant.events.slugs import insert_with_slug, update_with_slug
@@ -49,13 +49,7 @@ async def events_of_series(conn: AsyncConnection, series_id: int) -> list[int]:
 
 def series_object(row: AnyRow) -> dict[str, Any]:
     """The one rendering of a series."""
-    return {
-        "id": row.id,
-        "title": row.title,
-        "slug": row.slug,
-        "description": row.description,
-        "visibility": row.visibility,
-    }
+    return columns_of(row, ("id", "title", "slug", "description", "visibility"))
 
 
 async def create_series(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from pageant.db import switchboard as board_rows
 from pageant.db import verification
@@ -19,7 +19,7 @@ from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
 from pageant.events.authoring import validator as specs
 from pageant.events.option_values import check_option_values
-from pageant.hookspecs import ActionContext
+from pageant.hookspecs import ActionContext, Posted
 from pageant.plugins.calls import run_with_envelope
 from pageant.runs import params as run_params
 from pageant.switchboard.board import enablement
@@ -30,32 +30,30 @@ if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
 
 
-class NotSent(NamedTuple):
-    """What ``post_json`` answers in a dry run (the shape of a step's post result)."""
-
-    status: int | None
-    error: str | None
-    sent: bool
-
-
 class DryRunServices:
-    """What ``perform(verify=True)`` finds in ``ctx.services`` during verify: the real
-    registry and settings; the log is a list and ``post_json`` sends nothing, because a dry
-    run that posts has changed the world."""
+    """What ``perform(verify=True)`` finds in ``ctx.services`` during a dry run: the real
+    registry and settings; the log is a list and ``post_json`` sends nothing and remembers
+    the attempt, because a dry run that posts has changed the world."""
+
+    #: The step's phase as a dry run's ``perform`` sees it.
+    phase = "verify"
+    #: The error ``post_json`` answers: why nothing was sent.
+    not_sent = "not sent: a dry run sends nothing"
 
     def __init__(self, registry: Registry, settings: Any) -> None:
         self.registry = registry
         self.settings = settings
         self.run_id: int | None = None
         self.step_id: int | None = None
-        self.phase = "verify"
         self.logged: list[tuple[str, dict[str, Any]]] = []
+        self.posted: list[str] = []
 
     async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
         self.logged.append((kind, detail))
 
-    async def post_json(self, url: str, body: str | dict[str, Any]) -> NotSent:
-        return NotSent(None, "not sent: a dry run sends nothing", False)
+    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
+        self.posted.append(url)
+        return Posted(None, self.not_sent, False)
 
 
 async def dry_run_steps(

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pageant.errors import Invalid, PageantError
+from pageant.events.verify import DryRunServices
 from pageant.gates.conditions import check_payload
 from pageant.gates.emit import MAX_BATCH, check_firing, refusal
 from pageant.gates.firers import check_plugin_firing
@@ -32,7 +33,6 @@ from pageant.hookspecs import (
     AnnounceLeg,
     Envelope,
     Lease,
-    Posted,
     SendContext,
 )
 from pageant.hookspecs.models import changes_world, check_literal
@@ -74,28 +74,13 @@ class Check:
         return asdict(self)
 
 
-class KitServices:
-    """What ``perform`` finds in ``ctx.services`` during the kit's dry runs.
+class KitServices(DryRunServices):
+    """What ``perform`` finds in ``ctx.services`` during the kit's dry runs: verify's
+    stand-in (real registry and settings, the run log a list, ``post_json`` sending nothing
+    and remembering the attempt), under the kit's own phase."""
 
-    The registry and settings are real; the run log is a list; ``post_json`` sends nothing
-    and remembers the attempt, because a dry run that posts has changed the world.
-    """
-
-    def __init__(self, registry: Registry, settings: Settings) -> None:
-        self.registry = registry
-        self.settings = settings
-        self.run_id: int | None = None
-        self.step_id: int | None = None
-        self.phase = "contract-check"
-        self.logged: list[tuple[str, dict[str, Any]]] = []
-        self.posted: list[str] = []
-
-    async def write_log(self, kind: str, detail: dict[str, Any]) -> None:
-        self.logged.append((kind, detail))
-
-    async def post_json(self, url: str, body: str | dict[str, Any]) -> Posted:
-        self.posted.append(url)
-        return Posted(None, "not sent: contract-check sends nothing", False)
+    phase = "contract-check"
+    not_sent = "not sent: contract-check sends nothing"
 
 
 class KitContext:

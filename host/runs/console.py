@@ -12,6 +12,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, resources, runlog, runs, steps
+from pageant.db.rows import columns_of
 from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
@@ -47,15 +48,7 @@ def step_json(step: Any) -> dict[str, Any]:
 
 
 def log_json(line: Row) -> dict[str, Any]:
-    return {
-        "id": line.id,
-        "at": line.at,
-        "kind": line.kind,
-        "phase": line.phase,
-        "step_id": line.step_id,
-        "detail": line.detail,
-        "actor": line.actor,
-    }
+    return columns_of(line, ("id", "at", "kind", "phase", "step_id", "detail", "actor"))
 
 
 def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
@@ -152,20 +145,24 @@ async def run_views(
     return views
 
 
+#: What the console shows of a ledger row.
+RESOURCE_FIELDS = (
+    "id",
+    "step_id",
+    "owner",
+    "kind",
+    "ref",
+    "status",
+    "revert_attempts",
+    "last_error",
+    "lease_until",
+    "payload",
+)
+
+
 def resource_json(row: Any) -> dict[str, Any]:
     """One ledger row as the console shows it."""
-    return {
-        "id": row.id,
-        "step_id": row.step_id,
-        "owner": row.owner,
-        "kind": row.kind,
-        "ref": row.ref,
-        "status": row.status,
-        "revert_attempts": row.revert_attempts,
-        "last_error": row.last_error,
-        "lease_until": row.lease_until,
-        "payload": row.payload,
-    }
+    return columns_of(row, RESOURCE_FIELDS)
 
 
 def _named(row: Any) -> str:

@@ -361,7 +361,7 @@ async def list_events(request: web.Request) -> web.Response:
         items = await definitions.render_events(
             conn, rows[: page.limit], now=_now(request), registry=request.app[HOST].registry
         )
-    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+    return respond(page.answer(items, rows))
 
 
 @routes.post(
@@ -545,7 +545,7 @@ async def list_versions(request: web.Request) -> web.Response:
             conn, definition_id, after_id=page.after_id, limit=page.limit + 1
         )
     items = [definitions.version_object(r) for r in rows[: page.limit]]
-    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+    return respond(page.answer(items, rows))
 
 
 @routes.get(

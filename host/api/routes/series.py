@@ -101,7 +101,7 @@ async def list_all(request: web.Request) -> web.Response:
     async with request.app[HOST].db.begin() as conn:
         rows = await list_series(conn, after_id=page.after_id, limit=page.limit + 1)
     items = [series_object(r) for r in rows[: page.limit]]
-    return respond({"items": items, "next_cursor": page.next_cursor([r.id for r in rows])})
+    return respond(page.answer(items, rows))
 
 
 @routes.post(
