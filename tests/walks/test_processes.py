@@ -123,6 +123,14 @@ def tally(receiver: Receiver, run_ids: list[int]) -> dict[str, int]:
     }
 
 
+def completed_and_tallied(url: str, receiver: Receiver, run_ids: list[int]) -> dict[str, int]:
+    """Wait (60 s at most) until every run of ``run_ids`` completed; answer the tally."""
+    assert until(lambda: completed_runs(url) == len(run_ids), timeout=60, every=0.5), (
+        f"{completed_runs(url)} of {len(run_ids)} runs completed"
+    )
+    return tally(receiver, run_ids)
+
+
 @pytest.fixture
 def database(dialect: str, tmp_path: Path) -> Iterator[str]:
     with empty_database(dialect, tmp_path) as url:
@@ -263,10 +271,7 @@ def test_kill_9_mid_flight_then_a_restart_loses_nothing_and_keeps_the_keys(
     held = read(database, select(func.count()).where(event_run_steps.c.status == "running"))[0][0]
 
     hosts.append(Serve(database, tmp_path / "second.log", **settings))
-    assert until(lambda: completed_runs(database) == len(run_ids), timeout=60, every=0.5), (
-        f"{completed_runs(database)} of {len(run_ids)} runs completed"
-    )
-    figures = tally(receiver, run_ids)
+    figures = completed_and_tallied(database, receiver, run_ids)
     _report(
         request,
         f"{len(run_ids)} runs, {figures['steps']} steps, {held} in flight at the kill, "
@@ -342,10 +347,7 @@ def test_a_survivor_takes_over_a_killed_hosts_steps_within_the_claim_lease(
         assert sorted(taken) == sorted(held), "every held step was claimed by the survivor"
         assert max(taken.values()) <= lease + 2
 
-        assert until(lambda: completed_runs(url) == len(run_ids), timeout=60, every=0.5), (
-            f"{completed_runs(url)} of {len(run_ids)} runs completed"
-        )
-        figures = tally(receiver, run_ids)
+        figures = completed_and_tallied(url, receiver, run_ids)
         _report(
             request,
             f"{figures['other_key']} under another key, {figures['same_key_again']} repeated "
