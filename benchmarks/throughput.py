@@ -22,6 +22,10 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
 - ``2hosts`` (MariaDB): ``20x100`` through two ``pageant serve`` processes on one database,
   runs started alternately through each; plus double dispatches (a step announced twice)
   and ERROR lines in either host's log.
+- ``takeover`` (MariaDB): ``20x100`` through two ``pageant serve`` processes, the first killed
+  (SIGKILL) once a quarter of the steps are done; how long after the kill the survivor
+  claimed each step the dead host held (p50/p99/max, against the claim lease), runs not
+  completed, double dispatches.
 - ``idle``: the idle tick in an empty database and beside N finished runs (``idle_tick.py``).
 - ``memory``: ``pageant serve``'s resident memory (VmRSS): idle, with 1,000 runs waiting on
   gates (a phase that advances on ``wisps.caught``, which never comes), and as N more runs of
@@ -302,6 +306,22 @@ def _two_hosts_clean(r: Results) -> bool | None:
     doubles = r.get("mariadb", "2hosts", "serve", "double_dispatch")
     errors = r.get("mariadb", "2hosts", "serve", "error_lines")
     return None if doubles is None or errors is None else doubles == 0 and errors == 0
+
+
+@goal(
+    "two hosts on one MariaDB, one killed (SIGKILL) mid 20 x 100: the survivor takes over "
+    "every step the dead host held within the claim lease + 2 s (p99, from the kill), "
+    "completes every run, zero double dispatch"
+)
+def _takeover(r: Results) -> bool | None:
+    g = partial(r.get, "mariadb", "takeover", "serve")
+    p99, lease = g("takeover_p99_s"), g("lease_s")
+    return all_of(
+        None if p99 is None or lease is None else p99 <= lease + TAKEOVER_SLACK_S,
+        None if g("not_taken") is None else g("not_taken") == 0,
+        None if g("not_completed") is None else g("not_completed") == 0,
+        None if g("double_dispatch") is None else g("double_dispatch") == 0,
+    )
 
 
 @goal("CPU per dispatched no-op step <= 1.5 ms (20 x 100, the engine process)")
@@ -945,6 +965,137 @@ async def apscheduler(
     return figures
 
 
+# ── takeover ────────────────────────────────────────────────────────────────────────────────
+
+#: ``takeover``: the share of the workload's steps done when one of the two hosts is killed.
+TAKEOVER_AFTER = 0.25
+#: How often the dead host's held steps are looked at after the kill, in seconds.
+TAKEOVER_POLL = 0.1
+#: The goal's slack past the claim lease.
+TAKEOVER_SLACK_S = 2.0
+
+
+def announce_lease_s() -> float:
+    """The claim lease of a ``core.announce`` step with the default settings: the action's
+    own time limit plus ``step_lease_margin_seconds``."""
+    from pageant.builtin_plugins.core import CorePlugin
+
+    action = next(a for a in CorePlugin().pageant_actions() if a.id == "core.announce")
+    return action.budget_ms / 1000 + Settings().step_lease_margin_seconds
+
+
+async def steps_done(db: AsyncEngine, count: int, timeout: float) -> bool:
+    """Poll until ``count`` steps are ``done``; answer False on timeout."""
+    deadline = time.monotonic() + timeout
+    query = select(func.count()).where(event_run_steps.c.status == "done")
+    async with reader(db) as plain:
+        while time.monotonic() < deadline:
+            async with plain.connect() as conn:
+                if (await conn.execute(query)).scalar_one() >= count:
+                    return True
+            await asyncio.sleep(0.05)
+    return False
+
+
+async def taken_over(
+    db: AsyncEngine, pid: int, killed: datetime, timeout: float
+) -> tuple[dict[int, datetime], dict[int, float], int]:
+    """The steps the dead host (process ``pid``) held at the kill, each with the end of its
+    claim lease; how many seconds after ``killed`` another host had claimed each (seen by a
+    poll every TAKEOVER_POLL s, or its ``finished_at`` when that came first: never early);
+    and how many runs the dead host held claimed."""
+    s = event_run_steps.c
+    # A claim's owner is "host:pid:random" (pageant.hosting.make_identity).
+    marker = f":{pid}:"
+    dead = f"%{marker}%"
+    async with reader(db) as plain:
+        async with plain.connect() as conn:
+            held = dict(
+                (
+                    await conn.execute(
+                        select(s.id, s.lease_until).where(
+                            s.status == "running", s.claimed_by.like(dead)
+                        )
+                    )
+                ).all()
+            )
+            runs_held = (
+                await conn.execute(select(func.count()).where(event_runs.c.claimed_by.like(dead)))
+            ).scalar_one()
+        taken: dict[int, float] = {}
+        deadline = time.monotonic() + timeout
+        while len(taken) < len(held) and time.monotonic() < deadline:
+            async with plain.connect() as conn:
+                rows = await conn.execute(
+                    select(s.id, s.claimed_by, s.finished_at).where(
+                        s.id.in_([i for i in held if i not in taken])
+                    )
+                )
+                seen = datetime.now(UTC)  # after the read: a claim it shows came before
+                for step_id, owner, finished in rows:
+                    if owner is None or marker in owner:
+                        continue
+                    at = min(seen, finished) if finished is not None else seen
+                    taken[step_id] = (at - killed).total_seconds()
+            await asyncio.sleep(TAKEOVER_POLL)
+    return held, taken, runs_held
+
+
+async def takeover(mysql: str, workload: Workload, timeout: float) -> dict:
+    """``workload`` through two serve processes on one MariaDB database (runs started
+    alternately through each); once TAKEOVER_AFTER of its steps are done one host is
+    killed (SIGKILL), and the survivor's takeover of each step the dead host held is timed
+    from the kill. Every setting is the default."""
+    lease = announce_lease_s()
+    async with scratch_database(mysql) as db, temp_folder() as folder:
+        token = await create_token(db, role="admin", name="bench", now=datetime.now(UTC))
+        servers = [Serve(url_of(db), folder / f"serve{i}.log") for i in range(2)]
+        try:
+            async with aiohttp.ClientSession() as session:
+                requests = [client_request(session, token, s.base) for s in servers]
+                definition = await author(requests[0], workload)
+                began = datetime.now(UTC)
+                for i in range(workload.runs):
+                    status, body = await requests[i % 2](
+                        "POST", f"{API}/events/{definition}/runs", {"scope": f"r{i}"}
+                    )
+                    if status != 201:
+                        raise RuntimeError(f"starting run {i} answered {status}: {body}")
+                steps = workload.runs * workload.steps
+                if not await steps_done(db, int(steps * TAKEOVER_AFTER), timeout):
+                    raise RuntimeError("the workload did not get going before the kill")
+                dead, survivor = servers
+                dead.process.kill()
+                dead.process.wait(10)
+                killed = datetime.now(UTC)
+                held, taken, runs_held = await taken_over(
+                    db, dead.process.pid, killed, lease + timeout
+                )
+                done = await wait_done(db, workload.runs, timeout)
+        finally:
+            for s in servers:
+                s.stop()
+        figures = await outcome(db, workload, began, done)
+        figures["error_lines"] = survivor.error_lines()
+    after = list(taken.values())
+    # How long after its own claim lease ran out each held step was claimed again.
+    past = [
+        (killed - held[step_id]).total_seconds() + seconds for step_id, seconds in taken.items()
+    ]
+    figures.update(
+        lease_s=lease,
+        held_steps=len(held),
+        held_runs=runs_held,
+        not_taken=len(held) - len(taken),
+        takeover_p50_s=pct(after, 50),
+        takeover_p99_s=pct(after, 99),
+        takeover_max_s=max(after, default=None),
+        past_lease_max_s=max(past, default=None),
+        not_completed=workload.runs - figures["statuses"].get("completed", 0),
+    )
+    return figures
+
+
 # ── idle tick ───────────────────────────────────────────────────────────────────────────────
 
 
@@ -967,6 +1118,7 @@ CASES = (
     "flood",
     "raw",
     "2hosts",
+    "takeover",
     "idle",
     "memory",
 )
@@ -991,6 +1143,9 @@ async def measure_case(
         return await pageant_serve(mysql, loads["20x100"], window, console=every)
     if case == "2hosts":
         return await pageant_serve(mysql, loads["20x100"], args.timeout, hosts=2)
+    if case == "takeover":
+        assert mysql is not None  # plan() gives it MariaDB only
+        return await takeover(mysql, loads["20x100"], args.timeout)
     if case == "memory":
         return await memory(mysql, args.memory_runs, args.timeout)
     return await raw_limit(mysql)
@@ -1010,8 +1165,8 @@ def plan(args: argparse.Namespace) -> list[tuple[str, str | None, str, str]]:
                 # Independent jobs have no step after a wait to be late: no aps-jobs there.
                 modes = [m for m in args.modes if not (case == "wait" and m == "aps-jobs")]
                 out += [(db, mysql, case, mode) for mode in modes]
-            elif case in ("console", "flood", "2hosts", "memory"):
-                if case != "2hosts" or mysql is not None:
+            elif case in ("console", "flood", "2hosts", "takeover", "memory"):
+                if case not in ("2hosts", "takeover") or mysql is not None:
                     out.append((db, mysql, case, "serve"))
             else:
                 out.append((db, mysql, case, case))
@@ -1087,6 +1242,17 @@ def report(results: Results, repeats: int) -> None:
                 f"x one host {fmt(g('rate') / one_host if g('rate') and one_host else None, 2)}"
             )
             notes.append(f"double dispatch {fmt(g('double_dispatch'))}")
+        if case == "takeover":
+            notes.append(
+                f"held at the kill {fmt(g('held_steps'))} steps ({fmt(g('held_runs'))} runs), "
+                f"taken over p50/p99/max {fmt(g('takeover_p50_s'), 1)}/"
+                f"{fmt(g('takeover_p99_s'), 1)}/{fmt(g('takeover_max_s'), 1)} s after the kill "
+                f"(claim lease {fmt(g('lease_s'))} s; at most "
+                f"{fmt(g('past_lease_max_s'), 1)} s past a step's lease), "
+                f"not taken {fmt(g('not_taken'))}, "
+                f"runs not completed {fmt(g('not_completed'))}, "
+                f"double dispatch {fmt(g('double_dispatch'))}"
+            )
         if g("error_lines"):
             notes.append(f"ERROR lines {fmt(g('error_lines'))}")
         if g("deadlocks_retried"):

@@ -39,6 +39,11 @@ async def reclaim(host: Host, now: datetime) -> None:
     A run's expired claim lease is simply cleared. An expired step goes back to ``pending`` with
     its attempts as they were, or, at the attempt ceiling, is failed with its disposition
     applied. A parked step (NULL claim lease) is never touched.
+
+    A host whose step claim lease expired did not answer within the action's time limit and
+    the margin: it is gone (killed, or hung). Every run claim it holds is taken back with its
+    steps, so its runs move on at once rather than after ``run_lease_seconds``; its late
+    answers stay fenced, as every answer is, by the step's claim.
     """
     settings = host.settings
     async with host.db.begin() as conn:
@@ -47,13 +52,29 @@ async def reclaim(host: Host, now: datetime) -> None:
         log.warning("reclaimed %d expired run claim lease(s)", cleared)
     async with host.db.connect() as conn:
         expired = await steps.expired_steps(conn, now, limit=settings.runs_per_tick)
+    gone: set[str] = set()
     for row in expired:
         step = step_row(row)
         try:
-            await _reclaim_step(host, step, now)
+            if await _reclaim_step(host, step, now):
+                gone.add(str(step["claimed_by"]))
         except Exception as exc:
             if not noted(host, f"reclaiming step {step['id']}", exc):
                 log.exception("could not reclaim step %s of run %s", step["id"], step["run_id"])
+    # This host is here to run this: its own run claims are its tasks' to hand back.
+    gone.discard(host.identity)
+    for owner in sorted(gone):
+        try:
+            async with host.db.begin() as conn:
+                taken = await runs.release_claims_of(conn, owner)
+        except Exception as exc:
+            if not noted(host, f"taking back the run claims of {owner}", exc):
+                log.exception("could not take back the run claims of %s", owner)
+            continue
+        if taken:
+            log.warning(
+                "took back %d run claim(s) of %s, whose step claim lease expired", taken, owner
+            )
 
 
 async def handed_back(
@@ -79,7 +100,9 @@ async def handed_back(
     )
 
 
-async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> None:
+async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> bool:
+    """Take back one expired step (at the attempt ceiling, fail it); answers False when its
+    answer, or another host's reclaim, got there first."""
     max_attempts = host.settings.max_attempts
     owner = step["claimed_by"]
     assert owner is not None  # an expired claim lease is always someone's
@@ -94,12 +117,12 @@ async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> None:
             now=now,
             expired=True,
         )
-        return
+        return True
     async with host.db.begin() as conn:
         if not await steps.release_expired_step(
             conn, step["id"], owner=claim.owner, attempt=claim.attempt, now=now
         ):
-            return  # its answer arrived, or another reclaim got there first
+            return False  # its answer arrived, or another reclaim got there first
         await handed_back(conn, step, claim.owner, "lease expired", now=now, of=max_attempts)
         if await runs.escalate_health(conn, step["run_id"], "degraded"):
             await runlog.run_health(
@@ -109,6 +132,7 @@ async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> None:
                 to="degraded",
                 because=f"step {step['id']} lost its dispatcher",
             )
+    return True
 
 
 async def sweep_missed(host: Host, now: datetime) -> None:

@@ -322,6 +322,36 @@ async def test_a_dead_dispatch_is_reclaimed_with_attempts_intact_and_the_same_ke
     assert (await run_row(probe_host.db, run_id)).health == "degraded"
 
 
+async def test_a_dead_hosts_run_claims_go_with_its_first_expired_step(probe_host, clock, engine):
+    """The run claims a dead host held outlast its step claims by far (``run_lease_seconds``
+    against a step's time limit and margin): they are taken back with its first expired
+    step, so its runs go on then, and a live host's run claim is left alone."""
+    event_spec = spec(phase("p", probe_step("a")))
+    in_flight, between, other = [await _start(probe_host, event_spec) for _ in range(3)]
+    now = clock.now()
+    run_lease = now + timedelta(seconds=probe_host.settings.run_lease_seconds)
+    for run_id, owner in ((in_flight, "dead"), (between, "dead"), (other, "alive")):
+        await set_run(
+            probe_host.db,
+            run_id,
+            status="running",
+            current_phase="p",
+            claimed_by=owner,
+            lease_until=run_lease,
+        )
+    (made,) = await step_rows(probe_host.db, in_flight)
+    async with probe_host.db.begin() as conn:
+        assert await steps.claim_step(
+            conn, made.id, seen_attempts=0, owner="dead", lease=now + timedelta(seconds=65), now=now
+        )
+    clock.advance(65)
+    await engine.tick()
+    assert (await run_row(probe_host.db, in_flight)).status == "completed"
+    assert (await run_row(probe_host.db, between)).status == "completed"
+    alive = await run_row(probe_host.db, other)
+    assert (alive.status, alive.claimed_by) == ("running", "alive")
+
+
 async def test_a_reclaim_at_the_ceiling_fails_the_step_with_its_disposition(
     probe_host, clock, engine
 ):

@@ -123,6 +123,14 @@ def tally(receiver: Receiver, run_ids: list[int]) -> dict[str, int]:
     }
 
 
+def completed_and_tallied(url: str, receiver: Receiver, run_ids: list[int]) -> dict[str, int]:
+    """Wait (60 s at most) until every run of ``run_ids`` completed; answer the tally."""
+    assert until(lambda: completed_runs(url) == len(run_ids), timeout=60, every=0.5), (
+        f"{completed_runs(url)} of {len(run_ids)} runs completed"
+    )
+    return tally(receiver, run_ids)
+
+
 @pytest.fixture
 def database(dialect: str, tmp_path: Path) -> Iterator[str]:
     with empty_database(dialect, tmp_path) as url:
@@ -263,10 +271,7 @@ def test_kill_9_mid_flight_then_a_restart_loses_nothing_and_keeps_the_keys(
     held = read(database, select(func.count()).where(event_run_steps.c.status == "running"))[0][0]
 
     hosts.append(Serve(database, tmp_path / "second.log", **settings))
-    assert until(lambda: completed_runs(database) == len(run_ids), timeout=60, every=0.5), (
-        f"{completed_runs(database)} of {len(run_ids)} runs completed"
-    )
-    figures = tally(receiver, run_ids)
+    figures = completed_and_tallied(database, receiver, run_ids)
     _report(
         request,
         f"{len(run_ids)} runs, {figures['steps']} steps, {held} in flight at the kill, "
@@ -275,6 +280,83 @@ def test_kill_9_mid_flight_then_a_restart_loses_nothing_and_keeps_the_keys(
     )
     assert figures["other_key"] == 0
     assert figures["lost"] == 0
+
+
+#: The claim lease of a ``core.announce`` step: its time limit (10 s) plus the margin the
+#: takeover test sets.
+ANNOUNCE_BUDGET_S = 10.0
+SHORT_MARGIN_S = 0.5
+
+
+def test_a_survivor_takes_over_a_killed_hosts_steps_within_the_claim_lease(
+    request, tmp_path, receiver, hosts
+) -> None:
+    if not os.environ.get(MYSQL_ENV):
+        pytest.skip(f"needs MariaDB ({MYSQL_ENV}); CI always sets it")
+    receiver.delay = 0.3  # a slow game server: steps are in perform at the kill
+    # The step claim lease shortened through its margin; the run claim lease is the default.
+    settings = {
+        "webhook_urls": receiver.url,
+        "poll_seconds": 1,
+        "step_lease_margin_seconds": SHORT_MARGIN_S,
+    }
+    lease = ANNOUNCE_BUDGET_S + SHORT_MARGIN_S
+    with empty_database("mariadb", tmp_path) as url:
+        token = _sync(_prepare(url))
+        for name in ("a", "b"):
+            hosts.append(Serve(url, tmp_path / f"{name}.log", **settings))
+        run_ids = seed([h.base for h in hosts], token, runs=30)
+        assert until(lambda: len(receiver.deliveries) >= 20, timeout=30)
+        dead = hosts[0]
+        dead.kill()
+        killed = time.monotonic()
+        # A claim's owner is "host:pid:random".
+        theirs = event_run_steps.c.claimed_by.like(f"%:{dead.process.pid}:%")
+        held = {
+            row[0]
+            for row in read(
+                url,
+                select(event_run_steps.c.id).where(event_run_steps.c.status == "running", theirs),
+            )
+        }
+        assert held, "the kill came while the host held steps (else this proves nothing)"
+
+        taken: dict[int, float] = {}
+
+        def all_taken() -> bool:
+            rows = read(
+                url,
+                select(event_run_steps.c.id).where(
+                    event_run_steps.c.id.in_(held),
+                    event_run_steps.c.claimed_by.is_not(None),
+                    ~theirs,
+                ),
+            )
+            for (step_id,) in rows:
+                taken.setdefault(step_id, time.monotonic() - killed)
+            return len(taken) == len(held)
+
+        until(all_taken, timeout=lease + 2, every=0.1)
+        slowest = max(taken.values(), default=None)
+        _report(
+            request,
+            f"{len(held)} steps held at the kill, {len(taken)} taken over within "
+            f"{lease + 2:.1f} s (the claim lease {lease:.1f} s + 2 s), the slowest after "
+            f"{slowest if slowest is None else round(slowest, 1)} s",
+        )
+        assert sorted(taken) == sorted(held), "every held step was claimed by the survivor"
+        assert max(taken.values()) <= lease + 2
+
+        figures = completed_and_tallied(url, receiver, run_ids)
+        _report(
+            request,
+            f"{figures['other_key']} under another key, {figures['same_key_again']} repeated "
+            f"under the same key, {figures['lost']} lost",
+        )
+        assert figures["other_key"] == 0
+        assert figures["lost"] == 0
+        # Only a step in perform at the kill may be sent again, and under its own key.
+        assert figures["same_key_again"] <= len(held)
 
 
 def test_the_figures_helper_counts_what_it_says() -> None:
