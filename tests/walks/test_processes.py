@@ -286,6 +286,11 @@ def test_kill_9_mid_flight_then_a_restart_loses_nothing_and_keeps_the_keys(
 #: takeover test sets.
 ANNOUNCE_BUDGET_S = 10.0
 SHORT_MARGIN_S = 0.5
+#: How long past the lease the test waits. The benchmark's ``takeover`` case holds the issue's
+#: bound (lease + 2 s, p99); this walk runs beside the rest of the suite on a shared machine,
+#: so it allows a little more. Without the takeover of a dead host's run claims the steps wait
+#: for the run claim lease (900 s), far past either.
+TAKEOVER_SLACK_S = 5.0
 
 
 def test_a_survivor_takes_over_a_killed_hosts_steps_within_the_claim_lease(
@@ -336,16 +341,17 @@ def test_a_survivor_takes_over_a_killed_hosts_steps_within_the_claim_lease(
                 taken.setdefault(step_id, time.monotonic() - killed)
             return len(taken) == len(held)
 
-        until(all_taken, timeout=lease + 2, every=0.1)
+        until(all_taken, timeout=lease + TAKEOVER_SLACK_S, every=0.1)
         slowest = max(taken.values(), default=None)
         _report(
             request,
             f"{len(held)} steps held at the kill, {len(taken)} taken over within "
-            f"{lease + 2:.1f} s (the claim lease {lease:.1f} s + 2 s), the slowest after "
+            f"{lease + TAKEOVER_SLACK_S:.1f} s (the claim lease {lease:.1f} s + "
+            f"{TAKEOVER_SLACK_S:.0f} s), the slowest after "
             f"{slowest if slowest is None else round(slowest, 1)} s",
         )
         assert sorted(taken) == sorted(held), "every held step was claimed by the survivor"
-        assert max(taken.values()) <= lease + 2
+        assert max(taken.values()) <= lease + TAKEOVER_SLACK_S
 
         figures = completed_and_tallied(url, receiver, run_ids)
         _report(
