@@ -125,8 +125,10 @@ async def test_performs_that_hang_fill_their_own_plugins_slots_and_no_other_plug
         )
     engine = Engine(host)
     released = asyncio.Event()
+    entered = asyncio.Event()
 
     async def hang(ctx: Any) -> Any:
+        entered.set()
         await released.wait()
         return None
 
@@ -135,7 +137,9 @@ async def test_performs_that_hang_fill_their_own_plugins_slots_and_no_other_plug
         first = await start_event(host, spec(phase("p", forge(1))))
         second = await start_event(host, spec(phase("p", forge(1))))
         await asyncio.wait_for(engine.tick(drain=False), 2)
-        await asyncio.sleep(0.05)
+        # The tick hands the performs to tasks: wait (bounded) for the first to reach the
+        # plugin, however slowly a loaded machine schedules it.
+        await asyncio.wait_for(entered.wait(), 10)
         # The plugin's one slot is the first run's; the second waits for it, untried.
         assert len(smith.performs) == 1
         canary = await start_event(host, spec(phase("p", step("bell.ring"))))
