@@ -13,9 +13,8 @@ import pytest
 from pageant.api.app import make_app
 from pageant.db import runlog
 from pageant.db.log_kinds import LogKind
-from pageant.errors import Invalid
 from pageant.runs import console as console_module
-from pageant.settings import Settings, load_settings
+from pageant.settings import Settings
 from tests.conftest import bearer
 from tests.factories import announce, make_host, phase, probe_step, publish_event, spec
 
@@ -41,6 +40,14 @@ async def _get(api, tokens, run_id, if_none_match=None, role="admin"):
     return await api.get(f"/api/v1/admin/runs/{run_id}", headers=headers)
 
 
+async def _backed_off(api, tokens, host, clock, engine, probe):
+    """A run whose one step failed its first attempt and waits for its retry, and its console."""
+    probe.script["a"] = [{"ok": False, "retry": True, "error": "shard busy"}]
+    run_id = await _run(api, tokens, host, clock, probe_step("a"))
+    await engine.tick()
+    return run_id, await _get(api, tokens, run_id)
+
+
 async def test_an_unchanged_console_answers_304_to_its_etag(
     api, tokens, probe_host, clock, engine, probe
 ):
@@ -64,10 +71,7 @@ async def test_an_unchanged_console_answers_304_to_its_etag(
 async def test_a_step_finishing_answers_200_with_a_new_etag(
     api, tokens, probe_host, clock, engine, probe
 ):
-    probe.script["a"] = [{"ok": False, "retry": True, "error": "shard busy"}]
-    run_id = await _run(api, tokens, probe_host, clock, probe_step("a"))
-    await engine.tick()
-    first = await _get(api, tokens, run_id)
+    run_id, first = await _backed_off(api, tokens, probe_host, clock, engine, probe)
     assert (await first.json())["steps"][0]["status"] != "done"
     clock.advance(minutes=2)
     await engine.tick()
@@ -164,10 +168,7 @@ async def test_a_live_runs_kept_console_equals_a_fresh_build_until_a_row_changes
 async def test_a_due_instant_passing_is_read_with_no_row_changed(
     api, tokens, probe_host, clock, engine, probe
 ):
-    probe.script["a"] = [{"ok": False, "retry": True, "error": "shard busy"}]
-    run_id = await _run(api, tokens, probe_host, clock, probe_step("a"))
-    await engine.tick()
-    backoff = await _get(api, tokens, run_id)
+    run_id, backoff = await _backed_off(api, tokens, probe_host, clock, engine, probe)
     assert (await backoff.json())["run"]["waiting_on"]["reason"] == "backoff"
     clock.advance(minutes=2)  # past the retry's due instant; the engine has not ticked
     due = await _get(api, tokens, run_id, backoff.headers["ETag"])
@@ -226,13 +227,6 @@ async def test_the_read_budget_bounds_consoles_read_at_once(
         assert held.most == 2
     finally:
         await host.close()
-
-
-@pytest.mark.parametrize("bad", [0, -1, 1001, "many"])
-def test_a_bad_read_concurrency_is_refused_by_name(bad):
-    with pytest.raises(Invalid) as caught:
-        load_settings(flags={"read_concurrency": bad}, environ={})
-    assert "read_concurrency" in str(caught.value.details) + caught.value.message
 
 
 def test_readers_wait_below_http_admission_by_default():
