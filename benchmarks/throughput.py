@@ -11,11 +11,13 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
 - ``console``: ``20x100`` through ``pageant serve`` while 50 run consoles are open: 50
   clients each GET a run's console (``/api/v1/admin/runs/{id}``) every 2 s, as the web
   console's run page refreshes itself, for at most 60 s; the GET latency p50/p99 and the
-  GETs refused (any answer but 200).
+  GETs refused (any answer but 200 or 304).
 - ``flood``: the same, but each of the 50 clients sends its next GET the moment the last one
-  answers (no pause): what the host does when readers ask as fast as it answers. The GET
-  latency is then set by the queue (Little's law), so this case has no goal; it shows
-  whether the runs still finish, and at what rate.
+  answers (no pause): what the host does when readers ask as fast as it answers. Its goal
+  (issue 32, "Readers"): the engine keeps >= 70% of the ``20x100`` serve rate of the same
+  database and run, and the GET p99 stays <= 200 ms.
+  In both cases each client behaves as a browser does: it keeps the console's ``ETag`` and
+  sends it back as ``If-None-Match``; a 304 (unchanged) is an answer like a 200.
 - ``raw``: the database's own limit: one connection of the bare driver (aiosqlite; asyncmy
   or aiomysql, as the URL names)
   claiming, finishing and logging one step per transaction over the rows of a 20x100 start.
@@ -290,6 +292,26 @@ def _console(r: Results) -> bool | None:
         at_most(r.get("sqlite", "console", "serve", "get_p99_ms"), 50),
         None if refused is None else refused == 0,
     )
+
+
+for _db in ("sqlite", "mariadb"):
+
+    def _readers_rate(r: Results, db: str = _db) -> bool | None:
+        flood, alone = r.get(db, "flood", "serve", "rate"), r.get(db, "20x100", "serve", "rate")
+        return None if flood is None or alone is None else flood >= 0.7 * alone
+
+    def _readers_p99(r: Results, db: str = _db) -> bool | None:
+        refused = r.get(db, "flood", "serve", "get_refusals")
+        return all_of(
+            at_most(r.get(db, "flood", "serve", "get_p99_ms"), 200),
+            None if refused is None else refused == 0,
+        )
+
+    goal(
+        f"readers (issue 32): 20 x 100 under 50 clients reading consoles back to back (flood) "
+        f"keeps >= 70% of the 20 x 100 serve rate on {_db}"
+    )(_readers_rate)
+    goal(f"readers (issue 32): the flood's run-console GET p99 <= 200 ms on {_db}")(_readers_p99)
 
 
 @goal("two hosts on one MariaDB: >= 1.5x one host's throughput")
@@ -636,13 +658,21 @@ async def pageant_serve(
                 run_ids = await asyncio.gather(*(start(i) for i in range(workload.runs)))
                 latencies: list[float] = []
                 refusals: list[str] = []
+                unchanged: list[float] = []
                 stop = asyncio.Event()
                 readers = []
                 if console is not None:
                     readers = [
                         asyncio.create_task(
                             read_console(
-                                requests[0], run_ids, n, console, stop, latencies, refusals
+                                console_get(session, token, servers[0].base),
+                                run_ids,
+                                n,
+                                console,
+                                stop,
+                                latencies,
+                                refusals,
+                                unchanged,
                             )
                         )
                         for n in range(CONSOLE_CLIENTS)
@@ -672,33 +702,60 @@ async def pageant_serve(
                 gets=len(latencies),
                 get_refusals=len(refusals),
                 get_refusal=refusals[0] if refusals else None,
+                get_unchanged=len(unchanged),
             )
     return figures
 
 
+#: One console GET: ``(path, the ETag last answered or None)`` -> ``(status, body, ETag)``.
+ConsoleGet = Callable[[str, str | None], Awaitable[tuple[int, Any, str | None]]]
+
+
+def console_get(session: aiohttp.ClientSession, token: str, base: str) -> ConsoleGet:
+    """A GET as a browser sends it: with ``If-None-Match`` when it holds the answer's ETag."""
+
+    async def get(path: str, etag: str | None) -> tuple[int, Any, str | None]:
+        headers = {"Authorization": f"Bearer {token}"}
+        if etag is not None:
+            headers["If-None-Match"] = etag
+        async with session.get(base + path, headers=headers) as response:
+            body = None if response.status == 304 else await response.json()
+            return response.status, body, response.headers.get("ETag")
+
+    return get
+
+
 async def read_console(
-    request: Request,
+    get: ConsoleGet,
     run_ids: list[int],
     n: int,
     every: float,
     stop: asyncio.Event,
     out: list[float],
     refusals: list[str],
+    unchanged: list[float],
 ) -> None:
     """Client ``n``: the console of run ``n`` (of ``run_ids``, in turn) until ``stop``, a GET
     every ``every`` seconds (the clients' first GETs spread over the first ``every``), or
-    with ``every`` 0 the next GET as soon as the last answers. Every answer's latency goes
-    to ``out``, and each answer other than 200 (status and message) to ``refusals``."""
+    with ``every`` 0 the next GET as soon as the last answers. Like a browser, the client
+    keeps the last answer's ETag and sends it as ``If-None-Match``: a 304 says its copy is
+    current. Every answer's latency goes to ``out``, a 304's also to ``unchanged``, and each
+    answer other than 200 or 304 (status and message) to ``refusals``."""
     run_id = run_ids[n % len(run_ids)]
+    etag: str | None = None
     if every:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every * n / CONSOLE_CLIENTS)
     while not stop.is_set():
         t0 = time.perf_counter()
-        status, body = await request("GET", f"{API}/runs/{run_id}", None)
+        status, body, tag = await get(f"{API}/runs/{run_id}", etag)
         took = time.perf_counter() - t0
         out.append(took * 1000)
-        if status != 200:
+        if status in (200, 304):
+            etag = tag
+            if status == 304:
+                unchanged.append(took * 1000)
+        else:
             message = body.get("error", {}).get("message") if isinstance(body, dict) else body
             refusals.append(f"{status}: {message}")
         if every:
@@ -1231,6 +1288,8 @@ def report(results: Results, repeats: int) -> None:
                 notes.append(f"x aps-jobs {fmt(jobs, 2)}")
         if case in ("console", "flood"):
             notes.append(f"GET p50/p99 {fmt(g('get_p50_ms'), 1)}/{fmt(g('get_p99_ms'), 1)} ms")
+            if g("get_unchanged") is not None:
+                notes.append(f"304 {fmt(g('get_unchanged'))} of {fmt(g('gets'))}")
             if g("get_refusals"):
                 refusal = next((f["get_refusal"] for f in found if f.get("get_refusal")), "")
                 notes.append(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
     from pageant.metrics import Metrics
+    from pageant.reads import ConsoleReads
 
 log = logging.getLogger("pageant")
 
@@ -130,6 +131,7 @@ class Host:
         self._unavailable: dict[str, str] = {}
         self._metrics: Metrics | None = None
         self._firings: Firings | None = None
+        self._console_reads: ConsoleReads | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -154,6 +156,15 @@ class Host:
             self._metrics = Metrics()
             self._metrics.count_plugins(self.plugins.records)
         return self._metrics
+
+    @property
+    def console_reads(self) -> ConsoleReads:
+        """This host's run-console readers' budget and kept consoles (made on first use)."""
+        if self._console_reads is None:
+            from pageant.reads import ConsoleReads
+
+            self._console_reads = ConsoleReads(self.settings.read_concurrency)
+        return self._console_reads
 
     def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's

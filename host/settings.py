@@ -95,6 +95,10 @@ class Settings(BaseModel):
     #: turn in arrival order, so a crowd of readers cannot take every database connection
     #: from the engine. ``/healthz`` and ``/metrics`` never wait.
     http_concurrency: int = Field(default=8, ge=1, le=1000)
+    #: The most run consoles (API and web console) read at once; the rest wait their turn in
+    #: arrival order. Below ``http_concurrency``, so readers leave the engine its share of
+    #: the event loop and the database pool, and other requests a slot.
+    read_concurrency: int = Field(default=2, ge=1, le=1000)
     #: How long a firing's idempotency key is kept: the same key sent again within it
     #: answers the first answer and counts nothing.
     firing_key_hours: float = Field(default=24, gt=0, le=24 * 90)

@@ -4,6 +4,7 @@ two cannot disagree."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -188,6 +189,34 @@ def respond(data: Any, status: int = 200) -> web.Response:
         content_type="application/json",
         charset="utf-8",
     )
+
+
+def respond_tagged(request: web.Request, data: Any) -> web.Response:
+    """``data`` as :func:`respond` answers it, with a strong ``ETag`` (a digest of the body);
+    304 Not Modified, with no body, when the request's ``If-None-Match`` lists that tag (or
+    is ``*``). ``Cache-Control: no-cache``: a client may keep the answer but asks again
+    before using it. An ``If-None-Match`` that names no tag of ours is ignored (a 200)."""
+    body = jsoncodec.dumps_bytes(data, _default)
+    tag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+    headers = {"ETag": tag, "Cache-Control": "no-cache"}
+    if _matches(request.headers.get("If-None-Match", ""), tag):
+        return web.Response(status=304, headers=headers)
+    return web.Response(
+        body=body,
+        headers=headers,
+        content_type="application/json",
+        charset="utf-8",
+    )
+
+
+def _matches(if_none_match: str, tag: str) -> bool:
+    """Whether ``If-None-Match`` names ``tag``: ``*``, or among its comma-separated tags,
+    compared weakly (a ``W/`` prefix ignored), as RFC 9110 asks for this header."""
+    for listed in if_none_match.split(","):
+        listed = listed.strip()
+        if listed == "*" or listed.removeprefix("W/") == tag:
+            return True
+    return False
 
 
 async def read_json(request: web.Request) -> Any:

@@ -234,6 +234,27 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
     return step_json(step._mapping)
 
 
+#: Reasons a run waits that another run or this host's plugins decide, not its own rows.
+_NOT_OF_ITS_ROWS = ("concurrency", "unavailable")
+
+
+def _reads_the_same_later(row: Row, data: dict[str, Any]) -> bool:
+    """Whether ``data``, built from ``row`` and rows with the same marks, is what a later
+    build from such rows answers: its instants come from rows (a ``since`` the run's row
+    holds, not the moment of reading) and no other run's rows decide it."""
+    if row.status == "scheduled" and row.concurrency_key:
+        return False  # a holder of its key may come or go
+    waiting = data["run"]["waiting_on"]
+    if waiting is None:
+        return True
+    reason = waiting["reason"]
+    return (
+        reason not in _NOT_OF_ITS_ROWS
+        and row.waiting_reason == reason
+        and row.waiting_since is not None
+    )
+
+
 async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> dict[str, Any]:
     """The run console: ``{run, steps, gate, participants, results, budget, resources,
     cleanup_summary, log}`` — the run with why it is waiting, every step, the current
@@ -244,29 +265,59 @@ async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> di
     With ``log_tail``, ``log`` is only the newest ``log_tail`` lines (oldest first) and
     ``log_total`` says how many there are: the web console's page, refreshed every two
     seconds, shows a tail and should not read a long run's whole story to do so.
+
+    Read within the host's read budget (:class:`pageant.reads.ConsoleReads`). A console read
+    again while its run's row and marks (:func:`pageant.db.runs.console_marks`) are unchanged
+    is the one built before: equal to a fresh build, not built again (and shared: callers
+    read the answer and never change it).
     """
-    now = host.clock.now()
-    async with host.db.connect() as conn:
-        row = await runs.get_run(conn, run_id)
-        if row is None:
-            raise NotFound(f"no such run: {run_id}")
-        all_steps = [st._mapping for st in await steps.steps_of_run(conn, run_id)]
-        if log_tail is None:
-            lines = await runlog.lines_of(conn, run_id)
-            total = len(lines)
-        else:
-            lines, total = await runlog.tail_of(conn, run_id, log_tail)
-        gate = None
-        specs: dict[int, Any] = {}
-        if row.current_phase is not None:
-            phase = await _phase_of(conn, host, row, specs)
-            if phase is not None:
-                gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
-        view = (await run_views(conn, host, [row], now=now, run_steps=all_steps, specs=specs))[0]
-        people = await outcomes.participants_of(conn, run_id)
-        tables = await outcomes.results_of(conn, run_id)
-        budget = await run_budget(conn, run_id, host.registry)
-        ledger = await resources.resources_of_run(conn, run_id)
+    reads = host.console_reads
+    async with reads.slots:
+        now = host.clock.now()
+        async with host.db.connect() as conn:
+            row = await runs.get_run(conn, run_id)
+            if row is None:
+                raise NotFound(f"no such run: {run_id}")
+            passed = (
+                row.scheduled_for <= now,
+                row.hold_until is not None and row.hold_until <= now,
+            )
+            marks = (
+                tuple(row),
+                passed,
+                host.unavailable_owners(),
+                await runs.console_marks(conn, run_id, now),
+            )
+            kept = reads.recall(run_id, log_tail, marks)
+            if kept is not None:
+                return kept
+            data = await _build(conn, host, row, now=now, log_tail=log_tail)
+        if _reads_the_same_later(row, data):
+            reads.keep(run_id, log_tail, marks, data)
+    return data
+
+
+async def _build(
+    conn: AsyncConnection, host: Host, row: Row, *, now: datetime, log_tail: int | None
+) -> dict[str, Any]:
+    run_id = row.id
+    all_steps = [st._mapping for st in await steps.steps_of_run(conn, run_id)]
+    if log_tail is None:
+        lines = await runlog.lines_of(conn, run_id)
+        total = len(lines)
+    else:
+        lines, total = await runlog.tail_of(conn, run_id, log_tail)
+    gate = None
+    specs: dict[int, Any] = {}
+    if row.current_phase is not None:
+        phase = await _phase_of(conn, host, row, specs)
+        if phase is not None:
+            gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
+    view = (await run_views(conn, host, [row], now=now, run_steps=all_steps, specs=specs))[0]
+    people = await outcomes.participants_of(conn, run_id)
+    tables = await outcomes.results_of(conn, run_id)
+    budget = await run_budget(conn, run_id, host.registry)
+    ledger = await resources.resources_of_run(conn, run_id)
     ended = row.status in RUN_ENDED
     return {
         "run": view,

@@ -95,11 +95,12 @@ async def test_health_and_metrics_answer_while_every_slot_is_taken(
         await host.close()
 
 
+@pytest.mark.parametrize("name", ["http_concurrency", "read_concurrency"])
 @pytest.mark.parametrize("bad", [0, -1, 1001, "many"])
-def test_a_bad_http_concurrency_is_refused_by_name(bad):
+def test_a_bad_concurrency_is_refused_by_name(name, bad):
     from pageant.errors import Invalid
     from pageant.settings import load_settings
 
     with pytest.raises(Invalid) as caught:
-        load_settings(flags={"http_concurrency": bad}, environ={})
-    assert "http_concurrency" in str(caught.value.details) + caught.value.message
+        load_settings(flags={name: bad}, environ={})
+    assert name in str(caught.value.details) + caught.value.message

@@ -20,6 +20,7 @@ from pageant.api.routing import (
     principal,
     read_body,
     respond,
+    respond_tagged,
 )
 from pageant.db.states import Health, RunStatus, StepStatus
 from pageant.errors import Forbidden, NotFound
@@ -390,7 +391,7 @@ async def runs_now(request: web.Request) -> web.Response:
     response=ConsoleOut,
 )
 async def run_console(request: web.Request) -> web.Response:
-    return respond(await console(request.app[HOST], int_param(request, "run_id")))
+    return respond_tagged(request, await console(request.app[HOST], int_param(request, "run_id")))
 
 
 # ── run controls ──────────────────────────────────────────────────────────────
