@@ -189,15 +189,20 @@ async def test_the_kept_consoles_are_bounded(api, tokens, probe_host, clock, eng
 class Held:
     """A console build that waits until released, counting how many run at once."""
 
-    def __init__(self, build: Any) -> None:
+    def __init__(self, build: Any, *, expect: int) -> None:
         self.build = build
         self.inside = 0
         self.most = 0
         self.release = asyncio.Event()
+        #: Set once ``expect`` builds are inside at once.
+        self.full = asyncio.Event()
+        self.expect = expect
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.inside += 1
         self.most = max(self.most, self.inside)
+        if self.inside >= self.expect:
+            self.full.set()
         try:
             await self.release.wait()
             return await self.build(*args, **kwargs)
@@ -214,9 +219,12 @@ async def test_the_read_budget_bounds_consoles_read_at_once(
     try:
         api = await aiohttp_client(make_app(host, run_engine=False))
         run_id = await _run(api, tokens, host, clock, announce("hi"))
-        held = Held(console_module._build)
+        held = Held(console_module._build, expect=2)
         monkeypatch.setattr(console_module, "_build", held)
         calls = [asyncio.create_task(_get(api, tokens, run_id)) for _ in range(6)]
+        # Bounded, however slowly a loaded machine gets the six requests in; then a moment
+        # more, in which a third build would have entered were it not for the budget.
+        await asyncio.wait_for(held.full.wait(), 10)
         await asyncio.sleep(0.2)
         assert held.inside == 2  # the other four wait their turn, past admission
         # Another request is not held behind the readers.
