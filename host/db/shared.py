@@ -52,6 +52,8 @@ class Batch:
         #: The claims and ``done`` finishes kept for one statement each (their binds).
         self.claims: list[dict[str, Any]] = []
         self.finishes: list[dict[str, Any]] = []
+        #: New step rows (phases materialised) kept for one insert.
+        self.new_steps: list[dict[str, Any]] = []
         #: The looks ahead kept for the end of the batch, and the instant of each.
         self.looks: list[tuple[Look, datetime]] = []
 
