@@ -252,7 +252,7 @@ async def start_now(
 
     async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | Refusal:
         try:
-            planned = await _plan(conn, definition_id, scope, params, now)
+            planned = await _plan(conn, definition_id, scope, params, now, batch)
         except PageantError as refusal:
             # Nothing of this start is written yet: the transaction it shares goes on.
             return Refusal(refusal)
@@ -301,9 +301,11 @@ async def _plan(
     scope: str,
     params: Mapping[str, Any] | None,
     now: datetime,
+    batch: Batch | None,
 ) -> _Planned:
-    """What a start of ``definition_id`` now makes, or the refusal it raises (reads only)."""
-    definition = await definitions.start_facts(conn, definition_id)
+    """What a start of ``definition_id`` now makes, or the refusal it raises (reads only;
+    the event's rows read once for ``batch``, whose starts all commit at one instant)."""
+    definition, version = await _facts(conn, definition_id, batch)
     if definition is None:
         raise NotFound(f"no such event: {definition_id}")
     if definition.current_version_id is None:
@@ -312,7 +314,6 @@ async def _plan(
         )
     if definition.state == "archived":
         raise Conflict(f"event {definition_id} is archived; it cannot be started")
-    version = await definitions.pinned_version(conn, definition.current_version_id)
     # current_version_id is a foreign key: the row is there.
     assert version is not None
     spec = version.spec if isinstance(version.spec, dict) else {}
@@ -335,3 +336,16 @@ async def _plan(
                 details=[f"holder_run_id: {holder.id}"],
             )
     return _Planned(version.id, spec, scope, values, definition.concurrency_key)
+
+
+async def _facts(conn: AsyncConnection, definition_id: int, batch: Batch | None) -> tuple[Any, Any]:
+    """An event's definition row and its current version's (None for what is not there)."""
+    if batch is not None and definition_id in batch.start_facts:
+        return batch.start_facts[definition_id]
+    definition = await definitions.start_facts(conn, definition_id)
+    version = None
+    if definition is not None and definition.current_version_id is not None:
+        version = await definitions.pinned_version(conn, definition.current_version_id)
+    if batch is not None:
+        batch.start_facts[definition_id] = (definition, version)
+    return definition, version

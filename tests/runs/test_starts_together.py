@@ -214,3 +214,22 @@ async def test_a_schedules_fan_out_makes_its_runs_steps_in_one_insert(host, db, 
         ]
         kinds = [line.kind for line in await log_lines(db, run.id)]
         assert kinds == ["run.created", "run.waiting"]
+
+
+async def test_starts_of_one_event_together_read_its_rows_once(host, engine, db, clock):
+    event = await publish_event(db, clock.now(), _summoning())
+    reads: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM event_definitions" in statement or "FROM event_versions" in statement:
+            reads.append(statement)
+
+    sa_event.listen(db.sync_engine, "before_cursor_execute", seen)
+    try:
+        await asyncio.gather(
+            *(_start(host, event.id, params={"colour": f"c{i}"}) for i in range(10))
+        )
+    finally:
+        sa_event.remove(db.sync_engine, "before_cursor_execute", seen)
+    # The event and its version, once each, for all ten.
+    assert len(reads) == 2
