@@ -250,12 +250,12 @@ async def start_now(
     """
     now = host.clock.now()
 
-    async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | Refusal:
+    async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | _Refusal:
         try:
             planned = await _plan(conn, definition_id, scope, params, now, batch)
         except PageantError as refusal:
             # Nothing of this start is written yet: the transaction it shares goes on.
-            return Refusal(refusal)
+            return _Refusal(refusal)
         return await create_run(
             conn,
             definition_id=definition_id,
@@ -273,14 +273,14 @@ async def start_now(
         )
 
     answer = await host.in_outcome_transaction(start)
-    if isinstance(answer, Refusal):
+    if isinstance(answer, _Refusal):
         raise answer.error
     host.wake(advance_only=True)  # a run due now: advance's to start
     return answer
 
 
 @dataclass(frozen=True)
-class Refusal:
+class _Refusal:
     """A start refused before it wrote anything, answered to its caller alone."""
 
     error: PageantError
