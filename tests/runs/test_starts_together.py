@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import event as sa_event
 from sqlalchemy import update
 
+from pageant.api.app import make_app
 from pageant.db import budgets
 from pageant.db.tables import event_versions
 from pageant.engine import Engine
@@ -19,6 +20,7 @@ from pageant.engine.expand import expand
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.hosting import Host
 from pageant.runs.create import start_now
+from tests.conftest import bearer
 from tests.factories import announce, log_lines, phase, publish_event, spec, step, step_rows
 from tests.scheduling import ready_event, runs_of, spec_with, weekly
 
@@ -233,3 +235,32 @@ async def test_starts_of_one_event_together_read_its_rows_once(host, engine, db,
         sa_event.remove(db.sync_engine, "before_cursor_execute", seen)
     # The event and its version, once each, for all ten.
     assert len(reads) == 2
+
+
+async def test_concurrent_start_requests_each_get_their_own_status(
+    host, engine, tokens, clock, aiohttp_client
+):
+    api = await aiohttp_client(make_app(host, run_engine=False))
+    keyed = await publish_event(
+        host.db, clock.now(), spec(phase("p", announce("hi"))), concurrency_key="arena"
+    )
+    free = await publish_event(host.db, clock.now(), _summoning())
+    before = engine.outcomes.transactions
+
+    async def post(event_id: int, body: dict[str, Any]) -> int:
+        path = f"/api/v1/admin/events/{event_id}/runs"
+        response = await api.post(path, json=body, headers=bearer(tokens["admin"]))
+        return response.status
+
+    statuses = await asyncio.gather(
+        post(keyed.id, {"scope": "north"}),
+        post(keyed.id, {"scope": "south"}),
+        post(free.id, {"params": {"colour": "north"}}),
+        post(free.id, {"params": {"colour": 7}}),
+        post(free.id, {"params": {"colour": "south"}}),
+    )
+
+    assert sorted(statuses[:2]) == [201, 409]
+    assert statuses[2:] == [201, 400, 201]
+    # Shared: fewer transactions than requests (how many depends on when each arrived).
+    assert 1 <= engine.outcomes.transactions - before < 5
