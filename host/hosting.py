@@ -195,6 +195,15 @@ class Host:
         else:
             self.engine.wake()
 
+    async def in_outcome_transaction(self, write: Write) -> Any:
+        """Run ``write`` in the engine's shared outcome transaction (its group commit,
+        :class:`pageant.engine.batch.OutcomeBatch`), or in a transaction of its own where
+        no engine is attached; answers what it answered once its transaction committed."""
+        if self.engine is not None:
+            return await self.engine.outcomes.run(write)
+        async with self.db.begin() as conn:
+            return await write(conn, None)
+
     @property
     def db(self) -> AsyncEngine:
         if self._db is None:

@@ -210,6 +210,7 @@ async def run_created(
     params: Mapping[str, Any] | None = None,
     dst_adjusted: Mapping[str, Any] | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A run is made; ``params`` when it has any, ``dst_adjusted`` when daylight saving
     moved its instant."""
@@ -220,7 +221,7 @@ async def run_created(
         "version_id": version_id,
     }
     detail = _given(detail, params=params or None, dst_adjusted=dst_adjusted or None)
-    await write(conn, run_id, LogKind.RUN_CREATED, at=at, detail=detail, actor=actor)
+    await write(conn, run_id, LogKind.RUN_CREATED, at=at, detail=detail, actor=actor, batch=batch)
 
 
 @_writes(LogKind.RUN_STATUS)
@@ -240,6 +241,7 @@ async def run_status(
     cancelled_steps: int | None = None,
     phase: str | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A run changes status; each optional field is written when given, but ``slot``
     (which may be null) goes with ``version_id``: a schedule's reconcile names both."""
@@ -253,7 +255,8 @@ async def run_status(
         grace_seconds=grace_seconds,
         cancelled_steps=cancelled_steps,
     )
-    await write(conn, run_id, LogKind.RUN_STATUS, at=at, phase=phase, detail=detail, actor=actor)
+    kind = LogKind.RUN_STATUS
+    await write(conn, run_id, kind, at=at, phase=phase, detail=detail, actor=actor, batch=batch)
 
 
 @_writes(LogKind.RUN_HEALTH)
@@ -282,11 +285,13 @@ async def run_waiting(
     waiting: Mapping[str, Any] | None,
     phase: str | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """What a run waits on changed: the fields of ``waiting_on`` (``reason``, ``sentence``
     and the reason's own), or ``reason`` null when it no longer waits."""
     detail = dict(waiting) if waiting else {"reason": None, "sentence": "no longer waiting"}
-    await write(conn, run_id, LogKind.RUN_WAITING, at=at, phase=phase, detail=detail, actor=actor)
+    kind = LogKind.RUN_WAITING
+    await write(conn, run_id, kind, at=at, phase=phase, detail=detail, actor=actor, batch=batch)
 
 
 @_writes(LogKind.RUN_REPINNED)
@@ -446,10 +451,11 @@ async def phase_entered(
     index: int,
     steps: int,
     gate: Mapping[str, Any] | None = None,
+    batch: Batch | None = None,
 ) -> None:
     """A run enters a phase; ``gate`` is the summary of its gate, when it has one."""
     detail = _given({"index": index, "steps": steps}, gate=gate)
-    await write(conn, run_id, LogKind.PHASE_ENTERED, at=at, phase=phase, detail=detail)
+    await write(conn, run_id, LogKind.PHASE_ENTERED, at=at, phase=phase, detail=detail, batch=batch)
 
 
 @_writes(LogKind.PHASE_COMPLETED)

@@ -279,6 +279,24 @@ _HOLDER = select(r.id, r.status).where(
     r.concurrency_lock == bindparam("key"), r.id != bindparam("run_id")
 )
 
+# A run still scheduled whose instant has come takes its key at its start, which is moments
+# away; the occurrence being started is left out, so an identical start answers its run.
+_DUE_CLAIMANT = (
+    select(r.id, r.status)
+    .where(
+        r.status == RunStatus.SCHEDULED,
+        r.concurrency_key == bindparam("key"),
+        r.scheduled_for <= bindparam("now"),
+        ~and_(
+            r.definition_id == bindparam("definition_id"),
+            r.scope == bindparam("scope"),
+            r.scheduled_for == bindparam("now"),
+        ),
+    )
+    .order_by(r.id)
+    .limit(1)
+)
+
 _LIST_FOR_DEFINITION = (
     select(*RUN_COLUMNS)
     .select_from(RUN_FROM)
@@ -544,6 +562,16 @@ async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:
 async def concurrency_holder(conn: AsyncConnection, key: str, run_id: int) -> Row | None:
     """The live run (id, status) holding concurrency ``key``, other than ``run_id``."""
     return (await conn.execute(_HOLDER, {"key": key, "run_id": run_id})).first()
+
+
+async def due_claimant(
+    conn: AsyncConnection, key: str, *, now: datetime, definition_id: int, scope: str
+) -> Row | None:
+    """The first run (id, status) still scheduled and due by ``now`` that will take
+    concurrency ``key`` when it starts, other than the occurrence ``(definition_id, scope,
+    now)`` itself."""
+    binds = {"key": key, "now": now, "definition_id": definition_id, "scope": scope}
+    return (await conn.execute(_DUE_CLAIMANT, binds)).first()
 
 
 async def runs_of_definition(

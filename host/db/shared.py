@@ -52,6 +52,11 @@ class Batch:
         #: The claims and ``done`` finishes kept for one statement each (their binds).
         self.claims: list[dict[str, Any]] = []
         self.finishes: list[dict[str, Any]] = []
+        #: New step rows (phases materialised) kept for one insert.
+        self.new_steps: list[dict[str, Any]] = []
+        #: Each started event's facts as read in this transaction (its definition's row and
+        #: its current version's), by definition id: read once however many starts it has.
+        self.start_facts: dict[int, tuple[Any, Any]] = {}
         #: The looks ahead kept for the end of the batch, and the instant of each.
         self.looks: list[tuple[Look, datetime]] = []
 

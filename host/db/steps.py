@@ -374,12 +374,27 @@ _FURTHEST = select(func.max(s.seq)).where(
 # ── functions ─────────────────────────────────────────────────────────────────
 
 
-async def insert_steps(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert a phase's step rows, keeping any that exist under (run, phase, seq)."""
+async def insert_steps(
+    conn: AsyncConnection, rows: Sequence[dict[str, Any]], *, batch: Batch | None = None
+) -> None:
+    """Insert a phase's step rows, keeping any that exist under (run, phase, seq). Given
+    ``batch`` (a group commit's, in ``conn``), the rows are kept and inserted with every
+    other phase's by :func:`flush_new`."""
+    if batch is not None:
+        batch.new_steps.extend(rows)
+        return
     if not rows:
         return
     stmt = insert_keeping_existing(event_run_steps, (s.run_id, s.phase, s.seq), conn.dialect)
     await conn.execute(stmt, list(rows))
+
+
+async def flush_new(batch: Batch) -> int:
+    """Insert the step rows ``batch`` kept back, every run's, in one statement; answers how
+    many. What reads a kept run's steps in the same transaction comes after this."""
+    rows, batch.new_steps = batch.new_steps, []
+    await insert_steps(batch.conn, rows)
+    return len(rows)
 
 
 async def steps_of_run(conn: AsyncConnection, run_id: int) -> list[Row]:

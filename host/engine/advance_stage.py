@@ -20,7 +20,6 @@ from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
 from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL
-from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.claiming import SetClaim, claim_due
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
@@ -107,8 +106,8 @@ async def process_run(
         # would stretch every wait to the run's claim lease. A terminal transition already
         # dropped it.
         if outcome not in OUTCOME_FINISHED:
-            await in_outcome_transaction(
-                host, lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
+            await host.in_outcome_transaction(
+                lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
     return outcome, progress.made or outcome == "bounded"
 
@@ -128,8 +127,7 @@ async def _claim_run(host: Host, run: RunRow, owner: str) -> str | None:
         return None
     # The engine's small writes share its outcome transaction: at a due instant a hundred
     # runs' claims commit together instead of queueing for a hundred commits.
-    claimed = await in_outcome_transaction(
-        host,
+    claimed = await host.in_outcome_transaction(
         lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
     )
     return None if claimed else TAKEN
@@ -160,8 +158,8 @@ async def _start(
         return STOPPING
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
-        started = await in_outcome_transaction(
-            host, lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
+        started = await host.in_outcome_transaction(
+            lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
         )
         if not started:
             return TAKEN
@@ -208,8 +206,7 @@ async def _wait(
         unavailable=host.unavailable,
     )
     if (found["reason"] if found else None) != state["waiting_reason"]:
-        await in_outcome_transaction(
-            host,
+        await host.in_outcome_transaction(
             lambda conn, _: waiting.note(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
@@ -264,7 +261,7 @@ async def _complete(
             await runlog.run_status(conn, run_id, at=now, from_="ending", to="completed")
         return completed
 
-    completed = await in_outcome_transaction(host, finish)
+    completed = await host.in_outcome_transaction(finish)
     if completed is None:
         return TAKEN
     if last_phase is not None:
@@ -297,8 +294,7 @@ async def _enter(
     try:
         # Shared with other runs' writes; may run twice. Lost rolls it back (and the batch
         # writes the others again on their own).
-        await in_outcome_transaction(
-            host,
+        await host.in_outcome_transaction(
             lambda conn, _: enter_phase_in(conn, host, run_id, phases, index, **how),
         )
     except Lost:
@@ -449,4 +445,4 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    await in_outcome_transaction(host, lambda conn, _: waiting.clear(conn, run_id, state, now=now))
+    await host.in_outcome_transaction(lambda conn, _: waiting.clear(conn, run_id, state, now=now))

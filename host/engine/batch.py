@@ -21,6 +21,9 @@ in one statement and each ready step claimed, in run id order, in the same trans
 read a batch instead of one a step. The lines kept so far are inserted before the looks, so
 a line a look writes at once comes after them in its run's log.
 
+Runs created or started in a batch keep their first phase's step rows for one insert
+(:func:`pageant.db.steps.flush_new`), made before anything else the batch kept.
+
 The batch's step claims and ``done`` finishes are each made in one statement
 (:func:`pageant.db.steps.flush_finishes`, before the cursors are read, and
 :func:`pageant.db.steps.flush_claims`, after the last claim): one compare-and-set names every
@@ -116,8 +119,9 @@ class OutcomeBatch:
                 group = Batch(conn)
                 for write, _ in batch:
                     answers.append(await write(conn, group))
-                # What the writes kept: the finishes before the cursors are read, the lines
-                # before the looks write theirs, every claim after.
+                # What the writes kept: new runs' steps and the finishes before the cursors
+                # are read, the lines before the looks write theirs, every claim after.
+                await steps.flush_new(group)
                 await steps.flush_finishes(group)
                 await runlog.flush(group)
                 await _look_ahead(group)
@@ -150,12 +154,3 @@ class OutcomeBatch:
         self.writes += 1
         if not future.done():
             future.set_result(answer)
-
-
-async def in_outcome_transaction(host: Host, write: Write) -> Any:
-    """Run ``write`` in the engine's shared outcome transaction, or in a transaction of its
-    own where there is no engine to share one."""
-    if host.engine is not None:
-        return await host.engine.outcomes.run(write)
-    async with host.db.begin() as conn:
-        return await write(conn, None)

@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pageant.db import runs
+from pageant.db import runlog, runs, steps
 from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
-from pageant.engine.batch import in_outcome_transaction
 from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
@@ -112,7 +111,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                 if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
                     claimed[run_id] = SetClaim(Ahead(host, run_id), "running")
                 continue
-            if not await start_in(conn, row, owner=owner, lease=lease, now=now):
+            if not await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
                 continue
             pinned = await host.runner().versions.get(conn, row["version_id"])
             phases = phases_of(pinned[1]) if pinned else None
@@ -121,9 +120,22 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                 claimed[run_id] = SetClaim(Ahead(host, run_id), "starting")
                 continue
             await enter_phase_in(
-                conn, host, run_id, phases, 0, from_status="starting", old_phase=None, now=now
+                conn,
+                host,
+                run_id,
+                phases,
+                0,
+                from_status="starting",
+                old_phase=None,
+                now=now,
+                batch=group,
             )
             claimed[run_id] = SetClaim(Ahead(host, run_id), "running", phases[0]["key"])
+        if group is not None:
+            # The started runs' steps are read next; their lines go before any a claim
+            # writes at once.
+            await steps.flush_new(group)
+            await runlog.flush(group)
         running = [run_id for run_id, got in claimed.items() if got.status == "running"]
         cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:
@@ -133,7 +145,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         return claimed
 
     try:
-        return await in_outcome_transaction(host, claim), set(rows)
+        return await host.in_outcome_transaction(claim), set(rows)
     except Exception:
         # Rolled back whole, so nothing was claimed: each run goes to its own task as
         # without a set, where one bad run (or a lock collision) stays that run's alone.

@@ -27,7 +27,7 @@ from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
 from pageant.db.states import RUN_ABORT
-from pageant.engine.batch import defer_look, in_outcome_transaction
+from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke
 from pageant.engine.step_services import StepServices
@@ -387,8 +387,7 @@ async def dispatch_step(
         if host.stopping:
             return STOP  # the host began a clean stop since the run's loop looked
 
-        found = await in_outcome_transaction(
-            host,
+        found = await host.in_outcome_transaction(
             lambda conn, group: claim_ready(
                 host, conn, step, action, now=now, group=group, waited=waited, path=PER_RUN
             ),
@@ -572,7 +571,7 @@ async def record(
                 await ahead.look(conn, now=now, group=group)
             return CONTINUE
 
-        outcome = str(await in_outcome_transaction(host, write))
+        outcome = str(await host.in_outcome_transaction(write))
         if services is not None:
             services.settle()
         return outcome

@@ -28,7 +28,6 @@ import aiohttp
 from pageant.db import announcements, runlog
 from pageant.db.log_kinds import LogKind
 from pageant.db.shared import Batch
-from pageant.engine.batch import in_outcome_transaction
 from pageant.events.authoring import announce
 from pageant.hookspecs import Announcement, Posted
 
@@ -87,7 +86,7 @@ class StepServices:
             return
         # Inserted at once, not kept for the batch: the run may have moved on, and a line of
         # its own written at once in the same batch must not come before this one.
-        await in_outcome_transaction(self._host, lambda conn, _: self._write(conn, [line], None))
+        await self._host.in_outcome_transaction(lambda conn, _: self._write(conn, [line], None))
 
     async def write_held(self, conn: AsyncConnection, *, lines: Batch | None) -> None:
         """Write the held lines in ``conn``, the answer's transaction (which may run more
@@ -104,8 +103,8 @@ class StepServices:
         held = self._held
         if held:
             # Settled only once committed: a collision here is retried with the lines held.
-            await in_outcome_transaction(
-                self._host, lambda conn, group: self._write(conn, held, group)
+            await self._host.in_outcome_transaction(
+                lambda conn, group: self._write(conn, held, group)
             )
         self._held = None
 

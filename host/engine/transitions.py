@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runlog, runs
+from pageant.db.shared import Batch
 from pageant.gates import phase as gates
 from pageant.runs import params as run_params
 from pageant.runs import waiting
@@ -35,15 +36,16 @@ async def start_in(
     owner: str,
     lease: datetime,
     now: datetime,
+    batch: Batch | None = None,
 ) -> bool:
     """``scheduled -> starting`` under ``owner``'s claim lease, in ``conn``; False when another
     claimer got there first. Raises IntegrityError when the run's concurrency key is held
-    by another live run."""
+    by another live run. Its log lines are kept for ``batch``'s one insert when given."""
     if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
         return False
-    await runlog.run_status(conn, run["id"], at=now, from_="scheduled", to="starting")
+    await runlog.run_status(conn, run["id"], at=now, from_="scheduled", to="starting", batch=batch)
     if run["waiting_reason"] is not None:
-        await waiting.note(conn, run["id"], None, now=now)
+        await waiting.note(conn, run["id"], None, now=now, batch=batch)
     return True
 
 
@@ -57,16 +59,19 @@ async def enter_phase_in(
     from_status: str,
     old_phase: str | None,
     now: datetime,
+    batch: Batch | None = None,
 ) -> None:
     """Make ``phases[index]`` current in ``conn``: its steps and gate are made before the
     transition (so the gate's clock and tally start with the phase), and the phase left
     behind records going past its gate. Raises :class:`Lost` when the run changed
-    underneath; the caller rolls back, so nothing is written then."""
+    underneath; the caller rolls back, so nothing is written then. Given ``batch``, the
+    new steps and the entry's lines are kept for its set-wise inserts (the caller flushes
+    them before anything reads the run's steps)."""
     phase = phases[index]
     scope, params = await runs.param_values(conn, run_id)
     values = run_params.with_scope(params, scope)
     count = await materialise_phase(
-        conn, run_id=run_id, phase=phase, registry=host.registry, values=values
+        conn, run_id=run_id, phase=phase, registry=host.registry, values=values, batch=batch
     )
     # The gate opens with its condition's {"param": ...} values written out, so the emit
     # path compares plain values and finds the gate by them (pageant.gates.matching).
@@ -78,10 +83,10 @@ async def enter_phase_in(
     ):
         raise Lost
     if old_phase is None:
-        await runlog.run_status(conn, run_id, at=now, from_="starting", to="running")
+        await runlog.run_status(conn, run_id, at=now, from_="starting", to="running", batch=batch)
     else:
         await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
         await runlog.phase_completed(conn, run_id, at=now, phase=old_phase, index=index - 1)
     await runlog.phase_entered(
-        conn, run_id, at=now, phase=phase["key"], index=index, steps=count, gate=gate
+        conn, run_id, at=now, phase=phase["key"], index=index, steps=count, gate=gate, batch=batch
     )

@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
-from pageant.errors import Conflict, NotFound
+from pageant.db.shared import Batch
+from pageant.errors import Conflict, NotFound, PageantError
 from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.switchboard.board import pin_run_budget
@@ -78,12 +80,15 @@ async def materialise_phase(
     phase: Mapping[str, Any],
     registry: Registry | None = None,
     values: Mapping[str, Any] | None = None,
+    batch: Batch | None = None,
 ) -> int:
     """Create the step rows of ``phase`` for a run; rows that exist are kept as they are
     (with their idempotency keys). ``values`` are the run's params (and ``scope``), which
-    ``{"param": name}`` references read. Answers how many steps the phase has."""
+    ``{"param": name}`` references read. Given ``batch`` (a group commit's, in ``conn``),
+    the rows are kept for its one insert of every run's new steps. Answers how many steps
+    the phase has."""
     rows = step_rows(run_id, phase, registry, values)
-    await steps.insert_steps(conn, rows)
+    await steps.insert_steps(conn, rows, batch=batch)
     return len(rows)
 
 
@@ -124,6 +129,7 @@ async def create_run(
     dst_adjusted: dict[str, Any] | None = None,
     actor: str | None = None,
     registry: Registry | None = None,
+    batch: Batch | None = None,
 ) -> tuple[int, bool]:
     """Create the run of one occurrence, idempotently; answers ``(run id, created)``.
 
@@ -131,6 +137,8 @@ async def create_run(
     logs ``run.created`` (with any DST adjustment) and, when its instant is ahead,
     ``run.waiting`` (not_due). An occurrence that already has a run is left untouched.
     ``params`` are the run's checked values (:func:`pageant.runs.params.values_for`).
+    Given ``batch`` (a group commit's, in ``conn``), the steps and log lines are kept for
+    its set-wise inserts, which the same transaction makes before it commits.
     """
     values = dict(params or {})
     run_id, created = await runs.insert_run(
@@ -151,7 +159,7 @@ async def create_run(
     )
     if not created:
         return run_id, False
-    await _first_phase(conn, run_id, spec, registry, values, scope)
+    await _first_phase(conn, run_id, spec, registry, values, scope, batch=batch)
     await runlog.run_created(
         conn,
         run_id,
@@ -163,12 +171,13 @@ async def create_run(
         params=values,
         dst_adjusted=dst_adjusted,
         actor=actor,
+        batch=batch,
     )
     ahead = waiting.describe(
         {"status": "scheduled", "scheduled_for": scheduled_for}, [], now=now, max_attempts=0
     )
     if ahead is not None:
-        await waiting.note(conn, run_id, ahead, now=now)
+        await waiting.note(conn, run_id, ahead, now=now, batch=batch)
     return run_id, True
 
 
@@ -179,14 +188,16 @@ async def _first_phase(
     registry: Registry | None,
     values: Mapping[str, Any] | None,
     scope: str,
+    *,
+    batch: Batch | None = None,
 ) -> None:
-    """Make the steps of the run's first phase (with its params and scope) and pin the
-    budget of ``spec``."""
+    """Make the steps of the run's first phase (with its params and scope; kept for
+    ``batch`` when given) and pin the budget of ``spec``."""
     phases = spec.get("phases") or []
     if phases:
         values = run_params.with_scope(values, scope)
         await materialise_phase(
-            conn, run_id=run_id, phase=phases[0], registry=registry, values=values
+            conn, run_id=run_id, phase=phases[0], registry=registry, values=values, batch=batch
         )
     await pin_run_budget(conn, run_id, spec, registry)
 
@@ -227,50 +238,114 @@ async def start_now(
 
     Raises NotFound for an unknown event, Invalid naming each param that does not fit the
     published version's declarations, and Conflict when it has no published version, is
-    archived, or its concurrency key is held by a live run (naming that run). Answers
-    ``(run id, created)``; an identical start at the same instant answers the same run.
+    archived, or its concurrency key is held by a live run or will be by a run due now that
+    has not started yet (naming that run). Answers ``(run id, created)``; an identical
+    start at the same instant answers the same run.
+
+    Starts arriving together are created together: the start is one write of the engine's
+    group commit (:meth:`pageant.hosting.Host.in_outcome_transaction`), so a burst of them
+    costs one transaction, their steps one insert and their log lines another. A refusal is
+    found before its start writes anything and is answered to that start alone; the run and
+    its first phase's steps commit together, and the answer comes once they have.
     """
     now = host.clock.now()
-    async with host.db.begin() as conn:
-        definition = await definitions.start_facts(conn, definition_id)
-        if definition is None:
-            raise NotFound(f"no such event: {definition_id}")
-        if definition.current_version_id is None:
-            raise Conflict(
-                f"event {definition_id} has no published version; publish it before starting"
-            )
-        if definition.state == "archived":
-            raise Conflict(f"event {definition_id} is archived; it cannot be started")
-        version = await definitions.pinned_version(conn, definition.current_version_id)
-        # current_version_id is a foreign key: the row is there.
-        assert version is not None
-        spec = version.spec if isinstance(version.spec, dict) else {}
-        given = dict(params or {})
-        if scope:
-            given[run_params.SCOPE] = scope
-        values = run_params.values_for(spec.get("params"), given)
-        scope = run_params.scope_of(values)
-        key = run_key(definition.concurrency_key, scope, values)
-        if key:
-            holder = await runs.concurrency_holder(conn, key, 0)
-            if holder is not None:
-                raise Conflict(
-                    f'the concurrency key "{key}" is held by run {holder.id} ({holder.status})',
-                    details=[f"holder_run_id: {holder.id}"],
-                )
-        run_id, created = await create_run(
+
+    async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | _Refusal:
+        try:
+            planned = await _plan(conn, definition_id, scope, params, now, batch)
+        except PageantError as refusal:
+            # Nothing of this start is written yet: the transaction it shares goes on.
+            return _Refusal(refusal)
+        return await create_run(
             conn,
             definition_id=definition_id,
-            version_id=version.id,
-            spec=spec,
+            version_id=planned.version_id,
+            spec=planned.spec,
             scheduled_for=now,
             now=now,
             source="manual",
-            scope=scope,
-            params=values,
-            concurrency_key=definition.concurrency_key,
+            scope=planned.scope,
+            params=planned.values,
+            concurrency_key=planned.concurrency_key,
             actor=actor,
             registry=host.registry,
+            batch=batch,
         )
+
+    answer = await host.in_outcome_transaction(start)
+    if isinstance(answer, _Refusal):
+        raise answer.error
     host.wake(advance_only=True)  # a run due now: advance's to start
-    return run_id, created
+    return answer
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """A start refused before it wrote anything, answered to its caller alone."""
+
+    error: PageantError
+
+
+@dataclass(frozen=True)
+class _Planned:
+    version_id: int
+    spec: dict[str, Any]
+    scope: str
+    values: dict[str, Any]
+    concurrency_key: str | None
+
+
+async def _plan(
+    conn: AsyncConnection,
+    definition_id: int,
+    scope: str,
+    params: Mapping[str, Any] | None,
+    now: datetime,
+    batch: Batch | None,
+) -> _Planned:
+    """What a start of ``definition_id`` now makes, or the refusal it raises (reads only;
+    the event's rows read once for ``batch``, whose starts all commit at one instant)."""
+    definition, version = await _facts(conn, definition_id, batch)
+    if definition is None:
+        raise NotFound(f"no such event: {definition_id}")
+    if definition.current_version_id is None:
+        raise Conflict(
+            f"event {definition_id} has no published version; publish it before starting"
+        )
+    if definition.state == "archived":
+        raise Conflict(f"event {definition_id} is archived; it cannot be started")
+    # current_version_id is a foreign key: the row is there.
+    assert version is not None
+    spec = version.spec if isinstance(version.spec, dict) else {}
+    given = dict(params or {})
+    if scope:
+        given[run_params.SCOPE] = scope
+    values = run_params.values_for(spec.get("params"), given)
+    scope = run_params.scope_of(values)
+    key = run_key(definition.concurrency_key, scope, values)
+    if key:
+        # A run due now that has not started will hold the key in a moment: two starts of
+        # one key sent together (one transaction, or two just apart) make one run, not a
+        # second that could only wait for the first.
+        holder = await runs.concurrency_holder(conn, key, 0) or await runs.due_claimant(
+            conn, key, now=now, definition_id=definition_id, scope=scope
+        )
+        if holder is not None:
+            raise Conflict(
+                f'the concurrency key "{key}" is held by run {holder.id} ({holder.status})',
+                details=[f"holder_run_id: {holder.id}"],
+            )
+    return _Planned(version.id, spec, scope, values, definition.concurrency_key)
+
+
+async def _facts(conn: AsyncConnection, definition_id: int, batch: Batch | None) -> tuple[Any, Any]:
+    """An event's definition row and its current version's (None for what is not there)."""
+    if batch is not None and definition_id in batch.start_facts:
+        return batch.start_facts[definition_id]
+    definition = await definitions.start_facts(conn, definition_id)
+    version = None
+    if definition is not None and definition.current_version_id is not None:
+        version = await definitions.pinned_version(conn, definition.current_version_id)
+    if batch is not None:
+        batch.start_facts[definition_id] = (definition, version)
+    return definition, version

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
+from pageant.db.shared import Batch
 from pageant.db.states import STEP_OPEN, STEP_TROUBLED
 from pageant.timefmt import iso
 
@@ -205,8 +206,10 @@ async def note(
     now: datetime,
     phase: str | None = None,
     actor: str | None = None,
+    batch: Batch | None = None,
 ) -> bool:
-    """Persist the run's waiting reason and log ``run.waiting`` if (and only if) it changed.
+    """Persist the run's waiting reason and log ``run.waiting`` if (and only if) it changed
+    (the line kept for ``batch``'s one insert when given).
 
     The CAS on the stored reason is what makes the line appear once however many ticks (or
     hosts) look at the same waiting run.
@@ -215,7 +218,9 @@ async def note(
     since = waiting.get("since", now) if waiting else None
     if not await runs.set_waiting(conn, run_id, reason, since):
         return False
-    await runlog.run_waiting(conn, run_id, at=now, waiting=waiting, phase=phase, actor=actor)
+    await runlog.run_waiting(
+        conn, run_id, at=now, waiting=waiting, phase=phase, actor=actor, batch=batch
+    )
     return True
 
 

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, runlog, steps
 from pageant.db.occurrences import SUPERSEDED
+from pageant.db.shared import Batch
 from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
@@ -132,6 +133,9 @@ async def reconcile_schedule(
     sets = schedule.get("params") or [{}]
     scoped = {run_params.scope_of(values): values for values in sets}
     outcome = Outcome()
+    # The runs it makes (every set's, every occurrence's) keep their steps and lines for one
+    # insert each, made below before anything else can read them.
+    made = Batch(conn)
     for scope, values in scoped.items():
         await _reconcile_scope(
             conn,
@@ -145,7 +149,10 @@ async def reconcile_schedule(
             supersede=supersede,
             outcome=outcome,
             produce=True,
+            made=made,
         )
+    await steps.flush_new(made)
+    await runlog.flush(made)
     if supersede:
         start = now - timedelta(seconds=plan.grace_seconds)
         gone = await occurrences.scheduled_scopes(conn, plan.definition_id, start)
@@ -179,9 +186,11 @@ async def _reconcile_scope(
     supersede: bool,
     outcome: Outcome,
     produce: bool,
+    made: Batch | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
-    longer makes, whose scheduled rows are all superseded)."""
+    longer makes, whose scheduled rows are all superseded). The runs it creates keep their
+    steps and lines for ``made`` when given."""
     start = now - timedelta(seconds=plan.grace_seconds)
     rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN, scope)
     upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
@@ -203,6 +212,7 @@ async def _reconcile_scope(
         outcome=outcome,
         scope=scope,
         values=dict(values),
+        made=made,
     )
 
     rest = []
@@ -262,6 +272,8 @@ class _Work:
     outcome: Outcome
     scope: str = ""
     values: dict[str, Any] | None = None
+    #: Where a new run's steps and lines are kept for one insert (None: made at once).
+    made: Batch | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -382,6 +394,7 @@ class _Work:
             dst_adjusted=occ.dst_adjusted,
             actor=self.actor,
             registry=self.registry,
+            batch=self.made,
         )
         if created:
             self.outcome.created += 1

@@ -78,10 +78,10 @@ async def test_answers_of_many_runs_share_a_transaction_and_each_is_recorded_onc
     keys = [ctx.idempotency_key for ctx in probe.calls]
     assert len(keys) == len(set(keys)) == 16
     batch = engine.outcomes
-    # The eight starts (with their first claims, set-wise: one write), then each run's two
-    # answers and its completion went through it, and not one by one: the eight first
-    # answers, released together, shared a transaction.
-    assert batch.writes == 1 + 8 * 3
+    # The eight creations (start now), the eight starts (with their first claims, set-wise:
+    # one write), then each run's two answers and its completion went through it, and not
+    # one by one: the eight first answers, released together, shared a transaction.
+    assert batch.writes == 8 + 1 + 8 * 3
     assert batch.transactions <= batch.writes - 7
 
 
