@@ -4,6 +4,11 @@ Runs one event of N steps, then one of 2N, each in a single tick, counting every
 the driver executes (a ``before_cursor_execute`` listener) and every commit; the difference
 divided by N is the per-step cost, free of the per-run and per-tick overhead.
 
+Then a sequence: one run of 500 no-op steps in five phases of 100 (the ``1x500`` case of
+``throughput.py``), ticked until it ends; its statements and commits divided by its steps are
+what a step of a sequence costs, its phase entries and the ticks between
+``steps_per_run_per_tick`` bounds included (then again with a bound of 1,000: one pass).
+
     python benchmarks/step_statements.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
 """
 
@@ -16,11 +21,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from benchdb import scratch_database
-from sqlalchemy import event, insert, update
+from sqlalchemy import event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.clock import FakeClock
-from pageant.db.tables import event_definitions, event_versions
+from pageant.db.tables import (
+    TERMINAL_RUN_STATUSES,
+    event_definitions,
+    event_runs,
+    event_versions,
+)
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs.create import start_now
@@ -60,8 +70,12 @@ class Meter:
         return Counter(self.statements), self.commits
 
 
-async def _publish(db: AsyncEngine, now: datetime, steps: list[dict], n: int) -> int:
-    spec = {"schedule": {"kind": "manual"}, "phases": [{"key": "p", "label": "P", "steps": steps}]}
+async def _publish(
+    db: AsyncEngine, now: datetime, steps: list[dict], n: int, *, phases: list[dict] | None = None
+) -> int:
+    if phases is None:
+        phases = [{"key": "p", "label": "P", "steps": steps}]
+    spec = {"schedule": {"kind": "manual"}, "phases": phases}
     async with db.begin() as conn:
         definition_id = (
             await conn.execute(
@@ -138,14 +152,58 @@ async def measure(mysql_url: str | None, n: int) -> None:
                 )
 
 
+async def sequence(
+    mysql_url: str | None, steps: int = 500, per_phase: int = 100, *, bound: int | None = None
+) -> None:
+    """One run of ``steps`` announces in phases of ``per_phase``, ticked until it ends: its
+    statements and commits a step. ``bound``: ``steps_per_run_per_tick`` (default 25)."""
+    dialect = "mariadb" if mysql_url else "sqlite"
+    announce = STEPS["core.announce to core.log"]
+    phases = [
+        {"key": f"p{p}", "label": f"P{p}", "steps": [announce] * min(per_phase, steps - start)}
+        for p, start in enumerate(range(0, steps, per_phase))
+    ]
+    async with scratch_database(mysql_url) as db:
+        clock = FakeClock(datetime(2027, 3, 1, 12, 0, tzinfo=UTC))
+        settings = Settings() if bound is None else Settings(steps_per_run_per_tick=bound)
+        host = Host(settings, clock=clock, db=db)
+        definition_id = await _publish(db, clock.now(), [], 0, phases=phases)
+        meter = Meter(db)
+        async with Engine(host) as engine:
+            await start_now(host, definition_id, scope="", actor="bench")
+            ticks = 0
+            while not await _ended(db):
+                ticks += 1
+                clock.advance(1)
+                await engine.tick()
+        statements, commits = meter.snapshot()
+        total = sum(statements.values())
+        print(
+            f"[{dialect}] a sequence of {steps} steps in phases of {per_phase}, "
+            f"{settings.steps_per_run_per_tick} a pass, {ticks} ticks: "
+            f"{total / steps:.2f} statements per step "
+            f"({', '.join(f'{k} {v / steps:.2f}' for k, v in sorted(statements.items()))}); "
+            f"{commits / steps:.3f} commits per step"
+        )
+
+
+async def _ended(db: AsyncEngine) -> bool:
+    async with db.connect() as conn:
+        status = (await conn.execute(select(event_runs.c.status))).scalar_one()
+    return status in TERMINAL_RUN_STATUSES
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mysql", help="a MariaDB server URL (a scratch database is made)")
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     asyncio.run(measure(None, args.steps))
-    if args.mysql:
-        asyncio.run(measure(args.mysql, args.steps))
+    for url in [None, args.mysql] if args.mysql else [None]:
+        if url is not None:
+            asyncio.run(measure(url, args.steps))
+        asyncio.run(sequence(url))
+        asyncio.run(sequence(url, bound=1_000))
 
 
 if __name__ == "__main__":
