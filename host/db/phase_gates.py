@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, case, literal, or_, select, update
 from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.engine import defer_with_next
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
@@ -51,6 +52,8 @@ GATE_COLUMNS = (
 )
 
 _l = trigger_last_firings.c
+#: The index a firing's read of its gates goes through.
+MATCH_KEY_INDEX = "ix_event_run_phase_gates_trigger_id_match_key_satisfied_at"
 # A held gate's diagnosis reads its trigger's last firing beside it: "the last firing, at
 # 20:05, did not match" is that firing, later than the last one the gate counted.
 _GATE = (
@@ -69,10 +72,13 @@ _GATE_BY_ID = select(*GATE_COLUMNS).where(g.id == bindparam("gate_id"))
 # The gates a firing of one trigger may count for: open, of a live run, and of the phase
 # that run is in, whose match key the firing carries (pageant.gates.matching): the
 # (trigger_id, match_key, satisfied_at) index finds them without reading the gates of the
-# other keys. Ordered by id so that concurrent firings lock the rows in one order.
+# other keys. Ordered by id so that concurrent firings lock the rows in one order. SQLite's
+# planner, without statistics, takes the (trigger_id, satisfied_at) index instead and reads
+# every open gate of the trigger (and its run): it is told which index to use.
 _OPEN_ON = (
     select(*GATE_COLUMNS)
     .select_from(event_run_phase_gates.join(event_runs, _r.id == g.run_id))
+    .with_hint(event_run_phase_gates, f"INDEXED BY {MATCH_KEY_INDEX}", dialect_name="sqlite")
     .where(
         g.trigger_id == bindparam("trigger_id"),
         g.match_key.in_(bindparam("keys", expanding=True)),
@@ -228,10 +234,46 @@ async def count_firings(conn: AsyncConnection, counts: Sequence[dict[str, Any]])
     ``{gate_id, was, new_tally, closed_at, closed_by, counted_at}`` (``was``: the tally
     :func:`lock_gates` read; ``closed_at``/``closed_by``: None, or the instant and
     ``"tally"`` when ``new_tally`` reached ``needed``). Answers how many gates were
-    written: every one, unless a gate changed despite its lock."""
+    written: every one, unless a gate changed despite its lock.
+
+    On SQLite the statement is an ``executemany`` in one turn of the driver's thread, and it
+    rides with the transaction's next statement (:func:`pageant.db.engine.defer_with_next`),
+    which fails, before anything commits, unless every gate was written. On MariaDB, whose
+    drivers send an ``executemany`` of an ``UPDATE`` as a round trip a row, it is one
+    ``UPDATE`` of every gate (:func:`_count_all`)."""
     if not counts:
         return 0
-    return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
+    if conn.dialect.name == "sqlite":
+        defer_with_next(conn, len(counts))
+        return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
+    return (await conn.execute(_count_all(counts))).rowcount
+
+
+def _count_all(counts: Sequence[dict[str, Any]]) -> Any:
+    """:data:`_COUNT_MANY` for every gate of ``counts`` in one statement: each column a
+    ``CASE`` on the gate's id, and the compare-and-set on each gate's own tally read. No
+    assignment reads a column another one sets, so MariaDB's left-to-right assignments
+    and SQLite's old-row ones agree."""
+    by_gate = sorted(counts, key=lambda count: count["gate_id"])
+    ids = [count["gate_id"] for count in by_gate]
+
+    def each(field: str, type_: Any = None) -> Any:
+        return case(
+            {count["gate_id"]: literal(count[field], type_) for count in by_gate}, value=g.id
+        )
+
+    (counted_at,) = {count["counted_at"] for count in by_gate}
+    return (
+        update(event_run_phase_gates)
+        .where(g.id.in_(ids), g.satisfied_at.is_(None), g.tally == each("was", g.tally.type))
+        .values(
+            satisfied_at=each("closed_at", UTCDateTime()),
+            satisfied_by=each("closed_by", g.satisfied_by.type),
+            last_event_at=literal(counted_at, UTCDateTime()),
+            last_event_counted=True,
+            tally=each("new_tally", g.tally.type),
+        )
+    )
 
 
 async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:
