@@ -10,6 +10,7 @@ report matched rows, so the expected old state has to be in the WHERE for rowcou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, literal, or_, select, update
 from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from pageant.db.engine import defer_with_next
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
@@ -246,30 +248,39 @@ async def count_firings(conn: AsyncConnection, counts: Sequence[dict[str, Any]])
     if conn.dialect.name == "sqlite":
         defer_with_next(conn, len(counts))
         return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
-    return (await conn.execute(_count_all(counts))).rowcount
-
-
-def _count_all(counts: Sequence[dict[str, Any]]) -> Any:
-    """:data:`_COUNT_MANY` for every gate of ``counts`` in one statement: each column a
-    ``CASE`` on the gate's id, and the compare-and-set on each gate's own tally read. No
-    assignment reads a column another one sets, so MariaDB's left-to-right assignments
-    and SQLite's old-row ones agree."""
     by_gate = sorted(counts, key=lambda count: count["gate_id"])
-    ids = [count["gate_id"] for count in by_gate]
+    params = {"counted_at": by_gate[0]["counted_at"]}
+    for i, count in enumerate(by_gate):
+        for field in _PER_GATE:
+            params[f"{field}_{i}"] = count[field]
+    return (await conn.execute(_count_all(len(by_gate)), params)).rowcount
 
-    def each(field: str, type_: Any = None) -> Any:
+
+#: What each gate of :func:`_count_all` is given, as its parameters ``<field>_<i>``.
+_PER_GATE = ("gate_id", "was", "new_tally", "closed_at", "closed_by")
+
+
+@functools.lru_cache(maxsize=64)
+def _count_all(gates: int) -> Any:
+    """:data:`_COUNT_MANY` for ``gates`` gates in one statement, built once a number of
+    gates (a statement built a call costs more than the round trips it saves): each
+    column a ``CASE`` on the gate's id, and the compare-and-set on each gate's own tally
+    read. No assignment reads a column another one sets, so MariaDB's left-to-right
+    assignments and SQLite's old-row ones agree."""
+    ids: list[BindParameter[Any]] = [bindparam(f"gate_id_{i}") for i in range(gates)]
+
+    def each(field: str, type_: Any) -> Any:
         return case(
-            {count["gate_id"]: literal(count[field], type_) for count in by_gate}, value=g.id
+            *((g.id == ids[i], bindparam(f"{field}_{i}", type_=type_)) for i in range(gates))
         )
 
-    (counted_at,) = {count["counted_at"] for count in by_gate}
     return (
         update(event_run_phase_gates)
         .where(g.id.in_(ids), g.satisfied_at.is_(None), g.tally == each("was", g.tally.type))
         .values(
             satisfied_at=each("closed_at", UTCDateTime()),
             satisfied_by=each("closed_by", g.satisfied_by.type),
-            last_event_at=literal(counted_at, UTCDateTime()),
+            last_event_at=bindparam("counted_at", type_=UTCDateTime),
             last_event_counted=True,
             tally=each("new_tally", g.tally.type),
         )
