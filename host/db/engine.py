@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.compiler import SQLCompiler
 
 from pageant import jsoncodec
 from pageant.db import sqlite_driver
@@ -118,9 +119,26 @@ def commit_with_next(conn: AsyncConnection) -> None:
     (:meth:`pageant.db.sqlite_driver.Connection.commit_with_next`); elsewhere nothing
     changes. The transaction is committed when its block ends, as always; nothing may be
     written after that statement."""
-    driver = conn.sync_connection.connection.driver_connection if conn.sync_connection else None
-    if isinstance(driver, sqlite_driver.Connection):
+    driver = _sqlite_driver(conn)
+    if driver is not None:
         driver.commit_with_next()
+
+
+def defer_with_next(conn: AsyncConnection, rowcount: int | None = None) -> None:
+    """Run ``conn``'s next statement, a write whose answer nobody reads, in the turn of the
+    statement after it on SQLite's driver thread
+    (:meth:`pageant.db.sqlite_driver.Connection.defer_next`): its caller is answered at
+    once with ``rowcount``, the rows it must change (None: any), and that turn raises,
+    before anything commits, when it changed another number. Elsewhere it runs at once,
+    as always, and the caller checks its rowcount itself."""
+    driver = _sqlite_driver(conn)
+    if driver is not None:
+        driver.defer_next(rowcount)
+
+
+def _sqlite_driver(conn: AsyncConnection) -> sqlite_driver.Connection | None:
+    driver = conn.sync_connection.connection.driver_connection if conn.sync_connection else None
+    return driver if isinstance(driver, sqlite_driver.Connection) else None
 
 
 def is_sqlite(url: str) -> bool:
@@ -171,6 +189,8 @@ def create_engine(
         # One turn of the driver's thread a statement instead of four (sqlite_driver).
         kwargs.setdefault("async_creator", sqlite_driver.connector(make_url(url)))
         engine = SQLiteEngine(create_async_engine(url, **kwargs).sync_engine)
+        dialect = engine.sync_engine.dialect
+        dialect.statement_compiler = _hinted(dialect.statement_compiler)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -205,6 +225,18 @@ def create_engine(
     if not kwargs.get("pool_pre_ping"):
         ping_when_rested(server)
     return server
+
+
+def _hinted(compiler: type[SQLCompiler]) -> type[SQLCompiler]:
+    """SQLite's statement compiler, writing a table's hint for ``sqlite``
+    (``with_hint(table, "INDEXED BY ix", dialect_name="sqlite")``) after its name, as
+    MariaDB's writes ``FORCE INDEX``: SQLAlchemy's own drops it."""
+
+    class Hinted(compiler):  # type: ignore[valid-type,misc]  # a subclass of the dialect's own compiler
+        def get_from_hint_text(self, table: Any, text: str | None) -> str | None:
+            return text
+
+    return Hinted
 
 
 def bounded_connector(url: str, seconds: float, statement_seconds: float | None) -> Any:

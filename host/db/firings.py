@@ -17,6 +17,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.engine import defer_with_next
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import trigger_firing_keys, trigger_last_firings
 from pageant.db.types import UTCDateTime
@@ -90,6 +91,9 @@ _NOTE_LITE = _lite.on_conflict_do_update(
 async def note_last_firing(
     conn: AsyncConnection, trigger_id: str, at: datetime, payload: dict[str, Any]
 ) -> None:
-    """Make ``(at, payload)`` the trigger's last firing, one row a trigger."""
+    """Make ``(at, payload)`` the trigger's last firing, one row a trigger. On SQLite it
+    rides with the transaction's next statement (:func:`pageant.db.engine.defer_with_next`):
+    nothing reads its answer."""
+    defer_with_next(conn)
     stmt = _NOTE_MARIA if conn.dialect.name in ("mysql", "mariadb") else _NOTE_LITE
     await conn.execute(stmt, {"trigger_id": trigger_id, "last_at": at, "payload": payload})

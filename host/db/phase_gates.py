@@ -10,6 +10,7 @@ report matched rows, so the expected old state has to be in the WHERE for rowcou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 from sqlalchemy import bindparam, case, literal, or_, select, update
 from sqlalchemy.engine import Row, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
+from pageant.db.engine import defer_with_next
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
@@ -51,6 +54,8 @@ GATE_COLUMNS = (
 )
 
 _l = trigger_last_firings.c
+#: The index a firing's read of its gates goes through.
+MATCH_KEY_INDEX = "ix_event_run_phase_gates_trigger_id_match_key_satisfied_at"
 # A held gate's diagnosis reads its trigger's last firing beside it: "the last firing, at
 # 20:05, did not match" is that firing, later than the last one the gate counted.
 _GATE = (
@@ -69,10 +74,13 @@ _GATE_BY_ID = select(*GATE_COLUMNS).where(g.id == bindparam("gate_id"))
 # The gates a firing of one trigger may count for: open, of a live run, and of the phase
 # that run is in, whose match key the firing carries (pageant.gates.matching): the
 # (trigger_id, match_key, satisfied_at) index finds them without reading the gates of the
-# other keys. Ordered by id so that concurrent firings lock the rows in one order.
+# other keys. Ordered by id so that concurrent firings lock the rows in one order. SQLite's
+# planner, without statistics, takes the (trigger_id, satisfied_at) index instead and reads
+# every open gate of the trigger (and its run): it is told which index to use.
 _OPEN_ON = (
     select(*GATE_COLUMNS)
     .select_from(event_run_phase_gates.join(event_runs, _r.id == g.run_id))
+    .with_hint(event_run_phase_gates, f"INDEXED BY {MATCH_KEY_INDEX}", dialect_name="sqlite")
     .where(
         g.trigger_id == bindparam("trigger_id"),
         g.match_key.in_(bindparam("keys", expanding=True)),
@@ -228,10 +236,55 @@ async def count_firings(conn: AsyncConnection, counts: Sequence[dict[str, Any]])
     ``{gate_id, was, new_tally, closed_at, closed_by, counted_at}`` (``was``: the tally
     :func:`lock_gates` read; ``closed_at``/``closed_by``: None, or the instant and
     ``"tally"`` when ``new_tally`` reached ``needed``). Answers how many gates were
-    written: every one, unless a gate changed despite its lock."""
+    written: every one, unless a gate changed despite its lock.
+
+    On SQLite the statement is an ``executemany`` in one turn of the driver's thread, and it
+    rides with the transaction's next statement (:func:`pageant.db.engine.defer_with_next`),
+    which fails, before anything commits, unless every gate was written. On MariaDB, whose
+    drivers send an ``executemany`` of an ``UPDATE`` as a round trip a row, it is one
+    ``UPDATE`` of every gate (:func:`_count_all`)."""
     if not counts:
         return 0
-    return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
+    if conn.dialect.name == "sqlite":
+        defer_with_next(conn, len(counts))
+        return (await conn.execute(_COUNT_MANY, list(counts))).rowcount
+    by_gate = sorted(counts, key=lambda count: count["gate_id"])
+    params = {"counted_at": by_gate[0]["counted_at"]}
+    for i, count in enumerate(by_gate):
+        for field in _PER_GATE:
+            params[f"{field}_{i}"] = count[field]
+    return (await conn.execute(_count_all(len(by_gate)), params)).rowcount
+
+
+#: What each gate of :func:`_count_all` is given, as its parameters ``<field>_<i>``.
+_PER_GATE = ("gate_id", "was", "new_tally", "closed_at", "closed_by")
+
+
+@functools.lru_cache(maxsize=64)
+def _count_all(gates: int) -> Any:
+    """:data:`_COUNT_MANY` for ``gates`` gates in one statement, built once a number of
+    gates (a statement built a call costs more than the round trips it saves): each
+    column a ``CASE`` on the gate's id, and the compare-and-set on each gate's own tally
+    read. No assignment reads a column another one sets, so MariaDB's left-to-right
+    assignments and SQLite's old-row ones agree."""
+    ids: list[BindParameter[Any]] = [bindparam(f"gate_id_{i}") for i in range(gates)]
+
+    def each(field: str, type_: Any) -> Any:
+        return case(
+            *((g.id == ids[i], bindparam(f"{field}_{i}", type_=type_)) for i in range(gates))
+        )
+
+    return (
+        update(event_run_phase_gates)
+        .where(g.id.in_(ids), g.satisfied_at.is_(None), g.tally == each("was", g.tally.type))
+        .values(
+            satisfied_at=each("closed_at", UTCDateTime()),
+            satisfied_by=each("closed_by", g.satisfied_by.type),
+            last_event_at=bindparam("counted_at", type_=UTCDateTime),
+            last_event_counted=True,
+            tally=each("new_tally", g.tally.type),
+        )
+    )
 
 
 async def close_at_deadline(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:

@@ -1,5 +1,6 @@
 """SQLite's driver: one turn of aiosqlite's thread a statement, and everything SQLAlchemy
-reads off a cursor (rows, rowcount, lastrowid, errors) as the stock driver gives it."""
+reads off a cursor (rows, rowcount, lastrowid, errors) as the stock driver gives it; a
+write whose answer nobody reads deferred to the next statement's turn."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ import sqlite3
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from pageant.db import sqlite_driver
-from pageant.db.engine import commit_with_next, create_engine
+from pageant.db.engine import commit_with_next, create_engine, defer_with_next
 
 
 @pytest.fixture
@@ -155,3 +156,64 @@ async def test_a_writes_last_statement_can_commit_in_its_own_turn(sqlite_db, mon
     async with sqlite_db.connect() as conn:
         rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
     assert rows == ["a", "b", "d"]
+
+
+async def test_a_deferred_write_rides_with_the_next_statements_turn(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+        defer_with_next(conn, 1)
+        deferred = await conn.execute(text("UPDATE t SET v = 'b' WHERE v = 'a'"))
+        assert deferred.rowcount == 1  # answered at once, with the rows it must change
+        defer_with_next(conn)
+        anything = await conn.execute(text("INSERT INTO t (v) VALUES ('c')"))
+        assert anything.rowcount == -1
+        # The next statement runs after the deferred ones, in their order, and sees them.
+        seen = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+        assert seen == ["b", "c"]
+    assert turns == ["_run", "_run", "commit"]
+    # Deferred last, a write rides with the commit: one turn for both.
+    turns.clear()
+    async with sqlite_db.begin() as conn:
+        defer_with_next(conn)
+        await conn.execute(text("INSERT INTO t (v) VALUES ('d')"))
+    assert turns == ["_run"]
+    async with sqlite_db.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert rows == ["b", "c", "d"]
+
+
+async def test_a_deferred_write_that_changes_other_rows_fails_before_the_commit(sqlite_db):
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    with pytest.raises(DatabaseError, match="changed 0 rows, not 1"):
+        async with sqlite_db.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('b')"))
+            defer_with_next(conn, 1)
+            await conn.execute(text("UPDATE t SET v = 'x' WHERE v = 'missing'"))
+            commit_with_next(conn)
+            await conn.execute(text("INSERT INTO t (v) VALUES ('c')"))
+    # Its error is the deferred write's own, before the commit: nothing was written.
+    with pytest.raises(IntegrityError, match="UNIQUE"):
+        async with sqlite_db.begin() as conn:
+            await conn.execute(text("INSERT INTO t (v) VALUES ('e')"))
+            defer_with_next(conn)
+            await conn.execute(text("INSERT INTO t (v) VALUES ('a')"))
+    async with sqlite_db.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert rows == ["a"]
+
+
+async def test_a_rollback_forgets_a_deferred_write(sqlite_db, monkeypatch):
+    turns = count_turns(monkeypatch)
+    with pytest.raises(LookupError):
+        async with sqlite_db.begin() as conn:
+            defer_with_next(conn)
+            await conn.execute(text("INSERT INTO t (v) VALUES ('never')"))
+            raise LookupError("the caller gave up")
+    assert turns == []  # BEGIN never ran: nothing to roll back
+    async with sqlite_db.begin() as conn:
+        await conn.execute(text("INSERT INTO t (v) VALUES ('after')"))
+    async with sqlite_db.connect() as conn:
+        rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
+    assert rows == ["after"]
