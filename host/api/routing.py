@@ -60,6 +60,10 @@ class Route:
     media_type: str = "application/json"
     #: Other answers the route gives with a body of their own shape (status -> its model).
     also: dict[int, type[BaseModel]] = field(default_factory=dict)
+    #: True where the route answers with :func:`respond_tagged`: its success answer carries
+    #: an ``ETag`` and ``Cache-Control: no-cache``, and a request whose ``If-None-Match``
+    #: names the tag answers 304 with no body.
+    revalidated: bool = False
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
     query: dict[str, str | Query] = field(default_factory=dict)
