@@ -141,8 +141,9 @@ def render_tagged(request: web.Request, template: str, **values: Any) -> web.Res
 
     For the fragments htmx polls. htmx never sends ``If-None-Match`` itself: the browser's
     HTTP cache does, on the poll's XHR, and on a 304 it hands the XHR the 200 it kept (the
-    XHR never sees the 304), which htmx swaps in: identical content, so the page is as it
-    was. (Were a script to send the header itself, it would see the 304 and its empty body,
-    which htmx 2 swaps by default; nothing here does.)"""
+    XHR never sees the 304; in Chromium the wire says 304, the XHR 200), which htmx swaps
+    in: identical content, so the page is as it was. (Were a script to send the header
+    itself, it would see the 304 and its empty body, which htmx 2 swaps by default; nothing
+    here does.)"""
     body = aiohttp_jinja2.render_string(template, request, context(request, **values))
     return tagged(request, body.encode("utf-8"), "text/html")
