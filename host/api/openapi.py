@@ -57,6 +57,45 @@ def _no_controls(schema: Any) -> Any:
     return schema
 
 
+#: The headers of a revalidated answer (:func:`pageant.api.routing.respond_tagged`): on its
+#: 200 and on its 304 alike.
+REVALIDATED_HEADERS = {
+    "ETag": {
+        "description": "a strong tag of this answer's body; send it back in If-None-Match",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "no-cache: keep the answer, but ask again (with If-None-Match) before "
+        "using it",
+        "required": True,
+        "schema": {"type": "string", "const": "no-cache"},
+    },
+}
+#: The request header a revalidated route reads.
+IF_NONE_MATCH = {
+    "name": "If-None-Match",
+    "in": "header",
+    "required": False,
+    "description": "the ETag of an answer kept from before (a list of tags, or *); when it "
+    "names the current answer's tag the answer is 304 with no body. A value that names no "
+    "tag of the answer is ignored",
+    "schema": {"type": "string"},
+}
+
+
+def _revalidated(operation: dict[str, Any], status: int) -> None:
+    """Declare a revalidated route's headers on its success answer, its 304, and the
+    If-None-Match it reads."""
+    responses = operation["responses"]
+    responses[str(status)]["headers"] = REVALIDATED_HEADERS
+    responses["304"] = {
+        "description": "not modified: If-None-Match named the current answer's tag; no body",
+        "headers": REVALIDATED_HEADERS,
+    }
+    operation.setdefault("parameters", []).append(IF_NONE_MATCH)
+
+
 def _hoist(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
@@ -113,6 +152,8 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
             )
         if params:
             operation["parameters"] = params
+        if route.revalidated:
+            _revalidated(operation, route.status)
         if route.body is not None:
             body_schema = _hoist(_schema(route.body, registry), components)
             operation["requestBody"] = {

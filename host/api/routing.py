@@ -4,7 +4,6 @@ two cannot disagree."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pageant import jsoncodec
 from pageant.errors import Forbidden, Invalid, Unauthenticated, UnsupportedMediaType
+from pageant.revalidation import tagged
 from pageant.timefmt import iso
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -60,6 +60,10 @@ class Route:
     media_type: str = "application/json"
     #: Other answers the route gives with a body of their own shape (status -> its model).
     also: dict[int, type[BaseModel]] = field(default_factory=dict)
+    #: True where the route answers with :func:`respond_tagged`: its success answer carries
+    #: an ``ETag`` and ``Cache-Control: no-cache``, and a request whose ``If-None-Match``
+    #: names the tag answers 304 with no body.
+    revalidated: bool = False
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
     query: dict[str, str | Query] = field(default_factory=dict)
@@ -192,31 +196,10 @@ def respond(data: Any, status: int = 200) -> web.Response:
 
 
 def respond_tagged(request: web.Request, data: Any) -> web.Response:
-    """``data`` as :func:`respond` answers it, with a strong ``ETag`` (a digest of the body);
-    304 Not Modified, with no body, when the request's ``If-None-Match`` lists that tag (or
-    is ``*``). ``Cache-Control: no-cache``: a client may keep the answer but asks again
-    before using it. An ``If-None-Match`` that names no tag of ours is ignored (a 200)."""
-    body = jsoncodec.dumps_bytes(data, _default)
-    tag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
-    headers = {"ETag": tag, "Cache-Control": "no-cache"}
-    if _matches(request.headers.get("If-None-Match", ""), tag):
-        return web.Response(status=304, headers=headers)
-    return web.Response(
-        body=body,
-        headers=headers,
-        content_type="application/json",
-        charset="utf-8",
-    )
-
-
-def _matches(if_none_match: str, tag: str) -> bool:
-    """Whether ``If-None-Match`` names ``tag``: ``*``, or among its comma-separated tags,
-    compared weakly (a ``W/`` prefix ignored), as RFC 9110 asks for this header."""
-    for listed in if_none_match.split(","):
-        listed = listed.strip()
-        if listed == "*" or listed.removeprefix("W/") == tag:
-            return True
-    return False
+    """``data`` as :func:`respond` answers it, revalidated
+    (:func:`pageant.revalidation.tagged`): a strong ``ETag``, ``Cache-Control: no-cache``,
+    and 304 with no body to an ``If-None-Match`` that names the tag."""
+    return tagged(request, jsoncodec.dumps_bytes(data, _default), "application/json")
 
 
 async def read_json(request: web.Request) -> Any:

@@ -11,6 +11,7 @@ from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS, STAFF
 from pageant.console.session import CSRF_FIELD, Session, Sessions
 from pageant.errors import Forbidden
 from pageant.hosting import Host
+from pageant.revalidation import tagged
 
 HOST = web.AppKey("console_host", Host)
 SESSIONS = web.AppKey("console_sessions", Sessions)
@@ -129,3 +130,20 @@ def render_error(
         message=message,
         details=details or [],
     )
+
+
+def render_tagged(request: web.Request, template: str, **values: Any) -> web.Response:
+    """``template`` rendered as :func:`render` does, revalidated
+    (:func:`pageant.revalidation.tagged`): an ``ETag`` that is a digest of the HTML sent
+    (the CSRF token and the role's buttons in it included, so the tag is exact per
+    response), ``Cache-Control: no-cache``, and 304 with no body to an ``If-None-Match``
+    that names the tag.
+
+    For the fragments htmx polls. htmx never sends ``If-None-Match`` itself: the browser's
+    HTTP cache does, on the poll's XHR, and on a 304 it hands the XHR the 200 it kept (the
+    XHR never sees the 304; in Chromium the wire says 304, the XHR 200), which htmx swaps
+    in: identical content, so the page is as it was. (Were a script to send the header
+    itself, it would see the 304 and its empty body, which htmx 2 swaps by default; nothing
+    here does.)"""
+    body = aiohttp_jinja2.render_string(template, request, context(request, **values))
+    return tagged(request, body.encode("utf-8"), "text/html")

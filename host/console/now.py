@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from pageant.access.roles import STAFF
-from pageant.console.keys import host_of, render, require
+from pageant.console.keys import host_of, render, render_tagged, require
 from pageant.db import runs as run_rows
 from pageant.db.states import RUN_LIVE
 from pageant.events import definitions
@@ -62,6 +62,7 @@ async def now_page(request: web.Request) -> web.Response:
 
 @routes.get("/now/live")
 async def now_live(request: web.Request) -> web.Response:
-    """The part of the page htmx polls."""
+    """The part of the page htmx polls, revalidated as the run page's is
+    (:func:`~pageant.console.keys.render_tagged`)."""
     require(request, STAFF)
-    return render(request, "_now_live.html", **await _now(request))
+    return render_tagged(request, "_now_live.html", **await _now(request))

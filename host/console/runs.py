@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.console import timeline as drawing
 from pageant.console.filters import at
-from pageant.console.keys import host_of, render, require, see_other
+from pageant.console.keys import host_of, render, render_tagged, require, see_other
 from pageant.db import phase_gates
 from pageant.db.states import (
     RUN_ADVANCE,
@@ -289,9 +289,13 @@ async def run_page(request: web.Request) -> web.Response:
 
 @routes.get("/runs/{run_id}/live")
 async def run_live(request: web.Request) -> web.Response:
-    """The part of the page htmx polls: everything but the page's frame."""
+    """The part of the page htmx polls: everything but the page's frame, revalidated
+    (:func:`~pageant.console.keys.render_tagged`): a poll that finds it unchanged is a 304
+    with no body."""
     require(request, STAFF)
-    return await _page(request, _run_id(request), template="_run_live.html")
+    run_id = _run_id(request)
+    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
+    return render_tagged(request, "_run_live.html", **await timeline(request, data))
 
 
 def _text(form: Any, name: str, limit: int) -> str | None:

@@ -239,3 +239,23 @@ async def test_healthz_documents_its_503(doc):
         responses["503"]["content"]["application/json"]["schema"]
         == (responses["200"]["content"]["application/json"]["schema"])
     )
+
+
+async def test_the_run_console_documents_its_etag_and_304(doc):
+    op = doc["paths"]["/api/v1/admin/runs/{run_id}"]["get"]
+    ok, not_modified = op["responses"]["200"], op["responses"]["304"]
+    for answer in (ok, not_modified):
+        assert set(answer["headers"]) == {"ETag", "Cache-Control"}
+        assert all(header["required"] for header in answer["headers"].values())
+        assert answer["headers"]["Cache-Control"]["schema"]["const"] == "no-cache"
+    assert "content" not in not_modified  # a 304 has no body
+    [header] = [p for p in op["parameters"] if p["in"] == "header"]
+    assert header["name"] == "If-None-Match" and header["required"] is False
+    # Only the revalidated route declares them.
+    others = [
+        (method, path)
+        for method, path, other in _operations(doc)
+        if "304" in other["responses"]
+        or any(p["in"] == "header" for p in other.get("parameters", []))
+    ]
+    assert others == [("get", "/api/v1/admin/runs/{run_id}")]

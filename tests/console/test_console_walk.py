@@ -690,3 +690,35 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     assert requested, "the browser made no requests"
     strangers = [url for url in requested if not url.startswith(base + "/")]
     assert strangers == [], strangers
+
+
+def test_a_poll_answered_304_leaves_the_page_as_it_was_in_chromium(
+    server: dict[str, Any], browser: Any
+) -> None:
+    """Chromium revalidates htmx's poll of ``/now/live`` by itself (``If-None-Match``); the
+    wire answer is a 304 with no body, the XHR is handed the 200 the browser kept, and the
+    page is as it was (htmx never swaps an empty body in)."""
+    context = browser.new_context()
+    page = _sign_in(context, server["base"], server["tokens"]["admin"])
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    wire: dict[str, int] = {}
+    polls: dict[str, str] = {}
+    cdp.on(
+        "Network.requestWillBeSent",
+        lambda e: polls.update({e["requestId"]: e["request"]["url"]}),
+    )
+    cdp.on(
+        "Network.responseReceivedExtraInfo",
+        lambda e: wire.update({e["requestId"]: e["statusCode"]}),
+    )
+    seen: list[int] = []
+    page.on("response", lambda r: seen.append(r.status) if r.url.endswith("/now/live") else None)
+    page.goto(f"{server['base']}/now")
+    before = page.inner_html("#now-live")
+    page.wait_for_timeout(10_000)  # three polls, every 3 s
+    live = [wire[rid] for rid, url in polls.items() if url.endswith("/now/live") and rid in wire]
+    assert 304 in live, live
+    assert seen and set(seen) == {200}, seen  # what htmx was handed
+    assert page.inner_html("#now-live") == before
+    context.close()

@@ -389,6 +389,7 @@ async def runs_now(request: web.Request) -> web.Response:
     roles=STAFF,
     summary="The run console: the run and why it waits, its steps, its gate, its log",
     response=ConsoleOut,
+    revalidated=True,
 )
 async def run_console(request: web.Request) -> web.Response:
     return respond_tagged(request, await console(request.app[HOST], int_param(request, "run_id")))
