@@ -159,7 +159,7 @@ class Host:
 
     @property
     def console_reads(self) -> ConsoleReads:
-        """This host's run-console readers' budget and kept consoles (made on first use)."""
+        """This host's run-console readers' budget (made on first use)."""
         if self._console_reads is None:
             from pageant.reads import ConsoleReads
 

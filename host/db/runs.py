@@ -25,7 +25,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import BindParameter
 
 from pageant.db import switchboard
 from pageant.db.engine_rows import RunState, StepRow
@@ -56,12 +55,6 @@ from pageant.db.tables import (
     changed_one,
     event_action_settings,
     event_definitions,
-    event_run_budget,
-    event_run_log,
-    event_run_participants,
-    event_run_phase_gates,
-    event_run_resources,
-    event_run_results,
     event_run_steps,
     event_runs,
     event_versions,
@@ -324,80 +317,6 @@ async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
 
 def _count_where(condition: Any) -> Any:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
-
-
-_lg, _st, _gt = event_run_log.c, event_run_steps.c, event_run_phase_gates.c
-_pp, _rt, _bg, _rs = (
-    event_run_participants.c,
-    event_run_results.c,
-    event_run_budget.c,
-    event_run_resources.c,
-)
-_NOW: BindParameter[datetime] = bindparam("now")
-#: Each table the run console reads with the aggregates of the run's rows of it whose values
-#: move with every change the console shows. Rows only added (log lines, participants,
-#: results) are told by their count and newest id; rows changed in place by the columns
-#: that change. ``due_at`` and a gate's ``deadline`` are compared with ``now``: the console
-#: reads differently once one has passed.
-_MARKS = (
-    (event_run_log, (func.count(), func.max(_lg.id))),
-    (
-        event_run_steps,
-        (
-            func.count(),
-            *(_count_where(_st.status == status) for status in StepStatus),
-            func.sum(_st.attempts),
-            _count_where(_st.lease_until.is_(None)),
-            _count_where(_st.due_at <= _NOW),
-            func.max(_st.due_at),
-            func.max(_st.started_at),
-            func.max(_st.finished_at),
-            func.sum(func.length(_st.last_error)),
-            func.sum(func.length(_st.note)),
-            func.sum(func.length(_st.spent)),
-        ),
-    ),
-    (
-        event_run_phase_gates,
-        (
-            func.count(),
-            func.sum(_gt.tally),
-            func.sum(_gt.needed),
-            func.max(_gt.entered_at),
-            func.max(_gt.deadline),
-            _count_where(_gt.deadline <= _NOW),
-            func.max(_gt.last_event_at),
-            _count_where(_gt.last_event_counted.is_(True)),
-            func.max(_gt.satisfied_at),
-            _count_where(_gt.satisfied_at.is_not(None)),
-        ),
-    ),
-    (event_run_participants, (func.count(), func.max(_pp.id))),
-    (event_run_results, (func.count(), func.max(_rt.id))),
-    (
-        event_run_budget,
-        (func.count(), func.sum(_bg.consumed), func.sum(_bg.cap), _count_where(_bg.cap.is_(None))),
-    ),
-    (
-        event_run_resources,
-        (func.count(), func.max(_rs.id), func.max(_rs.updated_at), func.sum(_rs.revert_attempts)),
-    ),
-)
-_CONSOLE_MARKS = select(
-    *(
-        select(aggregate).where(table.c.run_id == bindparam("run_id")).scalar_subquery()
-        for table, aggregates in _MARKS
-        for aggregate in aggregates
-    )
-)
-
-
-async def console_marks(conn: AsyncConnection, run_id: int, now: datetime) -> tuple[Any, ...]:
-    """What the run console reads of a run besides its row, as one small read: the
-    aggregates of :data:`_MARKS`. Two equal answers (with equal run rows, and the same side
-    of ``now`` for the run's own instants) mean the console reads the same rows; whether it
-    then says the same depends on no other state (:func:`pageant.runs.console.console`)."""
-    return tuple((await conn.execute(_CONSOLE_MARKS, {"run_id": run_id, "now": now})).one())
 
 
 _VALUES = select(r.scope, r.params).where(r.id == bindparam("run_id"))

@@ -234,27 +234,6 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
     return step_json(step._mapping)
 
 
-#: Reasons a run waits that another run or this host's plugins decide, not its own rows.
-_NOT_OF_ITS_ROWS = ("concurrency", "unavailable")
-
-
-def _reads_the_same_later(row: Row, data: dict[str, Any]) -> bool:
-    """Whether ``data``, built from ``row`` and rows with the same marks, is what a later
-    build from such rows answers: its instants come from rows (a ``since`` the run's row
-    holds, not the moment of reading) and no other run's rows decide it."""
-    if row.status == "scheduled" and row.concurrency_key:
-        return False  # a holder of its key may come or go
-    waiting = data["run"]["waiting_on"]
-    if waiting is None:
-        return True
-    reason = waiting["reason"]
-    return (
-        reason not in _NOT_OF_ITS_ROWS
-        and row.waiting_reason == reason
-        and row.waiting_since is not None
-    )
-
-
 async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> dict[str, Any]:
     """The run console: ``{run, steps, gate, participants, results, budget, resources,
     cleanup_summary, log}`` — the run with why it is waiting, every step, the current
@@ -266,35 +245,18 @@ async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> di
     ``log_total`` says how many there are: the web console's page, refreshed every two
     seconds, shows a tail and should not read a long run's whole story to do so.
 
-    Read within the host's read budget (:class:`pageant.reads.ConsoleReads`). A console read
-    again while its run's row and marks (:func:`pageant.db.runs.console_marks`) are unchanged
-    is the one built before: equal to a fresh build, not built again (and shared: callers
-    read the answer and never change it).
+    Read within the host's read budget (:class:`pageant.reads.ConsoleReads`), and built
+    afresh every time: what it says moves with the clock ("seen 1 of 2 since 12:00 UTC
+    (6 min)") and with rows beyond the run's own (the trigger's last firing, another run
+    holding its key, a plugin's availability).
     """
-    reads = host.console_reads
-    async with reads.slots:
+    async with host.console_reads.slots:
         now = host.clock.now()
         async with host.db.connect() as conn:
             row = await runs.get_run(conn, run_id)
             if row is None:
                 raise NotFound(f"no such run: {run_id}")
-            passed = (
-                row.scheduled_for <= now,
-                row.hold_until is not None and row.hold_until <= now,
-            )
-            marks = (
-                tuple(row),
-                passed,
-                host.unavailable_owners(),
-                await runs.console_marks(conn, run_id, now),
-            )
-            kept = reads.recall(run_id, log_tail, marks)
-            if kept is not None:
-                return kept
-            data = await _build(conn, host, row, now=now, log_tail=log_tail)
-        if _reads_the_same_later(row, data):
-            reads.keep(run_id, log_tail, marks, data)
-    return data
+            return await _build(conn, host, row, now=now, log_tail=log_tail)
 
 
 async def _build(

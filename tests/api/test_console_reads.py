@@ -1,6 +1,5 @@
 """The run console's readers: an unchanged console answers 304 to the ETag it was sent, a
-changed one 200 with a new tag; a console read again with nothing changed is the one kept
-built, equal to a fresh build; at most ``read_concurrency`` consoles are read at once —
+changed one 200 with a new tag; at most ``read_concurrency`` consoles are read at once —
 through the real app."""
 
 from __future__ import annotations
@@ -11,8 +10,6 @@ from typing import Any
 import pytest
 
 from pageant.api.app import make_app
-from pageant.db import runlog
-from pageant.db.log_kinds import LogKind
 from pageant.runs import console as console_module
 from pageant.settings import Settings
 from tests.conftest import bearer
@@ -120,51 +117,6 @@ async def test_a_bad_if_none_match_is_harmless(api, tokens, probe_host, clock, e
     assert await answer.json() == await plain.json()
 
 
-async def test_an_ended_runs_console_is_kept_and_equals_a_fresh_build(
-    api, tokens, probe_host, clock, engine, settings, db
-):
-    run_id = await _run(api, tokens, probe_host, clock, announce("one"), announce("two"))
-    await engine.tick()
-    await engine.tick()
-    kept = await console_module.console(probe_host, run_id)
-    assert kept["run"]["status"] == "completed"
-    assert await console_module.console(probe_host, run_id) is kept  # not built again
-    fresh_host = make_host(settings, db, clock, [])
-    try:
-        assert await console_module.console(fresh_host, run_id) == kept
-    finally:
-        await fresh_host.close()
-    # A line added to the ended run's log (as a cleanup or reconcile adds them) is read.
-    async with probe_host.db.begin() as conn:
-        await runlog.write(conn, run_id, LogKind.CONTROL_CLEANUP, at=clock.now(), actor="x")
-    changed = await console_module.console(probe_host, run_id)
-    assert changed is not kept
-    assert changed["log"][-1]["kind"] == LogKind.CONTROL_CLEANUP
-    tagged = await _get(api, tokens, run_id)
-    assert (await tagged.json())["log"][-1]["kind"] == LogKind.CONTROL_CLEANUP
-
-
-async def test_a_live_runs_kept_console_equals_a_fresh_build_until_a_row_changes(
-    api, tokens, probe_host, clock, engine, probe, settings, db
-):
-    probe.script["cue"] = [{"ok": True, "park": True}]
-    run_id = await _run(api, tokens, probe_host, clock, probe_step("cue"), announce("after"))
-    await engine.tick()
-    kept = await console_module.console(probe_host, run_id, log_tail=5)
-    assert kept["run"]["waiting_on"]["reason"] == "parked"
-    assert await console_module.console(probe_host, run_id, log_tail=5) is kept
-    fresh_host = make_host(settings, db, clock, [])
-    try:
-        assert await console_module.console(fresh_host, run_id, log_tail=5) == kept
-    finally:
-        await fresh_host.close()
-    clock.advance(minutes=5)  # time alone changes nothing here: the same console
-    assert await console_module.console(probe_host, run_id, log_tail=5) is kept
-    # A plugin marked unavailable is read at once, though no row changed.
-    probe_host.mark_unavailable("probe", "game down")
-    assert await console_module.console(probe_host, run_id, log_tail=5) is not kept
-
-
 async def test_a_due_instant_passing_is_read_with_no_row_changed(
     api, tokens, probe_host, clock, engine, probe
 ):
@@ -174,16 +126,6 @@ async def test_a_due_instant_passing_is_read_with_no_row_changed(
     due = await _get(api, tokens, run_id, backoff.headers["ETag"])
     assert due.status == 200
     assert (await due.json())["run"]["waiting_on"] is None
-
-
-async def test_the_kept_consoles_are_bounded(api, tokens, probe_host, clock, engine):
-    reads = probe_host.console_reads
-    reads.kept = 2
-    ids = [await _run(api, tokens, probe_host, clock, announce(f"r{i}")) for i in range(3)]
-    await engine.tick()
-    for run_id in ids:
-        await console_module.console(probe_host, run_id)
-    assert [key[0] for key in reads._built] == ids[1:]
 
 
 class Held:

@@ -579,6 +579,21 @@ async def test_a_gate_that_opens_in_time_never_stalls(host, engine, clock):
 # ── what the run says while it waits ──────────────────────────────────────────
 
 
+async def test_a_gates_sentence_read_later_says_the_later_time(host, engine, clock):
+    # Nothing of the run changes between the two reads; only the clock moves, and the
+    # sentence with it: a console is never answered from an earlier build.
+    run_id = await _start(host, phase("muster", announce("x"), advance=TWO_NORTH))
+    await engine.tick()
+    clock.advance(60)
+    await host.emit("wisps.caught", {"colour": "north"})
+    clock.advance(300)
+    first = (await console(host, run_id))["run"]["waiting_on"]["sentence"]
+    assert first.endswith("since 12:00 UTC (6 min)")
+    clock.advance(240)
+    later = (await console(host, run_id))["run"]["waiting_on"]["sentence"]
+    assert later.endswith("since 12:00 UTC (10 min)")
+
+
 async def test_waiting_on_names_the_gate_in_a_sentence_logged_once(host, engine, clock):
     run_id = await _start(host, phase("muster", announce("x"), advance=TWO_NORTH))
     await engine.tick()
