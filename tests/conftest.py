@@ -194,16 +194,30 @@ async def probe_host(settings: Settings, db: AsyncEngine, clock: FakeClock, prob
         await h.close()
 
 
-@pytest.fixture
-async def engine(probe_host: Any) -> AsyncIterator[Any]:
-    """The engine of ``probe_host``, not started (tests call ``tick``); stopped afterwards."""
+async def _engine_of(host: Any) -> AsyncIterator[Any]:
     from pageant.engine import Engine
 
-    e = Engine(probe_host)
+    e = Engine(host)
     try:
         yield e
     finally:
         await e.stop()
+
+
+@pytest.fixture
+async def engine(probe_host: Any) -> AsyncIterator[Any]:
+    """The engine of ``probe_host``, not started (tests call ``tick``); stopped afterwards."""
+    async for e in _engine_of(probe_host):
+        yield e
+
+
+@pytest.fixture
+async def host_engine(host: Any) -> AsyncIterator[Any]:
+    """The engine of the plain ``host`` (no plugins but the built-in ones), attached but not
+    started (tests call ``tick``); stopped afterwards. A folder or module whose tests run on
+    ``host`` names it ``engine`` with a one-line fixture."""
+    async for e in _engine_of(host):
+        yield e
 
 
 #: Figures a test wants on the record (the proofs' counts), printed at the end of the run.

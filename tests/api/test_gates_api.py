@@ -11,7 +11,6 @@ from sqlalchemy import select
 
 from pageant.api.app import all_routes, make_app
 from pageant.db.tables import event_run_log, event_run_phase_gates, event_versions
-from pageant.engine import Engine
 from pageant.hosting import Host
 from tests.api.test_events_api import EVENTS, call, create
 from tests.factories import announce, phase, spec, step
@@ -22,12 +21,8 @@ NORTH = {"var": "colour", "op": "eq", "value": "north"}
 
 
 @pytest.fixture
-async def engine(host: Host) -> Any:
-    e = Engine(host)
-    try:
-        yield e
-    finally:
-        await e.stop()
+def engine(host_engine: Any) -> Any:
+    return host_engine
 
 
 async def _gated_run(client, tokens, engine, *phases: dict[str, Any]) -> int:

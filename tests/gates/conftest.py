@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
-from pageant.engine import Engine
-from pageant.hosting import Host
-
 
 @pytest.fixture
-async def engine(host: Host) -> AsyncIterator[Engine]:
-    e = Engine(host)
-    try:
-        yield e
-    finally:
-        await e.stop()
+def engine(host_engine: Any) -> Any:
+    return host_engine

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from pageant.engine import Engine
 from pageant.errors import Invalid
 from pageant.events.authoring import validator as specs
-from pageant.hosting import Host
 from tests.api.test_events_api import EVENTS, call, create
 from tests.events.test_spec import _registry
 from tests.factories import announce, log_lines, phase, step_rows
@@ -51,12 +49,8 @@ def registry() -> Any:
 
 
 @pytest.fixture
-async def engine(host: Host) -> Any:
-    e = Engine(host)
-    try:
-        yield e
-    finally:
-        await e.stop()
+def engine(host_engine: Any) -> Any:
+    return host_engine
 
 
 async def _published(client: Any, tokens: dict[str, str], spec: dict[str, Any], **kw: Any):

@@ -42,13 +42,9 @@ def _summoning() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def engine(host: Host) -> Any:
+def engine(host_engine: Any) -> Any:
     """``host``'s engine, attached (its group commit takes the starts) but never ticking."""
-    e = Engine(host)
-    try:
-        yield e
-    finally:
-        await e.stop()
+    return host_engine
 
 
 async def _start(host: Host, event_id: int, **kw: Any) -> Any:
