@@ -5,6 +5,7 @@ Nothing happens at import; a ``Host`` does its work when it is built and started
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
     from pageant.metrics import Metrics
-    from pageant.reads import ConsoleReads
 
 log = logging.getLogger("pageant")
 
@@ -131,7 +131,7 @@ class Host:
         self._unavailable: dict[str, str] = {}
         self._metrics: Metrics | None = None
         self._firings: Firings | None = None
-        self._console_reads: ConsoleReads | None = None
+        self._console_reads: asyncio.Semaphore | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -158,12 +158,13 @@ class Host:
         return self._metrics
 
     @property
-    def console_reads(self) -> ConsoleReads:
-        """This host's run-console readers' budget (made on first use)."""
+    def console_reads(self) -> asyncio.Semaphore:
+        """The run console's readers' budget: at most ``read_concurrency`` consoles read at
+        once, the rest waiting their turn in arrival order (made on first use). The engine
+        shares the event loop and the database pool with every reader; readers that ask as
+        fast as they are answered would otherwise take most of both."""
         if self._console_reads is None:
-            from pageant.reads import ConsoleReads
-
-            self._console_reads = ConsoleReads(self.settings.read_concurrency)
+            self._console_reads = asyncio.Semaphore(self.settings.read_concurrency)
         return self._console_reads
 
     def attach_engine(self, engine: EngineSeam | None) -> None:

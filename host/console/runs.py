@@ -41,7 +41,6 @@ from pageant.schedules.recurrence import zone
 
 routes = web.RouteTableDef()
 
-#: The statuses after which nothing changes: the page stops polling.
 #: How many of the newest log lines the page shows.
 LOG_LINES = 200
 MAX_REASON = 200
@@ -274,11 +273,16 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def _view(request: web.Request, run_id: int) -> dict[str, Any]:
+    """What the run page and its polled part render: the console's newest lines, drawn."""
+    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
+    return await timeline(request, data)
+
+
 async def _page(
     request: web.Request, run_id: int, *, template: str, status: int = 200, **extra: Any
 ) -> web.Response:
-    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
-    return render(request, template, status=status, **await timeline(request, data), **extra)
+    return render(request, template, status=status, **await _view(request, run_id), **extra)
 
 
 @routes.get("/runs/{run_id}")
@@ -293,9 +297,7 @@ async def run_live(request: web.Request) -> web.Response:
     (:func:`~pageant.console.keys.render_tagged`): a poll that finds it unchanged is a 304
     with no body."""
     require(request, STAFF)
-    run_id = _run_id(request)
-    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
-    return render_tagged(request, "_run_live.html", **await timeline(request, data))
+    return render_tagged(request, "_run_live.html", **await _view(request, _run_id(request)))
 
 
 def _text(form: Any, name: str, limit: int) -> str | None:

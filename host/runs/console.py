@@ -245,12 +245,12 @@ async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> di
     ``log_total`` says how many there are: the web console's page, refreshed every two
     seconds, shows a tail and should not read a long run's whole story to do so.
 
-    Read within the host's read budget (:class:`pageant.reads.ConsoleReads`), and built
+    Read within the host's read budget (:attr:`pageant.hosting.Host.console_reads`), and built
     afresh every time: what it says moves with the clock ("seen 1 of 2 since 12:00 UTC
     (6 min)") and with rows beyond the run's own (the trigger's last firing, another run
     holding its key, a plugin's availability).
     """
-    async with host.console_reads.slots:
+    async with host.console_reads:
         now = host.clock.now()
         async with host.db.connect() as conn:
             row = await runs.get_run(conn, run_id)
