@@ -222,14 +222,34 @@ async def host_engine(host: Any) -> AsyncIterator[Any]:
 
 #: Figures a test wants on the record (the proofs' counts), printed at the end of the run.
 FIGURES: list[str] = []
+#: The figures the run's reports carried, in the process that prints the summary.
+_RECORDED: list[str] = []
+_FIGURE = "figure"
+#: How many of ``FIGURES`` were put on a report already (a list, to be set in a hook).
+_reported = [0]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+    # A figure rides on the report of the test phase that appended it: under pytest-xdist
+    # the test ran in a worker, and only its reports reach the process that prints.
+    import tests.conftest as shared
+
+    outcome = yield
+    report = outcome.get_result()
+    fresh = shared.FIGURES[_reported[0] :]
+    _reported[0] = len(shared.FIGURES)
+    report.user_properties.extend((_FIGURE, line) for line in fresh)
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    _RECORDED.extend(value for name, value in report.user_properties if name == _FIGURE)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     # The tests append to ``tests.conftest.FIGURES``; pytest may have loaded this file under
-    # another module name, so the list is read from the one the tests import.
-    import tests.conftest as shared
-
-    if shared.FIGURES:
+    # another module name, so the figures are read from the reports, not from a list.
+    if _RECORDED:
         terminalreporter.section("figures")
-        for line in shared.FIGURES:
+        for line in _RECORDED:
             terminalreporter.write_line(line)
