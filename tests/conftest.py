@@ -225,21 +225,20 @@ FIGURES: list[str] = []
 #: The figures the run's reports carried, in the process that prints the summary.
 _RECORDED: list[str] = []
 _FIGURE = "figure"
-#: How many of ``FIGURES`` were put on a report already (a list, to be set in a hook).
-_reported = [0]
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[Any]:
     # A figure rides on the report of the test phase that appended it: under pytest-xdist
-    # the test ran in a worker, and only its reports reach the process that prints.
+    # the test ran in a worker, and only its reports reach the process that prints. The
+    # tests append to ``tests.conftest.FIGURES``, which pytest may have loaded under another
+    # name than this file's, so the list is the one the tests import; it is emptied here.
     import tests.conftest as shared
 
-    outcome = yield
-    report = outcome.get_result()
-    fresh = shared.FIGURES[_reported[0] :]
-    _reported[0] = len(shared.FIGURES)
-    report.user_properties.extend((_FIGURE, line) for line in fresh)
+    report = yield
+    report.user_properties.extend((_FIGURE, line) for line in shared.FIGURES)
+    shared.FIGURES.clear()
+    return report
 
 
 def pytest_runtest_logreport(report: Any) -> None:
@@ -247,8 +246,6 @@ def pytest_runtest_logreport(report: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    # The tests append to ``tests.conftest.FIGURES``; pytest may have loaded this file under
-    # another module name, so the figures are read from the reports, not from a list.
     if _RECORDED:
         terminalreporter.section("figures")
         for line in _RECORDED:

@@ -309,8 +309,11 @@ def validation_details(exc: ValidationError, root: str = "body") -> list[str]:
 
 
 async def read_body(request: web.Request, model: type[M], *, optional: bool = False) -> M:
-    """Parse and validate the body into ``model``; every problem reported with its path."""
-    if optional and not (await request.read()).strip():
+    """Parse and validate the body into ``model``; every problem reported with its path.
+
+    An ``optional`` body may be absent (no bytes at all); a body of only blanks is present
+    and is not JSON, so it is refused like any other text that is not."""
+    if optional and not await request.read():
         data: Any = {}
     else:
         data = await read_json(request)

@@ -254,6 +254,26 @@ async def test_a_body_that_is_not_json_is_a_415(client, tokens, db, kind) -> Non
     assert await snapshot(db) == before
 
 
+OPTIONAL_BODY_ROUTES = sorted(r.path for r in all_routes() if r.body_optional)
+
+
+@pytest.mark.parametrize("template", OPTIONAL_BODY_ROUTES)
+async def test_an_optional_body_of_only_blanks_is_a_400_and_none_at_all_is_accepted(
+    client, tokens, db, ids, template
+) -> None:
+    path = fill(template, ids)
+    headers = {**bearer(tokens["admin"]), "Content-Type": "application/json"}
+    before = await snapshot(db)
+    response = await client.post(path, data=b" \n", headers=headers)
+    assert response.status == 400, await response.text()
+    assert envelope(await response.json())["code"] == "invalid"
+    assert await snapshot(db) == before
+    # No bytes at all is no body: the route goes on to its own answer (some refuse the
+    # run's state with a 409), never to a complaint about the body.
+    response = await client.post(path, data=b"", headers=headers)
+    assert response.status in (200, 201, 409), await response.text()
+
+
 async def test_json_with_a_charset_or_a_json_suffix_is_json(client, tokens) -> None:
     for kind in ("application/json; charset=utf-8", "application/merge-patch+json"):
         response = await client.post(

@@ -236,11 +236,10 @@ def test_the_tested_document_is_the_served_one(server: Server) -> None:
 def drives(request: pytest.FixtureRequest) -> Iterator[None]:
     """After an operation's test (every example of it): it sent at least one request of its
     own operation. Kept per test, so it holds however the tests are spread over processes."""
-    label = getattr(request.node, "operation_label", None)
-    before = SEEN.get(label, 0) if label else 0
+    label = request.node.operation_label
+    before = SEEN.get(label, 0)
     yield
-    if label is not None:
-        assert SEEN.get(label, 0) > before, f"{label} was never sent"
+    assert SEEN.get(label, 0) > before, f"{label} was never sent"
 
 
 @schema.parametrize()

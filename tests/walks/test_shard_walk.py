@@ -214,7 +214,8 @@ async def test_a_spawn_the_slow_shard_applies_after_its_revert_makes_nothing(wal
     # The probe's scenario: the shard makes a spawn 6 s after the request, the step's
     # budget is 1 s, the run is cancelled and cleaned up before the shard gets to it (in
     # about 1.2 s; the 6 s leave a loaded machine room).
-    faults(fault_apply_delay_seconds=6)
+    delay = 6
+    faults(fault_apply_delay_seconds=delay)
     host, engine, shard = await walk()
     await enable(host, "shard.spawn")
     host.registry.actions["shard.spawn"] = host.registry.actions["shard.spawn"].model_copy(
@@ -230,9 +231,9 @@ async def test_a_spawn_the_slow_shard_applies_after_its_revert_makes_nothing(wal
     await engine.tick()  # cleanup: the placeholder's key is reverted
     view = await console(host, run_id)
     assert (view["run"]["status"], view["run"]["cleanup_status"]) == ("cancelled", "complete")
-    assert loop.time() - requested < 6
+    assert loop.time() - requested < delay
     assert shard.world.is_reverted(row.idempotency_key)
     # The shard now gets to the request it was sent at the start.
-    await asyncio.sleep(6.2 - (loop.time() - requested))
+    await asyncio.sleep(delay + 0.2 - (loop.time() - requested))
     assert shard.world.creatures == {}
     assert shard.world.spawned == {}
