@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import aiohttp
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+    from pageant.db.definitions import Pinned
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
     from pageant.metrics import Metrics
@@ -65,7 +66,9 @@ class OutageNote(Protocol):
 class SpecCache(Protocol):
     """The pinned versions' specs the engine keeps (:class:`pageant.runs.versions.PinnedSpecs`)."""
 
-    async def get(self, conn: AsyncConnection, version_id: int) -> tuple[int, Any] | None: ...
+    async def get(self, conn: AsyncConnection, version_id: int) -> Pinned | None: ...
+
+    async def fetch(self, db: AsyncEngine, version_id: int) -> Pinned | None: ...
 
 
 class EngineSeam(Protocol):

@@ -94,7 +94,7 @@ async def _pinned(request: web.Request, run: dict[str, Any]) -> dict[str, Any]:
         event = await definitions.get_definition(conn, run["definition_id"])
         gates = await phase_gates.gates_of_run(conn, run["id"])
     return {
-        "phases": (phases_of(found[1]) if found else None) or [],
+        "phases": (phases_of(found.spec) if found else None) or [],
         "tz": event.timezone if event is not None else "UTC",
         "gates": {gate.phase: dict(gate._mapping) for gate in gates},
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -75,7 +75,9 @@ _VERSION_BY_NUMBER = select(versions).where(
 )
 _VERSION_BY_ID = select(versions).where(_vc.id == bindparam("version_id"))
 #: What a run pinned to a version reads of it (a published version never changes).
-_PINNED = select(_vc.id, _vc.number, _vc.spec).where(_vc.id == bindparam("version_id"))
+_PINNED = select(_vc.id, _vc.number, _vc.spec, _vc.timezone).where(
+    _vc.id == bindparam("version_id")
+)
 
 # The CAS: the state it may act from is in the WHERE clause, so MariaDB's matched-rows count
 # and SQLite's changed-rows count agree on whether it happened.
@@ -169,8 +171,16 @@ async def get_version(conn: AsyncConnection, definition_id: int, number: int) ->
     return (await conn.execute(_VERSION_BY_NUMBER, params)).first()
 
 
+class Pinned(NamedTuple):
+    """What the engine reads of a run's pinned version: its number, its spec, its zone."""
+
+    number: int
+    spec: Any
+    timezone: str
+
+
 async def pinned_version(conn: AsyncConnection, version_id: int) -> AnyRow | None:
-    """``(id, number, spec)`` of a version, or None when there is no such row."""
+    """``(id, number, spec, timezone)`` of a version, or None when there is no such row."""
     return (await conn.execute(_PINNED, {"version_id": version_id})).first()
 
 

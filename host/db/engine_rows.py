@@ -78,6 +78,7 @@ class RunRow(TypedDict):
     ended_at: datetime | None
     slug: str
     title: str
+    visibility: str
     grace_seconds: int
     version_number: int
     version_verified_at: datetime | None

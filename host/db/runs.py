@@ -96,6 +96,7 @@ RUN_COLUMNS = (
     r.ended_at,
     d.slug,
     d.title,
+    d.visibility,
     d.grace_seconds,
     event_versions.c.number.label("version_number"),
     event_versions.c.verified_at.label("version_verified_at"),

@@ -313,9 +313,8 @@ async def move_run(
     ``ahead``: what the run's claim already read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
-    async with host.db.connect() as conn:
-        pinned = await host.runner().versions.get(conn, run["version_id"])
-    phases = phases_of(pinned[1]) if pinned else None
+    pinned = await host.runner().versions.fetch(host.db, run["version_id"])
+    phases = phases_of(pinned.spec) if pinned else None
     if phases is None:
         progress.made = True
         return await _fail_run(

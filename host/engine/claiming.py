@@ -114,7 +114,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             if not await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
                 continue
             pinned = await host.runner().versions.get(conn, row["version_id"])
-            phases = phases_of(pinned[1]) if pinned else None
+            phases = phases_of(pinned.spec) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
                 claimed[run_id] = SetClaim(Ahead(host, run_id), "starting")

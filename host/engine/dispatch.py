@@ -416,7 +416,12 @@ async def dispatch_step(
 
     engine = host.runner()
     services = StepServices(
-        host, run_id=run["id"], step_id=step["id"], phase=step["phase"], session=engine.http_session
+        host,
+        run_id=run["id"],
+        step_id=step["id"],
+        phase=step["phase"],
+        session=engine.http_session,
+        run=run,
     )
     context = ActionContext(
         params=dict(step["params"] or {}),

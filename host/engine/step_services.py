@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from pageant.db import announcements, runlog
+from pageant.db import runlog
 from pageant.db.log_kinds import LogKind
 from pageant.db.shared import Batch
 from pageant.events.authoring import announce
@@ -34,6 +34,7 @@ from pageant.hookspecs import Announcement, Posted
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
+    from pageant.db.engine_rows import RunRow
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
     from pageant.settings import Settings
@@ -50,9 +51,13 @@ class StepServices:
         step_id: int,
         phase: str,
         session: Callable[[], Awaitable[aiohttp.ClientSession]],
+        run: RunRow | None = None,
     ) -> None:
         self._host = host
         self._session = session
+        #: The run as its pass read it (its event's title, slug and visibility, its instant
+        #: and scope): what an announcement says of it, with no read of its own.
+        self._run = run
         self.run_id = run_id
         self.step_id = step_id
         self.phase = phase
@@ -191,20 +196,26 @@ class StepServices:
 
     async def announcement(self, message: str) -> Announcement:
         """``message`` as this run's event template renders it (the run's version's
-        ``announce``; the message itself and the event's title without one)."""
-        async with self._host.db.connect() as conn:
-            row = await announcements.run_facts(conn, self.run_id)
-        if row is None:
+        ``announcement``; the message itself and the event's title without one).
+
+        Read from what the step already holds: the run's row as its pass read it and the
+        pinned version from the engine's cache. An announcement costs no query, which a
+        sequence of announce steps would otherwise pay on every step."""
+        run = self._run
+        pinned = None
+        if run is not None:
+            pinned = await self._host.runner().versions.fetch(self._host.db, run["version_id"])
+        if run is None or pinned is None:
             return Announcement(title="", body=message)
-        spec = row.spec if isinstance(row.spec, dict) else {}
+        spec = pinned.spec if isinstance(pinned.spec, dict) else {}
         facts = announce.Facts(
-            title=row.title,
-            slug=row.slug,
-            timezone=row.timezone,
-            scheduled_for=row.scheduled_for,
-            public=row.visibility == "public",
+            title=run["title"],
+            slug=run["slug"],
+            timezone=pinned.timezone,
+            scheduled_for=run["scheduled_for"],
+            public=run["visibility"] == "public",
             phase=self.phase,
-            scope=row.scope,
+            scope=run["scope"],
         )
         return announce.announcement(
             spec.get("announcement"),

@@ -17,7 +17,7 @@ from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
-from pageant.runs.versions import phases_of, read_pinned
+from pageant.runs.versions import Pinned, phases_of, read_pinned
 from pageant.switchboard.board import run_budget
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-async def pinned_spec(host: Host, conn: AsyncConnection, version_id: int) -> tuple[int, Any] | None:
-    """``(number, spec)`` of a pinned version: from the engine's cache when this host runs
+async def pinned_spec(host: Host, conn: AsyncConnection, version_id: int) -> Pinned | None:
+    """A pinned version: from the engine's cache when this host runs
     one (a published version never changes), else read."""
     if host.engine is not None:
         return await host.engine.versions.get(conn, version_id)
@@ -93,7 +93,7 @@ async def _phase_of(
 ) -> dict[str, Any] | None:
     if row.version_id not in specs:
         found = await pinned_spec(host, conn, row.version_id)
-        specs[row.version_id] = phases_of(found[1]) if found else None
+        specs[row.version_id] = phases_of(found.spec) if found else None
     for phase in specs[row.version_id] or []:
         if phase["key"] == row.current_phase:
             return phase

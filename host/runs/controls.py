@@ -214,7 +214,7 @@ ADVANCEABLE = RUN_ADVANCE.froms
 
 async def _current_phase(conn: AsyncConnection, run: Any) -> dict[str, Any] | None:
     pinned = await read_pinned(conn, run.version_id)
-    for phase in (phases_of(pinned[1]) if pinned else None) or []:
+    for phase in (phases_of(pinned.spec) if pinned else None) or []:
         if phase["key"] == run.current_phase:
             return phase
     return None

@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from pydantic import SecretStr
+from sqlalchemy import event as sa_event
+from sqlalchemy import select, update
 
 from pageant.api.app import make_app
 from pageant.builtin_plugins.announce_chat import discord_payload, slack_payload
+from pageant.db.tables import event_definitions, event_runs
 from pageant.engine import Engine
 from pageant.errors import Invalid
 from pageant.events.authoring import announce as templates
@@ -19,7 +22,16 @@ from pageant.events.authoring.validator import validate
 from pageant.hosting import Host
 from pageant.runs.create import start_now
 from tests.conftest import bearer
-from tests.factories import announce, log_lines, make_host, phase, publish_event, spec, step_rows
+from tests.factories import (
+    announce,
+    log_lines,
+    make_host,
+    phase,
+    publish_event,
+    spec,
+    step_rows,
+    wait,
+)
 
 EVENTS = "/api/v1/admin/events"
 MESSAGE_STEP = {"action": "core.announce", "params": {"leg": "core.log", "message": "Wisps gather"}}
@@ -159,6 +171,66 @@ async def test_a_run_announces_with_the_template_it_was_published_with(probe_hos
         await engine.tick()
     (line,) = await log_lines(probe_host.db, run_id, "announce")
     assert line.detail["message"] == "v1: Boss up"
+
+
+async def _version_reads_of_a_run(host: Host, engine: Engine, *steps: Any) -> tuple[int, int]:
+    """Start a run of ``steps`` and tick once: its id, and the statements that read a
+    version's spec meanwhile."""
+    event = await publish_event(
+        host.db,
+        host.clock.now(),
+        {
+            **spec(phase("p", *steps, wait(60)), phase("q", announce("last"))),
+            "announcement": {"body": "{title} ({scope}): {message}"},
+        },
+        title="Wisp tide",
+    )
+    run_id, _ = await start_now(host, event.id, scope="eu-2", actor="admin:test")
+    reads: list[str] = []
+
+    def seen(_conn, _cursor, statement, *_args):  # type: ignore[no-untyped-def]  # a SQLAlchemy event listener's loose signature
+        if "event_versions.spec" in statement:
+            reads.append(statement)
+
+    sa_event.listen(host.db.sync_engine, "before_cursor_execute", seen)
+    try:
+        await engine.tick()
+    finally:
+        sa_event.remove(host.db.sync_engine, "before_cursor_execute", seen)
+    return run_id, len(reads)
+
+
+async def test_a_run_of_announcements_reads_its_version_once_and_the_title_each_pass(
+    probe_host,
+):
+    # Each announcement is rendered from what the step holds (the run's row as its pass read
+    # it, the pinned version from the engine's cache): six announce steps read the version
+    # as often as one does, and an event renamed between two passes is named anew.
+    async with Engine(probe_host) as engine:
+        _, one = await _version_reads_of_a_run(probe_host, engine, announce("wave"))
+        run_id, six = await _version_reads_of_a_run(
+            probe_host, engine, *(announce(f"wave {i}") for i in range(6))
+        )
+        assert six == one, f"six announcements read a version {six} times, one {one}"
+        said = [
+            line.detail["message"] for line in await log_lines(probe_host.db, run_id, "announce")
+        ]
+        assert said == [f"Wisp tide (eu-2): wave {i}" for i in range(6)]
+        async with probe_host.db.begin() as conn:
+            definition_id = (
+                await conn.execute(
+                    select(event_runs.c.definition_id).where(event_runs.c.id == run_id)
+                )
+            ).scalar_one()
+            await conn.execute(
+                update(event_definitions)
+                .where(event_definitions.c.id == definition_id)
+                .values(title="Wisp flood")
+            )
+        probe_host.clock.advance(61)
+        await engine.tick()
+    lines = await log_lines(probe_host.db, run_id, "announce")
+    assert lines[-1].detail["message"] == "Wisp flood (eu-2): last"
 
 
 # ── the API: saved with its place, and previewed ───────────────────────────────
