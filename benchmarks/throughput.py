@@ -886,8 +886,9 @@ async def memory(mysql: str | None, finished: int, timeout: float) -> dict:
                     await start_many(request, one, range(done_so_far - tenth, done_so_far), "f")
                     # A tenth of 100,000 runs is 10,000 starts through the API: at least a
                     # second per 20 of them, however short --timeout is.
-                    if not await wait_done(db, done_so_far, max(timeout, tenth / 20)):
-                        raise RuntimeError(f"{done_so_far} runs did not finish in {timeout} s")
+                    waited = max(timeout, tenth / 20)
+                    if not await wait_done(db, done_so_far, waited):
+                        raise RuntimeError(f"{done_so_far} runs did not finish in {waited} s")
                     curve.append((done_so_far, server.rss_mib()))
                 figures["rss_early_mib"] = curve[0][1]
                 figures["rss_finished_mib"] = curve[-1][1]
