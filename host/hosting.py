@@ -21,6 +21,7 @@ from pageant.hookspecs.models import changes_world
 from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
+from pageant.recent import RecentAnswers
 from pageant.settings import Settings
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ class Host:
         self._metrics: Metrics | None = None
         self._firings: Firings | None = None
         self._console_reads: asyncio.Semaphore | None = None
+        self._recent_consoles: RecentAnswers | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -169,6 +171,16 @@ class Host:
         if self._console_reads is None:
             self._console_reads = asyncio.Semaphore(self.settings.read_concurrency)
         return self._console_reads
+
+    @property
+    def recent_consoles(self) -> RecentAnswers:
+        """The run consoles read in the last ``console_max_age_ms``, shared by their readers
+        (made on first use; :mod:`pageant.recent`). The API and the web console's run pages
+        read through it; the CLI, the kit and the tests read :func:`pageant.runs.console.console`
+        afresh."""
+        if self._recent_consoles is None:
+            self._recent_consoles = RecentAnswers(self.settings.console_max_age_ms / 1000)
+        return self._recent_consoles
 
     def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's

@@ -14,12 +14,20 @@ import hashlib
 from aiohttp import web
 
 
-def tagged(request: web.Request, body: bytes, content_type: str) -> web.Response:
+def tag_of(body: bytes) -> str:
+    """The strong ``ETag`` of ``body``: a digest of its bytes, quoted."""
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def tagged(
+    request: web.Request, body: bytes, content_type: str, *, tag: str | None = None
+) -> web.Response:
     """``body`` (``content_type``, UTF-8) with its ``ETag`` and ``Cache-Control: no-cache``:
     a client may keep the answer but asks again before using it. 304, the same headers and
     no body, when the request's ``If-None-Match`` names that tag (or is ``*``); one that
-    names no tag of ours, malformed included, is ignored (a 200)."""
-    tag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+    names no tag of ours, malformed included, is ignored (a 200). ``tag``: the body's
+    :func:`tag_of`, when the caller kept it with the body."""
+    tag = tag or tag_of(body)
     headers = {"ETag": tag, "Cache-Control": "no-cache"}
     if matches(request.headers.get("If-None-Match", ""), tag):
         return web.Response(status=304, headers=headers)

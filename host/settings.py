@@ -95,10 +95,15 @@ class Settings(BaseModel):
     #: turn in arrival order, so a crowd of readers cannot take every database connection
     #: from the engine. ``/healthz`` and ``/metrics`` never wait.
     http_concurrency: int = Field(default=8, ge=1, le=1000)
-    #: The most run consoles (API and web console) read at once; the rest wait their turn in
-    #: arrival order. Below ``http_concurrency``, so readers leave the engine its share of
-    #: the event loop and the database pool, and other requests a slot.
+    #: The most run console requests (API and web console) answered at once, in slots of
+    #: their own apart from ``http_concurrency``'s; the rest wait their turn in arrival
+    #: order, so readers leave the engine its share of the event loop and the database pool.
     read_concurrency: int = Field(default=2, ge=1, le=1000)
+    #: How long a run console, once read, answers every other reader of it (milliseconds):
+    #: readers within it share one read, and see the engine's progress up to this late. A
+    #: write through this host (any request but GET and HEAD) is seen at once. 0: every
+    #: reader reads afresh.
+    console_max_age_ms: int = Field(default=1000, ge=0, le=60_000)
     #: How long a firing's idempotency key is kept: the same key sent again within it
     #: answers the first answer and counts nothing.
     firing_key_hours: float = Field(default=24, gt=0, le=24 * 90)

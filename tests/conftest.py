@@ -133,7 +133,11 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def settings(db_url: str) -> Settings:
-    return Settings(database_url=db_url)
+    """The defaults, but every run console read afresh: the tests move the engine on between
+    two reads within milliseconds of real time, and say what they expect of the second.
+    Readers sharing a console kept for ``console_max_age_ms`` have tests of their own
+    (``tests/api/test_recent_consoles.py``)."""
+    return Settings(database_url=db_url, console_max_age_ms=0)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Middlewares: admission, the bearer token, and every error in one envelope.
+"""Middlewares: admission, the bearer token, fresh consoles after a write, and every error
+in one envelope.
 
 ``{"error": {"code": str, "message": str, "details": [str, ...]}}`` - for pageant's own
 errors, malformed JSON, unknown routes, wrong methods and anything unexpected alike.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -28,30 +30,54 @@ UNQUEUED_PATHS = ("/healthz", "/metrics")
 UNQUEUED_PREFIXES = ("/static/",)
 #: The routes that check their token again where they record their work (the firings').
 FIRING_PATHS = "/api/v1/triggers/"
+#: The run consoles: the API's, and the web console's run page and its polled part.
+CONSOLE_READS = re.compile(r"(/api/v1/admin)?/runs/[0-9]+(/live)?")
 
 
-def admission(limit: int) -> Middleware:
-    """A middleware that lets at most ``limit`` requests be handled at once; the rest wait
-    their turn in arrival order (an asyncio semaphore's queue).
+def admission(limit: int, readers: int) -> Middleware:
+    """A middleware that lets at most ``limit`` requests be handled at once, and apart from
+    them at most ``readers`` run consoles read (:data:`CONSOLE_READS`); the rest wait their
+    turn in arrival order (an asyncio semaphore's queue).
 
     The engine shares the host's event loop and its database pool with every request: fifty
     clients reading run consoles as fast as they are answered would otherwise hold every
-    pooled connection and every turn of the loop, and runs would stall behind them. Waiting
-    here costs a queued future, not a connection. A client that gives up while it waits
-    leaves the queue (its task is cancelled). ``/healthz``, ``/metrics`` and static files
-    never wait.
+    pooled connection and every turn of the loop, and runs would stall behind them. A console
+    answered from what is kept for its readers is cheap, but not free (the token is checked,
+    the answer sent), so readers are held to their own few slots whatever their answers cost,
+    and never take a slot from another request. Waiting here costs a queued future, not a
+    connection. A client that gives up while it waits leaves the queue (its task is
+    cancelled). ``/healthz``, ``/metrics`` and static files never wait.
     """
     slots = asyncio.Semaphore(limit)
+    reading = asyncio.Semaphore(readers)
 
     @web.middleware
     async def admit(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         if path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
             return await handler(request)
-        async with slots:
+        turn = reading if request.method == "GET" and CONSOLE_READS.fullmatch(path) else slots
+        async with turn:
             return await handler(request)
 
     return admit
+
+
+#: The methods that never write: every other request makes the consoles kept for their
+#: readers (:attr:`pageant.hosting.Host.recent_consoles`) be read afresh once it is done.
+READ_ONLY_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@web.middleware
+async def fresh_after_writes(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Whoever writes through this host (a control, a firing, a form) and then reads a run
+    console sees the write: nothing read before the request ended is answered after it."""
+    if request.method in READ_ONLY_METHODS:
+        return await handler(request)
+    try:
+        return await handler(request)
+    finally:
+        request.app[HOST].recent_consoles.forget()
 
 
 def error_response(

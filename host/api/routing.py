@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pageant import jsoncodec
 from pageant.errors import Forbidden, Invalid, Unauthenticated, UnsupportedMediaType
-from pageant.revalidation import tagged
 from pageant.timefmt import iso
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -60,9 +59,9 @@ class Route:
     media_type: str = "application/json"
     #: Other answers the route gives with a body of their own shape (status -> its model).
     also: dict[int, type[BaseModel]] = field(default_factory=dict)
-    #: True where the route answers with :func:`respond_tagged`: its success answer carries
-    #: an ``ETag`` and ``Cache-Control: no-cache``, and a request whose ``If-None-Match``
-    #: names the tag answers 304 with no body.
+    #: True where the route answers with :func:`pageant.revalidation.tagged`: its success
+    #: answer carries an ``ETag`` and ``Cache-Control: no-cache``, and a request whose
+    #: ``If-None-Match`` names the tag answers 304 with no body.
     revalidated: bool = False
     tag: str = "admin"
     #: name -> its description, or a :class:`Query` where it is more than an optional string.
@@ -188,18 +187,16 @@ def dumps(data: Any) -> str:
 
 def respond(data: Any, status: int = 200) -> web.Response:
     return web.Response(
-        body=jsoncodec.dumps_bytes(data, _default),
+        body=encoded(data),
         status=status,
         content_type="application/json",
         charset="utf-8",
     )
 
 
-def respond_tagged(request: web.Request, data: Any) -> web.Response:
-    """``data`` as :func:`respond` answers it, revalidated
-    (:func:`pageant.revalidation.tagged`): a strong ``ETag``, ``Cache-Control: no-cache``,
-    and 304 with no body to an ``If-None-Match`` that names the tag."""
-    return tagged(request, jsoncodec.dumps_bytes(data, _default), "application/json")
+def encoded(data: Any) -> bytes:
+    """``data`` as the bytes :func:`respond` sends."""
+    return jsoncodec.dumps_bytes(data, _default)
 
 
 async def read_json(request: web.Request) -> Any:

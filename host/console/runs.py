@@ -275,7 +275,12 @@ def _ledger(data: dict[str, Any]) -> dict[str, Any]:
 
 async def _view(request: web.Request, run_id: int) -> dict[str, Any]:
     """What the run page and its polled part render: the console's newest lines, drawn."""
-    data = await console(host_of(request), run_id, log_tail=LOG_LINES)
+    host = host_of(request)
+    # Readers within console_max_age_ms of each other share one read; the page is drawn for
+    # each (it holds the reader's own session).
+    data = await host.recent_consoles.get(
+        ("page", run_id), lambda: console(host, run_id, log_tail=LOG_LINES)
+    )
     return await timeline(request, data)
 
 

@@ -16,15 +16,16 @@ from pageant.api.routing import (
     LIMIT,
     SOME_FIELDS,
     RouteTable,
+    encoded,
     int_param,
     principal,
     read_body,
     respond,
-    respond_tagged,
 )
 from pageant.db.states import Health, RunStatus, StepStatus
 from pageant.errors import Forbidden, NotFound
 from pageant.events import definitions
+from pageant.revalidation import tag_of, tagged
 from pageant.runs import controls, listing
 from pageant.runs.console import console, run_view, runs_page, step_view
 from pageant.runs.create import start_now
@@ -392,7 +393,15 @@ async def runs_now(request: web.Request) -> web.Response:
     revalidated=True,
 )
 async def run_console(request: web.Request) -> web.Response:
-    return respond_tagged(request, await console(request.app[HOST], int_param(request, "run_id")))
+    host, run_id = request.app[HOST], int_param(request, "run_id")
+
+    async def build() -> tuple[bytes, str]:
+        body = encoded(await console(host, run_id))
+        return body, tag_of(body)
+
+    # Readers within console_max_age_ms of each other share one read (its bytes and tag).
+    body, tag = await host.recent_consoles.get(("api", run_id), build)
+    return tagged(request, body, "application/json", tag=tag)
 
 
 # ── run controls ──────────────────────────────────────────────────────────────

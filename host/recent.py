@@ -1,0 +1,94 @@
+"""Answers kept for a moment, so that readers of the same thing share one build.
+
+A run console is read afresh from the database every time it is built: nine queries and the
+whole story of the run. Ten staff watching one run during a live event, or a dashboard
+polling every run, would build the same answer ten times a second. :class:`RecentAnswers`
+keeps each answer for ``max_age`` seconds from the moment it was asked for, and readers who
+ask while it is being built wait for that build instead of starting their own.
+
+What a reader may see is therefore up to ``max_age`` behind the engine's own progress, never
+behind a write made through this host: every request that may write clears what is kept
+(:meth:`RecentAnswers.forget`), and a build that began before the clear is neither kept nor
+joined. ``max_age`` 0 keeps nothing: every answer is built for its own reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+#: The most answers kept at once; the oldest goes first. Each is a console (tens of kB).
+KEEP_AT_MOST = 256
+
+
+class RecentAnswers:
+    """``await answers.get(key, build)``: the answer ``build()`` gave for ``key`` if it was
+    asked for at most ``max_age`` seconds ago (on ``now``, a monotonic clock), else a new
+    one, built once however many ask for it meanwhile."""
+
+    def __init__(
+        self, max_age: float, *, limit: int = KEEP_AT_MOST, now: Callable[[], float] | None = None
+    ) -> None:
+        self.max_age = max_age
+        self.limit = limit
+        self._now = now or time.monotonic
+        #: key -> (when it was asked for, the answer), oldest first.
+        self._kept: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        #: key -> (the generation it began in, the build under way).
+        self._building: dict[Hashable, tuple[int, asyncio.Task[Any]]] = {}
+        #: Moves on at every :meth:`forget`: what began before it is not kept or joined.
+        self._generation = 0
+        #: Answers given from what was kept or being built, and answers built (the metrics).
+        self.shared = 0
+        self.built = 0
+
+    def forget(self) -> None:
+        """Drop every kept answer, and let no build under way be kept or joined: a write
+        has just been made, and the next reader must see it."""
+        self._generation += 1
+        self._kept.clear()
+
+    async def get(self, key: Hashable, build: Callable[[], Awaitable[Any]]) -> Any:
+        if self.max_age <= 0:
+            self.built += 1
+            return await build()
+        asked = self._now()
+        kept = self._kept.get(key)
+        if kept is not None and asked - kept[0] <= self.max_age:
+            self.shared += 1
+            return kept[1]
+        under_way = self._building.get(key)
+        if under_way is not None and under_way[0] == self._generation:
+            self.shared += 1
+            # Shielded: a reader who gives up (its client went away) does not cancel the
+            # build the others wait for.
+            return await asyncio.shield(under_way[1])
+        self.built += 1
+        generation = self._generation
+        task = asyncio.ensure_future(build())
+        # Its failure is raised to whoever waits; if all of them have gone, it is dropped
+        # here rather than reported as never retrieved.
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._building[key] = (generation, task)
+        try:
+            answer = await asyncio.shield(task)
+        finally:
+            if self._building.get(key, (None, None))[1] is task:
+                del self._building[key]
+        if generation == self._generation:
+            self._keep(key, asked, answer)
+        return answer
+
+    def _keep(self, key: Hashable, asked: float, answer: Any) -> None:
+        self._kept[key] = (asked, answer)
+        self._kept.move_to_end(key)
+        # Oldest first: drop what has expired, then what is past the limit.
+        now = self._now()
+        while self._kept:
+            oldest_key, (oldest_asked, _) = next(iter(self._kept.items()))
+            if len(self._kept) <= self.limit and now - oldest_asked <= self.max_age:
+                break
+            del self._kept[oldest_key]
