@@ -41,9 +41,6 @@ class RecentAnswers:
         self._building: dict[Hashable, tuple[int, asyncio.Task[Any]]] = {}
         #: Moves on at every :meth:`forget`: what began before it is not kept or joined.
         self._generation = 0
-        #: Answers given from what was kept or being built, and answers built (the metrics).
-        self.shared = 0
-        self.built = 0
 
     def forget(self) -> None:
         """Drop every kept answer, and let no build under way be kept or joined: a write
@@ -53,20 +50,16 @@ class RecentAnswers:
 
     async def get(self, key: Hashable, build: Callable[[], Awaitable[Any]]) -> Any:
         if self.max_age <= 0:
-            self.built += 1
             return await build()
         asked = self._now()
         kept = self._kept.get(key)
         if kept is not None and asked - kept[0] <= self.max_age:
-            self.shared += 1
             return kept[1]
         under_way = self._building.get(key)
         if under_way is not None and under_way[0] == self._generation:
-            self.shared += 1
             # Shielded: a reader who gives up (its client went away) does not cancel the
             # build the others wait for.
             return await asyncio.shield(under_way[1])
-        self.built += 1
         generation = self._generation
         task = asyncio.ensure_future(build())
         # Its failure is raised to whoever waits; if all of them have gone, it is dropped

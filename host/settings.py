@@ -101,8 +101,8 @@ class Settings(BaseModel):
     read_concurrency: int = Field(default=2, ge=1, le=1000)
     #: How long a run console, once read, answers every other reader of it (milliseconds):
     #: readers within it share one read, and see the engine's progress up to this late. A
-    #: write through this host (any request but GET and HEAD) is seen at once. 0: every
-    #: reader reads afresh.
+    #: write through this host (any request but GET, HEAD and OPTIONS) is seen at once. 0:
+    #: every reader reads afresh.
     console_max_age_ms: int = Field(default=1000, ge=0, le=60_000)
     #: How long a firing's idempotency key is kept: the same key sent again within it
     #: answers the first answer and counts nothing.
