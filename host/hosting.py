@@ -13,7 +13,7 @@ import secrets
 import socket
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from pageant.clock import Clock, SystemClock
@@ -181,6 +181,12 @@ class Host:
         if self._recent_consoles is None:
             self._recent_consoles = RecentAnswers(self.settings.console_max_age_ms / 1000)
         return self._recent_consoles
+
+    @property
+    def console_max_age(self) -> timedelta:
+        """How old what a console's reader is answered may be (``console_max_age_ms``): the
+        console itself, and whether the reader's token is still live."""
+        return timedelta(milliseconds=self.settings.console_max_age_ms)
 
     def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's

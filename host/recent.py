@@ -15,6 +15,8 @@ joined. ``max_age`` 0 keeps nothing: every answer is built for its own reader.
 from __future__ import annotations
 
 import asyncio
+import random
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
@@ -22,6 +24,18 @@ from typing import Any
 
 #: The most answers kept at once; the oldest goes first. Each is a console (tens of kB).
 KEEP_AT_MOST = 256
+#: How far below ``max_age`` an answer's own age may be drawn (a fraction of it).
+SPREAD = 0.5
+
+#: The run consoles' paths: the API's, and the web console's run page and its polled part.
+CONSOLE_READS = re.compile(r"(/api/v1/admin)?/runs/[0-9]+(/live)?")
+
+
+def reads_console(method: str, path: str) -> bool:
+    """Whether a request reads a run console: answered from what is kept for its readers,
+    its token trusted as the console is (up to ``console_max_age_ms`` old), and admitted in
+    the readers' own slots at the readers' pace."""
+    return method == "GET" and CONSOLE_READS.fullmatch(path) is not None
 
 
 class RecentAnswers:
@@ -30,13 +44,21 @@ class RecentAnswers:
     one, built once however many ask for it meanwhile."""
 
     def __init__(
-        self, max_age: float, *, limit: int = KEEP_AT_MOST, now: Callable[[], float] | None = None
+        self,
+        max_age: float,
+        *,
+        limit: int = KEEP_AT_MOST,
+        spread: float = SPREAD,
+        now: Callable[[], float] | None = None,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self.max_age = max_age
         self.limit = limit
+        self.spread = spread
         self._now = now or time.monotonic
-        #: key -> (when it was asked for, the answer), oldest first.
-        self._kept: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._draw = draw
+        #: key -> (when it was asked for, how long it is kept, the answer), oldest first.
+        self._kept: OrderedDict[Hashable, tuple[float, float, Any]] = OrderedDict()
         #: key -> (the generation it began in, the build under way).
         self._building: dict[Hashable, tuple[int, asyncio.Task[Any]]] = {}
         #: Moves on at every :meth:`forget`: what began before it is not kept or joined.
@@ -53,8 +75,8 @@ class RecentAnswers:
             return await build()
         asked = self._now()
         kept = self._kept.get(key)
-        if kept is not None and asked - kept[0] <= self.max_age:
-            return kept[1]
+        if kept is not None and asked - kept[0] <= kept[1]:
+            return kept[2]
         under_way = self._building.get(key)
         if under_way is not None and under_way[0] == self._generation:
             # Shielded: a reader who gives up (its client went away) does not cancel the
@@ -76,12 +98,16 @@ class RecentAnswers:
         return answer
 
     def _keep(self, key: Hashable, asked: float, answer: Any) -> None:
-        self._kept[key] = (asked, answer)
+        # Each answer is kept for its own age, drawn between (1 - spread) and 1 of max_age:
+        # answers first read together (a dashboard opened on every run, a host just started)
+        # fall due apart instead of all being read again in the same instant, ever after.
+        age = self.max_age * (1 - self.spread * self._draw())
+        self._kept[key] = (asked, age, answer)
         self._kept.move_to_end(key)
         # Oldest first: drop what has expired, then what is past the limit.
         now = self._now()
         while self._kept:
-            oldest_key, (oldest_asked, _) = next(iter(self._kept.items()))
-            if len(self._kept) <= self.limit and now - oldest_asked <= self.max_age:
+            oldest_key, (oldest_asked, oldest_age, _) = next(iter(self._kept.items()))
+            if len(self._kept) <= self.limit and now - oldest_asked <= oldest_age:
                 break
             del self._kept[oldest_key]

@@ -95,15 +95,23 @@ class Settings(BaseModel):
     #: turn in arrival order, so a crowd of readers cannot take every database connection
     #: from the engine. ``/healthz`` and ``/metrics`` never wait.
     http_concurrency: int = Field(default=8, ge=1, le=1000)
-    #: The most run console requests (API and web console) answered at once, in slots of
-    #: their own apart from ``http_concurrency``'s; the rest wait their turn in arrival
-    #: order, so readers leave the engine its share of the event loop and the database pool.
+    #: The most run consoles (API and web console) read from the database at once; the
+    #: rest wait their turn in arrival order, so readers leave the engine its share of the
+    #: database pool. A console already kept for its readers is answered without a turn.
     read_concurrency: int = Field(default=2, ge=1, le=1000)
-    #: How long a run console, once read, answers every other reader of it (milliseconds):
-    #: readers within it share one read, and see the engine's progress up to this late. A
-    #: write through this host (any request but GET, HEAD and OPTIONS) is seen at once. 0:
-    #: every reader reads afresh.
+    #: How long a run console, once read, answers every other reader of it (milliseconds;
+    #: each console for its own share of it, between a half and the whole): readers within
+    #: it share one read, and see the engine's progress up to this late. A write through
+    #: this host (any request but GET, HEAD and OPTIONS) is seen at once. A console's reader
+    #: whose token was read live within it is not read again (a revoke through another
+    #: process reaches console reads this late; every other request at once). 0: every
+    #: reader reads afresh, and its token.
     console_max_age_ms: int = Field(default=1000, ge=0, le=60_000)
+    #: The most run console requests (API and web console) admitted a second, a quarter
+    #: second's worth at once; the rest wait their turn in arrival order. A reader polling
+    #: every two seconds asks half a time a second, so this bites only on clients asking
+    #: again the moment they are answered. 0: no pace.
+    console_reads_per_second: int = Field(default=400, ge=0, le=100_000)
     #: How long a firing's idempotency key is kept: the same key sent again within it
     #: answers the first answer and counts nothing.
     firing_key_hours: float = Field(default=24, gt=0, le=24 * 90)

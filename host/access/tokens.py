@@ -159,9 +159,15 @@ async def principal_for_hash(
     async with engine.connect() as conn:
         row = await token_rows.by_hash(conn, token_hash)
         await conn.rollback()
+    # Gone, revoked or expired: no longer answered from memory either.
     if row is None:
+        _forget(engine, token_hash)
         return None
-    refuse_unless_live(row, now)
+    try:
+        refuse_unless_live(row, now)
+    except Unauthenticated:
+        _forget(engine, token_hash)
+        raise
     if row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY:
         async with engine.begin() as conn:
             await token_rows.touch(conn, row.id, seen=row.last_used_at, now=now)
@@ -184,11 +190,11 @@ def refuse_unless_live(row: Any, now: datetime) -> None:
 
 @dataclass
 class _Known:
-    """A token last seen live: who it is, when it expires, when its use was last noted."""
+    """A token last seen live: who it is, when it expires, when it was last read live."""
 
     principal: Principal
     expires_at: datetime | None
-    noted_at: datetime | None
+    seen_at: datetime
 
 
 #: How many live tokens a host remembers (a game server holds one; admins a few).
@@ -201,6 +207,10 @@ def _remember(engine: AsyncEngine, token_hash: str, known: _Known) -> None:
     if len(remembered) >= KNOWN_LIMIT and token_hash not in remembered:
         remembered.clear()
     remembered[token_hash] = known
+
+
+def _forget(engine: AsyncEngine, token_hash: str) -> None:
+    _known.get(engine.sync_engine, {}).pop(token_hash, None)
 
 
 def forget_tokens(engine: AsyncEngine) -> None:
@@ -222,10 +232,27 @@ async def principal_checked_later(
         return await principal_for_hash(engine, token_hash, now=now)
     if known.expires_at is not None and known.expires_at <= now:
         raise Unauthenticated("the bearer token has expired")
-    if known.noted_at is None or now - known.noted_at >= TOUCH_EVERY:
+    if now - known.seen_at >= TOUCH_EVERY:
         # A revoke since it was remembered shows here too, once a minute at most; the
         # transaction that records the work is what answers for it on every request.
         return await principal_for_hash(engine, token_hash, now=now)
+    return known.principal
+
+
+async def principal_for_reading(
+    engine: AsyncEngine, token_hash: str, *, now: datetime, within: timedelta
+) -> Principal | None:
+    """:func:`principal_for_hash` for a request that only reads: a token read live less
+    than ``within`` ago is answered from memory, without a read (its expiry still checked
+    against ``now``). A revoke through this process is seen at once (:func:`revoke_token`
+    forgets what is remembered); one through another process (``pageant token revoke``,
+    another host) is seen by reads at most ``within`` late. A request that writes never
+    takes this path. ``within`` of nothing: every request reads the token."""
+    known = _known.get(engine.sync_engine, {}).get(token_hash)
+    if known is None or now - known.seen_at >= within or now < known.seen_at:
+        return await principal_for_hash(engine, token_hash, now=now)
+    if known.expires_at is not None and known.expires_at <= now:
+        raise Unauthenticated("the bearer token has expired")
     return known.principal
 
 

@@ -42,7 +42,10 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
     # been authenticated yet.
     app = web.Application(
         middlewares=[
-            middleware.admission(host.settings.http_concurrency, host.settings.read_concurrency),
+            middleware.admission(
+                host.settings.http_concurrency,
+                middleware.readers_pace(host.settings.console_reads_per_second),
+            ),
             middleware.fresh_after_writes,
             middleware.errors,
             middleware.bearer,

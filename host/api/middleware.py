@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from pageant.access.tokens import principal_checked_later, principal_for
+from pageant.access.tokens import (
+    hash_token,
+    principal_checked_later,
+    principal_for,
+    principal_for_reading,
+)
 from pageant.api.keys import HOST
 from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
 from pageant.db.errors import OperationalError, is_retryable_conflict, is_unavailable
 from pageant.errors import PageantError, Unauthenticated
+from pageant.pacing import Pace
+from pageant.recent import reads_console
 
 log = logging.getLogger("pageant.api")
 
@@ -30,34 +36,43 @@ UNQUEUED_PATHS = ("/healthz", "/metrics")
 UNQUEUED_PREFIXES = ("/static/",)
 #: The routes that check their token again where they record their work (the firings').
 FIRING_PATHS = "/api/v1/triggers/"
-#: The run consoles: the API's, and the web console's run page and its polled part.
-CONSOLE_READS = re.compile(r"(/api/v1/admin)?/runs/[0-9]+(/live)?")
 
 
-def admission(limit: int, readers: int) -> Middleware:
-    """A middleware that lets at most ``limit`` requests be handled at once, and apart from
-    them at most ``readers`` run consoles read (:data:`CONSOLE_READS`); the rest wait their
-    turn in arrival order (an asyncio semaphore's queue).
+def readers_pace(per_second: int) -> Pace:
+    """The console readers' pace: ``per_second`` on average, a quarter second's at once."""
+    return Pace(per_second, burst=max(1, per_second // 4))
+
+
+def admission(limit: int, pace: Pace | None = None) -> Middleware:
+    """A middleware that lets at most ``limit`` requests be handled at once, the rest waiting
+    their turn in arrival order (an asyncio semaphore's queue), and run console reads
+    (:func:`pageant.recent.reads_console`) apart from them, each at its turn of ``pace``.
 
     The engine shares the host's event loop and its database pool with every request: fifty
     clients reading run consoles as fast as they are answered would otherwise hold every
-    pooled connection and every turn of the loop, and runs would stall behind them. A console
-    answered from what is kept for its readers is cheap, but not free (the token is checked,
-    the answer sent), so readers are held to their own few slots whatever their answers cost,
-    and never take a slot from another request. Waiting here costs a queued future, not a
-    connection. A client that gives up while it waits leaves the queue (its task is
-    cancelled). ``/healthz``, ``/metrics`` and static files never wait.
+    pooled connection and every turn of the loop, and runs would stall behind them. A
+    console is read from the database within the readers' own budget
+    (:attr:`pageant.hosting.Host.console_reads`), and once read it answers its other readers
+    for a moment (:attr:`pageant.hosting.Host.recent_consoles`) at a tenth of a millisecond
+    each; readers asking again the moment they are answered would then ask thousands of times
+    a second and take the loop from the engine whatever each answer costs. So their requests
+    are admitted at a pace instead, never taking a slot from another request, and an answer
+    already kept never waits behind a console being read. Waiting here costs a queued future
+    or a timer, not a connection. A client that gives up while it waits leaves the queue (its
+    task is cancelled). ``/healthz``, ``/metrics`` and static files never wait.
     """
     slots = asyncio.Semaphore(limit)
-    reading = asyncio.Semaphore(readers)
+    pace = pace or Pace(0)
 
     @web.middleware
     async def admit(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         if path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
             return await handler(request)
-        turn = reading if request.method == "GET" and CONSOLE_READS.fullmatch(path) else slots
-        async with turn:
+        if reads_console(request.method, path):
+            await pace.turn()
+            return await handler(request)
+        async with slots:
             return await handler(request)
 
     return admit
@@ -165,11 +180,20 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
             request[AUTH_PROBLEM_KEY] = "the bearer token is not valid"
             return await handler(request)
         host = request.app[HOST]
-        # The firing routes read the token again in the transaction that records the
-        # firings, so a token seen live before is taken from memory for the request.
-        lookup = principal_checked_later if request.path.startswith(FIRING_PATHS) else principal_for
+        now = host.clock.now()
         try:
-            found = await lookup(host.db, token.strip(), now=host.clock.now())
+            if request.path.startswith(FIRING_PATHS):
+                # The firing routes read the token again in the transaction that records
+                # the firings, so a token seen live before is taken from memory here.
+                found = await principal_checked_later(host.db, token.strip(), now=now)
+            elif reads_console(request.method, request.path):
+                # A console's reader is trusted as the console is kept: a token read live
+                # less than console_max_age_ms ago is not read again.
+                found = await principal_for_reading(
+                    host.db, hash_token(token.strip()), now=now, within=host.console_max_age
+                )
+            else:
+                found = await principal_for(host.db, token.strip(), now=now)
         except Unauthenticated as exc:  # revoked or expired: the message says which
             request[AUTH_PROBLEM_KEY] = exc.message
             return await handler(request)

@@ -31,6 +31,7 @@ from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
 from pageant.db.errors import OperationalError
 from pageant.errors import PageantError
 from pageant.hosting import Host
+from pageant.recent import reads_console
 
 log = logging.getLogger("pageant.console")
 
@@ -102,7 +103,12 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
     try:
         sessions: Sessions = request.app[SESSIONS]
         host: Host = request.app[HOST]
-        session = await sessions.session(host.db, request.cookies.get(COOKIE), now=host.clock.now())
+        session = await sessions.session(
+            host.db,
+            request.cookies.get(COOKIE),
+            now=host.clock.now(),
+            trusted=host.console_max_age if reads_console(request.method, request.path) else None,
+        )
         request[SESSION_KEY] = session
         if request.method == "POST" and request.path != "/sign-in":
             form = await request.post()

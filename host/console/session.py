@@ -11,12 +11,17 @@ from __future__ import annotations
 import hmac
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from pageant.access.tokens import Principal, hash_token, principal_for_hash
+from pageant.access.tokens import (
+    Principal,
+    hash_token,
+    principal_for_hash,
+    principal_for_reading,
+)
 from pageant.errors import Unauthenticated
 
 COOKIE = "pageant_session"
@@ -59,14 +64,23 @@ class Sessions:
             return None
         return data
 
-    async def session(self, engine: Any, value: str | None, *, now: datetime) -> Session | None:
+    async def session(
+        self, engine: Any, value: str | None, *, now: datetime, trusted: timedelta | None = None
+    ) -> Session | None:
         """The session a cookie stands for, or None: a bad or expired cookie, or a token that
-        was removed, revoked or has expired since."""
+        was removed, revoked or has expired since. With ``trusted``, a token read live less
+        than that ago is not read again (a run console's reader: see
+        :func:`pageant.access.tokens.principal_for_reading`)."""
         data = self.read(value)
         if data is None:
             return None
         try:
-            principal = await principal_for_hash(engine, str(data["h"]), now=now)
+            if trusted:
+                principal = await principal_for_reading(
+                    engine, str(data["h"]), now=now, within=trusted
+                )
+            else:
+                principal = await principal_for_hash(engine, str(data["h"]), now=now)
         except Unauthenticated:
             return None
         return None if principal is None else Session(principal, str(data["c"]))

@@ -53,13 +53,43 @@ async def started(answers: RecentAnswers, build: Builds) -> asyncio.Task[Any]:
 
 async def test_an_answer_is_kept_for_max_age_and_not_a_moment_longer() -> None:
     clock, build = Ticking(), Builds()
-    answers = RecentAnswers(1.0, now=clock)
+    answers = RecentAnswers(1.0, spread=0, now=clock)
     assert await answers.get("run 1", build) == 1
     clock.now += 1.0  # exactly max_age after it was asked for: still kept
     assert await answers.get("run 1", build) == 1
     clock.now += 0.001  # past it: read again
     assert await answers.get("run 1", build) == 2
     assert build.calls == 2  # three answers, two of them built
+
+
+@pytest.mark.parametrize(("drawn", "age"), [(0.0, 1.0), (0.5, 0.75), (0.999, 0.5005)])
+async def test_each_answer_is_kept_for_its_own_age_drawn_within_the_spread(
+    drawn: float, age: float
+) -> None:
+    clock, build = Ticking(), Builds()
+    answers = RecentAnswers(1.0, spread=0.5, now=clock, draw=lambda: drawn)
+    assert await answers.get("run 1", build) == 1
+    clock.now += age - 0.0001  # within its own age: kept
+    assert await answers.get("run 1", build) == 1
+    clock.now += 0.0002  # past it, though within max_age when drawn below 1: read again
+    assert await answers.get("run 1", build) == 2
+
+
+async def test_answers_read_together_fall_due_apart() -> None:
+    clock, build = Ticking(), Builds()
+    answers = RecentAnswers(1.0, now=clock)  # the default spread, drawn at random
+    for run in range(40):
+        await answers.get(run, build)
+    assert build.calls == 40
+    clock.now += 0.75  # every answer is kept at least half max_age, none past max_age
+    for run in range(40):
+        await answers.get(run, build)
+    read_again = build.calls - 40
+    assert 0 < read_again < 40  # some fell due, not all at once (a chance of 2**-39 each way)
+    clock.now += 0.26
+    for run in range(40):
+        await answers.get(run, build)
+    assert build.calls == 80  # past max_age, every first answer has fallen due; no second
 
 
 async def test_each_key_is_kept_apart() -> None:
@@ -193,8 +223,8 @@ async def test_the_engines_progress_shows_once_the_kept_console_expires_or_a_wri
     assert again.headers["ETag"] == first.headers["ETag"]  # within max age: the kept answer
     assert (await again.json())["run"]["status"] == "scheduled"
     # Past its age (the kept answer is made older than max age), it is read afresh.
-    ((key, (asked, answer)),) = host.recent_consoles._kept.items()
-    host.recent_consoles._kept[key] = (asked - 61, answer)
+    ((key, (asked, age, answer)),) = host.recent_consoles._kept.items()
+    host.recent_consoles._kept[key] = (asked - 61, age, answer)
     moved = await (await _get(api, tokens, path)).json()
     assert moved["run"]["status"] == "running"
     # A write through the host - confirming the cue - is seen by the very next read.
