@@ -33,8 +33,8 @@ CONSOLE_READS = re.compile(r"(/api/v1/admin)?/runs/[0-9]+(/live)?")
 
 def reads_console(method: str, path: str) -> bool:
     """Whether a request reads a run console: answered from what is kept for its readers,
-    its token trusted as the console is (up to ``console_max_age_ms`` old), and admitted in
-    the readers' own slots at the readers' pace."""
+    its token trusted as the console is (up to ``console_max_age_ms`` old), and admitted at
+    the readers' pace apart from other requests."""
     return method == "GET" and CONSOLE_READS.fullmatch(path) is not None
 
 

@@ -223,31 +223,21 @@ async def principal_checked_later(
 ) -> Principal | None:
     """:func:`principal_for` for a route that checks the token again in the transaction
     that records its work (the firing routes: :func:`live_or_refused`), so nothing it does
-    outlives a revoke. A token seen live before is answered from memory, without a read;
-    its expiry is checked against ``now`` and its use noted once a minute, as ever. A
-    token not seen before is looked up as :func:`principal_for` does."""
-    token_hash = hash_token(token)
-    known = _known.get(engine.sync_engine, {}).get(token_hash)
-    if known is None:
-        return await principal_for_hash(engine, token_hash, now=now)
-    if known.expires_at is not None and known.expires_at <= now:
-        raise Unauthenticated("the bearer token has expired")
-    if now - known.seen_at >= TOUCH_EVERY:
-        # A revoke since it was remembered shows here too, once a minute at most; the
-        # transaction that records the work is what answers for it on every request.
-        return await principal_for_hash(engine, token_hash, now=now)
-    return known.principal
+    outlives a revoke. A token read live in the last minute is answered from memory, its
+    expiry checked against ``now``; a revoke since shows here too, once a minute at most, and
+    its use is noted once a minute, as ever (:func:`principal_seen_within`)."""
+    return await principal_seen_within(engine, hash_token(token), now=now, within=TOUCH_EVERY)
 
 
-async def principal_for_reading(
+async def principal_seen_within(
     engine: AsyncEngine, token_hash: str, *, now: datetime, within: timedelta
 ) -> Principal | None:
-    """:func:`principal_for_hash` for a request that only reads: a token read live less
-    than ``within`` ago is answered from memory, without a read (its expiry still checked
-    against ``now``). A revoke through this process is seen at once (:func:`revoke_token`
-    forgets what is remembered); one through another process (``pageant token revoke``,
-    another host) is seen by reads at most ``within`` late. A request that writes never
-    takes this path. ``within`` of nothing: every request reads the token."""
+    """:func:`principal_for_hash`, but a token read live less than ``within`` ago is answered
+    from memory, without a read (its expiry still checked against ``now``). A revoke through
+    this process is seen at once (:func:`revoke_token` forgets what is remembered, and so
+    does a lookup that finds the token revoked); one through another process (``pageant
+    token revoke``, another host) is seen at most ``within`` late. ``within`` of nothing:
+    the token is read."""
     known = _known.get(engine.sync_engine, {}).get(token_hash)
     if known is None or now - known.seen_at >= within or now < known.seen_at:
         return await principal_for_hash(engine, token_hash, now=now)

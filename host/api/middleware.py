@@ -17,7 +17,7 @@ from pageant.access.tokens import (
     hash_token,
     principal_checked_later,
     principal_for,
-    principal_for_reading,
+    principal_seen_within,
 )
 from pageant.api.keys import HOST
 from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
@@ -189,7 +189,7 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
             elif reads_console(request.method, request.path):
                 # A console's reader is trusted as the console is kept: a token read live
                 # less than console_max_age_ms ago is not read again.
-                found = await principal_for_reading(
+                found = await principal_seen_within(
                     host.db, hash_token(token.strip()), now=now, within=host.console_max_age
                 )
             else:

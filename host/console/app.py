@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,13 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
             host.db,
             request.cookies.get(COOKIE),
             now=host.clock.now(),
-            trusted=host.console_max_age if reads_console(request.method, request.path) else None,
+            # A run console's reader is trusted as the console is kept; any other page
+            # reads its token.
+            trusted=(
+                host.console_max_age
+                if reads_console(request.method, request.path)
+                else timedelta(0)
+            ),
         )
         request[SESSION_KEY] = session
         if request.method == "POST" and request.path != "/sign-in":

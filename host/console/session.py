@@ -2,8 +2,10 @@
 
 The cookie holds the token's sha256 hash (never the token) and a per-session CSRF token,
 signed with itsdangerous and stamped with the time it was issued. On every request the
-hash is looked up again (:func:`pageant.access.tokens.principal_for_hash`), so the role a
-page is rendered for is the token's role *now*, and a revoked token ends its sessions.
+hash is looked up again (:func:`pageant.access.tokens.principal_seen_within`), so the role a
+page is rendered for is the token's role *now*, and a revoked token ends its sessions; a run
+console's page alone trusts a token read live within ``console_max_age_ms``, as the console
+it shows is kept that long.
 """
 
 from __future__ import annotations
@@ -16,12 +18,7 @@ from typing import Any
 
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from pageant.access.tokens import (
-    Principal,
-    hash_token,
-    principal_for_hash,
-    principal_for_reading,
-)
+from pageant.access.tokens import Principal, hash_token, principal_seen_within
 from pageant.errors import Unauthenticated
 
 COOKIE = "pageant_session"
@@ -65,22 +62,22 @@ class Sessions:
         return data
 
     async def session(
-        self, engine: Any, value: str | None, *, now: datetime, trusted: timedelta | None = None
+        self,
+        engine: Any,
+        value: str | None,
+        *,
+        now: datetime,
+        trusted: timedelta = timedelta(0),
     ) -> Session | None:
         """The session a cookie stands for, or None: a bad or expired cookie, or a token that
-        was removed, revoked or has expired since. With ``trusted``, a token read live less
-        than that ago is not read again (a run console's reader: see
-        :func:`pageant.access.tokens.principal_for_reading`)."""
+        was removed, revoked or has expired since. A token read live less than ``trusted`` ago
+        is not read again (a run console's reader: see
+        :func:`pageant.access.tokens.principal_seen_within`); by default it is read."""
         data = self.read(value)
         if data is None:
             return None
         try:
-            if trusted:
-                principal = await principal_for_reading(
-                    engine, str(data["h"]), now=now, within=trusted
-                )
-            else:
-                principal = await principal_for_hash(engine, str(data["h"]), now=now)
+            principal = await principal_seen_within(engine, str(data["h"]), now=now, within=trusted)
         except Unauthenticated:
             return None
         return None if principal is None else Session(principal, str(data["c"]))
