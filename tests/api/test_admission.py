@@ -95,12 +95,32 @@ async def test_health_and_metrics_answer_while_every_slot_is_taken(
         await host.close()
 
 
-@pytest.mark.parametrize("name", ["http_concurrency", "read_concurrency"])
-@pytest.mark.parametrize("bad", [0, -1, 1001, "many"])
-def test_a_bad_concurrency_is_refused_by_name(name, bad):
+#: Each admission and readers' setting, with values out of its bounds and its bounds.
+BOUNDED = {
+    "http_concurrency": ([0, -1, 1001, "many"], [1, 1000]),
+    "read_concurrency": ([0, -1, 1001, "many"], [1, 1000]),
+    "console_max_age_ms": ([-1, 60_001, "soon", 1.5], [0, 60_000]),
+    "console_reads_per_second": ([-1, 100_001, "fast", 2.5], [0, 100_000]),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"), [(name, bad) for name, (bads, _) in BOUNDED.items() for bad in bads]
+)
+def test_a_bad_admission_setting_is_refused_by_name(name, bad):
     from pageant.errors import Invalid
     from pageant.settings import load_settings
 
     with pytest.raises(Invalid) as caught:
         load_settings(flags={name: bad}, environ={})
     assert name in str(caught.value.details) + caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "edge"), [(name, edge) for name, (_, edges) in BOUNDED.items() for edge in edges]
+)
+def test_an_admission_settings_bounds_are_accepted(name, edge):
+    from pageant.settings import load_settings
+
+    loaded = load_settings(flags={}, environ={f"PAGEANT_{name.upper()}": str(edge)})
+    assert getattr(loaded, name) == edge

@@ -155,21 +155,3 @@ async def test_console_reads_within_the_burst_are_not_held(
     # The burst (a quarter of 40) at once, however the ten arrive; the one past it waits
     # (the test above, and the unit tests with time injected).
     assert waits == [0.0] * 10
-
-
-@pytest.mark.parametrize("bad", [-1, 100_001, "fast", 2.5])
-def test_a_bad_console_read_rate_is_refused_by_name(bad: Any) -> None:
-    from pageant.errors import Invalid
-    from pageant.settings import load_settings
-
-    with pytest.raises(Invalid) as caught:
-        load_settings(flags={"console_reads_per_second": bad}, environ={})
-    assert "console_reads_per_second" in str(caught.value.details) + caught.value.message
-
-
-@pytest.mark.parametrize("edge", [0, 100_000])
-def test_the_console_read_rate_bounds_are_accepted(edge: int) -> None:
-    from pageant.settings import load_settings
-
-    loaded = load_settings(flags={}, environ={"PAGEANT_CONSOLE_READS_PER_SECOND": str(edge)})
-    assert loaded.console_reads_per_second == edge

@@ -258,21 +258,3 @@ async def test_fifty_readers_of_one_console_at_once_read_it_once(kept, tokens, c
     pages = await asyncio.gather(*(api.get(f"/runs/{run_id}/live") for _ in range(10)))
     assert [p.status for p in pages] == [200] * 10
     assert reads == 2
-
-
-@pytest.mark.parametrize("bad", [-1, 60_001, "soon", 1.5])
-def test_a_bad_console_max_age_is_refused_by_name(bad: Any) -> None:
-    from pageant.errors import Invalid
-    from pageant.settings import load_settings
-
-    with pytest.raises(Invalid) as caught:
-        load_settings(flags={"console_max_age_ms": bad}, environ={})
-    assert "console_max_age_ms" in str(caught.value.details) + caught.value.message
-
-
-@pytest.mark.parametrize("edge", [0, 60_000])
-def test_the_console_max_age_bounds_are_accepted(edge: int) -> None:
-    from pageant.settings import load_settings
-
-    loaded = load_settings(flags={}, environ={"PAGEANT_CONSOLE_MAX_AGE_MS": str(edge)})
-    assert loaded.console_max_age_ms == edge
