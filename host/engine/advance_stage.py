@@ -59,10 +59,12 @@ async def advance(host: Host, now: datetime) -> None:
     rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
     claimed, tried = await claim_due(host, rows) if rows else ({}, set())
-    # The claimed first: their claim leases run, so they take the free dispatch slots.
-    for run in rows:
-        if run["id"] in claimed:
-            engine.spawn(run["id"], process_run(host, run, claimed=claimed[run["id"]]))
+    # The runs with a step claimed first: their steps' claim leases run, so they take the
+    # free dispatch slots; then the others the set started or claimed.
+    ordered = sorted(claimed, key=lambda run_id: claimed[run_id].ahead.claimed is None)
+    by_id = {run["id"]: run for run in rows}
+    for run_id in ordered:
+        engine.spawn(run_id, process_run(host, by_id[run_id], claimed=claimed[run_id]))
     for run in rows:
         if run["id"] not in tried:
             engine.spawn(run["id"], process_run(host, run))
@@ -86,12 +88,7 @@ async def process_run(
         run["status"] = claimed.status
         if claimed.started_into is not None:
             # Its start committed with the set's claim: the triggers fire now, after it.
-            await lifecycle.announce(
-                host, run["id"], lifecycle.RUN_STARTED, phase=claimed.started_into
-            )
-            await lifecycle.announce(
-                host, run["id"], lifecycle.PHASE_ENTERED, phase=claimed.started_into
-            )
+            await lifecycle.announce_all(host, lifecycle.started(run["id"], claimed.started_into))
             progress.made = True
         ahead = claimed.ahead
     else:
@@ -264,12 +261,14 @@ async def _complete(
     completed = await host.in_outcome_transaction(finish)
     if completed is None:
         return TAKEN
+    fired: list[lifecycle.Firing] = []
     if last_phase is not None:
         # This caller moved the run from its last phase into ``ending``: the cleanup of what
         # it holds is under way (the cleanup stage gives it back once the run has ended).
-        await lifecycle.announce(host, run_id, lifecycle.RUN_ENDING, phase=last_phase["key"])
+        fired.append((run_id, lifecycle.RUN_ENDING, last_phase["key"]))
     if completed:
-        await lifecycle.announce(host, run_id, lifecycle.RUN_COMPLETED)
+        fired.append((run_id, lifecycle.RUN_COMPLETED, None))
+    await lifecycle.announce_all(host, fired)
     return "completed"
 
 
@@ -300,8 +299,9 @@ async def _enter(
     except Lost:
         return False
     if how["old_phase"] is None:
-        await lifecycle.announce(host, run_id, lifecycle.RUN_STARTED, phase=phase["key"])
-    await lifecycle.announce(host, run_id, lifecycle.PHASE_ENTERED, phase=phase["key"])
+        await lifecycle.announce_all(host, lifecycle.started(run_id, phase["key"]))
+    else:
+        await lifecycle.announce(host, run_id, lifecycle.PHASE_ENTERED, phase=phase["key"])
     return True
 
 

@@ -20,8 +20,11 @@ step is not ready (a gate, a due instant not come) is looked at by its task as e
 
 On MariaDB the run rows are first locked ``FOR UPDATE SKIP LOCKED``: a run another host is
 claiming right now is skipped, not waited for, so two hosts share the due runs instead of
-queueing on each other's locks. Only as many runs are claimed as there are dispatch slots
-free: a claimed step's claim lease runs from its claim, and it must not wait for a slot.
+queueing on each other's locks. Every due run found is started and claimed (a run's claim
+lease, ``run_lease_seconds``, outlasts its task's wait for a dispatch slot), but only as many
+**steps** are claimed as there are dispatch slots free: a step's claim lease runs from its
+claim, and a claimed step must not wait for a slot. The runs started beyond that read their
+cursors in their own tasks, once a slot is theirs.
 """
 
 from __future__ import annotations
@@ -76,17 +79,25 @@ def _startable(row: RunRow, now: datetime) -> bool:
 
 
 def candidates(host: Host, found: Sequence[RunRow], now: datetime) -> list[RunRow]:
-    """The due runs a set-wise claim may take, as many as there are dispatch slots free:
-    running and not held (a hold that ran out is the run's loop to clear), or plainly
-    startable."""
+    """The due runs a set-wise claim may take: running and not held (a hold that ran out is
+    the run's loop to clear), or plainly startable. A running run is taken only while
+    dispatch slots are free for its step (nothing else of it is set-wise); every startable
+    run is taken, so a burst of starts is one transaction however many slots are busy."""
+    room = free_slots(host)
+    plain = []
+    for row in found:
+        if _startable(row, now):
+            plain.append(row)
+        elif row["status"] == "running" and row["hold_until"] is None and room > 0:
+            plain.append(row)
+            room -= 1
+    return plain
+
+
+def free_slots(host: Host) -> int:
+    """How many steps a set-wise claim may claim: the dispatch slots no run task holds."""
     busy = len(host.engine.inflight) if host.engine is not None else 0
-    room = host.settings.dispatch_concurrency - busy
-    plain = [
-        row
-        for row in found
-        if (row["status"] == "running" and row["hold_until"] is None) or _startable(row, now)
-    ]
-    return plain[: max(0, room)]
+    return max(0, host.settings.dispatch_concurrency - busy)
 
 
 async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetClaim], set[int]]:
@@ -101,6 +112,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         return {}, set()
     owner = host.identity
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
+    room = free_slots(host)
 
     async def claim(conn: AsyncConnection, group: Batch | None) -> dict[int, SetClaim]:
         # Shared with other runs' writes; may run twice (each time from the start).
@@ -136,7 +148,9 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             # writes at once.
             await steps.flush_new(group)
             await runlog.flush(group)
+        # Steps only for the free slots; the other started runs look in their own tasks.
         running = [run_id for run_id, got in claimed.items() if got.status == "running"]
+        running = running[:room]
         cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:
             await claimed[run_id].ahead.take(

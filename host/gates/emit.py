@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -476,21 +476,33 @@ class Firings:
         return answers
 
     async def _any_open(self, firings: list[Firing], token_id: int | None) -> bool:
-        """Whether an open gate may wait on one of the firings' triggers. A trigger seen
-        with an open gate in the last :data:`OPEN_SEEN_SECONDS` is taken to have one
-        still, without a read: the transaction reads its gates anyway, and at worst takes
-        the writer's lock for nothing. The token is checked live in the same read."""
-        triggers = {f.trigger_id for f in firings}
+        """Whether an open gate may wait on one of the firings' triggers
+        (:meth:`open_among`); the token is checked live in the same read."""
+        return bool(await self.open_among({f.trigger_id for f in firings}, token_id=token_id))
+
+    async def open_among(self, triggers: Iterable[str], *, token_id: int | None = None) -> set[str]:
+        """Which of ``triggers`` an open gate may wait on. A trigger seen with an open gate
+        in the last :data:`OPEN_SEEN_SECONDS` is taken to have one still, without a read
+        (the firing's transaction reads its gates anyway, and at worst takes the writer's
+        lock for nothing); the others are read, in one connection. A ``token_id`` is
+        checked live in that read (:class:`~pageant.errors.Unauthenticated` when it is not).
+
+        A gate committed after this look misses the firing, as one committed after the
+        write's read would. Core's lifecycle asks before it reads a run for a payload."""
         seen = time.monotonic()
-        if any(seen - self._open_seen.get(t, float("-inf")) < OPEN_SEEN_SECONDS for t in triggers):
-            return True
-        async with self._db.connect() as conn:
-            await self._refuse_dead_tokens(conn, [token_id])
-            for trigger_id in triggers:
-                if await gate_rows.any_open_on(conn, trigger_id):
-                    self._open_seen[trigger_id] = seen
-                    return True
-        return False
+        wanted = set(triggers)
+        known = {
+            t for t in wanted if seen - self._open_seen.get(t, float("-inf")) < OPEN_SEEN_SECONDS
+        }
+        unknown = sorted(wanted - known)
+        if unknown:
+            async with self._db.connect() as conn:
+                await self._refuse_dead_tokens(conn, [token_id])
+                for trigger_id in unknown:
+                    if await gate_rows.any_open_on(conn, trigger_id):
+                        self._open_seen[trigger_id] = seen
+                        known.add(trigger_id)
+        return known
 
     async def _refuse_dead_tokens(
         self, conn: AsyncConnection, token_ids: Sequence[int | None]

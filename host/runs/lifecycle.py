@@ -17,6 +17,7 @@ console, never in a payload a gate's log line could copy.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runs
@@ -55,16 +56,22 @@ STATUS = {
 #: Who the firings' log lines name.
 ACTOR = "core"
 
+#: One lifecycle firing: ``(run_id, trigger_id, phase)`` (phase None: the run's current).
+Firing = tuple[int, str, str | None]
 
-async def payload_of(host: Host, run_id: int, trigger_id: str, phase: str | None) -> dict[str, Any]:
-    """The firing's variables, read after the commit (the status is the transition's own)."""
-    async with host.db.connect() as conn:
-        row = await runs.get_run(conn, run_id)
-    if row is None:
-        return {}
+
+def started(run_id: int, phase: str) -> list[Firing]:
+    """What a run's start fires, in order: ``core.run.started``, then its first phase's
+    ``core.phase.entered``."""
+    return [(run_id, RUN_STARTED, phase), (run_id, PHASE_ENTERED, phase)]
+
+
+def payload_of(row: Any, trigger_id: str, phase: str | None) -> dict[str, Any]:
+    """The firing's variables from the run's row (:func:`pageant.db.runs.get_run`, read after
+    the commit; the status is the transition's own)."""
     return {
         "event": row.slug,
-        "run_id": run_id,
+        "run_id": row.id,
         "scope": row.scope,
         "status": STATUS.get(trigger_id, "running"),
         "phase": phase if phase is not None else (row.current_phase or ""),
@@ -75,20 +82,37 @@ async def payload_of(host: Host, run_id: int, trigger_id: str, phase: str | None
 async def announce_scheduled(host: Host, run_ids: list[int]) -> None:
     """Fire ``core.run.scheduled`` for each occurrence a schedule made: call it after the
     transaction that made them committed."""
-    for run_id in run_ids:
-        await announce(host, run_id, RUN_SCHEDULED)
+    await announce_all(host, [(run_id, RUN_SCHEDULED, None) for run_id in run_ids])
 
 
 async def announce(host: Host, run_id: int, trigger_id: str, *, phase: str | None = None) -> None:
     """Fire ``trigger_id`` for run ``run_id``: call it after the transition committed, and
-    only when this caller made it. Never raises: a firing that fails is logged, and the run
-    it describes has already moved on regardless."""
-    if trigger_id not in host.registry.triggers:
+    only when this caller made it. Never raises (:func:`announce_all`)."""
+    await announce_all(host, [(run_id, trigger_id, phase)])
+
+
+async def announce_all(host: Host, firings: Sequence[Firing]) -> None:
+    """Fire each ``(run_id, trigger_id, phase)`` in order, as :func:`announce` does one.
+
+    Most lifecycle firings concern no gate: one read tells which of their triggers an open
+    gate may wait on (:meth:`pageant.gates.emit.Firings.open_among`), and only the runs of
+    those are read for their payloads. Never raises: a firing that fails is logged, and the
+    run it describes has already moved on regardless."""
+    wanted = [f for f in firings if f[1] in host.registry.triggers]
+    if not wanted:
         return  # a host built without core (a test's bare host) has nothing to fire
+    trigger_id, run_id = wanted[0][1], wanted[0][0]
     try:
-        payload = await payload_of(host, run_id, trigger_id, phase)
-        if payload:
-            await host.emit(trigger_id, payload, actor=ACTOR)
+        open_ = await host.firings.open_among({f[1] for f in wanted})
+        counted = [f for f in wanted if f[1] in open_]
+        if not counted:
+            return
+        async with host.db.connect() as conn:
+            rows = {i: await runs.get_run(conn, i) for i in dict.fromkeys(f[0] for f in counted)}
+        for run_id, trigger_id, phase in counted:
+            row = rows[run_id]
+            if row is not None:
+                await host.emit(trigger_id, payload_of(row, trigger_id, phase), actor=ACTOR)
     except Exception as exc:
         # A database outage is the engine's to report, once (pageant.engine.outage).
         engine = host.engine

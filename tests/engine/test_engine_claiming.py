@@ -1,5 +1,6 @@
 """Claiming set-wise: the advance stage claims the due runs, and their ready steps, in one
-transaction — as many as there are dispatch slots, skipping what another claimer holds."""
+transaction — every run it can start, as many steps as there are dispatch slots, skipping
+what another claimer holds."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ async def test_runs_due_together_are_claimed_with_their_steps_in_one_transaction
     assert engine.outcomes.transactions - before <= 1 + 4 + 4
 
 
-async def test_no_more_runs_are_claimed_than_there_are_dispatch_slots(
+async def test_no_more_running_runs_are_claimed_than_there_are_dispatch_slots(
     settings, db, clock, monkeypatch
 ):
     probe = Probe()
@@ -109,6 +110,35 @@ async def test_no_more_runs_are_claimed_than_there_are_dispatch_slots(
         assert len(claimed) == len(tried) == 2
         # The rest are left to the runs' own tasks: every run moved on in that tick.
         assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
+    finally:
+        await engine.stop()
+        await host.close()
+
+
+async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_are_free(
+    settings, db, clock, monkeypatch
+):
+    probe = Probe()
+    tuned = settings.model_copy(update={"dispatch_concurrency": 2})
+    host = make_host(tuned, db, clock, [probe])
+    engine = Engine(host)
+    try:
+        run_ids = [
+            await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+            for i in range(5)
+        ]
+        answers = recording(monkeypatch)
+        await engine.tick()
+        claimed, tried = answers[0]
+        # All five started together; only two steps claimed with them, one a free slot.
+        assert set(claimed) == set(tried) == set(run_ids)
+        assert sorted(claimed.values()) == [False, False, False, True, True]
+        # The other three took their steps in their own tasks, in that same tick.
+        assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
+        for run_id in run_ids:
+            assert (await run_row(host.db, run_id)).status == "completed"
+            statuses = await log_lines(host.db, run_id, "run.status")
+            assert [ln.detail["to"] for ln in statuses][:2] == ["starting", "running"]
     finally:
         await engine.stop()
         await host.close()

@@ -26,9 +26,16 @@ async def api(probe_host, aiohttp_client):
 
 @pytest.fixture
 def fired(probe_host) -> list[tuple[str, dict[str, Any]]]:
-    """Every firing through the host's emit path, in order."""
+    """Every firing through the host's emit path, in order, as if an open gate waited on
+    every trigger (a lifecycle firing no open gate waits on is not sent at all:
+    ``test_a_transition_no_gate_waits_on_reads_no_run_and_fires_nothing``)."""
     seen: list[tuple[str, dict[str, Any]]] = []
     emit = probe_host.emit
+
+    async def every(triggers: Any, *, token_id: int | None = None) -> set[str]:
+        return set(triggers)
+
+    probe_host.firings.open_among = every
 
     async def spy(trigger_id: str, payload: Any, *, actor: str | None = None) -> Any:
         seen.append((trigger_id, payload))
@@ -280,3 +287,48 @@ async def test_the_catalog_lists_core_lifecycle_triggers(api, tokens):
         "core.run.cancelled",
         "core.phase.entered",
     } <= ids
+
+
+async def test_a_transition_no_gate_waits_on_reads_no_run_and_fires_nothing(
+    api, tokens, probe_host, engine, monkeypatch
+):
+    reads: list[int] = []
+    get_run = runs.get_run
+
+    async def counted(conn: Any, run_id: int) -> Any:
+        reads.append(run_id)
+        return await get_run(conn, run_id)
+
+    monkeypatch.setattr(runs, "get_run", counted)
+    sent: list[str] = []
+    emit = probe_host.emit
+
+    async def spy(trigger_id: str, payload: Any, *, actor: str | None = None) -> Any:
+        sent.append(trigger_id)
+        return await emit(trigger_id, payload, actor=actor)
+
+    probe_host.emit = spy
+    quiet = await _event(api, tokens, "quiet-walk", _phase("walk", announce("a")))
+    run_id, _ = await start_now(probe_host, quiet, scope="", actor="admin:test")
+    await engine.tick()
+    assert (await run_row(probe_host.db, run_id)).status == "completed"
+    # Started, entered, ending, completed: no gate could count one, so none was read for.
+    assert (sent, reads) == ([], [])
+
+    # A gate waiting on completions: only that trigger is read for and fired.
+    waiting = await _event(
+        api,
+        tokens,
+        "after-walk",
+        _phase("wait", advance=_waits_on(COMPLETED, "quiet-walk")),
+        _phase("go", announce("b")),
+    )
+    gated, _ = await start_now(probe_host, waiting, scope="", actor="admin:test")
+    await engine.tick()
+    sent.clear()
+    reads.clear()
+    again, _ = await start_now(probe_host, quiet, scope="again", actor="admin:test")
+    await engine.tick()
+    await engine.tick()
+    assert sent[:1] == [COMPLETED] and reads[:1] == [again]
+    assert (await run_row(probe_host.db, gated)).status == "completed"
