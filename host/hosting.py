@@ -231,7 +231,9 @@ class Host:
         if self._db is None:
             from pageant.db.engine import create_engine
 
-            self._db = create_engine(self.settings.database_url)
+            self._db = create_engine(
+                self.settings.database_url, pool_size=self.settings.database_pool_size
+            )
         return self._db
 
     def plugin_unavailable(self, owner: str) -> str | None:

@@ -74,6 +74,10 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     database_url: str = "sqlite+aiosqlite:///./pageant.db"
+    #: The database connections one host keeps open between uses (up to 10 more are opened
+    #: under a burst, and closed once used). On MariaDB a host holds at most this + 10 of the
+    #: server's ``max_connections``.
+    database_pool_size: int = Field(default=20, ge=1, le=500)
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)  # 0: any free port (printed at start)
 

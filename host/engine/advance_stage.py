@@ -8,6 +8,7 @@ before every step, so a pause pressed mid-tick lands between two steps.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -59,6 +60,18 @@ async def advance(host: Host, now: datetime) -> None:
     rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
     claimed, tried = await claim_due(host, rows) if rows else ({}, set())
+    # The set's starts committed: their triggers fire together, in a task of their own
+    # which each of those runs waits for before it moves on (and fires its next).
+    firings = [
+        firing
+        for run_id, got in claimed.items()
+        if got.started_into is not None
+        for firing in lifecycle.started(run_id, got.started_into)
+    ]
+    if firings:
+        announced = asyncio.ensure_future(lifecycle.announce_all(host, firings))
+        for got in claimed.values():
+            got.announced = announced
     # The runs with a step claimed first: their steps' claim leases run, so they take the
     # free dispatch slots; then the others the set started or claimed.
     ordered = sorted(claimed, key=lambda run_id: claimed[run_id].ahead.claimed is None)
@@ -87,9 +100,10 @@ async def process_run(
     if claimed is not None:
         run["status"] = claimed.status
         if claimed.started_into is not None:
-            # Its start committed with the set's claim: the triggers fire now, after it.
-            await lifecycle.announce_all(host, lifecycle.started(run["id"], claimed.started_into))
+            # Started with the set's claim, whose triggers are fired for the whole set.
             progress.made = True
+        if claimed.announced is not None:
+            await asyncio.shield(claimed.announced)
         ahead = claimed.ahead
     else:
         lost = await _claim_run(host, run, owner)

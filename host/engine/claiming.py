@@ -14,8 +14,9 @@ second, a hundred waits ending in it, twenty runs moving side by side — it cla
   compare-and-set, budget check and ledger placeholder as any claim; a note of what the run
   waited on is cleared with it.
 
-Each claimed run is then handed to its task with all of that in hand: it fires the lifecycle
-triggers of its start (after the commit, as ever) and performs the step at once. A run whose
+Once the claim has committed, the advance stage fires the lifecycle triggers of the set's
+starts, together (:func:`pageant.runs.lifecycle.announce_all`), and then hands each claimed
+run to its task with all of that in hand: it performs its claimed step at once. A run whose
 step is not ready (a gate, a due instant not come) is looked at by its task as ever.
 
 On MariaDB the run rows are first locked ``FOR UPDATE SKIP LOCKED``: a run another host is
@@ -29,6 +30,7 @@ cursors in their own tasks, once a slot is theirs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +67,8 @@ class SetClaim:
     status: str
     #: The key of the phase the run was started into, in this claim (None: not started).
     started_into: str | None = None
+    #: The firing of the set's starts' triggers, which the run waits for before it moves.
+    announced: asyncio.Future[None] | None = None
 
 
 def _startable(row: RunRow, now: datetime) -> bool:

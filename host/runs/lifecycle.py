@@ -96,12 +96,12 @@ async def announce_all(host: Host, firings: Sequence[Firing]) -> None:
 
     Most lifecycle firings concern no gate: one read tells which of their triggers an open
     gate may wait on (:meth:`pageant.gates.emit.Firings.open_among`), and only the runs of
-    those are read for their payloads. Never raises: a firing that fails is logged, and the
-    run it describes has already moved on regardless."""
+    those are read for their payloads, in one connection; they are recorded together, in
+    order, through the emit path (:meth:`pageant.gates.emit.Firings.fire`). Never raises: a
+    failure is logged, and the runs it describes have already moved on regardless."""
     wanted = [f for f in firings if f[1] in host.registry.triggers]
     if not wanted:
         return  # a host built without core (a test's bare host) has nothing to fire
-    trigger_id, run_id = wanted[0][1], wanted[0][0]
     try:
         open_ = await host.firings.open_among({f[1] for f in wanted})
         counted = [f for f in wanted if f[1] in open_]
@@ -109,13 +109,17 @@ async def announce_all(host: Host, firings: Sequence[Firing]) -> None:
             return
         async with host.db.connect() as conn:
             rows = {i: await runs.get_run(conn, i) for i in dict.fromkeys(f[0] for f in counted)}
-        for run_id, trigger_id, phase in counted:
-            row = rows[run_id]
-            if row is not None:
-                await host.emit(trigger_id, payload_of(row, trigger_id, phase), actor=ACTOR)
+        checked = [
+            host.firings.check(trigger_id, payload_of(rows[run_id], trigger_id, phase))
+            for run_id, trigger_id, phase in counted
+            if rows[run_id] is not None
+        ]
+        if checked:
+            await host.firings.fire(checked, issuer=None, actor=ACTOR)
     except Exception as exc:
+        what = ", ".join(f"{trigger_id} for run {run_id}" for run_id, trigger_id, _ in wanted)
         # A database outage is the engine's to report, once (pageant.engine.outage).
         engine = host.engine
-        if engine is not None and engine.outage.noted(exc, f"firing {trigger_id} for run {run_id}"):
+        if engine is not None and engine.outage.noted(exc, f"firing {what}"):
             return
-        log.exception("firing %s for run %s failed", trigger_id, run_id)
+        log.exception("firing %s failed", what)

@@ -144,6 +144,54 @@ async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_
         await host.close()
 
 
+async def test_the_starts_of_a_set_look_for_open_gates_once(probe_host, engine, monkeypatch):
+    from pageant.db import phase_gates
+
+    for i in range(4):
+        await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+    read: list[str] = []
+    any_open_on = phase_gates.any_open_on
+
+    async def counted(conn, trigger_id):
+        read.append(trigger_id)
+        return await any_open_on(conn, trigger_id)
+
+    monkeypatch.setattr(phase_gates, "any_open_on", counted)
+    await engine.tick()
+    # No gate waits: one read of each start trigger for the four starts, not four.
+    assert read.count("core.run.started") == read.count("core.phase.entered") == 1
+    assert read.count("core.run.completed") == 4  # each run's end looks for its own
+
+
+async def test_the_starts_of_a_set_fire_before_any_of_those_runs_moves_on(
+    probe_host, engine, probe
+):
+    run_ids = [
+        await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+        for i in range(4)
+    ]
+    fired: list[tuple[str, int]] = []
+    open_among, fire = probe_host.firings.open_among, probe_host.firings.fire
+
+    async def every(triggers, **how):
+        return set(triggers)  # as if a gate waited on every trigger
+
+    async def recorded(firings, **how):
+        fired.extend((f.trigger_id, f.payload["run_id"]) for f in firings)
+        return await fire(firings, **how)
+
+    probe_host.firings.open_among, probe_host.firings.fire = every, recorded
+    try:
+        await engine.tick()
+    finally:
+        probe_host.firings.open_among, probe_host.firings.fire = open_among, fire
+    first_end = min(i for i, (t, _) in enumerate(fired) if t == "core.run.ending")
+    assert sorted(fired[:first_end]) == sorted(
+        (t, r) for r in run_ids for t in ("core.run.started", "core.phase.entered")
+    )
+    assert sorted(probe.names()) == ["s0", "s1", "s2", "s3"]
+
+
 async def test_a_lone_due_run_is_left_to_its_own_task(probe_host, engine, clock):
     await _waiting_runs(probe_host, engine, clock, 1)
     assert await claim_due(probe_host, await _due_rows(probe_host)) == ({}, set())

@@ -30,18 +30,18 @@ def fired(probe_host) -> list[tuple[str, dict[str, Any]]]:
     every trigger (a lifecycle firing no open gate waits on is not sent at all:
     ``test_a_transition_no_gate_waits_on_reads_no_run_and_fires_nothing``)."""
     seen: list[tuple[str, dict[str, Any]]] = []
-    emit = probe_host.emit
+    fire = probe_host.firings.fire
 
     async def every(triggers: Any, *, token_id: int | None = None) -> set[str]:
         return set(triggers)
 
     probe_host.firings.open_among = every
 
-    async def spy(trigger_id: str, payload: Any, *, actor: str | None = None) -> Any:
-        seen.append((trigger_id, payload))
-        return await emit(trigger_id, payload, actor=actor)
+    async def spy(firings: Any, **how: Any) -> Any:
+        seen.extend((firing.trigger_id, firing.payload) for firing in firings)
+        return await fire(firings, **how)
 
-    probe_host.emit = spy
+    probe_host.firings.fire = spy
     return seen
 
 
@@ -301,13 +301,13 @@ async def test_a_transition_no_gate_waits_on_reads_no_run_and_fires_nothing(
 
     monkeypatch.setattr(runs, "get_run", counted)
     sent: list[str] = []
-    emit = probe_host.emit
+    fire = probe_host.firings.fire
 
-    async def spy(trigger_id: str, payload: Any, *, actor: str | None = None) -> Any:
-        sent.append(trigger_id)
-        return await emit(trigger_id, payload, actor=actor)
+    async def spy(firings: Any, **how: Any) -> Any:
+        sent.extend(firing.trigger_id for firing in firings)
+        return await fire(firings, **how)
 
-    probe_host.emit = spy
+    probe_host.firings.fire = spy
     quiet = await _event(api, tokens, "quiet-walk", _phase("walk", announce("a")))
     run_id, _ = await start_now(probe_host, quiet, scope="", actor="admin:test")
     await engine.tick()
