@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import select
 
 from pageant.db.tables import event_runs
@@ -95,53 +96,51 @@ async def test_runs_due_together_are_claimed_with_their_steps_in_one_transaction
     assert engine.outcomes.transactions - before <= 1 + 4 + 4
 
 
-async def test_no_more_running_runs_are_claimed_than_there_are_dispatch_slots(
-    settings, db, clock, monkeypatch
-):
+@pytest.fixture
+async def two_slots(settings, db, clock):
+    """A host with two dispatch slots, its engine and the probe its steps call."""
     probe = Probe()
-    tuned = settings.model_copy(update={"dispatch_concurrency": 2})
-    host = make_host(tuned, db, clock, [probe])
+    host = make_host(settings.model_copy(update={"dispatch_concurrency": 2}), db, clock, [probe])
     engine = Engine(host)
     try:
-        await _waiting_runs(host, engine, clock, 5)
-        answers = recording(monkeypatch)
-        await engine.tick()
-        claimed, tried = answers[0]
-        assert len(claimed) == len(tried) == 2
-        # The rest are left to the runs' own tasks: every run moved on in that tick.
-        assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
+        yield host, engine, probe
     finally:
         await engine.stop()
         await host.close()
+
+
+async def test_no_more_running_runs_are_claimed_than_there_are_dispatch_slots(
+    two_slots, clock, monkeypatch
+):
+    host, engine, probe = two_slots
+    await _waiting_runs(host, engine, clock, 5)
+    answers = recording(monkeypatch)
+    await engine.tick()
+    claimed, tried = answers[0]
+    assert len(claimed) == len(tried) == 2
+    # The rest are left to the runs' own tasks: every run moved on in that tick.
+    assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
 
 
 async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_are_free(
-    settings, db, clock, monkeypatch
+    two_slots, monkeypatch
 ):
-    probe = Probe()
-    tuned = settings.model_copy(update={"dispatch_concurrency": 2})
-    host = make_host(tuned, db, clock, [probe])
-    engine = Engine(host)
-    try:
-        run_ids = [
-            await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
-            for i in range(5)
-        ]
-        answers = recording(monkeypatch)
-        await engine.tick()
-        claimed, tried = answers[0]
-        # All five started together; only two steps claimed with them, one a free slot.
-        assert set(claimed) == set(tried) == set(run_ids)
-        assert sorted(claimed.values()) == [False, False, False, True, True]
-        # The other three took their steps in their own tasks, in that same tick.
-        assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
-        for run_id in run_ids:
-            assert (await run_row(host.db, run_id)).status == "completed"
-            statuses = await log_lines(host.db, run_id, "run.status")
-            assert [ln.detail["to"] for ln in statuses][:2] == ["starting", "running"]
-    finally:
-        await engine.stop()
-        await host.close()
+    host, engine, probe = two_slots
+    run_ids = [
+        await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}") for i in range(5)
+    ]
+    answers = recording(monkeypatch)
+    await engine.tick()
+    claimed, tried = answers[0]
+    # All five started together; only two steps claimed with them, one a free slot.
+    assert set(claimed) == set(tried) == set(run_ids)
+    assert sorted(claimed.values()) == [False, False, False, True, True]
+    # The other three took their steps in their own tasks, in that same tick.
+    assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
+    for run_id in run_ids:
+        assert (await run_row(host.db, run_id)).status == "completed"
+        statuses = await log_lines(host.db, run_id, "run.status")
+        assert [ln.detail["to"] for ln in statuses][:2] == ["starting", "running"]
 
 
 async def test_the_starts_of_a_set_look_for_open_gates_once(probe_host, engine, monkeypatch):
