@@ -234,11 +234,21 @@ class Connection(aiosqlite.Connection):
         return pending is not None or committed
 
 
+#: The prepared statements one connection keeps (Python's default is 128). The engine's
+#: set-wise statements differ with the size of their set (an ``IN`` list, a batch's
+#: ``CASE``), and a prepared statement of a large set is large: with the pool's connections
+#: kept open, 128 of them each held 1.2 GB in a host that had run 10,000 starts at once.
+#: The statements a step repeats stay prepared within 16; measured, no slower.
+STATEMENT_CACHE = 16
+
+
 def connector(url: URL) -> Callable[[], Connection]:
     """The ``async_creator`` for ``url`` (a ``sqlite+aiosqlite`` URL): the file and options
-    SQLAlchemy's own dialect would open, on a :class:`Connection`."""
+    SQLAlchemy's own dialect would open, on a :class:`Connection` that keeps
+    :data:`STATEMENT_CACHE` prepared statements (unless the URL names its own)."""
     args, options = url.get_dialect()().create_connect_args(url)
     database = args[0]
+    options = {"cached_statements": STATEMENT_CACHE, **options}
 
     def connect() -> Connection:
         conn = Connection(lambda: sqlite3.connect(database, **options), 64)

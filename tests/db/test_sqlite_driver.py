@@ -217,3 +217,28 @@ async def test_a_rollback_forgets_a_deferred_write(sqlite_db, monkeypatch):
     async with sqlite_db.connect() as conn:
         rows = (await conn.execute(text("SELECT v FROM t ORDER BY id"))).scalars().all()
     assert rows == ["after"]
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"), [("", sqlite_driver.STATEMENT_CACHE), ("?cached_statements=64", 64)]
+)
+async def test_a_connection_keeps_a_bounded_number_of_prepared_statements(
+    tmp_path, monkeypatch, query, kept
+):
+    # A pooled connection lives as long as the host: what each keeps prepared is bounded
+    # (a URL may name its own bound).
+    opened: list[dict] = []
+    connect = sqlite3.connect
+
+    def recorded(*args, **kwargs):
+        opened.append(kwargs)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_driver.sqlite3, "connect", recorded)
+    db = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'cache.db'}{query}")
+    try:
+        async with db.connect() as conn:
+            assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
+    finally:
+        await db.dispose()
+    assert [options["cached_statements"] for options in opened] == [kept]
