@@ -8,11 +8,14 @@ API still answers ``/healthz``, then closes the API.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import gc
 import json
 import logging
+import os
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,6 +81,34 @@ def _kv(value: Any) -> str:
     if text and not any(c in text for c in ' "=\\\n'):
         return text
     return json.dumps(text, ensure_ascii=False)
+
+
+#: glibc's ``mallopt`` parameter for the most arenas its allocator makes (``M_ARENA_MAX``).
+_M_ARENA_MAX = -8
+
+#: The arenas ``pageant serve`` lets glibc's allocator make, unless ``MALLOC_ARENA_MAX`` is set.
+MALLOC_ARENAS = 2
+
+
+def limit_malloc_arenas(
+    count: int = MALLOC_ARENAS, *, environ: Mapping[str, str] = os.environ
+) -> bool:
+    """Let glibc's allocator make at most ``count`` arenas; True if it took the limit.
+
+    glibc gives each new thread an arena of its own, up to eight a core, and memory freed in
+    one arena serves only that arena again. The host keeps a thread for each SQLite
+    connection of its pool, so on SQLite a long-running server's memory crept up a megabyte
+    every few thousand runs as twenty arenas each kept their own free pages. Call it before
+    the threads start. Nothing is done where ``MALLOC_ARENA_MAX`` is set (glibc read it at
+    start: the operator's word stands) or where the C library is not glibc.
+    """
+    if "MALLOC_ARENA_MAX" in environ or not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc: no mallopt, or none to reach
+        return False
+    return bool(mallopt(_M_ARENA_MAX, count))
 
 
 def configure_logging(settings: Settings) -> None:
@@ -166,6 +197,7 @@ def serve(settings: Settings) -> None:
     from pageant.plugins.loader import plugin_listing
 
     configure_logging(settings)
+    limit_malloc_arenas()
     host = Host(settings)
 
     async def _check() -> None:
