@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 _PROBE = textwrap.dedent(
     """
-    import ctypes, sys, tempfile, threading
+    import ctypes, os, sys, tempfile, threading
     from pageant.cli.serving import limit_malloc_arenas
 
     environ = {"MALLOC_ARENA_MAX": "8"} if sys.argv[1] == "operator" else {}
@@ -49,7 +49,9 @@ _PROBE = textwrap.dedent(
     together.wait()
     for thread in started:
         thread.join()
-    print("arenas", open(path).read().count("<heap nr="))
+    with open(path) as listing:
+        print("arenas", listing.read().count("<heap nr="))
+    os.remove(path)
     """
 )
 
