@@ -727,3 +727,39 @@ def test_a_poll_answered_304_leaves_the_page_as_it_was_in_chromium(
     assert seen and set(seen) == {200}, seen  # what htmx was handed
     assert page.inner_html("#now-live") == before
     context.close()
+
+
+def test_a_long_title_on_a_sunday_stays_in_its_cell_at_a_phones_width(
+    server: dict[str, Any], browser: Any
+) -> None:
+    """The month's last column is the page's right edge: a title wider than its day's cell
+    wraps inside the cell instead of pushing the page sideways."""
+    base, admin = server["base"], server["tokens"]["admin"]
+    title = "Wispwatchersgathering"  # one word, wider than a day at 390 px
+    made = _api(
+        base,
+        admin,
+        "POST",
+        "/events",
+        {
+            "title": title,
+            "spec": {
+                "schedule": {"kind": "weekly", "days": ["sunday"], "time": "20:00"},
+                "phases": [
+                    {
+                        "key": "p",
+                        "label": "P",
+                        "steps": [{"action": "core.wait", "params": {"seconds": 1}}],
+                    }
+                ],
+            },
+        },
+    )
+    _api(base, admin, "POST", f"/events/{made['id']}/publish")
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = _sign_in(context, base, admin)
+    page.goto(f"{base}/calendar?view=month&month=2027-02")
+    sundays = page.locator("table.month tbody tr td:last-child .occ a", has_text=title)
+    assert sundays.count() == 4  # 7, 14, 21 and 28 February 2027
+    _no_horizontal_scroll(page)
+    context.close()
