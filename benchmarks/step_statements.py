@@ -6,8 +6,10 @@ divided by N is the per-step cost, free of the per-run and per-tick overhead.
 
 Then a sequence: one run of 500 no-op steps in five phases of 100 (the ``1x500`` case of
 ``throughput.py``), ticked until it ends; its statements and commits divided by its steps are
-what a step of a sequence costs, its phase entries and the ticks between
-``steps_per_run_per_tick`` bounds included (then again with a bound of 1,000: one pass).
+what a step of a sequence costs, its phase entries included: with the default settings (a
+dispatch slot is free, so the run's pass goes on past ``steps_per_run_per_tick``), with one
+dispatch slot (every slot taken: a pass ends at the bound, and the next tick claims the run
+again) and with a bound of 1,000 and one slot.
 
     python benchmarks/step_statements.py [--mysql mysql+aiomysql://root@127.0.0.1:3306/test]
 """
@@ -153,10 +155,10 @@ async def measure(mysql_url: str | None, n: int) -> None:
 
 
 async def sequence(
-    mysql_url: str | None, steps: int = 500, per_phase: int = 100, *, bound: int | None = None
+    mysql_url: str | None, steps: int = 500, per_phase: int = 100, **tuned: int
 ) -> None:
     """One run of ``steps`` announces in phases of ``per_phase``, ticked until it ends: its
-    statements and commits a step. ``bound``: ``steps_per_run_per_tick`` (default 25)."""
+    statements and commits a step. ``tuned``: settings other than the defaults."""
     dialect = "mariadb" if mysql_url else "sqlite"
     announce = STEPS["core.announce to core.log"]
     phases = [
@@ -165,7 +167,7 @@ async def sequence(
     ]
     async with scratch_database(mysql_url) as db:
         clock = FakeClock(datetime(2027, 3, 1, 12, 0, tzinfo=UTC))
-        settings = Settings() if bound is None else Settings(steps_per_run_per_tick=bound)
+        settings = Settings(**tuned)
         host = Host(settings, clock=clock, db=db)
         definition_id = await _publish(db, clock.now(), [], 0, phases=phases)
         meter = Meter(db)
@@ -180,7 +182,8 @@ async def sequence(
         total = sum(statements.values())
         print(
             f"[{dialect}] a sequence of {steps} steps in phases of {per_phase}, "
-            f"{settings.steps_per_run_per_tick} a pass, {ticks} ticks: "
+            f"{settings.steps_per_run_per_tick} a pass, "
+            f"{settings.dispatch_concurrency} dispatch slots, {ticks} ticks: "
             f"{total / steps:.2f} statements per step "
             f"({', '.join(f'{k} {v / steps:.2f}' for k, v in sorted(statements.items()))}); "
             f"{commits / steps:.3f} commits per step"
@@ -203,7 +206,8 @@ def main() -> None:
         if url is not None:
             asyncio.run(measure(url, args.steps))
         asyncio.run(sequence(url))
-        asyncio.run(sequence(url, bound=1_000))
+        asyncio.run(sequence(url, dispatch_concurrency=1))
+        asyncio.run(sequence(url, dispatch_concurrency=1, steps_per_run_per_tick=1_000))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The advance stage: claim each due run and move it as far as it will go (:func:`move_run`).
 
-A run's loop is bounded by ``steps_per_run_per_tick`` and stops at the first thing it cannot
+A run's loop is bounded by ``steps_per_run_per_tick`` while other runs wait for a dispatch
+slot (:func:`goes_on`), and stops at the first thing it cannot
 get past — a parked step, a step not yet due, a step another tick holds, a phase whose gate
 is shut — recording *why* (``waiting_on``) once per change. The run's status is re-read
 before every step, so a pause pressed mid-tick lands between two steps.
@@ -9,6 +10,7 @@ before every step, so a pause pressed mid-tick lands between two steps.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -21,7 +23,7 @@ from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
 from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL
-from pageant.engine.claiming import SetClaim, claim_due
+from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
@@ -104,14 +106,15 @@ async def process_run(
             progress.made = True
         if claimed.announced is not None:
             await asyncio.shield(claimed.announced)
-        ahead = claimed.ahead
+        ahead, lease = claimed.ahead, claimed.lease_until
     else:
-        lost = await _claim_run(host, run, owner)
+        lease = host.clock.now() + timedelta(seconds=host.settings.run_lease_seconds)
+        lost = await _claim_run(host, run, owner, lease)
         if lost is not None:
             return lost, False
     outcome = "error"
     try:
-        outcome = await move_run(host, run, progress, ahead=ahead)
+        outcome = await move_run(host, run, progress, ahead=ahead, lease_until=lease)
     finally:
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
@@ -123,13 +126,12 @@ async def process_run(
     return outcome, progress.made or outcome == "bounded"
 
 
-async def _claim_run(host: Host, run: RunRow, owner: str) -> str | None:
-    """Claim ``run`` for this pass (starting it when it is ``scheduled``); None once it is
-    this host's, else why not."""
+async def _claim_run(host: Host, run: RunRow, owner: str, lease: datetime) -> str | None:
+    """Claim ``run`` for this pass until ``lease`` (starting it when it is ``scheduled``);
+    None once it is this host's, else why not."""
     if stopping(host):
         return STOPPING
     now = host.clock.now()
-    lease = now + timedelta(seconds=host.settings.run_lease_seconds)
     if run["status"] == "scheduled":
         not_started = await _start(host, run, now=now, owner=owner, lease=lease)
         if not_started is not None:
@@ -319,12 +321,35 @@ async def _enter(
     return True
 
 
+def goes_on(host: Host, taken: int, lease_until: datetime | None) -> bool:
+    """Whether a run's pass, ``taken`` steps (and phase entries) in, takes another.
+
+    Within ``steps_per_run_per_tick``, always. Past it the pass hands its claim back so that
+    a run waiting for a dispatch slot gets its turn, unless no run waits for one: then it goes
+    on while the run's claim (until ``lease_until``) has half of ``run_lease_seconds`` left
+    and the host is not stopping. A long sequence on a host with slots to spare is not
+    claimed afresh every few steps for the sake of runs that are not there.
+    """
+    if taken < host.settings.steps_per_run_per_tick:
+        return True
+    if lease_until is None or stopping(host) or free_slots(host) == 0:
+        return False
+    half = timedelta(seconds=host.settings.run_lease_seconds / 2)
+    return host.clock.now() + half < lease_until
+
+
 async def move_run(
-    host: Host, run: RunRow, progress: _Progress, *, ahead: Ahead | None = None
+    host: Host,
+    run: RunRow,
+    progress: _Progress,
+    *,
+    ahead: Ahead | None = None,
+    lease_until: datetime | None = None,
 ) -> str:
-    """Move one claimed run as far as it goes this tick (its steps, and its phases as their
-    gates let it); answers why it stopped.
-    ``ahead``: what the run's claim already read (and claimed) for it."""
+    """Move one claimed run as far as it goes this pass (its steps, and its phases as their
+    gates let it; :func:`goes_on` says how far); answers why it stopped.
+    ``ahead``: what the run's claim already read (and claimed) for it; ``lease_until``: when
+    the run's claim lapses (unknown: the pass ends at ``steps_per_run_per_tick``)."""
     run_id = run["id"]
     now = host.clock.now()
     pinned = await host.runner().versions.fetch(host.db, run["version_id"])
@@ -346,17 +371,18 @@ async def move_run(
         progress.made = True
         return await _complete(host, run_id, now=now)
 
-    bound = host.settings.steps_per_run_per_tick
     if ahead is None:
         ahead = Ahead(host, run_id)
-    for taken in range(bound):
+    for taken in itertools.count():
         now = host.clock.now()
         claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
         ahead.clear()
+        if claimed is None and not goes_on(host, taken, lease_until):
+            return "bounded"
         if claimed is not None:
             # Claimed by the answer before it, in that answer's transaction: the run was
             # running, unheld and waiting on nothing, and the step ready, when it was.
-            ahead.remaining = bound - taken - 1
+            ahead.remaining = int(goes_on(host, taken + 1, lease_until))
             outcome = await dispatch_step(host, run, claimed.step, ahead=ahead, claimed=claimed)
             if outcome == TAKEN:
                 return TAKEN
@@ -442,7 +468,7 @@ async def move_run(
 
         if stopping(host):
             return STOPPING  # the host is stopping: no new step, the claim goes back
-        ahead.remaining = bound - taken - 1
+        ahead.remaining = int(goes_on(host, taken + 1, lease_until))
         # What the run waited on is cleared in the step's claim, one transaction for both.
         outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state)
         if outcome == TAKEN:
@@ -450,7 +476,7 @@ async def move_run(
         progress.made = True
         if outcome != CONTINUE:
             return "stopped"
-    return "bounded"
+    raise AssertionError("unreachable: the pass ends inside its loop")
 
 
 async def _clear_waiting(

@@ -208,7 +208,9 @@ async def test_a_pause_during_a_perform_stops_the_step_after_it_from_being_claim
 
 async def test_steps_claimed_ahead_keep_their_order_and_their_bound(settings, db, clock):
     probe = Probe()
-    host = make_host(settings.model_copy(update={"steps_per_run_per_tick": 3}), db, clock, [probe])
+    # One dispatch slot, held by the run's own pass: the bound holds (see test_engine_steps).
+    tuned = settings.model_copy(update={"steps_per_run_per_tick": 3, "dispatch_concurrency": 1})
+    host = make_host(tuned, db, clock, [probe])
     engine = Engine(host)
     try:
         run_id = await _start(host, spec(phase("p", *[probe_step(n) for n in "abcde"])))
@@ -241,7 +243,9 @@ async def test_the_loop_runs_the_other_stages_on_their_own_clock(settings, db, m
     monkeypatch.setattr(loop, "STAGES", tuple(counted(s) for s in STAGES))
     monkeypatch.setattr(loop, "FULL_TICK_SECONDS", 1000.0)
     # One step per pass: every step is a pass of the loop that follows its own progress.
-    tuned = settings.model_copy(update={"steps_per_run_per_tick": 1, "poll_seconds": 1000})
+    tuned = settings.model_copy(
+        update={"steps_per_run_per_tick": 1, "poll_seconds": 1000, "dispatch_concurrency": 1}
+    )
     host = make_host(tuned, db, SystemClock(), [probe])
     engine = Engine(host)
     try:
