@@ -636,13 +636,16 @@ _next_open_id = case(
 # With the step's action's switchboard row (if an admin set one): a claim in the same shared
 # transaction then reads the flag from here rather than once more (pageant.db.shared.Batch).
 _setting = event_action_settings.c
+#: A cursor row, by position: the run's id, its state, the step's columns, the action's row.
+_STATE = ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
+_STEP_NAMES = tuple(c.name for c in event_run_steps.c)
+_STEP_FROM = 1 + len(_STATE)
+_STEP_TO = _STEP_FROM + len(_STEP_NAMES)
+_STEP_ID = _STEP_FROM + _STEP_NAMES.index("id")
+_STEP_ACTION = _STEP_FROM + _STEP_NAMES.index("action")
 _CURSOR_OF = select(
     r.id,
-    r.status,
-    r.current_phase,
-    r.hold_until,
-    r.waiting_reason,
-    r.waiting_since,
+    *[r[name] for name in _STATE],
     *[c.label(f"step_{c.name}") for c in event_run_steps.c],
     _setting.action_id.label("setting_action"),
     _setting.enabled.label("setting_enabled"),
@@ -659,18 +662,18 @@ Cursor = tuple[RunState, StepRow | None]
 
 
 def _cursor(row: Row, batch: Batch | None) -> Cursor:
-    data = row._mapping
-    if data["step_id"] is not None and batch is not None:
+    # By position (the columns of _CURSOR_OF): a run's every step reads one, so a name's
+    # lookup for each of some thirty columns was a cost of its own.
+    values = tuple(row)
+    setting_action, setting_enabled = values[_STEP_TO:]
+    if values[_STEP_ID] is not None and batch is not None:
         # The flag as read now, for the claim that may follow in this shared transaction.
-        enabled = None if data["setting_action"] is None else bool(data["setting_enabled"])
-        switchboard.know_flag(batch, data["step_action"], enabled)
-    state = {
-        k: data[k]
-        for k in ("status", "current_phase", "hold_until", "waiting_reason", "waiting_since")
-    }
-    if data["step_id"] is None:
+        enabled = None if setting_action is None else bool(setting_enabled)
+        switchboard.know_flag(batch, values[_STEP_ACTION], enabled)
+    state = dict(zip(_STATE, values[1:_STEP_FROM], strict=True))
+    if values[_STEP_ID] is None:
         return cast(RunState, state), None
-    step = {c.name: data[f"step_{c.name}"] for c in event_run_steps.c}
+    step = dict(zip(_STEP_NAMES, values[_STEP_FROM:_STEP_TO], strict=True))
     return cast(RunState, state), cast(StepRow, step)
 
 

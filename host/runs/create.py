@@ -9,7 +9,7 @@ never make two runs of one occurrence or two rows of one step.
 from __future__ import annotations
 
 import hashlib
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 ON_FAILURE_UNKNOWN = "pause"
 
 
-def new_idempotency_key() -> str:
-    """A step's idempotency key: fixed when the step row is made, the same on every retry."""
-    return uuid.uuid4().hex
+def new_idempotency_keys(count: int) -> list[str]:
+    """``count`` steps' idempotency keys, each 128 random bits in hex: fixed when the step row
+    is made, the same on every retry. One read of the system's randomness for them all."""
+    drawn = os.urandom(16 * count).hex()
+    return [drawn[i : i + 32] for i in range(0, 32 * count, 32)]
 
 
 def step_rows(
@@ -46,7 +48,9 @@ def step_rows(
     """The rows a phase's authored steps become (defaults filled from the registry), each
     ``{"param": name}`` in their params written out from the run's ``values``."""
     rows = []
-    for seq, step in enumerate(phase.get("steps") or []):
+    authored = phase.get("steps") or []
+    keys = new_idempotency_keys(len(authored))
+    for seq, step in enumerate(authored):
         action_id = step["action"]
         declared = registry.actions.get(action_id) if registry is not None else None
         on_failure = step.get("on_failure") or (
@@ -67,7 +71,7 @@ def step_rows(
                 "on_failure": on_failure,
                 "status": "pending",
                 "attempts": 0,
-                "idempotency_key": new_idempotency_key(),
+                "idempotency_key": keys[seq],
             }
         )
     return rows

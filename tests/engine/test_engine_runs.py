@@ -11,7 +11,13 @@ from sqlalchemy.exc import IntegrityError
 from pageant.db import due, runs
 from pageant.db.tables import event_run_steps, event_runs
 from pageant.errors import Conflict, NotFound
-from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase, start_now
+from pageant.runs.create import (
+    create_run,
+    materialise_phase,
+    new_idempotency_keys,
+    rematerialise_first_phase,
+    start_now,
+)
 from tests.factories import (
     add_version,
     announce,
@@ -478,3 +484,10 @@ async def test_the_waiting_reason_changes_only_when_it_differs(probe_host, clock
         assert await runs.set_waiting(conn, run_id, "backoff", now)
         assert await runs.set_waiting(conn, run_id, None, None)
         assert not await runs.set_waiting(conn, run_id, None, None)
+
+
+@pytest.mark.parametrize("count", [0, 1, 100])
+def test_a_phases_keys_are_drawn_together_and_each_its_own(count):
+    keys = new_idempotency_keys(count)
+    assert len(keys) == count == len(set(keys))
+    assert all(len(key) == 32 and int(key, 16) >= 0 for key in keys)

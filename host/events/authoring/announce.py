@@ -23,6 +23,7 @@ one-paragraph message, and a loop is a way to make a render expensive.)
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -78,11 +79,17 @@ def parse(text: str) -> Parsed:
     return parts
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> tuple[tuple[str, str | None], ...]:
+    # An event's templates are few and an announce step renders one every time it runs.
+    return tuple(parse(text))
+
+
 def render(text: str, values: Mapping[str, str]) -> str:
     """``text`` with each placeholder replaced by its value (a template already validated;
     ``ValueError`` otherwise)."""
     return "".join(
-        literal + ("" if name is None else values.get(name, "")) for literal, name in parse(text)
+        literal + ("" if name is None else values.get(name, "")) for literal, name in _parsed(text)
     )
 
 
