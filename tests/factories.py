@@ -258,3 +258,24 @@ async def start_event(host: Host, event_spec: dict[str, Any]) -> int:
     event = await publish_event(host.db, host.clock.now(), event_spec)
     run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
     return run_id
+
+
+@dataclass
+class Counted:
+    """How many times a patched coroutine function was called (see :func:`count_calls`)."""
+
+    calls: int = 0
+
+
+def count_calls(monkeypatch: Any, owner: Any, name: str) -> Counted:
+    """Patch ``owner.name`` (a coroutine function) with one that counts its calls and then
+    does what it did; answers the count."""
+    counted = Counted()
+    original = getattr(owner, name)
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        counted.calls += 1
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return counted

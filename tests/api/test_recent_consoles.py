@@ -16,7 +16,7 @@ from pageant.runs import console as console_module
 from tests.api.test_console_reads import _run
 from tests.conftest import bearer
 from tests.console.test_console import sign_in
-from tests.factories import announce, make_host, probe_step
+from tests.factories import announce, count_calls, make_host, probe_step
 
 
 class Ticking:
@@ -239,22 +239,14 @@ async def test_the_engines_progress_shows_once_the_kept_console_expires_or_a_wri
 async def test_fifty_readers_of_one_console_at_once_read_it_once(kept, tokens, clock, monkeypatch):
     host, api = kept
     run_id = await _run(api, tokens, host, clock, announce("hi"))
-    reads = 0
-    build = console_module._build
-
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        nonlocal reads
-        reads += 1
-        return await build(*args, **kwargs)
-
-    monkeypatch.setattr(console_module, "_build", counted)
+    reads = count_calls(monkeypatch, console_module, "_build")
     path = f"/api/v1/admin/runs/{run_id}"
     answers = await asyncio.gather(*(_get(api, tokens, path) for _ in range(50)))
     assert len({a.headers["ETag"] for a in answers}) == 1
-    assert reads == 1
+    assert reads.calls == 1
     # The web console's run page (it reads the log's tail) is kept apart from the API's
     # answer, and read once for all its readers too.
     await sign_in(api, tokens["admin"])
     pages = await asyncio.gather(*(api.get(f"/runs/{run_id}/live") for _ in range(10)))
     assert [p.status for p in pages] == [200] * 10
-    assert reads == 2
+    assert reads.calls == 2

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 
@@ -19,6 +18,7 @@ from pageant.runs import controls
 from pageant.runs.create import start_now
 from tests.factories import (
     Blocker,
+    count_calls,
     log_lines,
     make_host,
     phase,
@@ -507,38 +507,34 @@ async def test_steps_per_tick_bounds_one_run_while_no_slot_is_free(settings, db,
         await host.close()
 
 
-async def _claims_of_one_pass(settings, db, clock, probe, **update: Any) -> tuple[list, int]:
+async def _claims_of_one_pass(
+    settings, db, clock, probe, monkeypatch, **update: Any
+) -> tuple[list, int]:
     """Run a phase of five steps in one tick with ``steps_per_run_per_tick`` 2 and
     ``update``; answer the steps the probe saw and how many times the run was claimed."""
     tuned = settings.model_copy(update={"steps_per_run_per_tick": 2, **update})
     host = make_host(tuned, db, clock, [probe])
-    claims = 0
-    claim_tick = runs.claim_tick
-
-    async def counted(*args: Any, **kwargs: Any) -> bool:
-        nonlocal claims
-        claims += 1
-        return await claim_tick(*args, **kwargs)
-
     try:
         await _start(host, spec(phase("p", *[probe_step(n) for n in "abcde"])))
-        with patch.object(runs, "claim_tick", counted):
-            async with Engine(host) as engine:
-                await engine.tick()
+        claims = count_calls(monkeypatch, runs, "claim_tick")
+        async with Engine(host) as engine:
+            await engine.tick()
     finally:
         await host.close()
-    return probe.names(), claims
+    return probe.names(), claims.calls
 
 
-async def test_with_a_slot_free_a_pass_goes_past_the_bound(settings, db, clock, probe):
+async def test_with_a_slot_free_a_pass_goes_past_the_bound(settings, db, clock, probe, monkeypatch):
     # No run waits for a dispatch slot (16, one held): the run is not claimed afresh
     # every two steps for the sake of runs that are not there.
-    names, claims = await _claims_of_one_pass(settings, db, clock, probe)
+    names, claims = await _claims_of_one_pass(settings, db, clock, probe, monkeypatch)
     assert names == ["a", "b", "c", "d", "e"]
     assert claims == 0  # its start was its claim: never handed back and claimed again
 
 
-async def test_a_pass_past_the_bound_ends_when_half_its_claim_is_spent(settings, db, clock, probe):
+async def test_a_pass_past_the_bound_ends_when_half_its_claim_is_spent(
+    settings, db, clock, probe, monkeypatch
+):
     # Each step takes 6 s of a 20 s claim. A step is claimed with the answer before it, so
     # whether it is taken is judged as that answer's step begins: "c", the first past the
     # bound, at 6 s (14 s of the claim left), "d" at 12 s (8 s left: not taken).
@@ -547,7 +543,9 @@ async def test_a_pass_past_the_bound_ends_when_half_its_claim_is_spent(settings,
         return {"ok": True}
 
     probe.script.update({n: [slow] for n in "abcde"})
-    names, claims = await _claims_of_one_pass(settings, db, clock, probe, run_lease_seconds=20)
+    names, claims = await _claims_of_one_pass(
+        settings, db, clock, probe, monkeypatch, run_lease_seconds=20
+    )
     assert names == ["a", "b", "c"]
     assert claims == 0
 
