@@ -108,13 +108,14 @@ async def process_run(
             await asyncio.shield(claimed.announced)
         ahead, lease = claimed.ahead, claimed.lease_until
     else:
-        lease = host.clock.now() + timedelta(seconds=host.settings.run_lease_seconds)
-        lost = await _claim_run(host, run, owner, lease)
+        now = host.clock.now()
+        lease = now + timedelta(seconds=host.settings.run_lease_seconds)
+        lost = await _claim_run(host, run, owner, now=now, lease=lease)
         if lost is not None:
             return lost, False
     outcome = "error"
     try:
-        outcome = await move_run(host, run, progress, ahead=ahead, lease_until=lease)
+        outcome = await move_run(host, run, progress, lease_until=lease, ahead=ahead)
     finally:
         # A run left claimed could not be advanced until its claim lease expired, which
         # would stretch every wait to the run's claim lease. A terminal transition already
@@ -126,12 +127,13 @@ async def process_run(
     return outcome, progress.made or outcome == "bounded"
 
 
-async def _claim_run(host: Host, run: RunRow, owner: str, lease: datetime) -> str | None:
-    """Claim ``run`` for this pass until ``lease`` (starting it when it is ``scheduled``);
-    None once it is this host's, else why not."""
+async def _claim_run(
+    host: Host, run: RunRow, owner: str, *, now: datetime, lease: datetime
+) -> str | None:
+    """Claim ``run`` at ``now`` for this pass until ``lease`` (starting it when it is
+    ``scheduled``); None once it is this host's, else why not."""
     if stopping(host):
         return STOPPING
-    now = host.clock.now()
     if run["status"] == "scheduled":
         not_started = await _start(host, run, now=now, owner=owner, lease=lease)
         if not_started is not None:
@@ -321,7 +323,7 @@ async def _enter(
     return True
 
 
-def goes_on(host: Host, taken: int, lease_until: datetime | None) -> bool:
+def goes_on(host: Host, taken: int, lease_until: datetime) -> bool:
     """Whether a run's pass, ``taken`` steps (and phase entries) in, takes another.
 
     Within ``steps_per_run_per_tick``, always. Past it the pass hands its claim back so that
@@ -332,7 +334,7 @@ def goes_on(host: Host, taken: int, lease_until: datetime | None) -> bool:
     """
     if taken < host.settings.steps_per_run_per_tick:
         return True
-    if lease_until is None or stopping(host) or free_slots(host) == 0:
+    if stopping(host) or free_slots(host) == 0:
         return False
     half = timedelta(seconds=host.settings.run_lease_seconds / 2)
     return host.clock.now() + half < lease_until
@@ -343,13 +345,13 @@ async def move_run(
     run: RunRow,
     progress: _Progress,
     *,
+    lease_until: datetime,
     ahead: Ahead | None = None,
-    lease_until: datetime | None = None,
 ) -> str:
     """Move one claimed run as far as it goes this pass (its steps, and its phases as their
     gates let it; :func:`goes_on` says how far); answers why it stopped.
-    ``ahead``: what the run's claim already read (and claimed) for it; ``lease_until``: when
-    the run's claim lapses (unknown: the pass ends at ``steps_per_run_per_tick``)."""
+    ``lease_until``: when the run's claim lapses; ``ahead``: what the run's claim already
+    read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
     pinned = await host.runner().versions.fetch(host.db, run["version_id"])
@@ -377,8 +379,6 @@ async def move_run(
         now = host.clock.now()
         claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
         ahead.clear()
-        if claimed is None and not goes_on(host, taken, lease_until):
-            return "bounded"
         if claimed is not None:
             # Claimed by the answer before it, in that answer's transaction: the run was
             # running, unheld and waiting on nothing, and the step ready, when it was.
@@ -390,6 +390,8 @@ async def move_run(
             if outcome != CONTINUE:
                 return "stopped"
             continue
+        if not goes_on(host, taken, lease_until):
+            return "bounded"
         if not seen:
             async with host.db.connect() as conn:
                 found = await read_cursor(conn, run_id)

@@ -65,12 +65,12 @@ class SetClaim:
     #: The run's status after the claim (``running``, or ``starting`` when its first phase
     #: was left to its task: a pinned version that cannot be read).
     status: str
+    #: When the run's claim lapses (``run_lease_seconds`` from the claim).
+    lease_until: datetime
     #: The key of the phase the run was started into, in this claim (None: not started).
     started_into: str | None = None
     #: The firing of the set's starts' triggers, which the run waits for before it moves.
     announced: asyncio.Future[None] | None = None
-    #: When the run's claim lapses (``run_lease_seconds`` from the claim).
-    lease_until: datetime | None = None
 
 
 def _startable(row: RunRow, now: datetime) -> bool:
@@ -127,7 +127,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             row = rows[run_id]
             if row["status"] == "running":
                 if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
-                    claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease_until=lease)
+                    claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease)
                 continue
             if not await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
                 continue
@@ -135,7 +135,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             phases = phases_of(pinned.spec) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
-                claimed[run_id] = SetClaim(Ahead(host, run_id), "starting", lease_until=lease)
+                claimed[run_id] = SetClaim(Ahead(host, run_id), "starting", lease)
                 continue
             await enter_phase_in(
                 conn,
@@ -148,9 +148,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                 now=now,
                 batch=group,
             )
-            claimed[run_id] = SetClaim(
-                Ahead(host, run_id), "running", phases[0]["key"], lease_until=lease
-            )
+            claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease, phases[0]["key"])
         if group is not None:
             # The started runs' steps are read next; their lines go before any a claim
             # writes at once.
