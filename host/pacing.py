@@ -45,17 +45,22 @@ class Pace:
         #: When the next caller is due at the steady pace (the "theoretical arrival time").
         self._due = -math.inf
 
-    async def turn(self) -> float:
-        """Wait for this caller's turn; answers how long it waited (seconds). A caller who
-        leaves while it waits (its task cancelled) leaves its turn unused: the callers after
-        it wait no longer than they would have beside it."""
+    def reserve(self) -> float:
+        """Take the next turn without waiting for it: answers how long until it comes
+        (seconds; 0 for a turn that is already due)."""
         if not self.rate:
             return 0.0
         now = self._now()
         due = max(self._due, now)
         self._due = due + self._interval
         wait = due - self._tolerance - now
-        if wait <= _ROUNDING:
-            return 0.0
-        await self._sleep(wait)
+        return wait if wait > _ROUNDING else 0.0
+
+    async def turn(self) -> float:
+        """Wait for this caller's turn; answers how long it waited (seconds). A caller who
+        leaves while it waits (its task cancelled) leaves its turn unused: the callers after
+        it wait no longer than they would have beside it."""
+        wait = self.reserve()
+        if wait:
+            await self._sleep(wait)
         return wait

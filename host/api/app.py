@@ -45,6 +45,9 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
             middleware.admission(
                 host.settings.http_concurrency,
                 middleware.readers_pace(host.settings.console_reads_per_second),
+                # A console reader's request is handled while it waits its turn, up to half
+                # the age of what is kept ahead of it; its answer is held until the turn.
+                read_ahead=host.settings.console_max_age_ms / 2000,
             ),
             middleware.fresh_after_writes,
             middleware.errors,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -43,10 +44,11 @@ def readers_pace(per_second: int) -> Pace:
     return Pace(per_second, burst=max(1, per_second // 4))
 
 
-def admission(limit: int, pace: Pace | None = None) -> Middleware:
+def admission(limit: int, pace: Pace | None = None, *, read_ahead: float = 0.0) -> Middleware:
     """A middleware that lets at most ``limit`` requests be handled at once, the rest waiting
     their turn in arrival order (an asyncio semaphore's queue), and run console reads
-    (:func:`pageant.recent.reads_console`) apart from them, each at its turn of ``pace``.
+    (:func:`pageant.recent.reads_console`) apart from them, each answered at its turn of
+    ``pace``.
 
     The engine shares the host's event loop and its database pool with every request: fifty
     clients reading run consoles as fast as they are answered would otherwise hold every
@@ -56,10 +58,16 @@ def admission(limit: int, pace: Pace | None = None) -> Middleware:
     for a moment (:attr:`pageant.hosting.Host.recent_consoles`) at a tenth of a millisecond
     each; readers asking again the moment they are answered would then ask thousands of times
     a second and take the loop from the engine whatever each answer costs. So their requests
-    are admitted at a pace instead, never taking a slot from another request, and an answer
-    already kept never waits behind a console being read. Waiting here costs a queued future
-    or a timer, not a connection. A client that gives up while it waits leaves the queue (its
-    task is cancelled). ``/healthz``, ``/metrics`` and static files never wait.
+    are answered at a pace instead, never taking a slot from another request, and an answer
+    already kept never waits behind a console being read.
+
+    A console reader's request is handled up to ``read_ahead`` seconds before its turn and
+    its answer held until the turn, so a console that has to be read afresh is read while
+    its reader waits for its turn, not after it: an answer reflects the moment its request
+    was handled, and is sent at most ``read_ahead`` later. Waiting here costs a queued
+    future or a timer, not a connection; a held answer costs its bytes. A client that gives
+    up while it waits leaves the queue (its task is cancelled). ``/healthz``, ``/metrics``
+    and static files never wait.
     """
     slots = asyncio.Semaphore(limit)
     pace = pace or Pace(0)
@@ -70,8 +78,15 @@ def admission(limit: int, pace: Pace | None = None) -> Middleware:
         if path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
             return await handler(request)
         if reads_console(request.method, path):
-            await pace.turn()
-            return await handler(request)
+            wait = pace.reserve()
+            turn = time.monotonic() + wait
+            if wait > read_ahead:
+                await asyncio.sleep(wait - read_ahead)
+            response = await handler(request)
+            held = turn - time.monotonic()
+            if held > 0:
+                await asyncio.sleep(held)
+            return response
         async with slots:
             return await handler(request)
 

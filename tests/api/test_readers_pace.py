@@ -12,6 +12,7 @@ import pytest
 
 from pageant.api.app import make_app
 from pageant.pacing import Pace
+from pageant.runs import console as console_module
 from tests.api.test_console_reads import _run
 from tests.conftest import bearer
 from tests.factories import announce, make_host
@@ -67,6 +68,15 @@ async def test_a_quiet_spell_gives_back_the_burst_and_no_more() -> None:
     line.now += 60  # long quiet: the burst is whole again, not sixty seconds' worth
     assert [await pace.turn() for _ in range(5)] == [0.0] * 5
     assert await pace.turn() == pytest.approx(0.01)
+
+
+async def test_a_turn_taken_ahead_says_when_it_comes_and_waits_for_nothing() -> None:
+    pace, line = paced(10)
+    assert pace.reserve() == 0.0
+    assert pace.reserve() == pytest.approx(0.1)
+    assert line.slept == []
+    # The turns taken ahead are taken: the next caller's comes after them.
+    assert await pace.turn() == pytest.approx(0.2)
 
 
 async def test_no_rate_is_no_pace() -> None:
@@ -140,13 +150,13 @@ async def test_console_reads_within_the_burst_are_not_held(
     host, api = slow_readers
     run_id = await _run(api, tokens, host, clock, announce("hi"))
     waits: list[float] = []
-    turn = Pace.turn
+    reserve = Pace.reserve
 
-    async def counted(self: Pace) -> float:
-        waits.append(await turn(self))
+    def counted(self: Pace) -> float:
+        waits.append(reserve(self))
         return waits[-1]
 
-    monkeypatch.setattr(Pace, "turn", counted)
+    monkeypatch.setattr(Pace, "reserve", counted)
     path = f"/api/v1/admin/runs/{run_id}"
     answers = await asyncio.gather(
         *(api.get(path, headers=bearer(tokens["admin"])) for _ in range(10))
@@ -155,3 +165,48 @@ async def test_console_reads_within_the_burst_are_not_held(
     # The burst (a quarter of 40) at once, however the ten arrive; the one past it waits
     # (the test above, and the unit tests with time injected).
     assert waits == [0.0] * 10
+
+
+@pytest.mark.parametrize(
+    ("max_age_ms", "read_early"),
+    [
+        (2000, True),  # read ahead up to 1 s: the whole half second's wait
+        (0, False),  # nothing kept, nothing read ahead: read at the turn
+    ],
+)
+async def test_a_console_waiting_its_turn_is_read_while_it_waits_and_answered_at_the_turn(
+    settings, db, clock, tokens, aiohttp_client, monkeypatch, max_age_ms, read_early
+):
+    # Two readers a second, one at once: the second reader's turn is half a second away.
+    tuned = {"console_reads_per_second": 2, "console_max_age_ms": max_age_ms}
+    host = make_host(settings.model_copy(update=tuned), db, clock, [])
+    try:
+        api = await aiohttp_client(make_app(host, run_engine=False))
+        first_run = await _run(api, tokens, host, clock, announce("one"))
+        second_run = await _run(api, tokens, host, clock, announce("two"))
+        began: dict[int, float] = {}
+        build = console_module._build
+
+        async def timed(conn: Any, host: Any, row: Any, **kwargs: Any) -> Any:
+            began[row.id] = time.monotonic()
+            return await build(conn, host, row, **kwargs)
+
+        monkeypatch.setattr(console_module, "_build", timed)
+        who = bearer(tokens["admin"])
+        asked = time.monotonic()
+        first, second = await asyncio.gather(
+            api.get(f"/api/v1/admin/runs/{first_run}", headers=who),
+            api.get(f"/api/v1/admin/runs/{second_run}", headers=who),
+        )
+        answered = time.monotonic()
+    finally:
+        await host.close()
+    assert (first.status, second.status) == (200, 200)
+    assert (await second.json())["run"]["id"] == second_run
+    # Either way the second answer waits for its turn.
+    assert answered - asked >= 0.45
+    if read_early:
+        assert began[second_run] - asked < 0.3  # read at once, while its reader waits
+        assert answered - began[second_run] >= 0.45  # and held until the turn
+    else:
+        assert began[second_run] - asked >= 0.45  # read at the turn

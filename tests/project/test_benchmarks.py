@@ -76,6 +76,14 @@ def test_plan_two_hosts_only_on_mariadb(throughput) -> None:
     assert ("sqlite", "2hosts", "serve") not in [(db, case, mode) for db, _, case, mode in both]
 
 
+def test_the_answers_with_a_body_are_the_latencies_less_the_304s(throughput) -> None:
+    # Two answers may take the same time: one of them a 304 leaves the other.
+    latencies = [5.0, 120.0, 5.0, 300.0, 7.0]
+    assert throughput.answered_with_body(latencies, [5.0, 7.0]) == [120.0, 5.0, 300.0]
+    assert throughput.answered_with_body(latencies, []) == latencies
+    assert throughput.answered_with_body(latencies, sorted(latencies)) == []
+
+
 def test_percentile_is_nearest_rank(throughput) -> None:
     values = [float(v) for v in range(1, 101)]
     assert throughput.pct(values, 50) == 50
