@@ -6,10 +6,12 @@ polling every run, would build the same answer ten times a second. :class:`Recen
 keeps each answer for ``max_age`` seconds from the moment it was asked for, and readers who
 ask while it is being built wait for that build instead of starting their own.
 
-What a reader may see is therefore up to ``max_age`` behind the engine's own progress, never
-behind a write made through this host: every request that may write clears what is kept
-(:meth:`RecentAnswers.forget`), and a build that began before the clear is neither kept nor
-joined. ``max_age`` 0 keeps nothing: every answer is built for its own reader.
+What a reader may see is therefore up to ``max_age`` behind the engine's own progress when
+its request is handled (a paced reader's answer may then be held for its turn:
+:func:`pageant.api.middleware.admission`), never behind a write made through this host:
+every request that may write clears what is kept (:meth:`RecentAnswers.forget`), and a
+build that began before the clear is neither kept nor joined. ``max_age`` 0 keeps nothing:
+every answer is built for its own reader.
 """
 
 from __future__ import annotations

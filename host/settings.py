@@ -105,11 +105,12 @@ class Settings(BaseModel):
     read_concurrency: int = Field(default=2, ge=1, le=1000)
     #: How long a run console, once read, answers every other reader of it (milliseconds;
     #: each console for its own share of it, between a half and the whole): readers within
-    #: it share one read, and see the engine's progress up to this late. A write through
-    #: this host (any request but GET, HEAD and OPTIONS) is seen at once. A console's reader
-    #: whose token was read live within it is not read again (a revoke through another
-    #: process reaches console reads this late; every other request at once). 0: every
-    #: reader reads afresh, and its token.
+    #: it share one read, and see the engine's progress up to this late (half as long again
+    #: while a paced reader's answer waits for its turn). A write through this host (any
+    #: request but GET, HEAD and OPTIONS) is seen at once. A console's reader whose token
+    #: was read live within it is not read again (a revoke through another process reaches
+    #: console reads this late; every other request at once). 0: every reader reads afresh,
+    #: and its token.
     console_max_age_ms: int = Field(default=1000, ge=0, le=60_000)
     #: The most run console requests (API and web console) admitted a second, a quarter
     #: second's worth at once; the rest wait their turn in arrival order. A reader polling
