@@ -6,6 +6,11 @@ the spec from a post, :func:`apply_op` can add or remove a phase, a step or a co
 and :func:`editor_view` lays a spec out again for the template, with each validation
 message placed at the field its path names (:func:`place_errors`).
 
+Run params are declared in their own fields (``rp0-name``, ``rp0-type``, ``rp0-source``...),
+and a step's param or a condition's value may be "the run's param X", picked beside its value
+(``p0-s1-param-server-from``, ``p2-c0-from``): the spec then holds ``{"param": "X"}``. A
+schedule's fan-out is a list of param sets (``fan0-server``), one run each per occurrence.
+
 What the builder writes of a gate's ``where``: a single comparison, or ``all`` of several
 (the common case, and what a form can show plainly). A stored condition the builder cannot
 show (``any``, ``not``, nesting) is kept as it is and rendered as its sentence; removing the
@@ -23,6 +28,7 @@ from pageant.events.authoring import validator as specs
 from pageant.gates.conditions import OPERATORS, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.plugins.registry import Registry
+from pageant.runs.params import PARAM_TYPES, is_reference
 from pageant.schedules.recurrence import WEEKDAYS
 
 AFTER_UNITS = ("s", "m", "h", "d")
@@ -30,6 +36,10 @@ GATE_KINDS = ("none", "after", "on")
 _DURATION = re.compile(r"([0-9]+)([smhd])")
 _PATH = re.compile(r"^([A-Za-z_.\[\]0-9]+): (.*)$", re.S)
 _PARAM_NAME = re.compile(r'^"([a-z][a-z0-9_]*)"')
+#: The most run params and fan-out sets the form reads (the validator's own bounds are
+#: lower; past them it names the problem).
+_MAX_RUN_PARAMS = 50
+_MAX_SETS = 100
 
 
 def _get(form: Mapping[str, Any], name: str) -> str:
@@ -62,22 +72,78 @@ def _typed(kind: str, raw: str) -> Any:
     return raw
 
 
-def schedule_from_form(form: Mapping[str, Any]) -> dict[str, Any]:
+def run_params_from_form(form: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The event's declared run params (``spec.params``) from their fields, in order; a
+    blank label is left out (the validator makes it the name)."""
+    declared = []
+    for k in range(_count(form, "run-params", _MAX_RUN_PARAMS)):
+        prefix = f"rp{k}"
+        type_ = _get(form, f"{prefix}-type") or "string"
+        param: dict[str, Any] = {
+            "name": _get(form, f"{prefix}-name"),
+            "type": type_,
+            "required": _get(form, f"{prefix}-required") == "yes",
+        }
+        label = _get(form, f"{prefix}-label")
+        if label:
+            param["label"] = label
+        source = _get(form, f"{prefix}-source")
+        if source:
+            param["option_source"] = source
+        default = _typed(type_, _get(form, f"{prefix}-default"))
+        if default is not None:
+            param["default"] = default
+        declared.append(param)
+    return declared
+
+
+def _fan_out_from_form(
+    form: Mapping[str, Any], declared: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A schedule's param sets, one run each per occurrence; an empty field is left out,
+    so the param's default (or its being required) decides."""
+    sets = []
+    for k in range(_count(form, "fanout", _MAX_SETS)):
+        values: dict[str, Any] = {}
+        for param in declared:
+            name = param.get("name") or ""
+            value = _typed(param.get("type") or "string", _get(form, f"fan{k}-{name}"))
+            if name and value is not None:
+                values[name] = value
+        sets.append(values)
+    return sets
+
+
+def schedule_from_form(
+    form: Mapping[str, Any], declared: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     kind = _get(form, "schedule-kind") or "manual"
+    schedule: dict[str, Any]
     if kind == "once":
-        return {"kind": "once", "at": _get(form, "schedule-at")}
-    if kind == "weekly":
+        schedule = {"kind": "once", "at": _get(form, "schedule-at")}
+    elif kind == "weekly":
         days = [d for d in form.getall("schedule-days", []) if isinstance(d, str)]  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
-        return {"kind": "weekly", "days": days, "time": _get(form, "schedule-time")}
-    if kind == "monthly":
+        schedule = {"kind": "weekly", "days": days, "time": _get(form, "schedule-time")}
+    elif kind == "monthly":
         nth = _get(form, "schedule-nth")
-        return {
+        schedule = {
             "kind": "monthly",
             "nth": int(nth) if nth in ("1", "2", "3", "4", "-1") else nth,
             "weekday": _get(form, "schedule-weekday"),
             "time": _get(form, "schedule-time"),
         }
-    return {"kind": kind}
+    else:
+        return {"kind": kind}
+    sets = _fan_out_from_form(form, declared or [])
+    if sets:
+        schedule["params"] = sets
+    return schedule
+
+
+def _reference(form: Mapping[str, Any], name: str) -> dict[str, str] | None:
+    """``{"param": X}`` when the field's picker says "the run's param X"."""
+    chosen = _get(form, f"{name}-from")
+    return {"param": chosen} if chosen else None
 
 
 def _step_from_form(
@@ -105,7 +171,8 @@ def _step_from_form(
         return step
     params: dict[str, Any] = {}
     for param in declaration.params:
-        value = _typed(param.type, _get(form, f"{prefix}-param-{param.name}"))
+        field = f"{prefix}-param-{param.name}"
+        value = _reference(form, field) or _typed(param.type, _get(form, field))
         if value is not None:
             params[param.name] = value
     step["params"] = params
@@ -131,8 +198,11 @@ def _conditions_from_form(
         if not var:
             continue
         kind = types.get(var, "string")
-        if op == "in":
-            value: Any = [_typed(kind, part.strip()) for part in raw.split(",") if part.strip()]
+        reference = _reference(form, f"{prefix}-c{k}") if op != "in" else None
+        if reference is not None:
+            value: Any = reference
+        elif op == "in":
+            value = [_typed(kind, part.strip()) for part in raw.split(",") if part.strip()]
         else:
             value = _typed(kind, raw)
             if value is None:
@@ -180,7 +250,10 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
         if advance is not None:
             phase["advance"] = advance
         phases.append(phase)
-    out: dict[str, Any] = {"schedule": schedule_from_form(form), "phases": phases}
+    declared = run_params_from_form(form)
+    out: dict[str, Any] = {"schedule": schedule_from_form(form, declared), "phases": phases}
+    if declared:
+        out = {"params": declared, **out}
     template = {k: _get(form, f"announce-{k}") for k in ("title", "body")}
     if any(template.values()):
         out["announcement"] = {k: v for k, v in template.items() if v}
@@ -198,6 +271,29 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
     name, _, rest = op.partition(":")
     parts = [int(p) for p in rest.split(":") if p.isascii() and p.isdigit()] if rest else []
     phases = spec["phases"]
+    if name == "add-param":
+        declared = spec.setdefault("params", [])
+        declared.append({"name": "", "type": "string", "required": False})
+        return f"Added run param {len(declared)}; name it and save."
+    if name == "remove-param" and parts and parts[0] < len(spec.get("params") or []):
+        gone = spec["params"].pop(parts[0])
+        return (
+            f"Removed the run param {gone.get('name') or parts[0] + 1}; a step or condition "
+            "still taking it is named when you save."
+        )
+    if name in ("add-fan", "remove-fan"):
+        schedule = spec.setdefault("schedule", {"kind": "manual"})
+        if schedule.get("kind", "manual") == "manual":
+            return "A manual event has no schedule to fan out; choose another kind first."
+        sets = schedule.setdefault("params", [])
+        if name == "add-fan":
+            sets.append({})
+            return f"Added run {len(sets)} to each occurrence; fill in its params and save."
+        if parts and parts[0] < len(sets):
+            sets.pop(parts[0])
+            if not sets:
+                schedule.pop("params")
+            return "Removed a run from each occurrence; save to keep the change."
     if name == "add-phase":
         n = len(phases) + 1
         taken = {p.get("key") for p in phases}
@@ -273,7 +369,7 @@ def focus_after(spec: dict[str, Any], op: str) -> str:
         if 0 < to < len(phases) if way == "up" else 0 <= to < len(phases) - 1:
             return f"op-move-phase-{to}-{way}"
         return "notice"
-    if name in ("add-step", "add-phase", "add-cond", "refresh"):
+    if name in ("add-step", "add-phase", "add-cond", "add-param", "add-fan", "refresh"):
         return "op-" + op.replace(":", "-")
     return "notice"
 
@@ -316,8 +412,44 @@ def _after_parts(after: Any) -> tuple[str, str]:
     return (match.group(1), match.group(2)) if match else ("", "m")
 
 
+def _declared_view(declared: list[Any]) -> list[dict[str, Any]]:
+    """The run params' fields as the template draws them."""
+    out = []
+    for k, param in enumerate(declared):
+        param = param if isinstance(param, dict) else {}
+        type_ = param.get("type") if param.get("type") in PARAM_TYPES else "string"
+        label = param.get("label") or ""
+        out.append(
+            {
+                "prefix": f"rp{k}",
+                "path": f"spec.params[{k}]",
+                "name": param.get("name") or "",
+                # a label the validator made from the name is not shown as the author's own
+                "label": "" if label == param.get("name") else label,
+                "type": type_,
+                "source": param.get("option_source") or "",
+                "default": _shown(param.get("default")),
+                "required": param.get("required") is True,
+            }
+        )
+    return out
+
+
+def _picker(value: Any, type_: str, declared: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a field's "the run's param" picker offers (the declared params of its type) and
+    which one it holds; a reference to a param not declared (any more) is offered too, so
+    the form shows what is stored and the save names the problem."""
+    choices = [p["name"] for p in declared if p["name"] and p["type"] == type_]
+    ref = value["param"] if is_reference(value) and isinstance(value["param"], str) else ""
+    if ref and ref not in choices:
+        choices.append(ref)
+    return {"choices": choices, "ref": ref}
+
+
 def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
     """The spec laid out for the editor's template: every field's name, path and value."""
+    raw_params = spec.get("params")
+    declared = _declared_view(raw_params if isinstance(raw_params, list) else [])
     phases = []
     for i, phase in enumerate(spec.get("phases") or []):
         path = f"spec.phases[{i}]"
@@ -327,12 +459,14 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             params = step.get("params") or {}
             fields = []
             for param in declaration.params if declaration else []:
+                value = params.get(param.name)
                 fields.append(
                     {
                         "name": f"p{i}-s{j}-param-{param.name}",
                         "param": param,
-                        "value": _shown(params.get(param.name)),
+                        "value": "" if is_reference(value) else _shown(value),
                         "path": f"{path}.steps[{j}].params.{param.name}",
+                        **_picker(value, param.type, declared),
                     }
                 )
             steps.append(
@@ -363,12 +497,18 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             view_gate["count"] = gate.get("count") or 1
         leaves = leaves_of(gate.get("where")) if kind == "on" else []
         trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
+        var_types = {v.name: v.type for v in trigger.variables} if trigger else {}
         view_gate.update(
             kind=kind,
             path=f"{path}.advance",
             trigger=trigger,
             conds=[
-                {"var": c.get("var", ""), "op": c.get("op", ""), "value": _shown(c.get("value"))}
+                {
+                    "var": c.get("var", ""),
+                    "op": c.get("op", ""),
+                    "value": "" if is_reference(c.get("value")) else _shown(c.get("value")),
+                    **_picker(c.get("value"), var_types.get(c.get("var", ""), "string"), declared),
+                }
                 for c in (leaves or [])
             ],
             kept=json.dumps(gate.get("where")) if leaves is None else "",
@@ -385,8 +525,23 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})
+    raw_sets = schedule.get("params")
+    fanout = [
+        {
+            "prefix": f"fan{k}",
+            "path": f"spec.schedule.params[{k}]",
+            "values": {
+                name: _shown(value) for name, value in (values or {}).items() if name != "scope"
+            }
+            if isinstance(values, dict)
+            else {},
+        }
+        for k, values in enumerate(raw_sets if isinstance(raw_sets, list) else [])
+    ]
     announce = spec.get("announcement")
     return {
+        "params": declared,
+        "fanout": fanout,
         "schedule": schedule,
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},

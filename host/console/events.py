@@ -30,7 +30,7 @@ from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
-from pageant.runs.params import values_from_text
+from pageant.runs.params import PARAM_TYPES, values_from_text
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
 
 routes = web.RouteTableDef()
@@ -202,6 +202,8 @@ async def _editor(
         triggers=sorted(registry.triggers.values(), key=lambda t: t.id),
         options=await _options(registry),
         operators=OPERATORS,
+        param_types=PARAM_TYPES,
+        option_sources=sorted(registry.option_sources.values(), key=lambda o: o.id),
         risk_words=RISK_WORDS,
         weekdays=WEEKDAYS,
         on_failure=specs.ON_FAILURE,
@@ -380,43 +382,53 @@ async def publish(request: web.Request) -> web.Response:
     return see_other(f"/events/{definition_id}?published=1")
 
 
-@routes.post("/events/{id}/start")
-async def start(request: web.Request) -> web.Response:
-    session = require(request, ADMIN)
+async def _given_params(request: web.Request, definition_id: int) -> dict[str, Any]:
+    """The run params a start, a verification or a rehearsal form gives: one field per
+    param the published version declares, named ``param.<name>``, each read as its declared
+    type. An empty field is left out, so its default (or its being required) decides."""
     host = host_of(request)
-    definition_id = _event_id(request)
     form = await request.post()
-    # One input per declared param, named param.<name>; an empty one is left out, so its
-    # default (or its being required) decides.
     words = [
         f"{name.removeprefix('param.')}={value}"
         for name, value in form.items()
         if name.startswith("param.") and isinstance(value, str) and value != ""
     ]
+    async with host.db.connect() as conn:
+        published = await definitions.published_version(conn, definition_id)
+    declared = (published.spec or {}).get("params") if published is not None else None
+    return values_from_text(declared, words)
+
+
+@routes.post("/events/{id}/start")
+async def start(request: web.Request) -> web.Response:
+    session = require(request, ADMIN)
+    host = host_of(request)
+    definition_id = _event_id(request)
     try:
-        async with host.db.connect() as conn:
-            published = await definitions.published_version(conn, definition_id)
-        declared = (published.spec or {}).get("params") if published is not None else None
+        params = await _given_params(request, definition_id)
         run_id, _created = await start_now(
-            host,
-            definition_id,
-            params=values_from_text(declared, words),
-            actor=session.principal.actor,
+            host, definition_id, params=params, actor=session.principal.actor
         )
     except PageantError as exc:
-        return await _refused(request, definition_id, exc, errors=[])
+        # A param that does not fit is named; a refusal of the start itself is its sentence.
+        shown = exc.details if isinstance(exc, Invalid) else []
+        return await _refused(request, definition_id, exc, errors=shown)
     return see_other(f"/runs/{run_id}")
 
 
 @routes.post("/events/{id}/verify")
 async def verify_published(request: web.Request) -> web.Response:
-    """Dry-run the published version (``POST /api/v1/admin/events/{id}/verify``'s function):
-    the answer on the editor, or every problem at the field its path names."""
+    """Dry-run the published version (``POST /api/v1/admin/events/{id}/verify``'s function)
+    with the run params its form gives: the answer on the editor, or every problem at the
+    field its path names."""
     session = require(request, AUTHORS)
     host = host_of(request)
     definition_id = _event_id(request)
     try:
-        answer = await verify.verify_event(host, definition_id, actor=session.principal.actor)
+        params = await _given_params(request, definition_id)
+        answer = await verify.verify_event(
+            host, definition_id, actor=session.principal.actor, params=params
+        )
     except PageantError as exc:
         return await _refused(request, definition_id, exc)
     event = await _event(request, definition_id)
@@ -428,7 +440,8 @@ async def verify_published(request: web.Request) -> web.Response:
 @routes.post("/events/{id}/rehearse")
 async def rehearse_published(request: web.Request) -> web.Response:
     """Rehearse the published version on a virtual clock in a throwaway database
-    (``POST /api/v1/admin/events/{id}/rehearse``'s function, with no simulated firings):
+    (``POST /api/v1/admin/events/{id}/rehearse``'s function, with the run params its form
+    gives and no simulated firings):
     the timeline drawn, the worst-case spend against the caps, refusals and stalls."""
     require(request, AUTHORS)
     host = host_of(request)
@@ -436,7 +449,8 @@ async def rehearse_published(request: web.Request) -> web.Response:
     async with host.db.connect() as conn:
         await definitions.require_definition(conn, definition_id)
     try:
-        report = await rehearsal.rehearse(host, definition_id)
+        params = await _given_params(request, definition_id)
+        report = await rehearsal.rehearse(host, definition_id, params=params)
     except PageantError as exc:
         return await _editor_refusing(request, definition_id, exc)
     event = await _event(request, definition_id)
