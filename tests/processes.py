@@ -161,6 +161,29 @@ class Serve:
         return lines
 
 
+def command(database_url: str, *args: str, timeout: float = 60) -> str:
+    """Run ``pageant ARGS`` against ``database_url`` as an operator would (a process of its
+    own); answers what it printed, and fails the test naming its stderr on a non-zero exit."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    env[ENV_PREFIX + "DATABASE_URL"] = database_url
+    done = subprocess.run(
+        [*console_script(), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"pageant {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+def migrated_admin(database_url: str, name: str = "walk") -> str:
+    """``pageant db upgrade``, then an admin token made with ``pageant token create``."""
+    command(database_url, "db", "upgrade")
+    return command(database_url, "token", "create", "--role", "admin", "--name", name)
+
+
 def until(condition: Callable[[], bool], *, timeout: float, every: float = 0.2) -> bool:
     """Poll ``condition`` until it holds or ``timeout`` seconds pass; answers whether it held."""
     deadline = time.monotonic() + timeout

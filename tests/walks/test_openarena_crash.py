@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 from pageant_openarena.dedicated import Dedicated
 
-from pageant.access.tokens import create_token
-from pageant.clock import SystemClock
-from pageant.db.engine import create_engine
 from tests.cli.test_cli import pageant
 from tests.databases import empty_database
-from tests.processes import Serve, api_call, until
+from tests.processes import Serve, api_call, command, until
 from tests.walks.test_openarena_walk import BOT_ROW, need_engine
 
 PATIENCE_SECONDS = 60
@@ -62,7 +59,9 @@ async def test_a_host_killed_mid_muster_kicks_its_bots_after_its_restart(
     need_engine()
     arena = Dedicated(tmp_path / "arena")
     await arena.start()
-    token = await _admin_token(migrated)
+    token = await asyncio.to_thread(
+        command, migrated, "token", "create", "--role", "admin", "--name", "crash"
+    )
     first = serve(migrated, tmp_path, "first", arena)
     second: Serve | None = None
 
@@ -135,11 +134,3 @@ async def test_a_host_killed_mid_muster_kicks_its_bots_after_its_restart(
         + [("openarena.cvar", "", "reverted")]
     )
     assert left == []  # every bot it added was kicked, after the restart
-
-
-async def _admin_token(url: str) -> str:
-    engine = create_engine(url)
-    try:
-        return await create_token(engine, role="admin", name="crash", now=SystemClock().now())
-    finally:
-        await engine.dispose()

@@ -6,7 +6,6 @@ twice: one broadcast, one spawn per step, and everything given back."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +14,8 @@ from typing import Any
 import pytest
 from pageant_shard.world import World
 
-from pageant.access.tokens import create_token
-from pageant.clock import SystemClock
-from pageant.db.engine import create_engine
-from tests.cli.test_cli import pageant
 from tests.databases import empty_database
-from tests.processes import Serve, api_call, until
+from tests.processes import Serve, api_call, migrated_admin, until
 
 #: How long any one wait of this walk may take before the test fails (real seconds).
 PATIENCE_SECONDS = 60
@@ -28,10 +23,8 @@ HERALD = "The muster begins at the Shrine of the Oak"
 
 
 @pytest.fixture
-def migrated(dialect: str, tmp_path: Path) -> Iterator[str]:
+def database(dialect: str, tmp_path: Path) -> Iterator[str]:
     with empty_database(dialect, tmp_path) as url:
-        result = pageant("db", "upgrade", "--database-url", url)
-        assert result.exit_code == 0, result.output
         yield url
 
 
@@ -52,14 +45,15 @@ def serve(url: str, tmp_path: Path, name: str, world: Path, **shard: Any) -> Ser
 
 
 def test_a_host_killed_mid_phase_resumes_and_the_world_saw_everything_once(
-    migrated: str, tmp_path: Path
+    database: str, tmp_path: Path
 ) -> None:
     world_path = tmp_path / "shard-world.db"
 
     def world() -> World:
         return World.open(world_path)
 
-    token = asyncio.run(_admin_token(migrated))
+    token = migrated_admin(database, "crash")
+    migrated = database
     # The first host's spawn makes its creatures and then hangs before answering.
     first = serve(migrated, tmp_path, "first", world_path, fault_hang_seconds=600)
     second: Serve | None = None
@@ -123,11 +117,3 @@ def test_a_host_killed_mid_phase_resumes_and_the_world_saw_everything_once(
     assert after.creatures == {}  # and all of them were given back
     assert {r["status"] for r in view["resources"]} == {"reverted"}
     assert len(view["resources"]) == 6
-
-
-async def _admin_token(url: str) -> str:
-    engine = create_engine(url)
-    try:
-        return await create_token(engine, role="admin", name="crash", now=SystemClock().now())
-    finally:
-        await engine.dispose()

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from pageant.db.tables import event_runs
 from tests.conftest import FIGURES
 from tests.databases import empty_database
-from tests.processes import Serve, until
-from tests.walks.test_processes import _prepare, _sync, call, read
+from tests.processes import Serve, migrated_admin, until
+from tests.walks.test_processes import call
 
 #: How long a canary run may take from its start request to its start, with a plugin
 #: hanging beside it (a busy shared machine included). Before cleanup ran beside the pass,
@@ -48,14 +47,15 @@ def _event(base: str, token: str, title: str, steps: list[dict[str, Any]]) -> in
     return int(event["id"])
 
 
-def _run(url: str, run_id: int) -> Any:
-    return read(url, select(event_runs).where(event_runs.c.id == run_id))[0]
+def _run(base: str, token: str, run_id: int) -> dict[str, Any]:
+    """The run as its console shows it (``GET /api/v1/admin/runs/{id}``)."""
+    return dict(call(base, token, "GET", f"/runs/{run_id}")["run"])
 
 
 def test_a_canary_starts_on_time_while_another_plugins_revert_hangs(
     database: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    token = _sync(_prepare(database))
+    token = migrated_admin(database, "slow")
     serve = Serve(
         database,
         tmp_path / "serve.log",
@@ -74,19 +74,21 @@ def test_a_canary_starts_on_time_while_another_plugins_revert_hangs(
             [{"action": "core.announce", "params": {"leg": "core.log", "message": "chirp"}}],
         )
         held = call(base, token, "POST", f"/events/{held_event}/runs", {})["id"]
-        assert until(lambda: _run(database, held).status == "completed", timeout=30)
+        assert until(lambda: _run(base, token, held)["status"] == "completed", timeout=30)
         time.sleep(1.5)  # the shard's first despawn is hanging by now
         asked = time.time()
         canary = call(base, token, "POST", f"/events/{canary_event}/runs", {})["id"]
-        assert until(lambda: _run(database, canary).status == "completed", timeout=60, every=0.05)
-        run = _run(database, canary)
-        delay = run.started_at.timestamp() - asked
-        held_row = _run(database, held)
+        assert until(
+            lambda: _run(base, token, canary)["status"] == "completed", timeout=60, every=0.05
+        )
+        run = _run(base, token, canary)
+        delay = datetime.fromisoformat(run["started_at"]).timestamp() - asked
+        held_row = _run(base, token, held)
     finally:
         serve.kill()
     FIGURES.append(
         f"{request.node.name}: the canary started {delay:.2f} s after its request while the "
-        f"shard's reverts hung (cleanup of the held run: {held_row.cleanup_status})"
+        f"shard's reverts hung (cleanup of the held run: {held_row['cleanup_status']})"
     )
     assert delay < ON_TIME_SECONDS
-    assert held_row.cleanup_status == "pending"
+    assert held_row["cleanup_status"] == "pending"
