@@ -24,8 +24,8 @@ from pageant.settings import Settings
 from tests.conftest import bearer
 from tests.databases import MARIADB_ONLY, empty_database
 from tests.dbproxy import DatabaseProxy, ThreadedProxy
+from tests.engine.test_processes import _prepare
 from tests.processes import Serve, until
-from tests.walks.test_processes import _prepare
 
 
 def _loud(caplog: Any) -> list[str]:

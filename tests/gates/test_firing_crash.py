@@ -17,8 +17,8 @@ from sqlalchemy import select
 from pageant.db.tables import event_run_phase_gates
 from tests.conftest import FIGURES
 from tests.databases import empty_database
+from tests.engine.test_processes import _prepare, _sync, read
 from tests.processes import Serve, until
-from tests.walks.test_processes import _prepare, _sync, read
 
 SERVERS = ("eu-1", "eu-2", "na-1", "na-2")
 FIRINGS = 800

@@ -1,9 +1,10 @@
 """World events on a real OpenArena server: a private ``ioq3ded`` per test, the
 pageant-openarena plugin loaded from its entry point, and the real engine on both
-databases. The Low-Gravity Frenzy start to finish, and one event with a ``server`` param on
-two servers at once; then the faults a real server has: it is killed and comes back empty,
-an admin changes a leased cvar by hand, the password is wrong. (Killing pageant itself
-mid-muster is ``test_openarena_crash.py``.)
+databases, each event authored, published and started through the HTTP API (the real app
+over the walk's host). The Low-Gravity Frenzy start to finish, and one event with a
+``server`` param on two servers at once; then the faults a real server has: it is killed
+and comes back empty, an admin changes a leased cvar by hand, the password is wrong.
+(Killing pageant itself mid-muster is ``test_openarena_crash.py``.)
 
 Bots fight in real time, so these walks take tens of seconds; without ``ioq3ded`` they are
 skipped, and under ``CI`` they fail."""
@@ -25,13 +26,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.clock import SystemClock
 from pageant.engine import Engine
-from pageant.events.authoring import validator as specs
 from pageant.hosting import Host
-from pageant.runs.console import console
 from pageant.settings import Settings
-from tests.factories import phase, publish_event, spec, step, wait
-from tests.scheduling import runs_of
-from tests.walks.test_shard_walk import enable, ended_and_clean, start
+from tests.factories import phase, spec, step, wait
+from tests.walks.test_shard_walk import (
+    console,
+    enable,
+    ended_and_clean,
+    publish,
+    serve_api,
+    start,
+)
 
 FRENZY = Path(__file__).resolve().parents[2] / "example_plugins/openarena/events/frenzy.json"
 ENV = "PAGEANT_PLUGIN_OPENARENA_"
@@ -81,9 +86,11 @@ async def arena(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
 
 
 @pytest.fixture
-async def walk(settings: Settings, db: AsyncEngine) -> AsyncIterator[Callable[..., Any]]:
+async def walk(
+    settings: Settings, db: AsyncEngine, aiohttp_client: Any
+) -> AsyncIterator[Callable[..., Any]]:
     """``host, engine, plugin = await walk()``: every installed plugin through the real
-    loader, on the real clock (the bots fight in real time)."""
+    loader, on the real clock (the bots fight in real time), its API served."""
     made: list[tuple[Host, Engine]] = []
 
     async def build() -> tuple[Host, Engine, Any]:
@@ -91,6 +98,7 @@ async def walk(settings: Settings, db: AsyncEngine) -> AsyncIterator[Callable[..
         engine = Engine(host)
         made.append((host, engine))
         await host.start_plugins()
+        await serve_api(host, aiohttp_client)
         (record,) = [r for r in host.plugins.loaded() if r.owner == "openarena"]
         assert record.distribution == "pageant-openarena"
         return host, engine, record.plugin
@@ -158,10 +166,10 @@ async def test_the_low_gravity_frenzy_runs_on_a_real_server_and_leaves_it_as_it_
     host, engine, _ = await walk()
     await enable(host, "openarena.bots.add", {"openarena.bots": 3})
     await enable(host, "core.lease")
-    frenzy = json.loads(FRENZY.read_text())
-    specs.validate(frenzy["spec"], host.registry, stored=None)  # the file is a valid event
+    # The shipped file, as an operator would send it: the API validates and saves it.
+    event_id = await publish(host, json.loads(FRENZY.read_text()))
     began = time.monotonic()
-    run_id = await start(host, frenzy["spec"])
+    run_id = (await host.api("POST", f"/events/{event_id}/runs", {}))["id"]  # type: ignore[attr-defined]  # set by serve_api()
 
     await run_until(host, engine, run_id, in_phase("hunt"))
     bots = await bots_on(arena)
@@ -279,7 +287,11 @@ async def test_a_wrong_password_fails_the_step_once_naming_the_setting(
 
 
 async def test_two_servers_each_get_the_steps_that_name_them(
-    settings: Settings, db: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    db: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    aiohttp_client: Any,
 ) -> None:
     need_engine()
     for name in list(os.environ):
@@ -301,6 +313,7 @@ async def test_two_servers_each_get_the_steps_that_name_them(
     engine = Engine(host)
     try:
         await host.start_plugins()
+        await serve_api(host, aiohttp_client)
         await enable(host, "openarena.bots.add")
         await enable(host, "core.lease")
         lease = step(
@@ -336,7 +349,11 @@ FRENZY_ON_SERVER = FRENZY.with_name("frenzy-on-server.json")
 # server's frags, and the walk above already runs the whole Frenzy on both databases.
 @pytest.mark.parametrize("dialect", ["sqlite"], indirect=True)
 async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_own_frags(
-    settings: Settings, db: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    db: AsyncEngine,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    aiohttp_client: Any,
 ) -> None:
     need_engine()
     for name in list(os.environ):
@@ -359,26 +376,27 @@ async def test_one_frenzy_runs_on_two_servers_at_once_and_each_gate_counts_its_o
     engine = Engine(host)
     try:
         await host.start_plugins()
+        await serve_api(host, aiohttp_client)
+        api = host.api  # type: ignore[attr-defined]  # set by serve_api()
         await enable(host, "openarena.bots.add", {"openarena.bots": 3})
         frenzy = json.loads(FRENZY_ON_SERVER.read_text())
-        specs.validate(frenzy["spec"], host.registry, stored=None)  # the file is a valid event
         # Both runs come from one occurrence of a schedule that fans out over the servers:
         # once, at the current minute (inside the grace), so the engine's first tick makes
-        # and starts them.
+        # and starts them. The shipped file, its schedule so changed, through the API (which
+        # checks each {"param": "server"} against the param's declaration), then verified
+        # for each server, as a scheduled start needs.
         now = host.clock.now()
         fanned = {
             "kind": "once",
             "at": now.strftime("%Y-%m-%dT%H:%M"),
             "params": [{"server": name} for name in arenas],
         }
-        event = await publish_event(
-            host.db,
-            now,
-            {**frenzy["spec"], "schedule": fanned},
-            concurrency_key=frenzy["concurrency_key"],
-        )
+        event_id = await publish(host, {**frenzy, "spec": {**frenzy["spec"], "schedule": fanned}})
+        for name in arenas:
+            await api("POST", f"/events/{event_id}/verify", {"params": {"server": name}})
         await engine.tick()
-        runs = {row.params["server"]: row.id for row in await runs_of(host.db, event.id)}
+        made = (await api("GET", f"/events/{event_id}/runs"))["items"]
+        runs = {run["params"]["server"]: run["id"] for run in made}
         assert sorted(runs) == sorted(arenas)  # one run per server, from one occurrence
 
         # Tick both runs until both have ended; while a run hunts, note every frag the

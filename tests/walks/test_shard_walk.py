@@ -1,7 +1,9 @@
 """Walks of a world event on the simulated shard, through the real engine on both databases:
 the shard going down mid-phase, a cap breached, a game master changing a leased value
 mid-event. The shard plugin is loaded from its installed entry point, and what it holds is
-counted in its own world. (Killing the host mid-phase is ``test_shard_crash.py``.)"""
+counted in its own world. Each event is authored, published, started, steered and read
+through the HTTP API (the real app over the same host); the engine is ticked by hand on an
+injected clock. (Killing the host mid-phase is ``test_shard_crash.py``.)"""
 
 from __future__ import annotations
 
@@ -13,15 +15,13 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from pageant.access.tokens import create_token
+from pageant.api.app import make_app
 from pageant.clock import FakeClock
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.runs import controls
-from pageant.runs.console import console
-from pageant.runs.create import start_now
 from pageant.settings import Settings
-from pageant.switchboard import board
-from tests.factories import phase, publish_event, spec, step, step_rows, wait
+from tests.factories import phase, spec, step, wait
 
 ENV = "PAGEANT_PLUGIN_SHARD_"
 #: How long a walk may wait (real seconds) for the shard to come back.
@@ -47,12 +47,36 @@ def faults(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     return set_faults
 
 
+class Api:
+    """The admin HTTP API of the walk's host, as an admin's token calls it."""
+
+    def __init__(self, client: Any, token: str) -> None:
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    async def __call__(self, method: str, path: str, body: Any = None) -> Any:
+        response = await self.client.request(
+            method, f"/api/v1/admin{path}", json=body, headers=self.headers
+        )
+        data = await response.json()
+        assert response.status < 300, data
+        return data
+
+
+async def serve_api(host: Host, aiohttp_client: Any) -> None:
+    """Serve ``host``'s HTTP API (the real app; its engine is the walk's own, ticked by
+    hand) and keep an admin's handle on it as ``host.api``."""
+    token = await create_token(host.db, role="admin", name="walk", now=host.clock.now())
+    client = await aiohttp_client(make_app(host, run_engine=False))
+    host.api = Api(client, token)  # type: ignore[attr-defined]  # the walk's own handle
+
+
 @pytest.fixture
 async def walk(
-    settings: Settings, db: AsyncEngine, clock: FakeClock, faults: Any
+    settings: Settings, db: AsyncEngine, clock: FakeClock, faults: Any, aiohttp_client: Any
 ) -> AsyncIterator[Any]:
-    """Build the host (every installed plugin, through the real loader) once the test has
-    set its faults: ``host, engine, shard = await walk()``."""
+    """Build the host (every installed plugin, through the real loader) and its API once the
+    test has set its faults: ``host, engine, shard = await walk()``; ``host.api`` calls it."""
     made: list[tuple[Host, Engine]] = []
 
     async def build() -> tuple[Host, Engine, Any]:
@@ -62,6 +86,7 @@ async def walk(
         await host.start_plugins()
         (record,) = [r for r in host.plugins.loaded() if r.owner == "shard"]
         assert record.distribution == "pageant-shard"
+        await serve_api(host, aiohttp_client)
         return host, engine, record.plugin
 
     yield build
@@ -74,22 +99,32 @@ async def walk(
 
 
 async def enable(host: Host, action_id: str, caps: dict[str, int | None] | None = None) -> None:
-    async with host.db.begin() as conn:
-        await board.set_action(
-            conn,
-            host.registry,
-            action_id,
-            enabled=True,
-            caps=caps,
-            actor="admin:walk",
-            now=host.clock.now(),
-        )
+    body: dict[str, Any] = {"enabled": True}
+    if caps is not None:
+        body["caps"] = caps
+    await host.api("PUT", f"/actions/{action_id}", body)  # type: ignore[attr-defined]  # set by serve_api()
 
 
-async def start(host: Host, event_spec: dict[str, Any]) -> int:
-    event = await publish_event(host.db, host.clock.now(), event_spec)
-    run_id, _ = await start_now(host, event.id, scope="", actor="admin:walk")
-    return run_id
+async def publish(host: Host, event: dict[str, Any]) -> int:
+    """Create the event (``title``, ``spec`` and any other field of the API's) and publish
+    it, through the API; answers its id."""
+    api = host.api  # type: ignore[attr-defined]  # set by serve_api()
+    created = await api("POST", "/events", {"title": "Walk", **event})
+    await api("POST", f"/events/{created['id']}/publish")
+    return int(created["id"])
+
+
+async def start(host: Host, event_spec: dict[str, Any], **params: Any) -> int:
+    """Create the event, publish it and start a run now (with ``params``), through the
+    API."""
+    event_id = await publish(host, {"spec": event_spec})
+    run = await host.api("POST", f"/events/{event_id}/runs", {"params": params})  # type: ignore[attr-defined]  # set by serve_api()
+    return int(run["id"])
+
+
+async def console(host: Host, run_id: int) -> dict[str, Any]:
+    """The run console, as ``GET /api/v1/admin/runs/{id}`` answers it."""
+    return dict(await host.api("GET", f"/runs/{run_id}"))  # type: ignore[attr-defined]  # set by serve_api()
 
 
 async def tick_until(host: Host, engine: Engine, run_id: int, done: Any, ticks: int = 60) -> Any:
@@ -225,14 +260,17 @@ async def test_a_spawn_the_slow_shard_applies_after_its_revert_makes_nothing(wal
     loop = asyncio.get_running_loop()
     requested = loop.time()
     await engine.tick()  # the perform times out at 1 s; the step waits for its retry
-    (row,) = await step_rows(host.db, run_id)
-    assert (row.status, row.attempts) == ("pending", 1)
-    await controls.cancel(host, run_id, actor="admin:walk", reason="called off")
+    (row,) = (await console(host, run_id))["steps"]
+    assert (row["status"], row["attempts"]) == ("pending", 1)
+    await host.api("POST", f"/runs/{run_id}/cancel", {"reason": "called off"})  # type: ignore[attr-defined]  # set by serve_api()
     await engine.tick()  # cleanup: the placeholder's key is reverted
     view = await console(host, run_id)
     assert (view["run"]["status"], view["run"]["cleanup_status"]) == ("cancelled", "complete")
     assert loop.time() - requested < delay
-    assert shard.world.is_reverted(row.idempotency_key)
+    # the placeholder recorded for the unanswered spawn is named by the step's key
+    (placeholder,) = view["resources"]
+    assert (placeholder["kind"], placeholder["status"]) == ("@step", "reverted")
+    assert shard.world.is_reverted(placeholder["ref"])
     # The shard now gets to the request it was sent at the start.
     await asyncio.sleep(delay + 0.2 - (loop.time() - requested))
     assert shard.world.creatures == {}

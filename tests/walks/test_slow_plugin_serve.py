@@ -14,13 +14,16 @@ import pytest
 
 from tests.conftest import FIGURES
 from tests.databases import empty_database
-from tests.processes import Serve, migrated_admin, until
-from tests.walks.test_processes import call
+from tests.processes import Serve, api_call, migrated_admin, until
 
 #: How long a canary run may take from its start request to its start, with a plugin
 #: hanging beside it (a busy shared machine included). Before cleanup ran beside the pass,
 #: it waited for the hanging reverts: 10 s for each of the held run's three creatures.
 ON_TIME_SECONDS = 3.0
+
+
+def call(base: str, token: str, method: str, path: str, body: Any = None) -> Any:
+    return api_call(base, method, f"/api/v1/admin{path}", token, body)
 
 
 @pytest.fixture

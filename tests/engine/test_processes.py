@@ -2,6 +2,11 @@
 database, a SIGTERM mid-flight, and a ``kill -9`` mid-flight followed by a restart - each
 with webhook steps delivered to a receiver on 127.0.0.1 that records every delivery.
 
+The events are authored, published and started through the HTTP API, as in a walk; what is
+observed is the engine's claims (which host holds a step, whether a run's claim was handed
+back), which no route shows, so these read the database and live with the engine's tests
+rather than the walks (``tests/project/test_walks_public.py``).
+
 What counts: a step (a run and its message) delivered under two different idempotency keys
 is a double delivery the receiver cannot recognise; a step never delivered is lost; a run not
 completed when the hosts are done is stuck.
