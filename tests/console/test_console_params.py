@@ -274,3 +274,19 @@ async def test_verify_and_rehearse_ask_for_the_params_and_use_them(client, token
     assert rehearsed.status == 200, await rehearsed.text()
     page = await rehearsed.text()
     assert "Rehearsed version 1" in page and "nothing was performed" in page
+
+
+async def test_a_moderator_reads_the_params_the_references_and_the_fan_out(client, tokens):
+    schedule = {"kind": "weekly", "days": ["friday"], "time": "20:00"}
+    schedule["params"] = [{"colour": "north"}, {"colour": "south"}]
+    spec = spec_with(schedule, _main({"param": "colour"}, {"param": "colour"}))
+    event_id = await _event(client, tokens, {**spec, "params": [COLOUR]})
+    await sign_in(client, tokens["moderator"])
+    page = await (await client.get(f"/events/{event_id}")).text()
+    assert "Read-only" in page and 'id="editor"' not in page
+    assert "<code>colour</code> (Colour): string, one of <code>wisps.options.colours</code>" in page
+    assert "message: the run's param colour" in page
+    assert "<code>colour eq the run's param colour</code>" in page
+    assert (
+        '<span class="run-on">colour north</span>; <span class="run-on">colour south</span>' in page
+    )

@@ -9,16 +9,24 @@ violation)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tests.console.test_console_walk import (  # noqa: F401 - fixtures used by name
+    SHOTS,
     WAIT_MS,
     _axe,
     _axe_script,
+    _shot,
     _sign_in,
     browser,
     server,
 )
+
+
+def _shot_path(name: str) -> str | None:
+    """Where a part of a page is drawn for the console's guide (None: not drawn)."""
+    return str(Path(SHOTS) / f"{name}.png") if SHOTS else None
 
 
 def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_out(
@@ -55,6 +63,7 @@ def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_o
     page.get_by_label("message comes from").select_option("colour")
     expect(page.locator("#p0-s0-param-message")).to_have_count(0)
     _axe(page, found)
+    page.locator("#run-params").screenshot(path=_shot_path("editor-params"))
     page.get_by_role("button", name="Save").first.click()
     expect(page.locator("#notice")).to_contain_text("Saved.")
     expect(page.get_by_label("message comes from")).to_have_value("colour")
@@ -67,6 +76,7 @@ def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_o
     expect(start.get_by_label("Colour (required)")).to_contain_text("South (south)")
     _axe(page, found)
     start.get_by_label("Colour (required)").select_option("south")
+    page.locator("section.lifecycle").first.screenshot(path=_shot_path("start-params"))
     start.get_by_role("button", name="Start a run now").click()
     page.wait_for_url(f"{base}/runs/*")
     expect(page.locator("#run-params")).to_have_text("colour=south")
@@ -85,6 +95,7 @@ def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_o
     page.select_option("#fan0-colour", "north")
     page.select_option("#fan1-colour", "south")
     _axe(page, found)
+    page.locator("#fan-out").screenshot(path=_shot_path("editor-fan-out"))
     page.get_by_role("button", name="Save").first.click()
     expect(page.locator("#notice")).to_contain_text("Saved.")
     expect(page.locator("#fan1-colour")).to_have_value("south")
@@ -99,6 +110,8 @@ def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_o
     for month in months:
         page.goto(f"{base}/calendar?view=agenda&month={month}")
         _axe(page, found)
+        if month == months[0]:
+            _shot(page, "calendar-fan-out", full=False)
         shown += page.locator(".occ").filter(has_text="Wisp parade").all_inner_texts()
     # (the run started by hand above is on the calendar too, at its own time)
     fridays = [s for s in shown if s.startswith("20:00 ")]
