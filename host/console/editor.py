@@ -266,7 +266,8 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
 def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: Registry) -> str:
     """Apply a structural button (``add-phase``, ``add-step:0``, ``remove-step:0:1``,
     ``move-step:0:1:up``, ``move-phase:1:down``, ``add-cond:2``, ``remove-cond:2:0``,
-    ``remove-phase:1``, ``refresh``) to ``spec`` in place; answers a sentence saying what
+    ``remove-phase:1``, ``add-param``, ``remove-param:0``, ``add-fan``, ``remove-fan:1``,
+    ``refresh``) to ``spec`` in place; answers a sentence saying what
     changed (shown until the author saves)."""
     name, _, rest = op.partition(":")
     parts = [int(p) for p in rest.split(":") if p.isascii() and p.isdigit()] if rest else []

@@ -290,3 +290,17 @@ async def test_a_moderator_reads_the_params_the_references_and_the_fan_out(clien
     assert (
         '<span class="run-on">colour north</span>; <span class="run-on">colour south</span>' in page
     )
+
+
+def test_a_manual_event_has_no_fan_out_to_add_to():
+    from pageant.console import editor
+
+    spec: dict[str, Any] = {"schedule": {"kind": "manual"}, "phases": [], "params": [COLOUR]}
+    said = editor.apply_op(spec, "add-fan", {}, None)  # type: ignore[arg-type]  # no registry needed
+    assert said.startswith("A manual event has no schedule to fan out")
+    assert spec["schedule"] == {"kind": "manual"}
+    weekly: dict[str, Any] = {"schedule": {"kind": "weekly"}, "phases": []}
+    editor.apply_op(weekly, "add-fan", {}, None)  # type: ignore[arg-type]  # no registry needed
+    assert weekly["schedule"]["params"] == [{}]
+    editor.apply_op(weekly, "remove-fan:0", {}, None)  # type: ignore[arg-type]  # no registry needed
+    assert "params" not in weekly["schedule"]  # the last set gone: no fan-out at all
