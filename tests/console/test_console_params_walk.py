@@ -4,7 +4,7 @@ option source, makes a step's param "the run's param" from its picker, publishes
 run choosing the param's value from the source's values, and sees the run carry it and its
 step announce it; then fans the schedule out over two sets and finds one run for each on
 the calendar. No JSON is typed; axe-core runs on every page (no serious or critical
-violation)."""
+violation), and at a phone's width nothing scrolls sideways."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import FIGURES
 from tests.console.test_console_walk import (  # noqa: F401 - fixtures used by name
     SHOTS,
     WAIT_MS,
     _axe,
     _axe_script,
+    _no_horizontal_scroll,
     _shot,
     _sign_in,
     browser,
@@ -131,6 +133,13 @@ def test_an_admin_declares_a_param_picks_it_for_a_step_starts_with_it_and_fans_o
     page.get_by_role("link", name="Wisp parade").click()
     expect(page.locator("#fan0-colour")).to_have_value("north")
     _axe(page, found)
+    _no_horizontal_scroll(page)
     page.goto(f"{base}/calendar?view=agenda&month={months[0]}")
     _axe(page, found)
+    _no_horizontal_scroll(page)
     phone.close()
+    minor = {url: counts for url, counts in found.items() if counts}
+    FIGURES.append(
+        f"run params in Chromium: axe-core on {len(found)} pages (desktop and phone), "
+        f"violations of lesser impact: {minor or 'none'}"
+    )
