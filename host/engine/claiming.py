@@ -5,8 +5,9 @@ second, a hundred waits ending in it, twenty runs moving side by side — it cla
 **one transaction** instead of one task at a time:
 
 - a run that is ``scheduled`` (its instant come, within its grace, verified, with no
-  concurrency key to look up) is started: ``scheduled -> starting``, its first phase entered
-  with its steps and gate, ``-> running`` — the same writes as a run's own start;
+  concurrency key to look up and no params to check) is started: ``scheduled ->
+  starting``, its first phase entered with its steps and gate, ``-> running`` — the same
+  writes as a run's own start;
 - a ``running`` run that is not held is claimed for the pass (the same compare-and-set as a
   run's own task makes);
 - their cursors are read in one statement, and each step that is plainly ready (pending and
@@ -74,13 +75,16 @@ class SetClaim:
 
 
 def _startable(row: RunRow, now: datetime) -> bool:
-    # Only the plain start: lateness, an unverified hold and a concurrency key (whose holder
-    # must be looked up and told) are the run's own task to see to, as ever.
+    # Only the plain start: lateness, an unverified hold, a concurrency key (whose holder
+    # must be looked up and told) and params (whose values are checked against the option
+    # sources they are taken from, a plugin's answer never awaited inside this transaction)
+    # are the run's own task to see to, as ever.
     return (
         row["status"] == "scheduled"
         and not is_late(row, now)
         and not waiting.held_unverified(row)
         and not row["concurrency_key"]
+        and not row["params"]
     )
 
 

@@ -19,9 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
-from pageant.errors import Conflict, NotFound, PageantError
+from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import params as run_params
 from pageant.runs import waiting
+from pageant.runs.options import check_run_values
 from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:
@@ -241,9 +242,10 @@ async def start_now(
     (its spec's declared params; ``scope`` is the param of that name).
 
     Raises NotFound for an unknown event, Invalid naming each param that does not fit the
-    published version's declarations, and Conflict when it has no published version, is
-    archived, or its concurrency key is held by a live run or will be by a run due now that
-    has not started yet (naming that run). Answers ``(run id, created)``; an identical
+    published version's declarations or is not a value its option source offers now
+    (:func:`pageant.runs.options.check_run_values`), and Conflict when it has no published
+    version, is archived, or its concurrency key is held by a live run or will be by a run
+    due now that has not started yet (naming that run). Answers ``(run id, created)``; an identical
     start at the same instant answers the same run.
 
     Starts arriving together are created together: the start is one write of the engine's
@@ -253,6 +255,8 @@ async def start_now(
     its first phase's steps commit together, and the answer comes once they have.
     """
     now = host.clock.now()
+    # Asked before the start's transaction: a plugin's source is never awaited inside it.
+    await _check_option_values(host, definition_id, scope, params)
 
     async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | _Refusal:
         try:
@@ -281,6 +285,25 @@ async def start_now(
         raise answer.error
     host.wake(advance_only=True)  # a run due now: advance's to start
     return answer
+
+
+async def _check_option_values(
+    host: Host, definition_id: int, scope: str, params: Mapping[str, Any] | None
+) -> None:
+    """Refuse a start whose values are not ones their option sources offer now (Invalid,
+    each value named); what else is wrong with the start is the plan's to say."""
+    async with host.db.connect() as conn:
+        definition, version = await _facts(conn, definition_id, None)
+    if definition is None or version is None:
+        return
+    spec = version.spec if isinstance(version.spec, dict) else {}
+    given = dict(params or {})
+    if scope:
+        given[run_params.SCOPE] = scope
+    values = run_params.values_for(spec.get("params"), given)
+    problems, _ = await check_run_values(spec, values, host.registry)
+    if problems:
+        raise Invalid("the run was not started", details=problems)
 
 
 @dataclass(frozen=True)
