@@ -149,6 +149,12 @@ async def test_a_server_the_settings_do_not_name_refuses_the_start_naming_it(are
     # Either side of the line: a server the settings name starts.
     status, run = await call(client, "POST", runs, admin, {"params": {"server": "arena2"}})
     assert status == 201, run
+    # Verify and rehearse take the params a run would have, and check them so.
+    for route in ("verify", "rehearse"):
+        path = f"{EVENTS}/{event['id']}/{route}"
+        status, refused = await call(client, "POST", path, admin, {"params": {"server": "arena3"}})
+        assert status == 400, (route, refused)
+        assert any('"arena3"' in d or "'arena3'" in d for d in refused["error"]["details"]), refused
 
 
 def _with_param(declaration: dict[str, Any], *, where: bool = True) -> dict[str, Any]:
