@@ -342,11 +342,9 @@ async def test_an_acknowledgement_that_is_not_a_list_of_ids_is_refused(arenas, t
 # ── a schedule's fan-out, at its occurrence ──────────────────────────────────
 
 
-async def test_a_fan_out_fires_a_run_per_server_and_a_removed_server_refuses_only_its_own(
-    arenas, tokens, clock
-):
-    client, _ = await arenas("arena1", "arena2")
-    admin = tokens["admin"]
+async def _fanned_out(client: Any, admin: str) -> str:
+    """The Frenzy on a schedule that fans out over both servers once, at 13:00 (an hour
+    after the test clock's now), published and verified: answers its runs' path."""
     body = frenzy()
     body["spec"]["schedule"] = {
         "kind": "once",
@@ -374,15 +372,49 @@ async def test_a_fan_out_fires_a_run_per_server_and_a_removed_server_refuses_onl
         ("arena1", "scheduled"),
         ("arena2", "scheduled"),
     ]
+    return runs
 
-    # The operator takes arena2 out of the settings and restarts pageant.
-    client, host = await arenas("arena1")
+
+async def _tick_at_the_occurrence(host: Host, clock: Any) -> None:
     engine = Engine(host)
     try:
         clock.set(datetime(2027, 3, 1, 13, 0, tzinfo=UTC))
         await engine.tick()
     finally:
         await engine.stop()
+
+
+async def test_a_fan_out_fires_a_run_per_server_at_its_occurrence_each_with_its_server(
+    arenas, tokens, clock
+):
+    client, host = await arenas("arena1", "arena2")
+    admin = tokens["admin"]
+    runs = await _fanned_out(client, admin)
+    await _tick_at_the_occurrence(host, clock)
+    listed = (await call(client, "GET", runs, admin))[1]["items"]
+    assert sorted((r["params"]["server"], r["status"]) for r in listed) == [
+        ("arena1", "running"),
+        ("arena2", "running"),
+    ]
+    for run in listed:
+        status, view = await call(client, "GET", f"/api/v1/admin/runs/{run['id']}", admin)
+        assert status == 200, view
+        # Every step it has made so far targets its own server, written out.
+        assert view["steps"] and {s["params"]["server"] for s in view["steps"]} == {
+            run["params"]["server"]
+        }
+
+
+async def test_a_fan_out_fires_a_run_per_server_and_a_removed_server_refuses_only_its_own(
+    arenas, tokens, clock
+):
+    client, _ = await arenas("arena1", "arena2")
+    admin = tokens["admin"]
+    runs = await _fanned_out(client, admin)
+
+    # The operator takes arena2 out of the settings and restarts pageant.
+    client, host = await arenas("arena1")
+    await _tick_at_the_occurrence(host, clock)
     listed = (await call(client, "GET", runs, admin))[1]["items"]
     by_server = {r["params"]["server"]: r for r in listed}
     assert by_server["arena1"]["status"] in ("starting", "running"), by_server["arena1"]
