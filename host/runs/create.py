@@ -22,7 +22,7 @@ from pageant.db.shared import Batch
 from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import params as run_params
 from pageant.runs import waiting
-from pageant.runs.options import check_run_values
+from pageant.runs.options import check_run_values, takes_option_values
 from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:
@@ -255,15 +255,25 @@ async def start_now(
     its first phase's steps commit together, and the answer comes once they have.
     """
     now = host.clock.now()
-    # Asked before the start's transaction: a plugin's source is never awaited inside it.
-    await _check_option_values(host, definition_id, scope, params)
+    # The version whose values were checked against their option sources, once a plan found
+    # values to check: the sources are asked between two passes of the group commit, never
+    # inside its transaction, and only for a start that has such values (any other start is
+    # one pass, as before).
+    checked: list[int] = []
 
-    async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | _Refusal:
+    async def start(
+        conn: AsyncConnection, batch: Batch | None
+    ) -> tuple[int, bool] | _Refusal | _Unchecked:
         try:
             planned = await _plan(conn, definition_id, scope, params, now, batch)
         except PageantError as refusal:
             # Nothing of this start is written yet: the transaction it shares goes on.
             return _Refusal(refusal)
+        values = run_params.with_scope(planned.values, planned.scope)
+        if planned.version_id not in checked and takes_option_values(
+            planned.spec, values, host.registry
+        ):
+            return _Unchecked(planned.version_id, planned.spec, values)
         return await create_run(
             conn,
             definition_id=definition_id,
@@ -280,30 +290,32 @@ async def start_now(
             batch=batch,
         )
 
-    answer = await host.in_outcome_transaction(start)
+    # Bounded: a version published between the check and the second pass is checked again,
+    # once; a third is not waited for.
+    for _ in range(3):
+        answer = await host.in_outcome_transaction(start)
+        if not isinstance(answer, _Unchecked):
+            break
+        problems, _ = await check_run_values(answer.spec, answer.values, host.registry)
+        if problems:
+            raise Invalid("the run was not started", details=problems)
+        checked.append(answer.version_id)
+    if isinstance(answer, _Unchecked):
+        raise Conflict(f"event {definition_id} was published again while it was being started")
     if isinstance(answer, _Refusal):
         raise answer.error
     host.wake(advance_only=True)  # a run due now: advance's to start
     return answer
 
 
-async def _check_option_values(
-    host: Host, definition_id: int, scope: str, params: Mapping[str, Any] | None
-) -> None:
-    """Refuse a start whose values are not ones their option sources offer now (Invalid,
-    each value named); what else is wrong with the start is the plan's to say."""
-    async with host.db.connect() as conn:
-        definition, version = await _facts(conn, definition_id, None)
-    if definition is None or version is None:
-        return
-    spec = version.spec if isinstance(version.spec, dict) else {}
-    given = dict(params or {})
-    if scope:
-        given[run_params.SCOPE] = scope
-    values = run_params.values_for(spec.get("params"), given)
-    problems, _ = await check_run_values(spec, values, host.registry)
-    if problems:
-        raise Invalid("the run was not started", details=problems)
+@dataclass(frozen=True)
+class _Unchecked:
+    """A start whose values are to be checked against their option sources before it makes
+    its run (nothing of it written yet)."""
+
+    version_id: int
+    spec: dict[str, Any]
+    values: dict[str, Any]
 
 
 @dataclass(frozen=True)

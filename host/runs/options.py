@@ -32,7 +32,14 @@ log = logging.getLogger("pageant.runs")
 #: At most this many allowed values are listed in a message.
 SHOWN_VALUES = 20
 
-__all__ = ["SHOWN_VALUES", "Answers", "allowed", "check_run_values", "is_reference"]
+__all__ = [
+    "SHOWN_VALUES",
+    "Answers",
+    "allowed",
+    "check_run_values",
+    "is_reference",
+    "takes_option_values",
+]
 
 
 def allowed(values: list[Any]) -> str:
@@ -89,6 +96,17 @@ def _sources_by_param(
                     where = f"spec.phases[{i}].steps[{j}].params.{declared.name}"
                     want(str(value["param"]), declared.option_source, where)
     return wanted
+
+
+def takes_option_values(
+    spec: Mapping[str, Any], values: Mapping[str, Any], registry: Registry
+) -> bool:
+    """Whether a run of ``spec`` with ``values`` has a value to check against an option
+    source (:func:`check_run_values`): read from the spec alone, asking no plugin."""
+    return any(
+        name in values and not (name == SCOPE and not values[name])
+        for name in _sources_by_param(spec, registry)
+    )
 
 
 async def check_run_values(

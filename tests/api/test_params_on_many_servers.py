@@ -342,10 +342,14 @@ async def test_an_acknowledgement_that_is_not_a_list_of_ids_is_refused(arenas, t
 # ── a schedule's fan-out, at its occurrence ──────────────────────────────────
 
 
-async def _fanned_out(client: Any, admin: str) -> str:
+async def _fanned_out(client: Any, admin: str, *, keyed: bool = True) -> str:
     """The Frenzy on a schedule that fans out over both servers once, at 13:00 (an hour
-    after the test clock's now), published and verified: answers its runs' path."""
+    after the test clock's now), published and verified: answers its runs' path. Without
+    its concurrency key (``keyed`` false) its runs are due together as plain starts, which
+    the engine would claim set-wise."""
     body = frenzy()
+    if not keyed:
+        del body["concurrency_key"]
     body["spec"]["schedule"] = {
         "kind": "once",
         "at": "2027-03-01T13:00",
@@ -405,12 +409,13 @@ async def test_a_fan_out_fires_a_run_per_server_at_its_occurrence_each_with_its_
         }
 
 
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "claimed-together"])
 async def test_a_fan_out_fires_a_run_per_server_and_a_removed_server_refuses_only_its_own(
-    arenas, tokens, clock
+    arenas, tokens, clock, keyed
 ):
     client, _ = await arenas("arena1", "arena2")
     admin = tokens["admin"]
-    runs = await _fanned_out(client, admin)
+    runs = await _fanned_out(client, admin, keyed=keyed)
 
     # The operator takes arena2 out of the settings and restarts pageant.
     client, host = await arenas("arena1")
