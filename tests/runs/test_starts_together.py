@@ -104,7 +104,7 @@ async def test_starts_whose_values_an_option_source_checks_are_checked_and_made_
         '"south", "ember" now), which the param "colour" takes'
     ]
     assert engine.outcomes.transactions - before == 2
-    for colour, (run_id, _) in zip(colours, made, strict=False):  # type: ignore[misc]
+    for colour, (run_id, _) in zip(colours, made, strict=False):  # type: ignore[misc]  # the made answers are tuples, as asserted
         summon = (await step_rows(host.db, run_id))[1]
         assert summon.params["colour"] == colour
 
