@@ -11,6 +11,7 @@ import pytest
 from pageant import hookimpl
 from pageant.engine import Engine
 from pageant.errors import Invalid
+from pageant.events.authoring import validator as specs
 from pageant.runs.create import start_now
 from tests.factories import make_host, phase, publish_event, run_row, spec, step
 from tests.scheduling import runs_of
@@ -47,6 +48,13 @@ class Rooms:
             "example": "hall",
             "option_source": "rooms.options.rooms",
         }
+        degrees = {
+            "name": "degrees",
+            "type": "number",
+            "required": True,
+            "description": "How warm.",
+            "example": 20.5,
+        }
         return [
             {
                 "id": "rooms.light",
@@ -55,7 +63,15 @@ class Rooms:
                 "budget_ms": 5_000,
                 "params": [room],
                 "perform": self.perform,
-            }
+            },
+            {
+                "id": "rooms.warm",
+                "label": "Warm a room",
+                "risk": "notify",
+                "budget_ms": 5_000,
+                "params": [degrees],
+                "perform": self.perform,
+            },
         ]
 
 
@@ -125,3 +141,31 @@ async def test_the_engine_checks_a_scheduled_runs_value_at_its_instant(rooms_hos
             'not started: params.room: "crypt" is not a value of rooms.options.rooms (it '
             'offers "hall" now), which the param "room" takes',
         )
+
+
+@pytest.mark.parametrize(
+    ("type_", "refusal"),
+    [
+        ("integer", None),
+        ("number", None),
+        (
+            "string",
+            'spec.phases[0].steps[0].params: "degrees": the param "heat" is string; '
+            "this takes number",
+        ),
+    ],
+)
+async def test_a_param_fits_a_step_param_of_its_type_and_an_integer_fits_a_number(
+    rooms_host, type_, refusal
+):
+    host, _ = rooms_host
+    raw = spec(phase("p", step("rooms.warm", degrees={"param": "heat"})))
+    raw["params"] = [{"name": "heat", "type": type_, "label": "Heat", "required": True}]
+    if refusal is None:
+        assert specs.validate(raw, host.registry)["phases"][0]["steps"][0]["params"] == {
+            "degrees": {"param": "heat"}
+        }
+    else:
+        with pytest.raises(Invalid) as refused:
+            specs.validate(raw, host.registry)
+        assert refused.value.details == [refusal]
