@@ -22,10 +22,22 @@ from pageant.settings import Settings
     help='A JSON file: {"firings": [{"after": "5m", "trigger": "...", "payload": {...}}, ...]}'
     " (or the list alone).",
 )
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A value for one of the event's declared params, as a run would have (repeatable).",
+)
 @json_option
 @settings_options
 def rehearse(
-    settings: Settings, event: str, version_number: int | None, firings: Any, as_json: bool
+    settings: Settings,
+    event: str,
+    version_number: int | None,
+    firings: Any,
+    params: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Run EVENT on a virtual clock in a throwaway database; print what would happen.
 
@@ -38,15 +50,25 @@ def rehearse(
     published version) and 2 on a usage error.
     """
     from pageant.engine.rehearsal import rehearse as run_rehearsal
+    from pageant.events import definitions
+    from pageant.runs.params import values_from_text
 
     simulated = read_firings(firings.read()) if firings is not None else []
 
     async def _go(host: Any) -> dict[str, Any]:
+        definition_id = await event_id(host, event)
+        async with host.db.connect() as conn:
+            if version_number is None:
+                version = await definitions.published_version(conn, definition_id)
+            else:
+                version = await definitions.get_version(conn, definition_id, version_number)
+        declared = (version.spec or {}).get("params") if version is not None else None
         return await run_rehearsal(
             host,
-            await event_id(host, event),
+            definition_id,
             version_number=version_number,
             firings=simulated,
+            params=values_from_text(declared, params),
         )
 
     report = with_host(settings, _go, start_plugins=True)

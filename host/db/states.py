@@ -212,6 +212,13 @@ RUN_MISS = Move(
     "the engine",
     "its grace window passed before it could start",
 )
+RUN_REFUSE = Move(
+    "refuse",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.FAILED,),
+    "the engine",
+    "at its instant, a param's value is not one its option source offers",
+)
 RUN_ENTER = Move(
     "enter",
     (RunStatus.STARTING, RunStatus.RUNNING),
@@ -283,6 +290,7 @@ RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its 
 RUN_MOVES = (
     RUN_START,
     RUN_MISS,
+    RUN_REFUSE,
     RUN_ENTER,
     RUN_END,
     RUN_COMPLETE,

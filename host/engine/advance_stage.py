@@ -22,12 +22,14 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL
+from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
+from pageant.runs import params as run_params
+from pageant.runs.options import check_run_values
 from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
@@ -162,6 +164,8 @@ async def _start(
             async with host.db.begin() as conn:
                 await waiting.note(conn, run["id"], held, now=now)
         return "unverified"
+    if run["params"] and await _refused_values(host, run, now=now):
+        return "failed"
     key = run["concurrency_key"]
     if key:
         async with host.db.connect() as conn:
@@ -187,6 +191,39 @@ async def _start(
             await _blocked(host, run, holder._mapping, now)
         return "blocked"
     return None
+
+
+async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:
+    """Refuse a scheduled run whose params are not values their option sources offer now (a
+    server removed from the settings since the occurrence was made): it fails, with the
+    sentence naming each, before it starts or takes its key; the occurrence's other runs go
+    on. True when refused. A source that cannot answer refuses nothing."""
+    async with host.db.connect() as conn:
+        pinned = await host.runner().versions.get(conn, run["version_id"])
+    if pinned is None:
+        return False  # what a version that cannot be read does is the start's to say
+    values = run_params.with_scope(run["params"], run["scope"])
+    problems, _ = await check_run_values(pinned.spec, values, host.registry)
+    if not problems:
+        return False
+    because = "not started: " + "; ".join(problems)
+    async with host.db.begin() as conn:
+        if not await runs.end_run(
+            conn, run["id"], froms=RUN_REFUSE.froms, to="failed", now=now, error=because
+        ):
+            return False
+        cancelled = await steps.cancel_open_steps(conn, run["id"], now=now)
+        await runlog.run_status(
+            conn,
+            run["id"],
+            at=now,
+            from_="scheduled",
+            to="failed",
+            because=because,
+            cancelled_steps=cancelled,
+        )
+    await lifecycle.announce(host, run["id"], lifecycle.RUN_FAILED)
+    return True
 
 
 async def _blocked(host: Host, run: Record, holder: Record, now: datetime) -> None:

@@ -5,8 +5,10 @@ second, a hundred waits ending in it, twenty runs moving side by side — it cla
 **one transaction** instead of one task at a time:
 
 - a run that is ``scheduled`` (its instant come, within its grace, verified, with no
-  concurrency key to look up) is started: ``scheduled -> starting``, its first phase entered
-  with its steps and gate, ``-> running`` — the same writes as a run's own start;
+  concurrency key to look up) is started: ``scheduled -> starting``, its first phase
+  entered with its steps and gate, ``-> running`` — the same writes as a run's own start;
+  one whose params are to be checked against an option source is left to its own task,
+  which asks the source outside any transaction (:mod:`pageant.runs.options`);
 - a ``running`` run that is not held is claimed for the pass (the same compare-and-set as a
   run's own task makes);
 - their cursors are read in one statement, and each step that is plainly ready (pending and
@@ -43,6 +45,8 @@ from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
+from pageant.runs.options import takes_option_values
+from pageant.runs.params import with_scope
 from pageant.runs.versions import phases_of
 
 if TYPE_CHECKING:
@@ -120,18 +124,31 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
     room = free_slots(host)
 
+    # Runs whose values are to be checked before they start: their own tasks' to start.
+    deferred: set[int] = set()
+
     async def claim(conn: AsyncConnection, group: Batch | None) -> dict[int, SetClaim]:
         # Shared with other runs' writes; may run twice (each time from the start).
         claimed: dict[int, SetClaim] = {}
+        deferred.clear()
         for run_id in await runs.lock_free(conn, sorted(rows), now=now):
             row = rows[run_id]
             if row["status"] == "running":
                 if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
                     claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease)
                 continue
+            pinned = await host.runner().versions.get(conn, row["version_id"])
+            if (
+                row["params"]
+                and pinned is not None
+                and takes_option_values(
+                    pinned.spec, with_scope(row["params"], row["scope"]), host.registry
+                )
+            ):
+                deferred.add(run_id)
+                continue
             if not await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
                 continue
-            pinned = await host.runner().versions.get(conn, row["version_id"])
             phases = phases_of(pinned.spec) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
@@ -165,7 +182,8 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         return claimed
 
     try:
-        return await host.in_outcome_transaction(claim), set(rows)
+        claimed = await host.in_outcome_transaction(claim)
+        return claimed, set(rows) - deferred
     except Exception:
         # Rolled back whole, so nothing was claimed: each run goes to its own task as
         # without a set, where one bad run (or a lock collision) stays that run's alone.

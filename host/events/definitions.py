@@ -23,6 +23,7 @@ from pageant.db import definitions as rows
 from pageant.db.rows import AnyRow, columns_of
 from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.authoring import validator as specs
+from pageant.events.authoring.cautions import spec_warnings
 from pageant.events.authoring.dormancy import as_registered
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
@@ -200,7 +201,7 @@ def event_object(
             "verified_at": row.version_verified_at,
             "verified_by": row.version_verified_by,
         }
-    return {
+    event = {
         "id": row.id,
         "title": row.title,
         "slug": row.slug,
@@ -219,6 +220,10 @@ def event_object(
         "next_occurrence": next_occurrence,
         "runs_waiting": runs_waiting,
     }
+    if registry is not None:
+        # What the author is warned of in the working copy, as the registry stands now.
+        event["warnings"] = spec_warnings(event["spec"], registry)
+    return event
 
 
 def version_object(row: AnyRow) -> dict[str, Any]:

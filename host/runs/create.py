@@ -19,9 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
-from pageant.errors import Conflict, NotFound, PageantError
+from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import params as run_params
 from pageant.runs import waiting
+from pageant.runs.options import check_run_values, takes_option_values
 from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:
@@ -241,9 +242,10 @@ async def start_now(
     (its spec's declared params; ``scope`` is the param of that name).
 
     Raises NotFound for an unknown event, Invalid naming each param that does not fit the
-    published version's declarations, and Conflict when it has no published version, is
-    archived, or its concurrency key is held by a live run or will be by a run due now that
-    has not started yet (naming that run). Answers ``(run id, created)``; an identical
+    published version's declarations or is not a value its option source offers now
+    (:func:`pageant.runs.options.check_run_values`), and Conflict when it has no published
+    version, is archived, or its concurrency key is held by a live run or will be by a run
+    due now that has not started yet (naming that run). Answers ``(run id, created)``; an identical
     start at the same instant answers the same run.
 
     Starts arriving together are created together: the start is one write of the engine's
@@ -253,13 +255,25 @@ async def start_now(
     its first phase's steps commit together, and the answer comes once they have.
     """
     now = host.clock.now()
+    # The version whose values were checked against their option sources, once a plan found
+    # values to check: the sources are asked between two passes of the group commit, never
+    # inside its transaction, and only for a start that has such values (any other start is
+    # one pass, as before).
+    checked: list[int] = []
 
-    async def start(conn: AsyncConnection, batch: Batch | None) -> tuple[int, bool] | _Refusal:
+    async def start(
+        conn: AsyncConnection, batch: Batch | None
+    ) -> tuple[int, bool] | _Refusal | _Unchecked:
         try:
             planned = await _plan(conn, definition_id, scope, params, now, batch)
         except PageantError as refusal:
             # Nothing of this start is written yet: the transaction it shares goes on.
             return _Refusal(refusal)
+        values = run_params.with_scope(planned.values, planned.scope)
+        if planned.version_id not in checked and takes_option_values(
+            planned.spec, values, host.registry
+        ):
+            return _Unchecked(planned.version_id, planned.spec, values)
         return await create_run(
             conn,
             definition_id=definition_id,
@@ -276,11 +290,32 @@ async def start_now(
             batch=batch,
         )
 
-    answer = await host.in_outcome_transaction(start)
+    # Bounded: a version published between the check and the second pass is checked again,
+    # once; a third is not waited for.
+    for _ in range(3):
+        answer = await host.in_outcome_transaction(start)
+        if not isinstance(answer, _Unchecked):
+            break
+        problems, _ = await check_run_values(answer.spec, answer.values, host.registry)
+        if problems:
+            raise Invalid("the run was not started", details=problems)
+        checked.append(answer.version_id)
+    if isinstance(answer, _Unchecked):
+        raise Conflict(f"event {definition_id} was published again while it was being started")
     if isinstance(answer, _Refusal):
         raise answer.error
     host.wake(advance_only=True)  # a run due now: advance's to start
     return answer
+
+
+@dataclass(frozen=True)
+class _Unchecked:
+    """A start whose values are to be checked against their option sources before it makes
+    its run (nothing of it written yet)."""
+
+    version_id: int
+    spec: dict[str, Any]
+    values: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ async def test_create_needs_only_a_title_and_takes_the_defaults(client, tokens, 
         "version_drift": [],
         "next_occurrence": None,
         "runs_waiting": 0,
+        "warnings": [],
     }
     # The response is the documented shape, field for field.
     assert set(event) == set(EventOut.model_fields)

@@ -110,3 +110,34 @@ def test_a_cap_overspent_in_the_worst_case_exits_four(migrated_url) -> None:
     assert capped.exit_code == 0, capped.output
     over = rehearse(migrated_url, event.slug)
     assert over.exit_code == 4 and "OVER THE CAP" in over.stdout
+
+
+def test_rehearse_takes_params_as_a_run_would_have(migrated_url, tmp_path) -> None:
+    declared = [
+        {"name": "colour", "type": "string", "label": "Server", "required": True},
+        {"name": "rounds", "type": "integer", "label": "Rounds", "required": False},
+    ]
+    where = {"var": "colour", "op": "eq", "value": {"param": "colour"}}
+    (event,) = seed(
+        migrated_url,
+        (
+            "Hunt",
+            {
+                **spec(
+                    phase("hunt", advance={"on": "wisps.caught", "where": where, "count": 2}),
+                ),
+                "params": declared,
+            },
+        ),
+    )
+    refused = rehearse(migrated_url, event.slug)
+    assert refused.exit_code == 1 and "params.colour: required (Server)" in refused.output
+    unread = rehearse(migrated_url, event.slug, "--param", "colour=north", "--param", "rounds=x")
+    assert unread.exit_code == 1 and "--param rounds: 'x' is not integer" in unread.output
+    # The gate counts the rehearsed server's firings only: north's two complete the run.
+    path = firings_file(tmp_path, FIRINGS)
+    done = rehearse(migrated_url, event.slug, "--param", "colour=north", "--firings", path)
+    assert done.exit_code == 0, done.output
+    assert "run completed" in done.stdout
+    stalled = rehearse(migrated_url, event.slug, "--param", "colour=south", "--firings", path)
+    assert stalled.exit_code == 3, stalled.output

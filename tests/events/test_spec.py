@@ -281,7 +281,8 @@ def test_a_spec_must_be_an_object(raw: Any, registry: Registry) -> None:
 
 def test_unknown_top_level_key_is_refused_naming_it(registry: Registry) -> None:
     assert error_of(make(announcements=[]), registry) == (
-        'spec: unknown key "announcements"; expected params, schedule, phases, announcement'
+        'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
+        "acknowledge"
     )
 
 
@@ -801,7 +802,8 @@ def test_every_error_is_reported_at_once(registry: Registry) -> None:
         "announcements": [],
     }
     assert errors_of(raw, registry) == [
-        'spec: unknown key "announcements"; expected params, schedule, phases, announcement',
+        'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
+        "acknowledge",
         'spec.schedule.time: expected a 24-hour time as "HH:MM"; got "8pm"',
         'spec.phases[0].key: "Muster" is not a phase key; expected a slug such as "wind-down" '
         "(lowercase letters and digits, words joined by - or _)",

@@ -28,12 +28,14 @@ COLOUR = {"name": "colour", "type": "string", "label": "Colour", "required": Tru
 
 
 def _summoning() -> dict[str, Any]:
-    """Two phases, params written into a step, and a step that spends (a budget to pin)."""
+    """Two phases, params written into a step, and a step that spends (a budget to pin).
+    The summoned colour is written, not the param: a param taken where an option source's
+    value is taken is checked against the source first (a test below)."""
     out = spec(
         phase(
             "hunt",
             announce({"param": "colour"}),  # type: ignore[arg-type]  # a param reference
-            step("wisps.summon", colour={"param": "colour"}, count=3),
+            step("wisps.summon", colour="north", count=3),
         ),
         phase("end", announce("done")),
     )
@@ -74,6 +76,37 @@ async def test_many_starts_at_once_are_one_transaction_and_each_gets_its_own_run
         assert rows[0].params["message"] == f"c{i}"
         (created,) = await log_lines(host.db, run_id, "run.created")
         assert created.detail["params"] == {"colour": f"c{i}"}
+
+
+async def test_starts_whose_values_an_option_source_checks_are_checked_and_made_together(
+    host, engine, clock
+):
+    """A start whose param a step takes from an option source is planned once, checked
+    against the source outside the transaction, and made in a second pass: a burst of them
+    costs two transactions, not one each, and a value the source does not offer is refused
+    alone."""
+    summoning = _summoning()
+    summoning["params"] = [{**COLOUR, "option_source": "wisps.options.colours"}]
+    summoning["phases"][0]["steps"][1]["params"]["colour"] = {"param": "colour"}
+    event = await publish_event(host.db, clock.now(), summoning)
+    before = engine.outcomes.transactions
+
+    colours = ["north", "south", "ember", "violet"]
+    answers = await asyncio.gather(
+        *(_start(host, event.id, params={"colour": c}, scope=c) for c in colours),
+        return_exceptions=True,
+    )
+
+    made, (refused,) = answers[:3], answers[3:]
+    assert all(isinstance(a, tuple) and a[1] for a in made), answers
+    assert isinstance(refused, Invalid) and refused.details == [
+        'params.colour: "violet" is not a value of wisps.options.colours (it offers "north", '
+        '"south", "ember" now), which the param "colour" takes'
+    ]
+    assert engine.outcomes.transactions - before == 2
+    for colour, (run_id, _) in zip(colours, made, strict=False):  # type: ignore[misc]  # the made answers are tuples, as asserted
+        summon = (await step_rows(host.db, run_id))[1]
+        assert summon.params["colour"] == colour
 
 
 async def test_a_bad_start_among_good_ones_is_refused_alone(host, engine, clock):
@@ -207,7 +240,7 @@ async def test_a_schedules_fan_out_makes_its_runs_steps_in_one_insert(host, db, 
     assert len(inserts) == 1
     for run in made:
         rows = await step_rows(db, run.id)
-        assert [s.params["colour"] for s in rows if s.action == "wisps.summon"] == [
+        assert [s.params["message"] for s in rows if s.action == "core.announce"] == [
             run.params["colour"]
         ]
         kinds = [line.kind for line in await log_lines(db, run.id)]

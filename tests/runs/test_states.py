@@ -188,7 +188,7 @@ async def test_a_compare_and_set_acts_from_its_moves_statuses(
     ("froms", "to"),
     [
         ((RunStatus.COMPLETED,), RunStatus.FAILED),
-        ((RunStatus.SCHEDULED,), RunStatus.FAILED),
+        ((RunStatus.SCHEDULED,), RunStatus.COMPLETED),
         ((RunStatus.PAUSED,), RunStatus.COMPLETED),
         ((), RunStatus.MISSED),
     ],

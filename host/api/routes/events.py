@@ -165,6 +165,16 @@ class Drift(BaseModel):
     declared_version: int
 
 
+class SaveWarning(BaseModel):
+    """Something in the working copy that is valid and probably not meant (a gate counting
+    every server's firings on an event whose steps target one): listed until fixed, or until
+    its ``id`` is in the spec's ``acknowledge``. Never refuses anything."""
+
+    id: str
+    path: str
+    message: str
+
+
 class EventOut(BaseModel):
     """The event object."""
 
@@ -184,6 +194,7 @@ class EventOut(BaseModel):
     version_drift: list[Drift]
     next_occurrence: datetime | None
     runs_waiting: int
+    warnings: list[SaveWarning]
 
 
 class EventList(BaseModel):

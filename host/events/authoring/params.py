@@ -106,20 +106,50 @@ def validate_declarations(raw: Any, registry: Registry, errors: list[str]) -> li
     return declared
 
 
+def fits(param_type: str, type_: str) -> bool:
+    """Whether a run param of ``param_type`` may stand where ``type_`` is taken: the same
+    type, or an integer where any number is taken."""
+    return param_type == type_ or (param_type == "integer" and type_ == "number")
+
+
 def check_reference(
-    value: dict[str, Any], type_: str, types: Mapping[str, str], path: str, errors: list[str]
+    value: dict[str, Any],
+    type_: str,
+    types: Mapping[str, str],
+    path: str,
+    errors: list[str],
+    *,
+    declared: Mapping[str, dict[str, Any]] | None = None,
+    option_source: str | None = None,
 ) -> bool:
     """Check a ``{"param": name}`` against the declared params and the type it stands for;
-    False (with the problem in ``errors``) when it names no param or one of another type."""
+    False (with the problem in ``errors``) when it names no param or one whose type does not
+    fit (:func:`fits`).
+
+    Where the value is taken from an option source (``option_source``: the step param's),
+    the param must name that same source (``declared``: the declarations by name), or have
+    a default — which :mod:`pageant.events.option_values` then checks against the source,
+    as it checks a value written in the spec. Either way the value a run is started with is
+    checked against the source when the run starts (:mod:`pageant.runs.options`)."""
     name = value["param"]
     if not isinstance(name, str) or name not in types:
-        declared = ", ".join(sorted(types))
-        errors.append(f"{path}: {show(name)} is not a param of this event; it declares {declared}")
+        known = ", ".join(sorted(types))
+        errors.append(f"{path}: {show(name)} is not a param of this event; it declares {known}")
         return False
-    if types[name] != type_:
+    if not fits(types[name], type_):
         errors.append(f'{path}: the param "{name}" is {types[name]}; this takes {type_}')
         return False
-    return True
+    param = (declared or {}).get(name)
+    if option_source is None or (param is not None and param.get("option_source") == option_source):
+        return True
+    if param is not None and "default" in param:
+        return True
+    errors.append(
+        f'{path}: takes a value of {option_source}; the param "{name}" names another option '
+        f'source or none, and has no default: declare it with "option_source": '
+        f'"{option_source}"'
+    )
+    return False
 
 
 def validate_param_sets(
@@ -158,6 +188,7 @@ __all__ = [
     "PARAM_KEYS",
     "check_reference",
     "declared_types",
+    "fits",
     "is_reference",
     "validate_declarations",
     "validate_param_sets",

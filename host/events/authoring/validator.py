@@ -57,6 +57,7 @@ from pageant.events.authoring.advance import (  # noqa: F401 - re-exported, impo
 from pageant.events.authoring.announce import MAX_BODY as MAX_TEMPLATE_BODY
 from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
+from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
 from pageant.schedules.recurrence import WEEKDAYS
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -187,6 +188,7 @@ def validate(
     refuse_unknown(raw, SPEC_KEYS, "spec", errors)
     declared = run_params.validate_declarations(raw.get("params"), registry, errors)
     types = run_params.declared_types(declared)
+    by_name = {param["name"]: param for param in declared}
     schedule = _schedule(raw.get("schedule"), errors)
     fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
     if fan_out is not None:
@@ -194,8 +196,9 @@ def validate(
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
-    phases = _phases(raw.get("phases"), registry, kept, types, errors)
+    phases = _phases(raw.get("phases"), registry, kept, types, by_name, errors)
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
+    acknowledged = validate_acknowledged(raw.get("acknowledge"), "spec.acknowledge", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -204,6 +207,8 @@ def validate(
         out = {"params": declared, **out}
     if template:
         out["announcement"] = template
+    if acknowledged:
+        out["acknowledge"] = acknowledged
     return out
 
 
@@ -328,6 +333,7 @@ def _phases(
     registry: Registry,
     kept: frozenset[str],
     types: dict[str, str],
+    declared: dict[str, dict[str, Any]],
     errors: list[str],
 ) -> list[dict[str, Any]]:
     path = "spec.phases"
@@ -363,7 +369,9 @@ def _phases(
         else:
             total_steps += len(raw_steps)
             for j, raw_step in enumerate(raw_steps):
-                step = _step(raw_step, f"{ppath}.steps[{j}]", registry, kept, types, errors)
+                step = _step(
+                    raw_step, f"{ppath}.steps[{j}]", registry, kept, types, declared, errors
+                )
                 if step is not None:
                     steps.append(step)
         advance = validate_advance(
@@ -416,6 +424,7 @@ def _step(
     registry: Registry,
     kept: frozenset[str],
     types: dict[str, str],
+    declared: dict[str, dict[str, Any]],
     errors: list[str],
 ) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
@@ -433,7 +442,7 @@ def _step(
         errors.append(f'{path}.action: no plugin registers "{action_id}"')
         return None
     before = len(errors)
-    params = _params(declaration, raw.get("params"), f"{path}.params", types, errors)
+    params = _params(declaration, raw.get("params"), f"{path}.params", types, declared, errors)
     if len(errors) == before:
         errors.extend(
             f"{path}: {problem}" for problem in _undeclared_costs(declaration, params, registry)
@@ -503,10 +512,17 @@ def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _params(
-    declaration: Action, raw: Any, path: str, types: dict[str, str], errors: list[str]
+    declaration: Action,
+    raw: Any,
+    path: str,
+    types: dict[str, str],
+    declared_params: dict[str, dict[str, Any]],
+    errors: list[str],
 ) -> dict[str, Any]:
     """The declared params of one step, type-checked, in declaration order; a value may be
-    ``{"param": name}``, a run param of the same type, written out when the run reaches it.
+    ``{"param": name}``, a run param whose type fits (and, for a param with an option
+    source, whose declaration names that source or has a default), written out when the
+    run reaches it.
 
     An unknown param is an error rather than a silent drop: ``creatures`` typed for
     ``creature`` is a step that would dispatch without it while looking saved.
@@ -529,7 +545,15 @@ def _params(
             continue
         if run_params.is_reference(value):
             where = f'{path}: "{param.name}"'
-            if run_params.check_reference(value, param.type, types, where, errors):
+            if run_params.check_reference(
+                value,
+                param.type,
+                types,
+                where,
+                errors,
+                declared=declared_params,
+                option_source=param.option_source,
+            ):
                 params[param.name] = {"param": value["param"]}
             continue
         ok, value, why = check_literal(param.type, value)
@@ -651,6 +675,13 @@ SPEC_SCHEMA: dict[str, Any] = {
                 },
                 ["key"],
             ),
+        },
+        "acknowledge": {
+            "type": "array",
+            "maxItems": 100,
+            "items": {"type": "string", "minLength": 1, "maxLength": 200},
+            "description": "the ids of the save warnings (the event's warnings) its author "
+            "has read and meant; an acknowledged warning is no longer given",
         },
         "announcement": {
             "type": "object",
