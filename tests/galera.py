@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 MARIADBD = "/usr/sbin/mariadbd"
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 #: What the cluster needs beyond the MariaDB server the suite already uses.
@@ -57,6 +59,15 @@ PROVIDER_OPTIONS = (
 def missing() -> list[str]:
     """What this machine lacks to start a cluster (empty when nothing)."""
     return [name for name, present in NEEDED.items() if not present()]
+
+
+def require() -> None:
+    """Skip without what a cluster needs; under ``CI``, where it is installed, fail instead."""
+    if lacking := missing():
+        why = f"a Galera cluster needs {', '.join(lacking)}; on Debian: {INSTALL}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
 
 
 def free_port() -> int:
