@@ -77,7 +77,7 @@ class Metrics:
         self.deadlocks_retried = counter(
             "pageant_deadlocks_retried",
             "Deadlocks, lock waits and Galera certification conflicts the engine met and retried, "
-            "by where.",
+            "by the work that met them (without its ids).",
             "where",
         )
         self.plugins = gauge(
