@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,6 +145,8 @@ class Cluster:
 
     def __init__(self, root: Path, size: int = 3) -> None:
         self.root = root
+        # A Unix socket's path must fit in 108 bytes, which a test's tmp_path may not leave.
+        self.sockets = Path(tempfile.mkdtemp(prefix="pageant-galera-"))
         self.nodes = [
             Node(f"n{i}", root / f"n{i}", free_port(), free_port(), free_port(), free_port())
             for i in range(size)
@@ -166,7 +169,7 @@ class Cluster:
                 (
                     "[mariadbd]",
                     f"datadir={node.datadir}",
-                    f"socket={node.home / 'mariadbd.sock'}",
+                    f"socket={self.sockets / f'{node.name}.sock'}",
                     f"pid-file={node.home / 'mariadbd.pid'}",
                     f"log-error={node.error_log}",
                     f"port={node.sql}",
@@ -317,3 +320,4 @@ class Cluster:
             if node.process is not None and node.process.poll() is None:
                 os.kill(node.process.pid, signal.SIGKILL)
                 node.process.wait(10)
+        shutil.rmtree(self.sockets, ignore_errors=True)
