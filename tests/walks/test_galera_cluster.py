@@ -129,13 +129,18 @@ def pageant(url: str, *args: str) -> str:
 
 def health(base: str) -> int:
     """``/healthz``'s status; 0 when the host does not answer at all."""
+    return checked(base)[0]
+
+
+def checked(base: str) -> tuple[int, list[str]]:
+    """``/healthz``'s status and problems; 0 when the host does not answer at all."""
     try:
         with urllib.request.urlopen(base + "/healthz", timeout=5) as response:
-            return int(response.status)
+            return int(response.status), []
     except urllib.error.HTTPError as answer:
-        return int(answer.code)
+        return int(answer.code), json.loads(answer.read() or b"{}").get("problems", [])
     except OSError:
-        return 0
+        return 0, []
 
 
 def completed(base: str, token: str, event_id: int) -> int:
@@ -170,7 +175,7 @@ def test_a_galera_node_killed_mid_load_loses_nothing_and_its_host_comes_back(
     pageant(first.url("pageant"), "db", "upgrade")
     token = pageant(first.url("pageant"), "token", "create", "--role", "admin", "--name", "proof")
 
-    receiver = Receiver(delay=0.3)
+    receiver = Receiver(delay=0.5)
     hosts: dict[str, Serve] = {}
     try:
         for name, node in (("a", first), ("b", second)):
@@ -209,10 +214,10 @@ def test_a_galera_node_killed_mid_load_loses_nothing_and_its_host_comes_back(
         ]
         wanted = len(run_ids) * len(MESSAGES)
 
-        # Mid-load: a third of the steps delivered, and host b among the senders.
+        # Mid-load: a quarter of the steps delivered, and host b among the senders.
         assert until(
             lambda: (
-                len(receiver.deliveries) >= wanted // 3
+                len(receiver.deliveries) >= wanted // 4
                 and any(d.host == "b" for d in receiver.deliveries)
             ),
             timeout=30 + HOLD_S,
@@ -226,8 +231,12 @@ def test_a_galera_node_killed_mid_load_loses_nothing_and_its_host_comes_back(
         b_unhealthy_after = time.monotonic() - killed
 
         done_at: list[float] = []
+        # What a load balancer sees of the survivor while the cluster evicts the dead node
+        # and the survivor takes over.
+        a_health: list[tuple[float, int, list[str]]] = []
 
         def all_done() -> bool:
+            a_health.append((round(time.monotonic() - killed, 1), *checked(a.base)))
             if completed(a.base, token, event["id"]) == len(run_ids):
                 done_at.append(time.monotonic())
                 return True
@@ -298,7 +307,9 @@ def test_a_galera_node_killed_mid_load_loses_nothing_and_its_host_comes_back(
             f"{len(taken)} of b's runs taken over by a, the slowest "
             f"{max(taken.values(), default=0):.1f} s after the kill (claim lease {lease:g} s); "
             f"last run done {last_done:.1f} s after the kill; node back by IST and b's "
-            f"/healthz 200 {b_back_after:.1f} s after its restart; {conflicts:g} deadlocks "
+            f"/healthz 200 {b_back_after:.1f} s after its restart; a's /healthz 200 in all "
+            f"{len(a_health)} checks after the kill but "
+            f"{[check for check in a_health if check[1] != 200]}; {conflicts:g} deadlocks "
             f"or certification conflicts retried"
         )
         assert lost == 0
