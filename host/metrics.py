@@ -76,7 +76,8 @@ class Metrics:
         )
         self.deadlocks_retried = counter(
             "pageant_deadlocks_retried",
-            "Deadlocks and lock waits the engine met and retried, by where.",
+            "Deadlocks, lock waits and Galera certification conflicts the engine met and retried, "
+            "by the work that met them (without its ids).",
             "where",
         )
         self.plugins = gauge(

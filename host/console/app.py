@@ -29,7 +29,7 @@ from pageant.console.keys import (
     render_error,
 )
 from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
-from pageant.db.errors import OperationalError
+from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError
 from pageant.hosting import Host
 from pageant.recent import reads_console
@@ -140,7 +140,17 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
         response = render(request, "game_token.html", status=403)
     except PageantError as exc:
         return render_error(request, exc.status, exc.message, exc.details)
-    except OperationalError:
+    except OperationalError as exc:
+        if is_retryable_conflict(exc):
+            # A lost race (a deadlock; on a Galera cluster a certification conflict), rolled
+            # back whole: the person sends it again. The API answers it 409 as well, unlogged.
+            log.debug("a database conflict on %s %s", request.method, request.path)
+            return render_error(
+                request,
+                409,
+                "Another change collided with this one and it was rolled back; nothing was "
+                "written. Try again.",
+            )
         log.exception("database error on %s %s", request.method, request.path)
         return render_error(request, 503, "The database did not answer; try again.")
     except Exception:

@@ -33,6 +33,10 @@ def is_retryable_conflict(exc: BaseException) -> bool:
     """True when the database gave up on a lock (deadlock, lock wait, SQLite busy): the
     transaction was rolled back whole, so the same request may simply be sent again.
 
+    A Galera cluster answers a certification conflict (two nodes committed writes to the same
+    rows at once, and this one lost) with the same deadlock error (1213), at COMMIT: it is a
+    lost race like any other, and retried the same way.
+
     The chain is searched: MariaDB rolls the whole transaction back on a deadlock, so a
     deadlock inside a savepoint surfaces as "savepoint does not exist" from the rollback
     to it, with the deadlock as its context.
@@ -50,8 +54,10 @@ def is_retryable_conflict(exc: BaseException) -> bool:
 
 
 #: MariaDB client errors that mean the server is out of reach: cannot connect (2002, 2003),
-#: gone away (2006), lost the connection (2013, 2055).
-_MYSQL_UNREACHABLE = frozenset({2002, 2003, 2006, 2013, 2055})
+#: gone away (2006), lost the connection (2013, 2055); and a Galera node that answers but may
+#: not be used (1047, "WSREP has not yet prepared node for application use": it is still
+#: joining, or it lost the cluster's quorum), which its host waits out like an outage.
+_MYSQL_UNREACHABLE = frozenset({1047, 2002, 2003, 2006, 2013, 2055})
 
 
 def is_unavailable(exc: BaseException) -> bool:

@@ -1,8 +1,10 @@
 """Lock contention inside the engine: retried with jitter, counted, and quiet.
 
 Two hosts on one MariaDB database deadlock now and then in normal operation (two reclaims,
-a claim beside an advance): the database rolls one transaction back whole, and doing the
-same work again is correct, because every write is a compare-and-set. Such a collision is
+a claim beside an advance), and two hosts on two nodes of a Galera cluster lose
+certification conflicts, which Galera answers as the same deadlock error at COMMIT: the
+database rolls one transaction back whole, and doing the same work again is correct,
+because every write is a compare-and-set. Such a collision is
 logged at DEBUG and counted (``pageant_deadlocks_retried``); only the same work colliding
 :data:`BOUND` times in a row is a WARNING - by then something holds its locks too long.
 """
@@ -40,12 +42,20 @@ def jitter(attempt: int) -> float:
     return random.uniform(0, FIRST_JITTER * 2 ** (attempt - 1))
 
 
+def kind_of(where: str) -> str:
+    """``where`` without the ids in it ("advancing run 12" -> "advancing run"): the metric's
+    label. On a Galera cluster collisions are routine, and a label a run would be a new
+    time series for every run that ever met one."""
+    return " ".join(word for word in where.split() if not any(c.isdigit() for c in word))
+
+
 def noted(host: Host, where: str, exc: BaseException, attempt: int = 1) -> bool:
-    """If ``exc`` is lock contention, count and log it (DEBUG, or WARNING at the bound) and
-    answer True; otherwise answer False and log nothing."""
+    """If ``exc`` is lock contention, count it under :func:`kind_of` ``where`` and log it
+    (DEBUG, or WARNING at the bound), naming ``where``, and answer True; otherwise answer
+    False and log nothing."""
     if not is_retryable_conflict(exc):
         return False
-    host.metrics.deadlocks_retried.labels(where=where).inc()
+    host.metrics.deadlocks_retried.labels(where=kind_of(where)).inc()
     if attempt >= BOUND:
         log.warning(
             "%s met lock contention %d times in a row; left to the next tick",

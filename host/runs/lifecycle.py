@@ -16,11 +16,14 @@ console, never in a payload a gate's log line could copy.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runs
+from pageant.db.errors import is_retryable_conflict
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -55,6 +58,9 @@ STATUS = {
 }
 #: Who the firings' log lines name.
 ACTOR = "core"
+#: Tries of one lifecycle firing that loses a race with another writer, as the engine's own
+#: work gets (pageant.engine.contention.BOUND).
+CONFLICT_ATTEMPTS = 5
 
 #: One lifecycle firing: ``(run_id, trigger_id, phase)`` (phase None: the run's current).
 Firing = tuple[int, str, str | None]
@@ -102,24 +108,43 @@ async def announce_all(host: Host, firings: Sequence[Firing]) -> None:
     wanted = [f for f in firings if f[1] in host.registry.triggers]
     if not wanted:
         return  # a host built without core (a test's bare host) has nothing to fire
-    try:
-        open_ = await host.firings.open_among({f[1] for f in wanted})
-        counted = [f for f in wanted if f[1] in open_]
-        if not counted:
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            await _fire(host, wanted)
             return
-        async with host.db.connect() as conn:
-            rows = {i: await runs.get_run(conn, i) for i in dict.fromkeys(f[0] for f in counted)}
-        checked = [
-            host.firings.check(trigger_id, payload_of(rows[run_id], trigger_id, phase))
-            for run_id, trigger_id, phase in counted
-            if rows[run_id] is not None
-        ]
-        if checked:
-            await host.firings.fire(checked, issuer=None, actor=ACTOR)
-    except Exception as exc:
-        what = ", ".join(f"{trigger_id} for run {run_id}" for run_id, trigger_id, _ in wanted)
-        # A database outage is the engine's to report, once (pageant.engine.outage).
-        engine = host.engine
-        if engine is not None and engine.outage.noted(exc, f"firing {what}"):
+        except Exception as exc:
+            what = ", ".join(f"{trigger_id} for run {run_id}" for run_id, trigger_id, _ in wanted)
+            if is_retryable_conflict(exc):
+                # Lost a race (a deadlock; on a Galera cluster a certification conflict):
+                # rolled back whole, so firing again counts each firing once.
+                host.metrics.deadlocks_retried.labels(where="firing lifecycle triggers").inc()
+                if attempt < CONFLICT_ATTEMPTS:
+                    log.debug("firing %s met lock contention; retrying", what)
+                    await asyncio.sleep(random.uniform(0, 0.05 * 2 ** (attempt - 1)))
+                    continue
+                log.warning(
+                    "firing %s met lock contention %d times in a row; not fired", what, attempt
+                )
+                return
+            # A database outage is the engine's to report, once (pageant.engine.outage).
+            engine = host.engine
+            if engine is not None and engine.outage.noted(exc, f"firing {what}"):
+                return
+            log.exception("firing %s failed", what)
             return
-        log.exception("firing %s failed", what)
+
+
+async def _fire(host: Host, wanted: list[Firing]) -> None:
+    open_ = await host.firings.open_among({f[1] for f in wanted})
+    counted = [f for f in wanted if f[1] in open_]
+    if not counted:
+        return
+    async with host.db.connect() as conn:
+        rows = {i: await runs.get_run(conn, i) for i in dict.fromkeys(f[0] for f in counted)}
+    checked = [
+        host.firings.check(trigger_id, payload_of(rows[run_id], trigger_id, phase))
+        for run_id, trigger_id, phase in counted
+        if rows[run_id] is not None
+    ]
+    if checked:
+        await host.firings.fire(checked, issuer=None, actor=ACTOR)

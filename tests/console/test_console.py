@@ -611,3 +611,29 @@ async def test_a_calendar_day_shows_six_and_counts_the_rest_and_the_agenda_is_pa
         answer = await client.get(f"/calendar?view=agenda&month=2027-03&after={bad}")
         assert answer.status == 400, bad
         assert "is not a place in the agenda" in await answer.text()
+
+
+async def test_a_database_conflict_is_a_409_page_to_try_again_never_an_error_line(
+    client, tokens, monkeypatch, caplog
+):
+    """A deadlock, or a Galera cluster's certification conflict, rolled back whole."""
+    import logging
+
+    import pymysql
+    from sqlalchemy.exc import OperationalError
+
+    from pageant.console import now
+
+    await sign_in(client, tokens["admin"])
+
+    async def collides(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError(
+            "UPDATE ...", {}, pymysql.err.OperationalError(1213, "Deadlock found")
+        )
+
+    monkeypatch.setattr(now, "list_runs", collides)
+    with caplog.at_level(logging.DEBUG):
+        answer = await client.get("/now")
+    assert answer.status == 409
+    assert "nothing was written. Try again." in await answer.text()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

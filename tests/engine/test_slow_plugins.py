@@ -226,6 +226,4 @@ async def test_a_deadlock_in_the_cleanup_stage_is_retried_and_logged_at_debug(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     contention = [r for r in caplog.records if "lock contention" in r.getMessage()]
     assert contention and all(r.levelno == logging.DEBUG for r in contention)
-    assert (
-        host.metrics.deadlocks_retried.labels(where=f"cleaning up run {run_id}")._value.get() == 1
-    )
+    assert host.metrics.deadlocks_retried.labels(where="cleaning up run")._value.get() == 1

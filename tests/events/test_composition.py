@@ -332,3 +332,65 @@ async def test_a_transition_no_gate_waits_on_reads_no_run_and_fires_nothing(
     await engine.tick()
     assert sent[:1] == [COMPLETED] and reads[:1] == [again]
     assert (await run_row(probe_host.db, gated)).status == "completed"
+
+
+def _lost_race() -> Exception:
+    import pymysql
+    from sqlalchemy.exc import OperationalError
+
+    return OperationalError("UPDATE ...", {}, pymysql.err.OperationalError(1213, "Deadlock found"))
+
+
+async def test_a_lifecycle_firing_that_loses_a_race_is_fired_again_and_counted(
+    api, tokens, probe_host, caplog
+):
+    """A deadlock, or a Galera certification conflict, rolled the firing back whole: it is
+    fired again (once in all), counted, and logged below ERROR; a firing that keeps losing
+    is given up after its bound with one WARNING."""
+    import logging
+
+    from pageant.runs import lifecycle
+
+    event = await _event(api, tokens, "contended", _phase("only", announce("a")))
+    run_id, _ = await start_now(probe_host, event, scope="", actor="admin:test")
+
+    async def every(triggers: Any, *, token_id: int | None = None) -> set[str]:
+        return set(triggers)
+
+    probe_host.firings.open_among = every
+    fire = probe_host.firings.fire
+    tries: list[int] = []
+    recorded: list[Any] = []
+
+    def losing(times: int) -> Any:
+        async def spy(firings: Any, **how: Any) -> Any:
+            tries.append(1)
+            if len(tries) <= times:
+                raise _lost_race()
+            recorded.extend(f.trigger_id for f in firings)
+            return await fire(firings, **how)
+
+        return spy
+
+    def counted() -> float:
+        return probe_host.metrics.deadlocks_retried.labels(
+            where="firing lifecycle triggers"
+        )._value.get()
+
+    probe_host.firings.fire = losing(2)
+    with caplog.at_level(logging.DEBUG):
+        await lifecycle.announce(probe_host, run_id, COMPLETED)
+    assert (len(tries), recorded, counted()) == (3, [COMPLETED], 2)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    tries.clear()
+    recorded.clear()
+    caplog.clear()
+    probe_host.firings.fire = losing(99)
+    with caplog.at_level(logging.DEBUG):
+        await lifecycle.announce(probe_host, run_id, COMPLETED)
+    assert (len(tries), recorded) == (lifecycle.CONFLICT_ATTEMPTS, [])
+    assert counted() == 2 + lifecycle.CONFLICT_ATTEMPTS
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.levelno for r in warnings] == [logging.WARNING]
+    assert "5 times in a row; not fired" in warnings[0].getMessage()
