@@ -434,8 +434,15 @@ async def dispatch_step(
         services=services,
     )
     started = time.perf_counter()
+    envelope = None
     async with engine.plugin_call(ledger.owner_of(action.id)):
-        envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+        # The last moment before anything reaches the game. A step claimed before the host
+        # began to stop (ahead, in the answer before it; or by a pass, or a set, whose
+        # transaction was committing) is handed back untried, never performed after it.
+        if not host.stopping:
+            envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    if envelope is None:
+        return await _hand_back_untried(host, step, claim)
     metrics.dispatch_seconds.labels(action=step["action"]).observe(time.perf_counter() - started)
     extra = None
     if envelope.exception is not None:
@@ -447,6 +454,41 @@ async def dispatch_step(
         f"recording step {step['id']}",
         lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead, services=services),
     )
+
+
+async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> str:
+    """The host began to stop after ``step`` was claimed and before it was performed: back
+    to ``pending`` unmarked, its attempts as before the claim, so another host (or this one
+    restarted) dispatches it under the same idempotency key as if it had never been claimed.
+    The run's loop stops here; its claim goes back with the pass."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        if not await steps.return_untried_step(
+            conn, step["id"], owner=claim.owner, attempt=claim.attempt
+        ):
+            return STOP  # reclaimed meanwhile: whoever holds it now decides
+        await runlog.step_status(
+            conn,
+            step,
+            at=now,
+            to="pending",
+            because="the host stopped before it was dispatched",
+            attempt=step["attempts"],
+            claimed_by=claim.owner,
+        )
+    log.info(
+        "stopping: step %s (%s) of run %s was claimed but not yet dispatched; handed back untried",
+        step["id"],
+        step["action"],
+        step["run_id"],
+        extra={
+            "run_id": step["run_id"],
+            "step_id": step["id"],
+            "action": step["action"],
+            "outcome": "untried",
+        },
+    )
+    return STOP
 
 
 async def _record_outcome(
