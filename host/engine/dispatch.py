@@ -436,6 +436,8 @@ async def dispatch_step(
             status="refused",
             extra={"code": decision.code, **decision.detail},
         )
+    if host.stopping:
+        return await _hand_back_untried(host, step, claim)
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 

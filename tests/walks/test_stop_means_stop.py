@@ -126,7 +126,8 @@ def test_no_post_begins_after_sigterm_and_a_restart_delivers_each_step_once(
     _report(
         request,
         f"{RUNS} runs of {len(MESSAGES)} webhook steps (posts held {receiver.delay} s): "
-        f"{len(before)} posts began before the signal ({in_flight} in flight at it), "
+        f"{len(before)} posts began before the signal ({in_flight} in flight at it, the "
+        f"latest {-max(before, default=0) * 1000:.1f} ms before it), "
         f"{len(after)} began after it (the last {max(after, default=0) * 1000:.1f} ms after, "
         f"bound {BEGIN_BOUND_S * 1000:.0f} ms), stopped in {stopped_in:.2f} s, {left} steps "
         f"left pending; after a restart {lost} lost, {twice} delivered more than once",
