@@ -21,7 +21,7 @@ from pageant.api.routes.system import DATABASE_ANSWER_SECONDS
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.settings import Settings
-from tests.conftest import bearer
+from tests.conftest import FIGURES, bearer
 from tests.databases import MARIADB_ONLY, empty_database
 from tests.dbproxy import DatabaseProxy, ThreadedProxy
 from tests.processes import Serve, until
@@ -259,3 +259,76 @@ def test_an_outage_is_told_from_other_database_errors() -> None:
     assert not is_unavailable(IntegrityError("INSERT", {}, Exception(1062, "Duplicate")))
     assert not is_unavailable(ConnectionResetError(104, "the client hung up"))
     assert not is_unavailable(ValueError("a bug"))
+
+
+#: How long the served pause below lasts: long enough for a tick to be held past the watch's
+#: bound (5 s) and its question (2 s), as the 20 s pause the engine once met without a line.
+PAUSE_S = 12
+
+
+@MARIADB_ONLY
+def test_a_paused_database_under_a_served_host_is_one_warning_and_one_info(
+    database, tmp_path
+) -> None:
+    token = asyncio.run(_prepare(database))
+    proxy = ThreadedProxy(database)
+    serve = None
+    long_wait = {
+        **SLOW_EVENT,
+        "spec": {
+            **SLOW_EVENT["spec"],
+            "phases": [
+                {
+                    "key": "main",
+                    "label": "Main",
+                    "steps": [{"action": "core.wait", "params": {"seconds": 120}}],
+                }
+            ],
+        },
+    }
+    try:
+        serve = Serve(proxy.url, tmp_path / "serve.log", poll_seconds=1)
+        base = serve.base
+        status, event, _ = _get(base, "/api/v1/admin/events", token, long_wait)
+        assert status == 201, event
+        _get(base, f"/api/v1/admin/events/{event['id']}/publish", token, {})
+        for i in range(3):
+            _get(base, f"/api/v1/admin/events/{event['id']}/runs", token, {"scope": f"s{i}"})
+        assert until(
+            lambda: (
+                _get(base, "/api/v1/admin/runs?status=running", token)[1]["items"].__len__() == 3
+            ),
+            timeout=30,
+        )
+        proxy.black_hole()  # a paused server: it accepts and never answers
+        time.sleep(PAUSE_S)
+        proxy.open()
+        assert until(lambda: _timed_health(base)[1] == 200, timeout=90)
+        assert until(
+            lambda: any("database back after" in line["msg"] for line in serve.log_lines()),
+            timeout=90,
+        )
+        status, text, _ = _get_text(base, "/metrics", token)
+    finally:
+        if serve is not None:
+            serve.kill()
+        proxy.close()
+    lines = serve.log_lines()
+    went = [line for line in lines if line["msg"].startswith("database unreachable since")]
+    back = [line for line in lines if line["msg"].startswith("database back after")]
+    assert len(went) == 1 and len(back) == 1, (went, back)
+    assert went[0]["level"] == "WARNING" and went[0]["msg"].endswith("; runs wait, nothing is lost")
+    assert back[0]["level"] == "INFO" and back[0]["runs_resumed"] == 3, back
+    assert PAUSE_S - 8 <= back[0]["outage_seconds"] <= PAUSE_S + 10, back
+    FIGURES.append(
+        f"a {PAUSE_S} s pause under serve: {went[0]['msg']!r} ({went[0]['reason']}), then "
+        f"{back[0]['msg']!r} ({back[0]['outage_seconds']} s)"
+    )
+    assert [line for line in lines if line["level"] == "ERROR"] == []
+    assert "pageant_database_outage_seconds_count 1.0" in text
+
+
+def _get_text(base: str, path: str, token: str) -> tuple[int, str, Any]:
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status, response.read().decode(), response.headers
