@@ -252,6 +252,13 @@ class PageantSpecs:
                 ``context.settings`` is the plugin's own settings model, filled (contract
                 1.1; None when ``PLUGIN_INFO`` declares none).
 
+        An event loop is running: the host calls this plain function from inside its
+        asyncio loop (``serve``, every command that starts plugins, ``contract-check`` and
+        the testing kit), so the hook may ``asyncio.get_running_loop()`` and start a task or
+        a server there; it must not block the loop, nor start a loop of its own. Outside
+        ``serve`` that loop ends with the command (``contract-check`` starts each plugin
+        twice, in one loop): close what you opened in :func:`pageant_shutdown`.
+
         Returns: nothing.
 
         On failure: the plugin is marked refused with the exception as its reason and
@@ -268,6 +275,40 @@ class PageantSpecs:
                     await self.context.emit("mygame.boss_slain", {"region": region})
 
         Added in contract 1.0.
+        """
+
+    @hookspec
+    async def pageant_shutdown(self) -> None:
+        """Close what ``pageant_startup`` opened: a task, a server, a connection to the game.
+
+        When: once, as the host stops, for each plugin whose ``pageant_startup`` returned:
+        after the engine has stopped (no step is in ``perform`` any more), in the event loop
+        ``pageant_startup`` ran in, before that loop ends - on ``SIGTERM`` or ``SIGINT`` under
+        ``serve``, at the end of every command that started plugins, and at the end of
+        ``contract-check`` (once for each time it started the plugin). ``async def``; every
+        plugin's shutdown is awaited at once, each bounded by ``stop_grace_seconds`` (under
+        ``serve``: what the engine's stop left of it, at least a second).
+
+        Returns: nothing.
+
+        On failure: if it raises, the host logs the exception at ERROR naming the plugin;
+        if it has not finished within the bound, it is cancelled and a WARNING names the
+        plugin. Either way the host goes on stopping: a plugin never holds a stop past its
+        bound.
+
+        Example::
+
+            class MyGame:
+                @hookimpl
+                def pageant_startup(self, context: PluginContext) -> None:
+                    self.listener = asyncio.get_running_loop().create_task(self.listen())
+
+                @hookimpl
+                async def pageant_shutdown(self) -> None:
+                    self.listener.cancel()
+                    await asyncio.gather(self.listener, return_exceptions=True)
+
+        Added in contract 1.3.
         """
 
     @hookspec

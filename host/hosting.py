@@ -485,7 +485,17 @@ class Host:
             check=functools.partial(check_plugin_firing, plugin_owner=owner),
         )
 
+    async def stop_plugins(self, within: float | None = None) -> None:
+        """Await each started plugin's ``pageant_shutdown``, each for at most ``within``
+        seconds (default ``stop_grace_seconds``); nothing when no plugin was started."""
+        grace = self.settings.stop_grace_seconds if within is None else within
+        await self.plugins.shutdown(grace)
+        self.started = False
+
     async def close(self) -> None:
+        """Stop the plugins this host started (:meth:`stop_plugins`) and close its database
+        engine (when it made it)."""
+        await self.stop_plugins()
         if self._db is not None and self._own_db:
             await self._db.dispose()
             self._db = None

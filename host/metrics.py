@@ -20,6 +20,8 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 DISPATCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 #: Seconds a due step waited to be claimed: a healthy host claims within a poll.
 LATENESS_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 15, 30, 60, 300, 900, 3600)
+#: Seconds a database outage lasted: a failover's blip to an afternoon's repair.
+OUTAGE_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 3600, 14400)
 TICK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -86,6 +88,17 @@ class Metrics:
         self.last_tick = Gauge(
             "pageant_engine_last_tick_timestamp_seconds",
             "When the engine last finished a tick (Unix time); 0 before the first.",
+            registry=r,
+        )
+        self.database_unreachable_seconds = Gauge(
+            "pageant_database_unreachable_seconds",
+            "How long the engine has found the database out of reach (0 while it answers).",
+            registry=r,
+        )
+        self.database_outage_seconds = Histogram(
+            "pageant_database_outage_seconds",
+            "How long each database outage the engine met lasted, observed when it ended.",
+            buckets=OUTAGE_BUCKETS,
             registry=r,
         )
         self.started = time.time()

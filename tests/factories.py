@@ -27,13 +27,22 @@ _slugs = itertools.count(1)
 # ── specs ─────────────────────────────────────────────────────────────────────
 
 
-def step(action: str, *, label: str | None = None, on_failure: str | None = None, **params: Any):
+def step(
+    action: str,
+    *,
+    label: str | None = None,
+    on_failure: str | None = None,
+    hold_seconds: int | None = None,
+    **params: Any,
+):
     """One authored step."""
     out: dict[str, Any] = {"action": action, "params": params}
     if label is not None:
         out["label"] = label
     if on_failure is not None:
         out["on_failure"] = on_failure
+    if hold_seconds is not None:
+        out["hold_seconds"] = hold_seconds
     return out
 
 

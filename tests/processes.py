@@ -54,12 +54,14 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                # Timed as the post arrives, before its body is read: when it began.
+                arrived = time.time()
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with lock:
                     receiver.deliveries.append(
                         Delivery(
-                            body["idempotency_key"], body["run"]["id"], body["message"], time.time()
+                            body["idempotency_key"], body["run"]["id"], body["message"], arrived
                         )
                     )
                 if receiver.delay:

@@ -83,6 +83,9 @@ def _kv(value: Any) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+#: The least time the plugins' ``pageant_shutdown`` get when the engine's stop took the grace.
+PLUGIN_SHUTDOWN_FLOOR_SECONDS = 1.0
+
 #: glibc's ``mallopt`` parameter for the most arenas its allocator makes (``M_ARENA_MAX``).
 _M_ARENA_MAX = -8
 
@@ -168,10 +171,15 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
         say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
         await stop.wait()
     finally:
+        began_stopping = loop.time()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
         if engine is not None:
             await engine.stop()
+        # The plugins' pageant_shutdown gets what the engine's stop left of the grace (at
+        # least PLUGIN_SHUTDOWN_FLOOR_SECONDS), in this loop, before the API closes.
+        left = settings.stop_grace_seconds - (loop.time() - began_stopping)
+        await host.stop_plugins(max(PLUGIN_SHUTDOWN_FLOOR_SECONDS, left))
         await runner.cleanup()
     log.info("stopped cleanly")
 

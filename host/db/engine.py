@@ -10,7 +10,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import event, exc
+from sqlalchemy import event, exc, select
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -280,6 +280,13 @@ def bounded_connector(url: str, seconds: float, statement_seconds: float | None)
             raise driver_error(2003, f"no answer from the server within {seconds:g} s") from exc
 
     return connect
+
+
+async def answers(engine: AsyncEngine) -> None:
+    """Ask the database one trivial question; raises what meeting it raised."""
+    async with engine.connect() as conn:
+        await conn.execute(select(1))
+        await conn.rollback()
 
 
 def ping_when_rested(engine: AsyncEngine, rest_seconds: float = PING_AFTER_IDLE_SECONDS) -> None:

@@ -25,6 +25,7 @@ class LogKind(StrEnum):
     STEP_PARKED = "step.parked"
     STEP_STALE = "step.stale"
     STEP_VERSION_DRIFT = "step.version_drift"
+    STEP_HELD = "step.held"
     PHASE_ENTERED = "phase.entered"
     PHASE_COMPLETED = "phase.completed"
     PHASE_GATE = "phase.gate"

@@ -441,6 +441,24 @@ async def step_version_drift(
     await _of_step(conn, step, LogKind.STEP_VERSION_DRIFT, at, detail)
 
 
+@_writes(LogKind.STEP_HELD, reads=("action",))
+async def step_held(
+    conn: AsyncConnection,
+    step: StepRow,
+    *,
+    at: datetime,
+    held_seconds: float,
+    hold_seconds: int,
+    outcome: str,
+) -> None:
+    """A ``notify`` step held while its plugin was down is claimed: its ``action``, how long
+    it was held (``held_seconds``) of its ``hold_seconds``, and ``outcome``: ``dispatched``
+    (its plugin came back) or ``refused`` (the hold ran out first)."""
+    detail = {"action": step["action"], "held_seconds": held_seconds}
+    detail |= {"hold_seconds": hold_seconds, "outcome": outcome}
+    await _of_step(conn, step, LogKind.STEP_HELD, at, detail)
+
+
 @_writes(LogKind.PHASE_ENTERED)
 async def phase_entered(
     conn: AsyncConnection,

@@ -311,6 +311,16 @@ _RELEASE_HELD = by_primary_key(
     .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None)
 )
 
+# A step claimed (ahead, in the answer before it, or by its pass) that a stopping host never
+# dispatched: back to pending as it was before the claim. Nothing reached the plugin, so the
+# claim's attempt is undone and the next dispatcher's attempt is the one this would have been.
+# No assignment reads a column another one writes (MariaDB evaluates SET left to right).
+_RETURN_UNTRIED = by_primary_key(
+    update(event_run_steps)
+    .where(_fenced, s.lease_until.is_not(None))
+    .values(status=StepStatus.PENDING, claimed_by=None, lease_until=None, attempts=s.attempts - 1)
+)
+
 _EXPIRED = (
     select(*STEP_COLUMNS)
     .where(
@@ -566,6 +576,16 @@ async def release_held_step(
     """Hand a claimed, unanswered step back to pending, ``attempts`` untouched, unmarked."""
     return await changed_one(
         conn, _RELEASE_HELD, {"step_id": step_id, "owner": owner, "attempt": attempt}
+    )
+
+
+async def return_untried_step(
+    conn: AsyncConnection, step_id: int, *, owner: str, attempt: int
+) -> bool:
+    """Hand a step ``owner`` claimed at ``attempt`` and never dispatched back to pending,
+    unmarked, its attempts as they were before the claim."""
+    return await changed_one(
+        conn, _RETURN_UNTRIED, {"step_id": step_id, "owner": owner, "attempt": attempt}
     )
 
 

@@ -29,6 +29,7 @@ from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
 from pageant.runs import params as run_params
+from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.options import check_run_values
 from pageant.runs.versions import phases_of
 
@@ -247,7 +248,10 @@ async def _wait(
     *,
     now: datetime,
     gate: dict[str, Any] | None = None,
+    unavailable: NotifyHold | None = None,
 ) -> str:
+    """Note why the run waits (once per change of reason); ``unavailable``: the hold on its
+    next step, a notify step of a plugin that is down."""
     view = {**run, **state}
     found = waiting.describe(
         view,
@@ -255,7 +259,7 @@ async def _wait(
         now=now,
         max_attempts=host.settings.max_attempts,
         gate=gate,
-        unavailable=host.unavailable,
+        unavailable=host.unavailable if unavailable is None else unavailable.reason,
     )
     if (found["reason"] if found else None) != state["waiting_reason"]:
         await host.in_outcome_transaction(
@@ -504,12 +508,21 @@ async def move_run(
                             because=f"{step['action']} is unavailable",
                         )
             return await _wait(host, run, state, [step], now=now)
+        notify = notify_hold(host, step, phase, state, now)
+        if notify is not None and notify.waits:
+            # A notify step of a plugin that is down: held for its hold_seconds, unclaimed.
+            async with host.db.begin() as conn:
+                if await runs.escalate_health(conn, run_id, "degraded"):
+                    await runlog.run_health(
+                        conn, run_id, at=now, to="degraded", because=f"{step['action']} is held"
+                    )
+            return await _wait(host, run, state, [step], now=now, unavailable=notify)
 
         if stopping(host):
             return STOPPING  # the host is stopping: no new step, the claim goes back
         ahead.remaining = int(goes_on(host, taken + 1, lease_until))
         # What the run waited on is cleared in the step's claim, one transaction for both.
-        outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state)
+        outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state, held=notify)
         if outcome == TAKEN:
             return TAKEN
         progress.made = True

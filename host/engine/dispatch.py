@@ -36,6 +36,7 @@ from pageant.ledger import cleanup as ledger
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
+from pageant.runs.holding import NotifyHold
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -147,6 +148,10 @@ class Ahead:
             and step["status"] == "pending"
             and (step["due_at"] is None or step["due_at"] <= now)
             and self.host.unavailable(step["action"]) is None
+            # A step of a plugin that is down, or one the run held for it: the run's loop
+            # decides whether it is held (pageant.engine.holding) or refused.
+            and self.host.plugin_unavailable(step["action"].split(".", 1)[0]) is None
+            and state["waiting_reason"] != "unavailable"
             and not self.host.stopping
         )
 
@@ -310,6 +315,7 @@ async def claim_ready(
     group: Batch | None,
     waited: RunState | None,
     path: str,
+    held: NotifyHold | None = None,
 ) -> Decision | None:
     """Claim ``step`` in ``conn`` and decide whether it may run: the one function every claim
     of a step goes through. Answers the decision, or None when the claim lost (another
@@ -356,6 +362,15 @@ async def claim_ready(
     # In the claim's transaction: after the claim (so two ticks cannot both spend) and
     # before the dispatch (a refusal means nothing reached the plugin).
     decision = await may_invoke(host, step, action, conn=conn, batch=group)
+    if held is not None:
+        await runlog.step_held(
+            conn,
+            step,
+            at=now,
+            held_seconds=round(held.held, 1),
+            hold_seconds=held.seconds,
+            outcome="dispatched" if decision.allowed else "refused",
+        )
     if decision.allowed and ledger.recorded(action):
         # Record before confirm: the placeholder is written with the claim, so no
         # world-changing perform ever starts without a row that can give it back.
@@ -371,12 +386,14 @@ async def dispatch_step(
     ahead: Ahead | None = None,
     claimed: Claimed | None = None,
     waited: RunState | None = None,
+    held: NotifyHold | None = None,
 ) -> str:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
 
     ``claimed`` is the step's claim made ahead (by the answer before it); ``ahead``, given,
     looks past a ``done`` answer in its transaction; ``waited``, the run's state as its loop
-    read it: a waiting note on it is cleared in the claim's transaction.
+    read it: a waiting note on it is cleared in the claim's transaction; ``held``, the hold
+    that kept the step back while its plugin was down, told in the claim's transaction.
     """
     action = host.registry.actions.get(step["action"])
     budget_ms = action.budget_ms if action is not None else UNKNOWN_ACTION_BUDGET_MS
@@ -389,7 +406,15 @@ async def dispatch_step(
 
         found = await host.in_outcome_transaction(
             lambda conn, group: claim_ready(
-                host, conn, step, action, now=now, group=group, waited=waited, path=PER_RUN
+                host,
+                conn,
+                step,
+                action,
+                now=now,
+                group=group,
+                waited=waited,
+                path=PER_RUN,
+                held=held,
             ),
         )
         if found is None:
@@ -411,6 +436,8 @@ async def dispatch_step(
             status="refused",
             extra={"code": decision.code, **decision.detail},
         )
+    if host.stopping:
+        return await _hand_back_untried(host, step, claim)
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 
@@ -434,8 +461,15 @@ async def dispatch_step(
         services=services,
     )
     started = time.perf_counter()
+    envelope = None
     async with engine.plugin_call(ledger.owner_of(action.id)):
-        envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+        # The last moment before anything reaches the game. A step claimed before the host
+        # began to stop (ahead, in the answer before it; or by a pass, or a set, whose
+        # transaction was committing) is handed back untried, never performed after it.
+        if not host.stopping:
+            envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
+    if envelope is None:
+        return await _hand_back_untried(host, step, claim)
     metrics.dispatch_seconds.labels(action=step["action"]).observe(time.perf_counter() - started)
     extra = None
     if envelope.exception is not None:
@@ -447,6 +481,41 @@ async def dispatch_step(
         f"recording step {step['id']}",
         lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead, services=services),
     )
+
+
+async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> str:
+    """The host began to stop after ``step`` was claimed and before it was performed: back
+    to ``pending`` unmarked, its attempts as before the claim, so another host (or this one
+    restarted) dispatches it under the same idempotency key as if it had never been claimed.
+    The run's loop stops here; its claim goes back with the pass."""
+    now = host.clock.now()
+    async with host.db.begin() as conn:
+        if not await steps.return_untried_step(
+            conn, step["id"], owner=claim.owner, attempt=claim.attempt
+        ):
+            return STOP  # reclaimed meanwhile: whoever holds it now decides
+        await runlog.step_status(
+            conn,
+            step,
+            at=now,
+            to="pending",
+            because="the host stopped before it was dispatched",
+            attempt=step["attempts"],
+            claimed_by=claim.owner,
+        )
+    log.info(
+        "stopping: step %s (%s) of run %s was claimed but not yet dispatched; handed back untried",
+        step["id"],
+        step["action"],
+        step["run_id"],
+        extra={
+            "run_id": step["run_id"],
+            "step_id": step["id"],
+            "action": step["action"],
+            "outcome": "untried",
+        },
+    )
+    return STOP
 
 
 async def _record_outcome(

@@ -27,15 +27,17 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 
 from pageant.db import due, runs, steps
-from pageant.db.states import OUTCOME_FINISHED
+from pageant.db.engine import answers
+from pageant.db.errors import is_unavailable
+from pageant.db.states import OUTCOME_FINISHED, RUN_ACTIVE
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
-from pageant.engine.outage import Outage
+from pageant.engine.outage import OVERDUE_SECONDS, PROBE_SECONDS, Outage
 from pageant.engine.tick import STAGES, handed_back
 from pageant.runs.versions import PinnedSpecs
 
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
+
+T = TypeVar("T")
 
 #: Under constant progress, the longest the loop goes without a whole tick (reclaim,
 #: expand, the missed sweep, cleanup, prune), in seconds of real time.
@@ -89,7 +93,7 @@ class Engine:
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
         #: Whether (and since when) the database is out of reach, for one line each way.
-        self.outage = Outage()
+        self.outage = Outage(host.clock, host.metrics)
         #: Whether the loop's next tick must be whole: something outside woke the engine
         #: (or nothing has ticked yet), or a run ended (its cleanup is due).
         self._outside = True
@@ -243,14 +247,56 @@ class Engine:
                     unreachable = True
                 else:
                     log.exception("the %s stage failed; the tick goes on", stage.__name__)
-        if not unreachable:
-            self.outage.answered()
+        if not unreachable and self.outage.since is not None:
+            self.outage.ended(await self._runs_in_progress())
         metrics = self.host.metrics
         metrics.tick_seconds.observe(time.perf_counter() - started)
         metrics.last_tick.set(time.time())
         self.last_tick_at = time.monotonic()
         if drain:
             await self.drain()
+
+    async def _runs_in_progress(self) -> int | None:
+        """How many runs are under way (starting, running, ending): the ones an outage held
+        and the engine now takes on. None when the database cannot say."""
+        try:
+            async with self.host.db.connect() as conn:
+                counts = await runs.count_by_status(conn)
+                await conn.rollback()
+        except Exception:
+            log.debug("could not count the runs under way", exc_info=True)
+            return None
+        return sum(counts[status] for status in RUN_ACTIVE)
+
+    async def watched(self, work: Coroutine[Any, Any, T], where: str) -> T:
+        """Await ``work`` (a tick, a read of the next instant), watching for a database that
+        accepts and never answers: while ``work`` is overdue (``OVERDUE_SECONDS``), ask the
+        database directly, and if that goes unanswered for ``PROBE_SECONDS`` the outage began
+        when ``work`` did. A paused server otherwise raises nothing for a minute (the
+        drivers' statement bound), and the log said nothing while it lasted."""
+        began = self.host.clock.now()
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=OVERDUE_SECONDS)
+                if done:
+                    return task.result()
+                if self.outage.since is None and not await self._database_answers():
+                    self.outage.began(where, f"no answer within {PROBE_SECONDS:g} s", at=began)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def _database_answers(self) -> bool:
+        try:
+            async with asyncio.timeout(PROBE_SECONDS):
+                await answers(self.host.db)
+        except TimeoutError:
+            return False
+        except Exception as exc:
+            return not is_unavailable(exc)
+        return True
 
     @asynccontextmanager
     async def plugin_call(self, owner: str) -> AsyncIterator[None]:
@@ -437,7 +483,9 @@ class Engine:
             # Cleared before the tick reads anything: a wake during the tick is kept and
             # ends the sleep that follows, so nothing it announced is slept through.
             self._wake.clear()
-            await self.tick(drain=False, only=self._stages_due(slept_through))
+            await self.watched(
+                self.tick(drain=False, only=self._stages_due(slept_through)), "a tick"
+            )
             if self.stopping:
                 break
             if self._wake.is_set():
@@ -452,7 +500,9 @@ class Engine:
                     # runs costs a few scans of the due runs, not one a run.
                     await asyncio.sleep(PROGRESS_GATHER_SECONDS)
                 continue
-            self.last_sleep = await self.next_sleep(since=self._ticked_at)
+            self.last_sleep = await self.watched(
+                self.next_sleep(since=self._ticked_at), "reading the next due instant"
+            )
             slept_through = await self._sleep(self.last_sleep)
             if not slept_through:
                 self._instant_stages = None

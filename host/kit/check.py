@@ -192,6 +192,11 @@ async def contract_check(
             if record.label in again:
                 checks = await perform_again(fresh.registry, again[record.label], fresh_services)
                 report.checks.extend(checks)
+    # Each start of the plugins is closed in the loop it ran in, before that loop ends.
+    grace = (settings or Settings()).stop_grace_seconds
+    await manager.shutdown(grace)
+    if fresh is not None:
+        await fresh.shutdown(grace)
     compared, report.manifest_differs = _manifest_checks(
         manager.registry, records, manifest, write, hint=report.hint_flags()
     )

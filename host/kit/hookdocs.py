@@ -47,10 +47,11 @@ HEADER = """\
 Every hook a pageant plugin may implement. A plugin marks each one with
 `@pageant.hookimpl`; the host refuses a plugin with a hook it does not know, a hook without
 the marker, or a hook that takes an argument the host does not pass (a hook may take fewer).
-Declaration hooks and `pageant_startup` are plain functions; `pageant_reconcile` is
-`async def`. What the host hands a plugin (its context, and the services a call may use) is
-described after the hooks, as the `typing.Protocol`s of `pageant.hookspecs` a plugin can type
-against. How to write a plugin around these hooks is in [plugin-authors.md](plugin-authors.md).
+Declaration hooks and `pageant_startup` are plain functions; `pageant_reconcile` and
+`pageant_shutdown` are `async def`. What the host hands a plugin (its context, and the
+services a call may use) is described after the hooks, as the `typing.Protocol`s of
+`pageant.hookspecs` a plugin can type against. How to write a plugin around these hooks is
+in [plugin-authors.md](plugin-authors.md).
 """
 
 

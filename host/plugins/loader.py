@@ -11,6 +11,7 @@ A refusal never stops the host: the record says ``refused`` with a reason in the
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import importlib
 import inspect
@@ -43,7 +44,7 @@ ENTRY_POINT_GROUP = "pageant"
 #: The owner reserved for the host's own built-ins.
 CORE_OWNER = "core"
 #: The hooks the host awaits; it calls every other hook as a plain function.
-ASYNC_HOOKS = frozenset({"pageant_reconcile"})
+ASYNC_HOOKS = frozenset({"pageant_reconcile", "pageant_shutdown"})
 #: The host's own plugins: loaded through the same pipeline as anyone's.
 DEFAULT_PLUGINS: tuple[tuple[str, str], ...] = (
     ("core", "pageant.builtin_plugins.core:CorePlugin"),
@@ -319,6 +320,14 @@ def _format_validation(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: How long a cancelled ``pageant_shutdown`` is given to unwind, in seconds.
+SHUTDOWN_UNWIND_SECONDS = 0.1
+
+
+async def _awaited(function: Callable[..., Any]) -> Any:
+    return await function()
+
+
 class PluginManager:
     """Builds one pluggy manager, loads every candidate into it, and fills a registry."""
 
@@ -333,6 +342,8 @@ class PluginManager:
         self.registry = Registry()
         #: owner -> the labels of every plugin claiming it (read before any registers).
         self.claims: dict[str, list[str]] = {}
+        #: The plugins whose ``pageant_startup`` returned and that are not shut down yet.
+        self.running: list[PluginRecord] = []
 
     # ── the pipeline ─────────────────────────────────────────────────────────
 
@@ -544,6 +555,7 @@ class PluginManager:
                     continue
                 try:
                     impl.function(context=context_for(record))
+                    self.running.append(record)
                 except Exception as exc:
                     log.error("plugin %s failed at startup", record.label, exc_info=exc)
                     where = tracing.innermost_frame(exc, [tracing.plugin_root(record.plugin)])
@@ -556,6 +568,48 @@ class PluginManager:
                     refused.add(record.label)
                     break
         return refused
+
+    async def shutdown(self, within: float) -> None:
+        """Await every started plugin's ``pageant_shutdown`` at once, each for at most
+        ``within`` seconds, then forget that they were started.
+
+        A shutdown that raises is logged at ERROR with its traceback, one that has not
+        finished in time is cancelled and a WARNING names it; neither holds the stop.
+        """
+        running, self.running = self.running, []
+        calls: dict[asyncio.Task[Any], str] = {}
+        for record in running:
+            for impl in self.pm.hook.pageant_shutdown.get_hookimpls():
+                if impl.plugin is record.plugin:
+                    coro = _awaited(impl.function)
+                    calls[asyncio.ensure_future(coro)] = record.label
+        if not calls:
+            return
+        done, late = await asyncio.wait(calls, timeout=max(0.0, within))
+        for task in late:
+            task.cancel()
+            log.warning(
+                "plugin %s: pageant_shutdown did not finish within %g s; the host stops "
+                "without waiting for it",
+                calls[task],
+                within,
+                extra={"plugin": calls[task]},
+            )
+        for task in done:
+            exc = task.exception()
+            if exc is not None:
+                log.error(
+                    "plugin %s: pageant_shutdown raised %s: %s",
+                    calls[task],
+                    type(exc).__name__,
+                    exc,
+                    exc_info=exc,
+                    extra={"plugin": calls[task]},
+                )
+        if late:
+            # A moment for the cancelled calls to unwind; one that ignores its cancellation
+            # is left behind rather than allowed to hold the stop.
+            await asyncio.wait(late, timeout=SHUTDOWN_UNWIND_SECONDS)
 
     def refuse_after_load(self, record: PluginRecord, why: str) -> None:
         """A loaded plugin failed later (its startup hook raised): withdraw it."""

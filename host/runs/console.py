@@ -17,6 +17,7 @@ from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.runs import waiting
+from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.versions import Pinned, phases_of, read_pinned
 from pageant.switchboard.board import run_budget
 
@@ -100,6 +101,23 @@ async def _phase_of(
     return None
 
 
+async def _notify_hold(
+    conn: AsyncConnection,
+    host: Host,
+    row: Row,
+    phase_steps: Sequence[Any],
+    specs: dict[int, Any],
+    now: datetime,
+) -> NotifyHold | None:
+    open_steps = [st for st in phase_steps if st["status"] in STEP_OPEN]
+    phase = await _phase_of(conn, host, row, specs) if open_steps else None
+    if phase is None:
+        return None
+    step = min(open_steps, key=lambda st: st["seq"])
+    state = {key: row._mapping[key] for key in ("waiting_reason", "waiting_since")}
+    return notify_hold(host, step, phase, state, now)  # type: ignore[arg-type]  # a row's mapping carries the StepRow and RunState keys notify_hold reads
+
+
 async def run_views(
     conn: AsyncConnection,
     host: Host,
@@ -132,6 +150,12 @@ async def run_views(
             phase = await _phase_of(conn, host, row, specs)
             if phase is not None:
                 gate = await gates.waiting(conn, run_id=row.id, phase=phase, now=now)
+        unavailable = host.unavailable
+        if row.status == "running" and row.waiting_reason == "unavailable":
+            # A notify step held while its plugin is down: the same sentence the engine noted.
+            hold = await _notify_hold(conn, host, row, phase_steps, specs, now)
+            if hold is not None and hold.waits:
+                unavailable = hold.reason
         waiting_on = waiting.describe(
             row._mapping,
             phase_steps,
@@ -139,7 +163,7 @@ async def run_views(
             max_attempts=host.settings.max_attempts,
             holder=holder,
             gate=gate,
-            unavailable=host.unavailable,
+            unavailable=unavailable,
         )
         views.append(_run_json(row, waiting_on))
     return views

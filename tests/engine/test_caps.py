@@ -364,7 +364,9 @@ async def test_an_admin_can_disable_a_notify_action_and_enable_it_again(
 
 async def test_an_unavailable_plugin_is_refused_until_it_is_back(purse_host, purse_engine, purse):
     purse_host.mark_unavailable("purse", "the shard is restarting")
-    run_id = await start_event(purse_host, spec(phase("a", buy(1, on_failure="skip"), buy(1))))
+    run_id = await start_event(
+        purse_host, spec(phase("a", buy(1, on_failure="skip", hold_seconds=0), buy(1)))
+    )
     await purse_engine.tick()
     refused = await log_lines(purse_host.db, run_id, "step.refused")
     assert refused[0].detail["code"] == "unavailable"

@@ -130,3 +130,36 @@ async def test_a_dispatch_that_begins_after_the_signal_claims_nothing(probe_host
     [a] = await step_rows(probe_host.db, run_id)
     assert (a.status, a.attempts, a.claimed_by) == ("pending", 1, None)
     assert probe.names() == ["a"]  # only the attempt before the signal
+
+
+async def test_a_step_claimed_ahead_before_the_signal_is_handed_back_untried(
+    probe_host, engine, probe
+):
+    # a's answer claims b ahead, in its own transaction; the signal arrives as that commits.
+    blocker = Blocker()
+    probe.script["a"] = [blocker]
+    run_id = await _start(probe_host, spec(phase("main", probe_step("a"), probe_step("b"))))
+    await _in_perform(engine, blocker)
+    recorded = engine.outcomes.run
+
+    async def then_the_signal(write):
+        answer = await recorded(write)
+        engine.stopping = True
+        return answer
+
+    engine.outcomes.run = then_the_signal
+    blocker.release.set()
+    await engine.drain()
+
+    a, b = await step_rows(probe_host.db, run_id)
+    assert a.status == "done"
+    # Never performed, and as it was before the claim: its attempt is not spent.
+    assert probe.names() == ["a"]
+    assert (b.status, b.attempts, b.claimed_by, b.lease_until) == ("pending", 0, None, None)
+    lines = [
+        line.detail
+        for line in await log_lines(probe_host.db, run_id)
+        if line.kind == "step.status" and line.step_id == b.id
+    ]
+    assert lines[-1]["because"] == "the host stopped before it was dispatched"
+    assert lines[-1]["to"] == "pending"

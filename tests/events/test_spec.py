@@ -597,7 +597,7 @@ def test_step_shape_errors(registry: Registry) -> None:
     assert errors_of(raw, registry) == [
         "spec.phases[0].steps[0]: expected an object",
         'spec.phases[0].steps[1]: unknown key "actionId"; '
-        "expected action, label, params, on_failure, action_version, dormant",
+        "expected action, label, params, on_failure, hold_seconds, action_version, dormant",
         "spec.phases[0].steps[1].action: a step needs an action id; got null",
         'spec.phases[0].steps[2].action: a step needs an action id; got ""',
         'spec.phases[0].steps[3].action: no plugin registers "nobody.thing"',
@@ -982,7 +982,7 @@ def test_a_dormant_step_still_refuses_unknown_keys(uninstalled: Registry) -> Non
     raw = make(phase("main", [{"action": "gone.thing", "onFailure": "skip"}]))
     assert error_of(raw, uninstalled, stored=stored) == (
         'spec.phases[0].steps[0]: unknown key "onFailure"; '
-        "expected action, label, params, on_failure, action_version, dormant"
+        "expected action, label, params, on_failure, hold_seconds, action_version, dormant"
     )
 
 

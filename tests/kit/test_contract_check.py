@@ -559,13 +559,15 @@ def test_it_needs_no_database(site: Site, workdir: Path) -> None:
 # ── the real command ──────────────────────────────────────────────────────────
 
 
-def pageant_process(*args: str, site: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def pageant_process(
+    *args: str, site: Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).with_name("pageant")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "pageant.cli"]
     clean = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
     return subprocess.run(
         [*command, *args],
-        env={**clean, "PYTHONPATH": str(site)},
+        env={**clean, "PYTHONPATH": str(site), **(env or {})},
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -84,7 +84,15 @@ SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
 MONTHLY_NTH = (1, 2, 3, 4, -1)
 PHASE_KEYS = ("key", "label", "steps", "advance")
 #: ``action_version`` and ``dormant`` are output-only: accepted back, then recomputed.
-STEP_KEYS = ("action", "label", "params", "on_failure", "action_version", "dormant")
+STEP_KEYS = (
+    "action",
+    "label",
+    "params",
+    "on_failure",
+    "hold_seconds",
+    "action_version",
+    "dormant",
+)
 #: What a step does once its attempts are exhausted.
 ON_FAILURE = ("skip", "pause", "abort_run")
 
@@ -96,6 +104,8 @@ MAX_STEPS = 500
 MAX_PHASE_KEY = 64
 MAX_LABEL = 200
 MAX_STRING_PARAM = 4000
+#: The longest a notify step may be held for its plugin (``hold_seconds``): an hour.
+MAX_HOLD_SECONDS = 3600
 
 # ── the grammars ───────────────────────────────────────────────────────────────
 
@@ -455,16 +465,35 @@ def _step(
             f"{path}.on_failure: expected one of {', '.join(ON_FAILURE)}; got {show(on_failure)}"
         )
     label = _label(raw.get("label"), f"{path}.label", errors, required=False)
+    hold = _hold_seconds(raw, f"{path}.hold_seconds", errors)
     return {
         "action": action_id,
         "label": label or declaration.label,
         "params": params,
         "on_failure": on_failure,
+        **({} if hold is None else {"hold_seconds": hold}),
         # Taken from the declaration at save, so a later version bump can be shown to the
         # author rather than dispatching a param whose meaning changed.
         "action_version": declaration.version,
         "dormant": False,
     }
+
+
+def _hold_seconds(raw: dict[str, Any], path: str, errors: list[str]) -> int | None:
+    """A step's ``hold_seconds`` (None when not given): how long a notify step waits for its
+    plugin when that is down, a whole number of seconds from 0 (refuse at once) to
+    :data:`MAX_HOLD_SECONDS`."""
+    value = raw.get("hold_seconds")
+    if value is None:
+        return None
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if not whole or not 0 <= value <= MAX_HOLD_SECONDS:
+        errors.append(
+            f"{path}: expected a whole number of seconds from 0 to {MAX_HOLD_SECONDS}; "
+            f"got {show(value)}"
+        )
+        return None
+    return int(value)
 
 
 def _undeclared_costs(declaration: Action, params: dict[str, Any], registry: Registry) -> list[str]:
@@ -499,11 +528,13 @@ def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("action_version")
     on_failure = raw.get("on_failure")
     params = raw.get("params")
+    hold = _hold_seconds(raw, "", [])
     return {
         "action": action_id,
         "label": label if isinstance(label, str) and label.strip() else action_id,
         "params": params if isinstance(params, dict) else {},
         "on_failure": on_failure if on_failure in ON_FAILURE else "pause",
+        **({} if hold is None else {"hold_seconds": hold}),
         "action_version": (
             version if isinstance(version, int) and not isinstance(version, bool) else 1
         ),
