@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 
 from pageant.db.tables import event_run_steps, event_runs
 from tests.processes import Receiver, Serve, until
-from tests.walks.test_processes import (
+from tests.engine.test_processes import (
     _prepare,
     _report,
     _sync,
