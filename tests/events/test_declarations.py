@@ -157,7 +157,7 @@ def test_an_example_of_the_declared_type_is_accepted(type_: str, example: Any) -
     ("type_", "example", "why"),
     [
         ("integer", True, "must be an integer"),  # a bool is not an integer here
-        ("integer", 5.0, "must be an integer"),  # nor is a float that looks whole
+        ("integer", 5.5, "must be an integer"),  # nor is a float with a fraction
         ("integer", "5", "must be an integer"),
         ("number", True, "must be a number"),
         ("number", False, "must be a number"),
