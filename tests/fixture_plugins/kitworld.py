@@ -249,6 +249,36 @@ class Blind:
         return [action("blind.act", perform)]
 
 
+async def broken_observe() -> dict[str, Any]:
+    raise RuntimeError("the game's status page is down")
+
+
+class Myopic:
+    """Its action passes, but its ``observe`` raises: the kit cannot see its world."""
+
+    PLUGIN_INFO = info("myopic", observe=broken_observe)
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": True}
+
+        return [action("myopic.act", perform)]
+
+
+class Doomed:
+    """Its action fails its dry run, and its ``observe`` raises as well."""
+
+    PLUGIN_INFO = info("doomed", observe=broken_observe)
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": False, "retry": False, "error": "no such arena"}
+
+        return [action("doomed.act", perform)]
+
+
 PLUGINS = {
     name.lower(): name
     for name in (
@@ -263,5 +293,7 @@ PLUGINS = {
         "Slow",
         "Sloppy",
         "Blind",
+        "Myopic",
+        "Doomed",
     )
 }
