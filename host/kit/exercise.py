@@ -33,9 +33,10 @@ from pageant.hookspecs import (
     AnnounceLeg,
     Envelope,
     Lease,
+    Param,
     SendContext,
 )
-from pageant.hookspecs.models import changes_world, check_literal
+from pageant.hookspecs.models import changes_world
 from pageant.plugins import tracing
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
@@ -63,7 +64,7 @@ class Check:
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
     #: load, startup, perform, perform_fresh, cost, revert, revert_final, option_source,
-    #: option_example, trigger, lease, leg, observe, world, manifest.
+    #: option_example, bounds, trigger, lease, leg, observe, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -189,6 +190,8 @@ async def exercise(
             found = await _revert_final_check(record.label, action, services, world)
             checks.extend(world.reported(found))
         for param in action.params:
+            if param.bounds:
+                checks.append(_bounds_check(record.label, action, param))
             if param.option_source is None:
                 continue
             source = registry.option_sources.get(param.option_source)
@@ -361,7 +364,7 @@ async def _perform_check(
     bad = [
         f"{p.name} example {p.example!r} {why}"
         for p in action.params
-        for ok, _, why in [check_literal(p.type, p.example)]
+        for ok, _, why in [p.check(p.example)]
         if not ok
     ]
     if bad:
@@ -710,6 +713,38 @@ def _source_check(label: str, source_id: str, answer: Mapping[str, Any]) -> Chec
         source_id,
         "violation",
         f"{answer['reason']}; expected resolve() to answer a list of {{value, label}}",
+    )
+
+
+def bounds_text(param: Param) -> str:
+    """A param's declared bounds in words: ``minimum 1, maximum 50``."""
+    parts = []
+    for name, value in param.bounds.items():
+        if name == "enum":
+            parts.append("one of " + ", ".join(_show(v) for v in value))
+        else:
+            parts.append(f"{name.replace('_', ' ')} {_show(value)}")
+    return ", ".join(parts)
+
+
+def _bounds_check(label: str, action: Action, param: Param) -> Check:
+    # The loader already refuses an example outside its own bounds; this line shows the
+    # bounds an author declared (the manifest records them too), and would catch a
+    # declaration that reached the kit some other way.
+    subject = f"{action.id}.{param.name}"
+    head = f"{action.id} param {param.name}: {param.type}, {bounds_text(param)}"
+    problem = param.bound_problem(param.example)
+    if problem:
+        return Check(
+            label,
+            "bounds",
+            subject,
+            "violation",
+            f"{head}; its example {_show(param.example)} {problem}: an example must lie "
+            "within its own bounds",
+        )
+    return Check(
+        label, "bounds", subject, "pass", f"{head}; example {_show(param.example)} within them"
     )
 
 

@@ -185,6 +185,30 @@ def test_an_observe_that_raises_is_named_even_when_the_action_fails_too(site: Si
     assert [c["outcome"] for c in found if c["check"] == "world"] == ["violation"]
 
 
+def test_a_params_bounds_are_shown_and_recorded_in_the_manifest(site: Site) -> None:
+    (found,) = checks_of("ranged", "bounds")
+    assert (found["outcome"], found["subject"]) == ("pass", "ranged.act.count")
+    assert found["message"] == (
+        "ranged.act param count: integer, minimum 1, maximum 50; example 4 within them"
+    )
+    result = CliRunner().invoke(main, ["contract-check", "--plugin", "ranged"])
+    assert "bounds          ranged.act param count: integer, minimum 1, maximum 50" in (
+        result.output
+    )
+    (entry,) = json.loads(Path("contract-manifest.json").read_text())["plugins"]
+    (param,) = entry["actions"][0]["params"]
+    assert (param["minimum"], param["maximum"]) == (1, 50)
+    assert "pattern" not in param and "enum" not in param  # only the bounds declared
+
+
+def test_an_example_outside_its_own_bounds_is_a_violation(site: Site) -> None:
+    result = CliRunner().invoke(main, ["contract-check", "--plugin", "astray", "--json"])
+    assert result.exit_code == 1
+    (load,) = [c for c in json.loads(result.output)["checks"] if c["check"] == "load"]
+    assert load["outcome"] == "violation"
+    assert "example 0 must be at least 1" in load["message"]
+
+
 def test_write_without_plugin_refuses_when_more_than_one_plugin_is_installed(
     site: Site,
 ) -> None:

@@ -58,7 +58,7 @@ from pageant.events.authoring.announce import MAX_BODY as MAX_TEMPLATE_BODY
 from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.messages import refuse_unknown, show
-from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
+from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -505,8 +505,10 @@ def _dormant_step(action_id: str, raw: dict[str, Any]) -> dict[str, Any]:
 def _params(
     declaration: Action, raw: Any, path: str, types: dict[str, str], errors: list[str]
 ) -> dict[str, Any]:
-    """The declared params of one step, type-checked, in declaration order; a value may be
-    ``{"param": name}``, a run param of the same type, written out when the run reaches it.
+    """The declared params of one step, checked against each param's type and bounds
+    (:meth:`~pageant.hookspecs.Param.check`), in declaration order; a value may be
+    ``{"param": name}``, a run param of the same type, written out when the run reaches it
+    (a reference is not a value: its bounds are the written-out value's).
 
     An unknown param is an error rather than a silent drop: ``creatures`` typed for
     ``creature`` is a step that would dispatch without it while looking saved.
@@ -532,7 +534,7 @@ def _params(
             if run_params.check_reference(value, param.type, types, where, errors):
                 params[param.name] = {"param": value["param"]}
             continue
-        ok, value, why = check_literal(param.type, value)
+        ok, value, why = param.check(value)
         if not ok:
             errors.append(f'{path}: "{param.name}" {why}; got {show(raw[param.name])}')
             continue
