@@ -585,3 +585,24 @@ async def test_a_url_the_parser_refuses_is_one_warning_line(client, caplog) -> N
     assert status == 400
     said = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.levelname, r.exc_info) for r in said] == [("WARNING", None)]
+
+
+@pytest.mark.parametrize("path", ["/sign-in", "/events", "/tokens"])
+async def test_a_console_form_of_bytes_that_are_not_utf8_is_a_400(client, caplog, path) -> None:
+    """A form body aiohttp cannot decode answered 500 with a traceback: it is the console's
+    own 400 page, before any session or CSRF check reads the form."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    body = b"csrf_token=\xff&token=caf\xe9"
+    try:
+        writer.write(
+            b"POST " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"bytes that are not UTF-8 text" in answer
+    assert _loud(caplog) == []

@@ -216,7 +216,7 @@ def test_each_bound_holds_on_both_sides(
         ("string", "a", {"enum": []}, "enum is empty"),
         ("string", "a", {"enum": ["a", 2]}, "enum value 2 must be a string"),
         ("integer", 0, {"minimum": 1}, "example 0 must be at least 1"),
-        ("string", "storm", {"enum": ["calm"]}, 'example \'storm\' must be one of "calm"'),
+        ("string", "storm", {"enum": ["calm"]}, "example 'storm' must be one of \"calm\""),
         ("integer", 1, {"minimum": True}, "expected a number; got True"),
         ("number", 1, {"maximum": float("inf")}, "expected a finite number"),
         ("string", "a", {"min_length": -1}, "greater than or equal to 0"),
