@@ -69,17 +69,32 @@ def is_async_callable(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+#: Half of a surrogate pair: not text. Python keeps one from ``"\\ud800"`` in JSON and from
+#: bytes that are not UTF-8 (a command line's, a header's); no database or game can store it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_literal(type_: str, value: Any) -> tuple[bool, Any, str]:
     """Check ``value`` against a declared param or variable type.
 
     Answers ``(ok, normalised value, error)``. An ``integer`` takes a whole number, and a
     number with no fractional part (``9.0``, as JSON Schema counts it) is normalised to the
     int ``9`` (contract 1.3; before, it was refused); it refuses ``True`` and ``9.5``. A
-    ``number`` refuses booleans, NaN and infinity; a ``string`` must be a str; a
-    ``boolean`` a bool.
+    ``number`` refuses booleans, NaN and infinity; a ``string`` must be a str of text (no
+    half of a surrogate pair alone); a ``boolean`` a bool.
     """
     if type_ == "string":
         if isinstance(value, str):
+            lone = None if value.isascii() else _SURROGATE.search(value)
+            if lone is not None:
+                return (
+                    False,
+                    None,
+                    (
+                        f"must be text; it holds U+{ord(lone.group()):04X}, half of a surrogate "
+                        "pair alone (a byte that is not UTF-8)"
+                    ),
+                )
             return True, value, ""
         return False, None, "must be a string"
     if type_ == "integer":

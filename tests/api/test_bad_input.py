@@ -606,3 +606,20 @@ async def test_a_console_form_of_bytes_that_are_not_utf8_is_a_400(client, caplog
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
     assert b"bytes that are not UTF-8 text" in answer
     assert _loud(caplog) == []
+
+
+async def test_a_plugins_firing_with_a_payload_that_is_not_text_is_refused(host, db) -> None:
+    """A plugin's (or the command line's) text may hold bytes that are not UTF-8 as
+    surrogates, which no database stores: refused naming the variable, with nothing kept."""
+    from pageant.errors import Invalid
+
+    with pytest.raises(Invalid) as refused:
+        await host.emit("wisps.caught", {"colour": "caf\udce9"}, key="k1", issuer="plugin:wisps")
+    assert refused.value.details == [
+        'body.colour: expected text for "colour", got "caf\\udce9", which holds half of a '
+        "surrogate pair alone (a byte that is not UTF-8)"
+    ]
+    assert await _firing_rows(db) == [0, 0]
+    # Text beyond ASCII is text.
+    await host.emit("wisps.caught", {"colour": "café"}, key="k2", issuer="plugin:wisps")
+    assert (await _firing_rows(db))[0] == 1

@@ -392,3 +392,12 @@ def test_declarations_are_frozen() -> None:
     declared = Action.model_validate(action())
     with pytest.raises(ValidationError):
         declared.budget_ms = 5  # type: ignore[misc]  # assigning to a frozen model is the point
+
+
+def test_a_string_holding_half_of_a_surrogate_pair_is_not_text() -> None:
+    assert check_literal("string", "caf\udce9") == (
+        False,
+        None,
+        "must be text; it holds U+DCE9, half of a surrogate pair alone (a byte that is not UTF-8)",
+    )
+    assert check_literal("string", "café 🐉") == (True, "café 🐉", "")

@@ -663,6 +663,11 @@ def test_param_types_accepted(
         ({"loud": "true"}, '"loud" must be true or false; got "true"'),
         ({"name": 5}, '"name" must be a string; got 5'),
         ({"name": ["a"]}, '"name" must be a string; got ["a"]'),
+        (
+            {"name": "caf\udce9"},  # bytes that were not UTF-8, as Python keeps them
+            '"name" must be text; it holds U+DCE9, half of a surrogate pair alone (a byte that '
+            'is not UTF-8); got "caf\\udce9"',
+        ),
         ({"name": "x" * 4001}, '"name" is at most 4000 characters; this one has 4001'),
     ],
 )

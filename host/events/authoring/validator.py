@@ -536,7 +536,10 @@ def _params(
             continue
         ok, value, why = param.check(value)
         if not ok:
-            errors.append(f'{path}: "{param.name}" {why}; got {show(raw[param.name])}')
+            # Escaped: a value holding half of a surrogate pair is refused, and the message
+            # naming it must itself be text.
+            got = show(raw[param.name]).encode("utf-8", "backslashreplace").decode("utf-8")
+            errors.append(f'{path}: "{param.name}" {why}; got {got}')
             continue
         if param.type == "string" and len(value) > MAX_STRING_PARAM:
             errors.append(
