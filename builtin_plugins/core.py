@@ -37,10 +37,23 @@ async def observe() -> dict[str, Any]:
     return {}
 
 
-PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "observe": observe}
+PLUGIN_INFO = {"owner": "core", "contract": "^1.3", "observe": observe}
 
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400
+
+#: ``core.wait``'s one param: its bounds are checked when a spec is saved, at verify, and
+#: here at the step (a run param written out at the run may bring any value), with the
+#: same sentence each time.
+SECONDS = Param(
+    name="seconds",
+    type="integer",
+    required=True,
+    description=f"How long to hold what follows (0 to {MAX_WAIT_SECONDS}).",
+    example=300,
+    minimum=0,
+    maximum=MAX_WAIT_SECONDS,
+)
 
 NO_SERVICES = {"ok": False, "retry": False, "error": "no host services in this context"}
 
@@ -80,13 +93,10 @@ async def announce(ctx: ActionContext) -> object:
 
 async def wait(ctx: ActionContext) -> dict[str, Any]:
     """Finish at once and hold what follows for ``seconds``."""
-    seconds = ctx.params["seconds"]
-    if not 0 <= seconds <= MAX_WAIT_SECONDS:
-        return {
-            "ok": False,
-            "retry": False,
-            "error": f"seconds must be between 0 and {MAX_WAIT_SECONDS}, not {seconds}",
-        }
+    ok, seconds, why = SECONDS.check(ctx.params.get("seconds"))
+    if not ok:
+        given = json.dumps(ctx.params.get("seconds"), default=repr)
+        return {"ok": False, "retry": False, "error": f'"seconds" {why}; got {given}'}
     return {"ok": True, "hold_for": seconds}
 
 
@@ -298,15 +308,7 @@ class CorePlugin:
                 label="Wait",
                 risk="notify",
                 budget_ms=1_000,
-                params=[
-                    Param(
-                        name="seconds",
-                        type="integer",
-                        required=True,
-                        description="How long to hold what follows (0 to 86400).",
-                        example=300,
-                    )
-                ],
+                params=[SECONDS],
                 perform=wait,
                 description="Hold the run; across a phase boundary when it is a phase's last step.",
             ),
@@ -355,6 +357,7 @@ class CorePlugin:
                         description="How long at most; it is given back at the run's end "
                         "if that comes first (1 to lease_max_minutes).",
                         example=60,
+                        minimum=1,
                     ),
                 ],
                 perform=lease,

@@ -11,6 +11,7 @@ pure synchronous function of the params.
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import re
 from collections.abc import Callable
@@ -68,19 +69,39 @@ def is_async_callable(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+#: Half of a surrogate pair: not text. Python keeps one from ``"\\ud800"`` in JSON and from
+#: bytes that are not UTF-8 (a command line's, a header's); no database or game can store it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_literal(type_: str, value: Any) -> tuple[bool, Any, str]:
     """Check ``value`` against a declared param or variable type.
 
-    Answers ``(ok, normalised value, error)``. An ``integer`` refuses ``True`` and ``5.0``;
-    a ``number`` refuses booleans; a ``string`` must be a str; a ``boolean`` a bool.
+    Answers ``(ok, normalised value, error)``. An ``integer`` takes a whole number, and a
+    number with no fractional part (``9.0``, as JSON Schema counts it) is normalised to the
+    int ``9`` (contract 1.3; before, it was refused); it refuses ``True`` and ``9.5``. A
+    ``number`` refuses booleans, NaN and infinity; a ``string`` must be a str of text (no
+    half of a surrogate pair alone); a ``boolean`` a bool.
     """
     if type_ == "string":
         if isinstance(value, str):
+            lone = None if value.isascii() else _SURROGATE.search(value)
+            if lone is not None:
+                return (
+                    False,
+                    None,
+                    (
+                        f"must be text; it holds U+{ord(lone.group()):04X}, half of a surrogate "
+                        "pair alone (a byte that is not UTF-8)"
+                    ),
+                )
             return True, value, ""
         return False, None, "must be a string"
     if type_ == "integer":
         if isinstance(value, int) and not isinstance(value, bool):
             return True, value, ""
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return True, int(value), ""
         return False, None, "must be an integer"
     if type_ == "number":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -151,6 +172,27 @@ class Param(_Declaration):
 
     ``example`` is required even on optional params and must type-check: it is what the
     kit passes to ``perform(verify=True)`` and what the docs show an author.
+
+    Bounds (contract 1.3), each optional; the host checks a value against them when a spec
+    is saved, exactly as it checks the type, and refuses it naming the param with the
+    sentence of :meth:`bound_problem` (verify gives the same one):
+
+    - ``minimum``, ``maximum``: the least and greatest value of an ``integer`` or ``number``
+      (both inclusive).
+    - ``min_length``, ``max_length``: the fewest and most characters of a ``string``.
+    - ``pattern``: a regular expression (Python's ``re``) the **whole** of a ``string``
+      must match (``[a-z]+``, not ``^[a-z]+$``; anchors are allowed and change nothing).
+    - ``enum``: the only values allowed, each of the param's type.
+
+    A bound of the wrong kind for the type (a ``minimum`` on a string), a minimum above its
+    maximum, a pattern that does not compile, and an ``example`` outside its own bounds are
+    invalid declarations. A ``{"param": name}`` reference in a spec is a run param, written
+    out when the run reaches the step; the bounds hold for the value it is written out as.
+
+    Example::
+
+        Param(name="count", type="integer", required=True, description="How many.",
+              example=4, minimum=1, maximum=50)
     """
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)
@@ -159,6 +201,23 @@ class Param(_Declaration):
     description: str = Field(min_length=1)
     example: Any
     option_source: str | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = Field(default=None, ge=0, strict=True)
+    max_length: int | None = Field(default=None, ge=0, strict=True)
+    pattern: str | None = None
+    enum: list[Any] | None = None
+
+    @field_validator("minimum", "maximum", mode="before")
+    @classmethod
+    def _finite_number(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected a number; got {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number; got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _example_type_checks(self) -> Param:
@@ -167,7 +226,82 @@ class Param(_Declaration):
             raise ValueError(f"example {self.example!r} {error} (type {self.type})")
         if self.option_source is not None:
             _check_id(self.option_source)
+        self._check_bounds()
+        problem = self.bound_problem(self.example)
+        if problem:
+            raise ValueError(f"example {self.example!r} {problem}")
         return self
+
+    def _check_bounds(self) -> None:
+        numeric = self.type in ("integer", "number")
+        for name in ("minimum", "maximum"):
+            if getattr(self, name) is not None and not numeric:
+                raise ValueError(f"{name} applies to integer and number params, not {self.type}")
+        for name in ("min_length", "max_length", "pattern"):
+            if getattr(self, name) is not None and self.type != "string":
+                raise ValueError(f"{name} applies to string params, not {self.type}")
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"minimum {low} is above maximum {high}")
+        shortest, longest = self.min_length, self.max_length
+        if shortest is not None and longest is not None and shortest > longest:
+            raise ValueError(f"min_length {shortest} is above max_length {longest}")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {self.pattern!r} does not compile: {exc}") from None
+        if self.enum is not None:
+            if not self.enum:
+                raise ValueError("enum is empty; leave it out, or list the values allowed")
+            for value in self.enum:
+                ok, _, error = check_literal(self.type, value)
+                if not ok:
+                    raise ValueError(f"enum value {value!r} {error} (type {self.type})")
+
+    @property
+    def bounds(self) -> dict[str, Any]:
+        """The bounds this param declares, by name (none: an empty dict)."""
+        names = ("minimum", "maximum", "min_length", "max_length", "pattern", "enum")
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+    def bound_problem(self, value: Any) -> str | None:
+        """Why ``value`` (already of the param's type, as :func:`check_literal` answers it)
+        is outside the declared bounds, as the words that follow the param's name
+        (``must be at most 86400``); None when it is inside them. The one sentence the
+        host gives at save, at verify and at dispatch, and the kit for an example."""
+        if self.enum is not None and value not in self.enum:
+            return "must be one of " + ", ".join(json.dumps(v) for v in self.enum)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if self.minimum is not None and value < self.minimum:
+                return f"must be at least {_number(self.minimum)}"
+            if self.maximum is not None and value > self.maximum:
+                return f"must be at most {_number(self.maximum)}"
+        if isinstance(value, str):
+            if self.min_length is not None and len(value) < self.min_length:
+                return f"must be at least {self.min_length} characters long"
+            if self.max_length is not None and len(value) > self.max_length:
+                return f"must be at most {self.max_length} characters long"
+            if self.pattern is not None and re.fullmatch(self.pattern, value) is None:
+                return f"must match the pattern {json.dumps(self.pattern)}"
+        return None
+
+    def check(self, value: Any) -> tuple[bool, Any, str]:
+        """``value`` against the param's type and bounds: ``(ok, normalised value, error)``,
+        the error as the words that follow the param's name (:func:`check_literal`'s, then
+        :meth:`bound_problem`'s)."""
+        ok, normalised, error = check_literal(self.type, value)
+        if not ok:
+            return False, None, error
+        problem = self.bound_problem(normalised)
+        if problem:
+            return False, None, problem
+        return True, normalised, ""
+
+
+def _number(value: int | float) -> str:
+    """A bound as an author wrote it: ``86400``, ``0.5`` (never ``86400.0``)."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 class Action(_Declaration):

@@ -48,6 +48,13 @@ class PageantSpecs:
         request) must answer a failure, and the host tries again. ``pageant
         contract-check`` and ``pageant.testing``'s ``Kit.perform_after_revert`` check it.
 
+        A param may declare bounds (contract 1.3): ``minimum``/``maximum`` on an integer
+        or number, ``min_length``/``max_length``/``pattern`` on a string, ``enum`` on any
+        type (:class:`~pageant.hookspecs.Param`). The host refuses a value outside them
+        when a spec is saved, as it refuses a wrong type, naming the param; ``perform``
+        may still meet one (a run param written out at the run), and
+        ``Param.check(value)`` answers it in the host's own words.
+
         Example::
 
             async def spawn(ctx: ActionContext) -> dict[str, Any]:
@@ -66,18 +73,26 @@ class PageantSpecs:
                     description="Which NPC to spawn.",
                     example="dragon",
                 )
+                count = Param(
+                    name="count",
+                    type="integer",
+                    description="How many (1 to 20).",
+                    example=1,
+                    minimum=1,
+                    maximum=20,
+                )
                 return [
                     Action(
                         id="mygame.spawn",
                         label="Spawn an NPC",
                         risk="change",
                         budget_ms=5_000,
-                        params=[npc],
+                        params=[npc, count],
                         perform=spawn,
                     )
                 ]
 
-        Added in contract 1.0; a revert final for its key, 1.2.
+        Added in contract 1.0; a revert final for its key, 1.2; a param's bounds, 1.3.
         """
 
     @hookspec

@@ -15,6 +15,7 @@ from aiohttp import web
 
 from pageant.api import middleware
 from pageant.api.keys import HOST, ROUTES
+from pageant.api.malformed import quiet_malformed_requests
 from pageant.api.routing import Route
 from pageant.console import app as console
 from pageant.engine import Engine
@@ -36,6 +37,7 @@ def all_routes() -> list[Route]:
 def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
     """Build the app. Its cleanup context opens the database, starts the plugins and, with
     ``run_engine``, the engine task - and stops them in reverse order."""
+    quiet_malformed_requests()
     # The console's middleware is innermost: it renders its own pages' errors as HTML and
     # passes every /api/ request straight through to the API's JSON envelope.
     # Admission is outermost: a request waiting its turn holds no connection and has not

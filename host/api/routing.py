@@ -213,6 +213,9 @@ MAX_JSON_DEPTH = 64
 #: (NUL above all) are refused: stored, they break the consoles, logs and games that show them.
 ALLOWED_CONTROLS = frozenset("\t\n\r")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Half of a surrogate pair, alone: JSON may spell it (``"\\ud800"``) and Python's parser
+#: keeps it, but it is not text - no database, log or game can encode it (a 500 on save).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -242,7 +245,8 @@ def json_depth_exceeds(raw: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 def control_character_problems(data: Any, path: str = "body") -> list[str]:
-    """Every string (key or value) in ``data`` holding a refused control character, by path."""
+    """Every string (key or value) in ``data`` holding a refused control character or a lone
+    surrogate, by path."""
     problems: list[str] = []
     if isinstance(data, str):
         found = _CONTROL.search(data)
@@ -251,11 +255,20 @@ def control_character_problems(data: Any, path: str = "body") -> list[str]:
                 f"{path}: contains the control character U+{ord(found.group()):04X}; "
                 "text may hold no control characters but tab and line breaks"
             )
+        lone = _SURROGATE.search(data)
+        if lone:
+            problems.append(
+                f"{path}: contains U+{ord(lone.group()):04X}, half of a surrogate pair "
+                "alone, which is not text"
+            )
     elif isinstance(data, dict):
         for key, value in data.items():
             child = f"{path}.{key}"
             if _CONTROL.search(key):
                 problems.append(f"{path}: a key contains a control character: {key!r}")
+                continue
+            if _SURROGATE.search(key):
+                problems.append(f"{path}: a key holds half of a surrogate pair alone: {key!r}")
                 continue
             problems.extend(control_character_problems(value, child))
     elif isinstance(data, list):
@@ -269,7 +282,8 @@ def parse_json(raw: bytes) -> Any:
     :class:`RawBody` sent as anything but JSON is an :class:`UnsupportedMediaType`).
 
     Refused before anything reads them: nesting past :data:`MAX_JSON_DEPTH`, and strings
-    holding control characters other than tab and line breaks (named by their path).
+    holding control characters other than tab and line breaks, or half of a surrogate pair
+    alone (named by their path).
     """
     if not raw.strip():
         raise Invalid(

@@ -117,8 +117,16 @@ async def pages(request: web.Request, handler: Any) -> web.StreamResponse:
             ),
         )
         request[SESSION_KEY] = session
+        if request.method == "POST":
+            try:
+                form = await request.post()  # kept: the page's handler reads the same form
+            except UnicodeDecodeError:
+                # Anyone can send bytes that are not UTF-8; aiohttp cannot decode them into
+                # a form, and no page's form holds them.
+                return render_error(
+                    request, 400, "This form was refused: it holds bytes that are not UTF-8 text."
+                )
         if request.method == "POST" and request.path != "/sign-in":
-            form = await request.post()
             sent = form.get(CSRF_FIELD)
             if session is None or not csrf_ok(session, sent if isinstance(sent, str) else None):
                 return render_error(

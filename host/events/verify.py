@@ -19,7 +19,7 @@ from pageant.errors import Conflict, Invalid
 from pageant.events import definitions
 from pageant.events.authoring import validator as specs
 from pageant.events.option_values import check_option_values
-from pageant.hookspecs import ActionContext, Posted
+from pageant.hookspecs import ActionContext, Param, Posted
 from pageant.plugins.calls import run_with_envelope
 from pageant.runs import params as run_params
 from pageant.switchboard.board import enablement
@@ -56,6 +56,13 @@ class DryRunServices:
         return Posted(None, self.not_sent, False)
 
 
+def _refused(param: Param, value: Any) -> bool:
+    """Whether the validator refuses ``value`` for ``param`` (left out is its own check):
+    such a step is not dry-run, because the validator has named the param already with the
+    sentence the step would give, and a dry run would only say it twice."""
+    return value is not None and value != "" and not param.check(value)[0]
+
+
 async def dry_run_steps(
     spec: dict[str, Any], registry: Registry, services: Any, *, now: Any
 ) -> tuple[list[str], dict[str, int]]:
@@ -67,6 +74,8 @@ async def dry_run_steps(
         if action is None:
             continue  # reported as dormant
         params = dict(step.get("params") or {})
+        if any(_refused(param, params.get(param.name)) for param in action.params):
+            continue
         priced = price(action, params, registry)
         if priced.problem is not None:
             problems.append(f"{path}: {priced.problem} (code {priced.code})")

@@ -76,6 +76,9 @@ def _show(value: Any) -> str:
         shown = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         shown = repr(value)
+    # Half of a surrogate pair (from bytes that are not UTF-8) is shown escaped: the message
+    # itself must be text, or answering it fails.
+    shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
     return shown if len(shown) <= _SHOW_LIMIT else shown[: _SHOW_LIMIT - 1] + "…"
 
 
@@ -84,6 +87,15 @@ def _check_value(type_: str, value: Any, var: str) -> tuple[bool, Any, str]:
     ok, normalised, _ = check_literal(type_, value)
     if ok and not (isinstance(normalised, float) and not math.isfinite(normalised)):
         return True, normalised, ""
+    if type_ == "string" and isinstance(value, str):
+        return (
+            False,
+            None,
+            (
+                f"expected text for {_quote(var)}, got {_show(value)}, which holds half of a "
+                "surrogate pair alone (a byte that is not UTF-8)"
+            ),
+        )
     non_finite = isinstance(value, float) and not math.isfinite(value)
     expected = "a finite number" if type_ == "number" and non_finite else _TYPE_WORDS[type_]
     return False, None, f"expected {expected} for {_quote(var)}, got {_show(value)}"

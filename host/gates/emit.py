@@ -70,7 +70,7 @@ log = logging.getLogger("pageant.gates")
 
 #: The most firings one batch request may carry.
 MAX_BATCH = 500
-#: The longest idempotency key.
+#: The longest idempotency key, in characters (the column holds 200 of any UTF-8 text).
 MAX_KEY = 200
 #: How far ahead of the host's clock a firing's ``at`` may be: a game server's clock that
 #: runs a little fast is not refused, and the firing is kept as happening now.
@@ -107,6 +107,29 @@ def payload_from_text(registry: Any, trigger_id: str, pairs: Sequence[str]) -> d
 # ── one firing, checked ───────────────────────────────────────────────────────
 
 
+def key_problem(key: Any) -> str | None:
+    """What is wrong with an idempotency key, or None: a key is 1 to :data:`MAX_KEY`
+    printable characters of text (ASCII or any other UTF-8). A header's bytes that are not
+    UTF-8 reach here as surrogates (aiohttp keeps them so), as does a JSON ``"\\ud800"``;
+    neither can be stored, and a control character breaks every log that shows the key."""
+    if not isinstance(key, str):
+        return f"expected a key of 1 to {MAX_KEY} characters; got {key!r}"
+    if not 1 <= len(key) <= MAX_KEY:
+        return f"expected 1 to {MAX_KEY} characters; got {len(key)}"
+    for i, char in enumerate(key):
+        if "\ud800" <= char <= "\udfff":
+            return (
+                f"is not UTF-8 text: character {i + 1} is U+{ord(char):04X} (a byte that is "
+                "not UTF-8, or half of a surrogate pair); a key is printable UTF-8 text"
+            )
+        if not char.isprintable():
+            return (
+                f"character {i + 1} is U+{ord(char):04X}, which is not printable; a key is "
+                "printable UTF-8 text"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class Firing:
     """A firing that passed its checks: what is recorded."""
@@ -132,16 +155,18 @@ def check_firing(
 ) -> Firing:
     """Check one firing before anything is written. Raises :class:`NotFound` for a trigger
     no plugin registers, and :class:`Invalid` naming each problem: a payload variable the
-    trigger does not declare or of the wrong type, a key that is not text of 1 to 200
-    characters, an ``at`` that is not an instant with an offset, is ahead of the host's
-    clock (by more than :data:`CLOCK_SKEW`) or older than ``max_age_seconds``. Problems
-    are named under ``path`` (the payload's under ``payload_path``, by default the same)."""
+    trigger does not declare or of the wrong type, a key that is not 1 to 200 printable
+    characters of text (:func:`key_problem`), an ``at`` that is not an instant with an
+    offset, is ahead of the host's clock (by more than :data:`CLOCK_SKEW`) or older than
+    ``max_age_seconds``. Problems are named under ``path`` (the payload's under
+    ``payload_path``, by default the same)."""
     trigger = registry.triggers.get(trigger_id) if isinstance(trigger_id, str) else None
     if trigger is None:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     checked, errors = check_payload(trigger, payload, payload_path or path)
-    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY):
-        errors.append(f"{path}.id: expected a key of 1 to {MAX_KEY} characters; got {key!r}")
+    problem = None if key is None else key_problem(key)
+    if problem:
+        errors.append(f"{path}.id: {problem}")
     when = None
     if at is not None:
         when, problem = _instant(at, now, max_age_seconds)

@@ -33,9 +33,10 @@ from pageant.hookspecs import (
     AnnounceLeg,
     Envelope,
     Lease,
+    Param,
     SendContext,
 )
-from pageant.hookspecs.models import changes_world, check_literal
+from pageant.hookspecs.models import changes_world
 from pageant.plugins import tracing
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
@@ -63,7 +64,7 @@ class Check:
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
     #: load, startup, perform, perform_fresh, cost, revert, revert_final, option_source,
-    #: option_example, trigger, lease, leg, world, manifest.
+    #: option_example, bounds, trigger, lease, leg, observe, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -181,12 +182,16 @@ async def exercise(
     for action_id in owned["actions"]:
         action = registry.actions[action_id]
         for params in example_param_sets(action):
-            checks.append(await _perform_check(record.label, action, params, services, world))
+            found = await _perform_check(record.label, action, params, services, world)
+            checks.extend(world.reported(found))
             checks.append(_cost_check(record.label, action, params, registry))
-        checks.append(await _revert_check(record.label, action, services, world))
+        checks.extend(world.reported(await _revert_check(record.label, action, services, world)))
         if action.revert is not None:
-            checks.append(await _revert_final_check(record.label, action, services, world))
+            found = await _revert_final_check(record.label, action, services, world)
+            checks.extend(world.reported(found))
         for param in action.params:
+            if param.bounds:
+                checks.append(_bounds_check(record.label, action, param))
             if param.option_source is None:
                 continue
             source = registry.option_sources.get(param.option_source)
@@ -209,7 +214,8 @@ async def exercise(
     for lease_id in owned["leases"]:
         checks.append(await _lease_check(record.label, registry.leases[lease_id]))
     for leg_id in owned["legs"]:
-        checks.append(await _leg_check(record.label, registry.legs[leg_id], services, world))
+        found = await _leg_check(record.label, registry.legs[leg_id], services, world)
+        checks.extend(world.reported(found))
     checks.append(world.summary(record.label))
     return checks
 
@@ -228,7 +234,7 @@ async def perform_again(
         action = registry.actions[action_id]
         for params in example_param_sets(action):
             found = await _perform_check(record.label, action, params, services, world)
-            checks.append(replace(found, check="perform_fresh"))
+            checks.extend(world.reported(replace(found, check="perform_fresh")))
     return checks
 
 
@@ -243,23 +249,64 @@ class World:
 
     def __init__(self, observe: Any = None) -> None:
         self.observe = observe
+        #: Every failure of ``observe()`` so far, and those not yet reported as a check.
+        self.failures: list[str] = []
+        self._unreported: list[str] = []
 
     @classmethod
     def of(cls, record: PluginRecord) -> World:
         return cls(getattr(record.info, "observe", None))
 
-    async def take(self) -> tuple[Any, str | None]:
-        """``(picture, None)``, or ``(None, why)`` when ``observe()`` itself failed."""
+    async def take(self, when: str) -> tuple[Any, str | None]:
+        """``(picture, None)``, or ``(None, why)`` when ``observe()`` itself failed (kept,
+        for :meth:`reported` to turn into a check of its own); ``when`` is ``before`` or
+        ``after`` the call it brackets."""
         if self.observe is None:
             return None, None
         try:
             async with asyncio.timeout(OBSERVE_SECONDS):
                 picture = await self.observe()
             return json.loads(json.dumps(picture, sort_keys=True, default=repr)), None
+        except TimeoutError:
+            why = f"observe() did not answer within {OBSERVE_SECONDS:g} s {when} the call"
         except Exception as exc:  # the plugin's defect, reported rather than raised
-            return None, f"observe() raised {_raised(exc)}"
+            why = f"observe() raised {_raised(exc)} {when} the call"
+        self.failures.append(why)
+        self._unreported.append(why)
+        return None, why
+
+    def reported(self, found: Check) -> list[Check]:
+        """``found``, then a violation of its own for each ``observe()`` failure around its
+        call: an action that failed too is not allowed to hide a world the kit could not
+        see, and a call that passed was passed unseen."""
+        if not self._unreported:
+            return [found]
+        why = "; ".join(self._unreported)
+        self._unreported.clear()
+        return [
+            found,
+            Check(
+                found.plugin,
+                "observe",
+                found.subject,
+                "violation",
+                f"{found.subject}: {why} (check {found.check}); expected observe() to answer "
+                "a JSON-able picture of the world every time: without it the kit cannot tell "
+                "whether the call changed the game",
+            ),
+        ]
 
     def summary(self, label: str) -> Check:
+        if self.failures:
+            return Check(
+                label,
+                "world",
+                label,
+                "violation",
+                f'PLUGIN_INFO["observe"] failed {len(self.failures)} time(s) (the observe '
+                f"checks name each): the kit could not see the world around those calls; "
+                f"first: {self.failures[0]}",
+            )
         if self.observe is None:
             return Check(
                 label,
@@ -282,14 +329,13 @@ class World:
 
 async def _observed(world: World, call: Any) -> tuple[Envelope, str | None]:
     """Run ``call()`` (an envelope coroutine) between two observations; answers the envelope
-    and, when the world changed or could not be seen, why."""
-    before, broken = await world.take()
+    and, when the world changed, how. A world that could not be seen is not judged here:
+    ``world`` keeps the failure, reported as a check of its own (:meth:`World.reported`)."""
+    before, broken = await world.take("before")
     envelope = await call()
-    if broken is not None:
-        return envelope, broken
-    after, broken = await world.take()
-    if broken is not None:
-        return envelope, broken
+    after, broken_after = await world.take("after")
+    if broken is not None or broken_after is not None:
+        return envelope, None
     if before != after:
         return (
             envelope,
@@ -318,7 +364,7 @@ async def _perform_check(
     bad = [
         f"{p.name} example {p.example!r} {why}"
         for p in action.params
-        for ok, _, why in [check_literal(p.type, p.example)]
+        for ok, _, why in [p.check(p.example)]
         if not ok
     ]
     if bad:
@@ -667,6 +713,38 @@ def _source_check(label: str, source_id: str, answer: Mapping[str, Any]) -> Chec
         source_id,
         "violation",
         f"{answer['reason']}; expected resolve() to answer a list of {{value, label}}",
+    )
+
+
+def bounds_text(param: Param) -> str:
+    """A param's declared bounds in words: ``minimum 1, maximum 50``."""
+    parts = []
+    for name, value in param.bounds.items():
+        if name == "enum":
+            parts.append("one of " + ", ".join(_show(v) for v in value))
+        else:
+            parts.append(f"{name.replace('_', ' ')} {_show(value)}")
+    return ", ".join(parts)
+
+
+def _bounds_check(label: str, action: Action, param: Param) -> Check:
+    # The loader already refuses an example outside its own bounds; this line shows the
+    # bounds an author declared (the manifest records them too), and would catch a
+    # declaration that reached the kit some other way.
+    subject = f"{action.id}.{param.name}"
+    head = f"{action.id} param {param.name}: {param.type}, {bounds_text(param)}"
+    problem = param.bound_problem(param.example)
+    if problem:
+        return Check(
+            label,
+            "bounds",
+            subject,
+            "violation",
+            f"{head}; its example {_show(param.example)} {problem}: an example must lie "
+            "within its own bounds",
+        )
+    return Check(
+        label, "bounds", subject, "pass", f"{head}; example {_show(param.example)} within them"
     )
 
 

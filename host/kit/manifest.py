@@ -59,6 +59,8 @@ NOT_CONTRACT = frozenset({"plugin", "default_on_failure", "dropped"})
 #: Optional fields of contract 1.2, recorded only when declared: a manifest written before
 #: them still matches a plugin that does not use them.
 SINCE_1_2 = frozenset({"on_failure", "self_check"})
+#: A param's bounds, contract 1.3: recorded only when declared, for the same reason.
+PARAM_BOUNDS = frozenset({"minimum", "maximum", "min_length", "max_length", "pattern", "enum"})
 
 
 def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
@@ -72,7 +74,7 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
     for key, items in catalog.items():
         entry[key] = [
             {
-                k: v
+                k: _declared_params(v) if k == "params" else v
                 for k, v in item.items()
                 if k not in NOT_CONTRACT and not (k in SINCE_1_2 and v is None)
             }
@@ -85,6 +87,14 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
         entry["settings"] = settings_fields(model)
     # Through JSON and back, so what is compared is exactly what a file would hold.
     return json.loads(json.dumps(entry))
+
+
+def _declared_params(params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An action's params as the manifest records them: each bound only when declared."""
+    return [
+        {k: v for k, v in param.items() if not (k in PARAM_BOUNDS and v is None)}
+        for param in params
+    ]
 
 
 def settings_fields(model: Any) -> list[dict[str, Any]]:

@@ -4,14 +4,17 @@ envelope, naming what was wrong and where, and writes nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 from pageant.api.app import all_routes
 from pageant.api.routing import MAX_JSON_DEPTH, json_depth_exceeds, parse_id
+from pageant.db.tables import trigger_firing_keys, trigger_last_firings
 from pageant.engine import Engine
 from tests.api.test_events_api import EVENTS, WAIT, call, create, snapshot, spec_of
 from tests.conftest import bearer
@@ -365,7 +368,7 @@ async def _raw_get(client: Any, path: str, header: bytes) -> tuple[int, bytes]:
     reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
     try:
         writer.write(
-            b"GET " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\n"
+            b"GET " + path.encode("utf-8", "surrogateescape") + b" HTTP/1.1\r\nHost: localhost\r\n"
             b"Connection: close\r\n" + header + b"\r\n\r\n"
         )
         await writer.drain()
@@ -426,3 +429,197 @@ async def test_a_sign_in_post_with_text_that_is_not_ascii_is_refused_not_a_500(c
     )
     assert refused.status == 403
     assert _loud(caplog) == []
+
+
+# ── keys and text that are not UTF-8 ──────────────────────────────────────────
+
+FIRE = "/api/v1/triggers/wisps.caught/fire"
+
+
+async def _raw_post(client: Any, path: str, headers: list[bytes], body: bytes) -> tuple[int, Any]:
+    """POST ``body`` to ``path`` with ``headers`` sent byte for byte; the status and the
+    answer's JSON (None when aiohttp's parser answered in plain text)."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    try:
+        writer.write(
+            b"POST " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n"
+            + b"".join(h + b"\r\n" for h in headers)
+            + b"\r\n"
+            + body
+        )
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b"\r\n")[0].split()[1])
+    try:
+        return status, json.loads(payload)
+    except ValueError:
+        return status, None
+
+
+async def _firing_rows(db: Any) -> list[int]:
+    """How many firing keys and last firings are kept: what a refused firing must not add."""
+    async with db.connect() as conn:
+        return [
+            (await conn.execute(select(func.count()).select_from(table))).scalar_one()
+            for table in (trigger_firing_keys, trigger_last_firings)
+        ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (b"caf\xe9", "is not UTF-8 text: character 4 is U+DCE9"),
+        (b"\xff\xfe", "is not UTF-8 text: character 1 is U+DCFF"),
+        # A surrogate spelt in UTF-8's pattern is not UTF-8 either.
+        (b"k\xed\xa0\x80", "is not UTF-8 text: character 2 is U+DCED"),
+        (b"a\tb", "character 2 is U+0009, which is not printable"),
+    ],
+)
+async def test_an_idempotency_key_that_is_not_printable_utf8_is_a_400_naming_the_header(
+    client, tokens, db, caplog, raw, problem
+) -> None:
+    before = await _firing_rows(db)
+    auth = b"Authorization: Bearer " + tokens["game"].encode()
+    status, data = await _raw_post(
+        client, FIRE, [auth, b"Idempotency-Key: " + raw], b'{"colour": "eu-1"}'
+    )
+    assert status == 400, data
+    (detail,) = envelope(data)["details"]
+    assert detail.startswith(f"headers.Idempotency-Key: {problem}"), detail
+    assert await _firing_rows(db) == before
+    assert _loud(caplog) == []
+
+
+@pytest.mark.parametrize("key", ["café-41", "🐉" * 200, "k" * 200, "a b"])
+async def test_a_key_of_printable_utf8_up_to_the_bound_is_kept(client, tokens, db, key) -> None:
+    auth = b"Authorization: Bearer " + tokens["game"].encode()
+    header = b"Idempotency-Key: " + key.encode()
+    for _ in range(2):  # the second is the first's replay
+        status, data = await _raw_post(client, FIRE, [auth, header], b'{"colour": "eu-1"}')
+        assert status == 200, data
+    async with db.connect() as conn:
+        kept = (await conn.execute(select(trigger_firing_keys.c.key))).scalars().all()
+    assert kept == [key]
+
+
+async def test_a_key_past_the_bound_is_a_400(client, tokens, db) -> None:
+    auth = b"Authorization: Bearer " + tokens["game"].encode()
+    header = b"Idempotency-Key: " + ("🐉" * 201).encode()
+    status, data = await _raw_post(client, FIRE, [auth, header], b'{"colour": "eu-1"}')
+    assert status == 400
+    assert envelope(data)["details"] == [
+        "headers.Idempotency-Key: expected 1 to 200 characters; got 201"
+    ]
+    assert await _firing_rows(db) == [0, 0]
+
+
+async def test_a_lone_surrogate_in_a_batch_firings_id_is_a_400_naming_it(client, tokens, db):
+    before = await _firing_rows(db)
+    auth = b"Authorization: Bearer " + tokens["game"].encode()
+    body = (
+        b'[{"trigger": "wisps.caught", "payload": {"colour": "eu-1"}, "id": "ok"},'
+        b' {"trigger": "wisps.caught", "payload": {"colour": "eu-1"}, "id": "k\\ud800"}]'
+    )
+    status, data = await _raw_post(client, "/api/v1/triggers/fire", [auth], body)
+    assert status == 400, data
+    assert envelope(data)["details"] == [
+        "body[1].id: contains U+D800, half of a surrogate pair alone, which is not text"
+    ]
+    assert await _firing_rows(db) == before
+
+
+async def test_a_plugins_firing_with_a_key_that_is_not_text_is_refused(host, db) -> None:
+    from pageant.errors import Invalid
+
+    for key in ("caf\udce9", "a\x00b"):
+        with pytest.raises(Invalid) as refused:
+            await host.emit("wisps.caught", {"colour": "eu-1"}, key=key, issuer="plugin:wisps")
+        assert refused.value.details[0].startswith("body.id: ")
+    assert await _firing_rows(db) == [0, 0]
+
+
+@pytest.mark.parametrize(
+    ("method", "template"), BODY_ROUTES, ids=[f"{m} {p}" for m, p in BODY_ROUTES]
+)
+async def test_a_lone_surrogate_is_a_400_on_every_body_route(
+    client, tokens, ids, db, method, template
+):
+    before = await snapshot(db)
+    body = b'{"title": "Arc\\udc00", "x\\ud83d": 1}'
+    status, data = await call(client, method, fill(template, ids), tokens["admin"], body)
+    assert status == 400, data
+    assert envelope(data)["details"] == [
+        "body.title: contains U+DC00, half of a surrogate pair alone, which is not text",
+        "body: a key holds half of a surrogate pair alone: 'x\\ud83d'",
+    ]
+    assert await snapshot(db) == before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"Idempotency-Key: ca\x00f", b"X-Probe: \x00"],
+    ids=["a NUL in a header", "a header of only a NUL"],
+)
+async def test_a_request_the_parser_refuses_is_a_400_and_one_warning_line(
+    client, tokens, caplog, line
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    auth = b"Authorization: Bearer " + tokens["game"].encode()
+    status, _ = await _raw_post(client, FIRE, [auth, line], b'{"colour": "eu-1"}')
+    assert status == 400
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.levelname, r.exc_info) for r in said] == [("WARNING", None)]
+    assert said[0].getMessage() == (
+        "refused a malformed request from 127.0.0.1 (400): Invalid header value char"
+    )
+
+
+async def test_a_url_the_parser_refuses_is_one_warning_line(client, caplog) -> None:
+    status, _ = await _raw_get(client, "/api/v1/public/events/caf\udce9", b"X: y")
+    assert status == 400
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.levelname, r.exc_info) for r in said] == [("WARNING", None)]
+
+
+@pytest.mark.parametrize("path", ["/sign-in", "/events", "/tokens"])
+async def test_a_console_form_of_bytes_that_are_not_utf8_is_a_400(client, caplog, path) -> None:
+    """A form body aiohttp cannot decode answered 500 with a traceback: it is the console's
+    own 400 page, before any session or CSRF check reads the form."""
+    reader, writer = await asyncio.open_connection(client.server.host, client.server.port)
+    body = b"csrf_token=\xff&token=caf\xe9"
+    try:
+        writer.write(
+            b"POST " + path.encode() + b" HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        await writer.drain()
+        answer = await reader.read()
+    finally:
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert b"bytes that are not UTF-8 text" in answer
+    assert _loud(caplog) == []
+
+
+async def test_a_plugins_firing_with_a_payload_that_is_not_text_is_refused(host, db) -> None:
+    """A plugin's (or the command line's) text may hold bytes that are not UTF-8 as
+    surrogates, which no database stores: refused naming the variable, with nothing kept."""
+    from pageant.errors import Invalid
+
+    with pytest.raises(Invalid) as refused:
+        await host.emit("wisps.caught", {"colour": "caf\udce9"}, key="k1", issuer="plugin:wisps")
+    assert refused.value.details == [
+        'body.colour: expected text for "colour", got "caf\\udce9", which holds half of a '
+        "surrogate pair alone (a byte that is not UTF-8)"
+    ]
+    assert await _firing_rows(db) == [0, 0]
+    # Text beyond ASCII is text.
+    await host.emit("wisps.caught", {"colour": "café"}, key="k2", issuer="plugin:wisps")
+    assert (await _firing_rows(db))[0] == 1

@@ -18,7 +18,6 @@ import pytest
 from sqlalchemy import func, select
 
 from pageant.db.tables import event_run_steps, event_runs
-from tests.processes import Receiver, Serve, until
 from tests.engine.test_processes import (
     _prepare,
     _report,
@@ -27,6 +26,7 @@ from tests.engine.test_processes import (
     completed_runs,
     read,
 )
+from tests.processes import Receiver, Serve, until
 
 MESSAGES = tuple(f"call-{n}" for n in range(6))
 RUNS = 20

@@ -157,7 +157,7 @@ def test_an_example_of_the_declared_type_is_accepted(type_: str, example: Any) -
     ("type_", "example", "why"),
     [
         ("integer", True, "must be an integer"),  # a bool is not an integer here
-        ("integer", 5.0, "must be an integer"),  # nor is a float that looks whole
+        ("integer", 5.5, "must be an integer"),  # nor is a float with a fraction
         ("integer", "5", "must be an integer"),
         ("number", True, "must be a number"),
         ("number", False, "must be a number"),
@@ -173,6 +173,59 @@ def test_an_example_of_the_declared_type_is_accepted(type_: str, example: Any) -
 def test_an_example_that_does_not_type_check_is_refused(type_: str, example: Any, why: str) -> None:
     message = refusal(Param, param(type_, example))
     assert f"example {example!r} {why} (type {type_})" in message
+
+
+# ── a param's bounds (contract 1.3) ──────────────────────────────────────────
+
+
+@pytest.mark.parametrize(
+    ("type_", "bounds", "inside", "outside", "why"),
+    [
+        ("integer", {"minimum": 0}, 0, -1, "must be at least 0"),
+        ("integer", {"maximum": 86_400}, 86_400, 86_401, "must be at most 86400"),
+        ("integer", {"maximum": 10}, 9.0, 10**20, "must be at most 10"),
+        ("number", {"minimum": 0.5}, 0.5, 0.499, "must be at least 0.5"),
+        ("number", {"maximum": 2.0}, 2, 2.001, "must be at most 2"),
+        ("string", {"min_length": 2}, "ab", "a", "must be at least 2 characters long"),
+        ("string", {"max_length": 3}, "abc", "abcd", "must be at most 3 characters long"),
+        ("string", {"pattern": "[a-z]+"}, "yew", "yew!", 'must match the pattern "[a-z]+"'),
+        ("string", {"enum": ["a", "b"]}, "b", "c", 'must be one of "a", "b"'),
+        ("integer", {"enum": [1, 3]}, 3, 2, "must be one of 1, 3"),
+    ],
+)
+def test_each_bound_holds_on_both_sides(
+    type_: str, bounds: dict[str, Any], inside: Any, outside: Any, why: str
+) -> None:
+    declared = Param.model_validate({**param(type_, inside), **bounds})
+    ok, value, _ = declared.check(inside)
+    assert ok and value == inside
+    assert declared.check(outside) == (False, None, why)
+    assert declared.bound_problem(outside) == why
+    assert declared.bounds == bounds
+
+
+@pytest.mark.parametrize(
+    ("type_", "example", "bounds", "why"),
+    [
+        ("string", "a", {"minimum": 1}, "minimum applies to integer and number params"),
+        ("integer", 1, {"max_length": 4}, "max_length applies to string params"),
+        ("integer", 1, {"pattern": "1"}, "pattern applies to string params"),
+        ("integer", 5, {"minimum": 6, "maximum": 4}, "minimum 6 is above maximum 4"),
+        ("string", "ab", {"min_length": 3, "max_length": 2}, "min_length 3 is above"),
+        ("string", "a", {"pattern": "[a-"}, "pattern '[a-' does not compile"),
+        ("string", "a", {"enum": []}, "enum is empty"),
+        ("string", "a", {"enum": ["a", 2]}, "enum value 2 must be a string"),
+        ("integer", 0, {"minimum": 1}, "example 0 must be at least 1"),
+        ("string", "storm", {"enum": ["calm"]}, "example 'storm' must be one of \"calm\""),
+        ("integer", 1, {"minimum": True}, "expected a number; got True"),
+        ("number", 1, {"maximum": float("inf")}, "expected a finite number"),
+        ("string", "a", {"min_length": -1}, "greater than or equal to 0"),
+    ],
+)
+def test_a_bad_bound_or_an_example_outside_its_bounds_is_refused(
+    type_: str, example: Any, bounds: dict[str, Any], why: str
+) -> None:
+    assert why in refusal(Param, {**param(type_, example), **bounds})
 
 
 def test_an_example_is_required_even_on_an_optional_param() -> None:
@@ -339,3 +392,12 @@ def test_declarations_are_frozen() -> None:
     declared = Action.model_validate(action())
     with pytest.raises(ValidationError):
         declared.budget_ms = 5  # type: ignore[misc]  # assigning to a frozen model is the point
+
+
+def test_a_string_holding_half_of_a_surrogate_pair_is_not_text() -> None:
+    assert check_literal("string", "caf\udce9") == (
+        False,
+        None,
+        "must be text; it holds U+DCE9, half of a surrogate pair alone (a byte that is not UTF-8)",
+    )
+    assert check_literal("string", "café 🐉") == (True, "café 🐉", "")

@@ -633,6 +633,7 @@ def test_params_unknown_and_required(registry: Registry) -> None:
     [
         ({"level": 5}, {"level": 5}),
         ({"level": -3}, {"level": -3}),
+        ({"level": 5.0}, {"level": 5}),  # a whole number, as JSON Schema counts it
         ({"ratio": 5}, {"ratio": 5}),
         ({"ratio": 2.5}, {"ratio": 2.5}),
         ({"loud": False}, {"loud": False}),
@@ -653,7 +654,7 @@ def test_param_types_accepted(
     ("params", "error"),
     [
         ({"level": True}, '"level" must be an integer; got true'),
-        ({"level": 5.0}, '"level" must be an integer; got 5.0'),
+        ({"level": 5.5}, '"level" must be an integer; got 5.5'),
         ({"level": "5"}, '"level" must be an integer; got "5"'),
         ({"ratio": True}, '"ratio" must be a number; got true'),
         ({"ratio": "2.5"}, '"ratio" must be a number; got "2.5"'),
@@ -663,6 +664,11 @@ def test_param_types_accepted(
         ({"loud": "true"}, '"loud" must be true or false; got "true"'),
         ({"name": 5}, '"name" must be a string; got 5'),
         ({"name": ["a"]}, '"name" must be a string; got ["a"]'),
+        (
+            {"name": "caf\udce9"},  # bytes that were not UTF-8, as Python keeps them
+            '"name" must be text; it holds U+DCE9, half of a surrogate pair alone (a byte that '
+            'is not UTF-8); got "caf\\udce9"',
+        ),
         ({"name": "x" * 4001}, '"name" is at most 4000 characters; this one has 4001'),
     ],
 )

@@ -249,6 +249,75 @@ class Blind:
         return [action("blind.act", perform)]
 
 
+async def broken_observe() -> dict[str, Any]:
+    raise RuntimeError("the game's status page is down")
+
+
+class Myopic:
+    """Its action passes, but its ``observe`` raises: the kit cannot see its world."""
+
+    PLUGIN_INFO = info("myopic", observe=broken_observe)
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": True}
+
+        return [action("myopic.act", perform)]
+
+
+class Doomed:
+    """Its action fails its dry run, and its ``observe`` raises as well."""
+
+    PLUGIN_INFO = info("doomed", observe=broken_observe)
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": False, "retry": False, "error": "no such arena"}
+
+        return [action("doomed.act", perform)]
+
+
+def counted(example: int) -> dict[str, Any]:
+    """A ``count`` param bounded 1 to 50 (contract 1.3), with ``example``."""
+    return {
+        "name": "count",
+        "type": "integer",
+        "required": True,
+        "description": "How many.",
+        "example": example,
+        "minimum": 1,
+        "maximum": 50,
+    }
+
+
+class Ranged:
+    """Its param declares bounds, and its example lies within them."""
+
+    PLUGIN_INFO = info("ranged", contract="^1.3")
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": True}
+
+        return [action("ranged.act", perform, params=[counted(4)])]
+
+
+class Astray:
+    """Its param's example lies outside the param's own bounds."""
+
+    PLUGIN_INFO = info("astray", contract="^1.3")
+
+    @hookimpl
+    def pageant_actions(self) -> list[Any]:
+        async def perform(ctx: Any) -> dict[str, Any]:
+            return {"ok": True}
+
+        return [action("astray.act", perform, params=[counted(0)])]
+
+
 PLUGINS = {
     name.lower(): name
     for name in (
@@ -263,5 +332,9 @@ PLUGINS = {
         "Slow",
         "Sloppy",
         "Blind",
+        "Myopic",
+        "Doomed",
+        "Ranged",
+        "Astray",
     )
 }

@@ -170,7 +170,7 @@ async def test_the_same_key_twice_answers_the_first_answer_and_counts_once(
         client, FIRE, tokens["game"], {"colour": "eu-1"}, **{"Idempotency-Key": "k" * 201}
     )
     assert status == 400 and error["error"]["details"] == [
-        "headers.Idempotency-Key: expected 1 to 200 characters"
+        "headers.Idempotency-Key: expected 1 to 200 characters; got 201"
     ]
 
 

@@ -154,6 +154,61 @@ def test_without_observe_the_report_says_what_the_kit_cannot_see(site: Site) -> 
     )
 
 
+def test_an_observe_that_raises_is_a_violation_of_its_own_and_no_passing_world(site) -> None:
+    found = checks_of("myopic", "perform", "revert", "observe", "world", "perform_fresh")
+    assert outcome(found) == [
+        ("perform", "pass"),
+        ("observe", "violation"),
+        ("revert", "pass"),  # no revert declared: nothing called, nothing observed
+        ("world", "violation"),
+        ("perform_fresh", "pass"),
+        ("observe", "violation"),
+    ]
+    observed = found[1]
+    assert observed["subject"] == "myopic.act"
+    assert observed["message"].startswith(
+        "myopic.act: observe() raised RuntimeError: the game's status page is down"
+    )
+    assert "before the call" in observed["message"] and "(check perform)" in observed["message"]
+    assert "after the call" in observed["message"]
+    assert found[3]["message"].startswith('PLUGIN_INFO["observe"] failed 2 time(s)')
+    result = CliRunner().invoke(main, ["contract-check", "--plugin", "myopic"])
+    assert result.exit_code == 1, result.output
+    assert "observe() raised" in result.output
+
+
+def test_an_observe_that_raises_is_named_even_when_the_action_fails_too(site: Site) -> None:
+    found = checks_of("doomed", "perform", "observe", "world")
+    assert outcome(found)[:2] == [("perform", "violation"), ("observe", "violation")]
+    assert 'error: "no such arena"' in found[0]["message"]
+    assert "observe() raised RuntimeError: the game's status page is down" in found[1]["message"]
+    assert [c["outcome"] for c in found if c["check"] == "world"] == ["violation"]
+
+
+def test_a_params_bounds_are_shown_and_recorded_in_the_manifest(site: Site) -> None:
+    (found,) = checks_of("ranged", "bounds")
+    assert (found["outcome"], found["subject"]) == ("pass", "ranged.act.count")
+    assert found["message"] == (
+        "ranged.act param count: integer, minimum 1, maximum 50; example 4 within them"
+    )
+    result = CliRunner().invoke(main, ["contract-check", "--plugin", "ranged"])
+    assert "bounds          ranged.act param count: integer, minimum 1, maximum 50" in (
+        result.output
+    )
+    (entry,) = json.loads(Path("contract-manifest.json").read_text())["plugins"]
+    (param,) = entry["actions"][0]["params"]
+    assert (param["minimum"], param["maximum"]) == (1, 50)
+    assert "pattern" not in param and "enum" not in param  # only the bounds declared
+
+
+def test_an_example_outside_its_own_bounds_is_a_violation(site: Site) -> None:
+    result = CliRunner().invoke(main, ["contract-check", "--plugin", "astray", "--json"])
+    assert result.exit_code == 1
+    (load,) = [c for c in json.loads(result.output)["checks"] if c["check"] == "load"]
+    assert load["outcome"] == "violation"
+    assert "example 0 must be at least 1" in load["message"]
+
+
 def test_write_without_plugin_refuses_when_more_than_one_plugin_is_installed(
     site: Site,
 ) -> None:

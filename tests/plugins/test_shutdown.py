@@ -19,10 +19,10 @@ from pageant import hookimpl
 from pageant.hosting import Host
 from pageant.plugins.loader import candidate_for, load_plugins
 from pageant.settings import Settings
+from tests.engine.test_processes import _prepare, _sync
 from tests.fixture_plugins import Site, source
 from tests.kit.test_contract_check import pageant_process
 from tests.processes import Serve
-from tests.engine.test_processes import _prepare, _sync
 
 #: What a loop's end says about a plugin that left something open.
 NOISE = ("Task was destroyed", "Event loop is closed", "Unclosed", "Traceback", "never retrieved")

@@ -99,7 +99,7 @@ class ShardPlugin:
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
             "owner": "shard",
-            "contract": "^1.2",
+            "contract": "^1.3",
             "settings": ShardSettings,
             "observe": self.observe,
         }
@@ -427,7 +427,13 @@ class ShardPlugin:
                         "guardian",
                         "shard.options.creatures",
                     ),
-                    _param("count", "integer", f"How many (1 to {MAX_SPAWN}).", 4),
+                    _param(
+                        "count",
+                        "integer",
+                        f"How many (1 to {MAX_SPAWN}).",
+                        4,
+                        bounds=(1, MAX_SPAWN),
+                    ),
                 ],
                 "cost": lambda params: {"shard.creatures": params["count"]},
                 "perform": self.spawn,
@@ -448,6 +454,7 @@ class ShardPlugin:
                         "integer",
                         f"How long it stays open (1 to {MAX_GATE_MINUTES}).",
                         30,
+                        bounds=(1, MAX_GATE_MINUTES),
                     ),
                 ],
                 "perform": self.open_gate,
@@ -464,7 +471,13 @@ class ShardPlugin:
                     _param(
                         "item", "string", "Which item.", "champion_sigil", "shard.options.items"
                     ),
-                    _param("amount", "integer", f"How many (1 to {MAX_REWARD}).", 1),
+                    _param(
+                        "amount",
+                        "integer",
+                        f"How many (1 to {MAX_REWARD}).",
+                        1,
+                        bounds=(1, MAX_REWARD),
+                    ),
                 ],
                 "cost": lambda params: {"shard.rewards": params["amount"]},
                 "perform": self.grant,
@@ -564,9 +577,15 @@ class ShardPlugin:
 
 
 def _param(
-    name: str, kind: str, description: str, example: Any, source: str | None = None
+    name: str,
+    kind: str,
+    description: str,
+    example: Any,
+    source: str | None = None,
+    *,
+    bounds: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    return {
+    declared = {
         "name": name,
         "type": kind,
         "required": True,
@@ -574,6 +593,10 @@ def _param(
         "example": example,
         "option_source": source,
     }
+    if bounds is not None:
+        # Contract 1.3: the host refuses a value outside them when the spec is saved.
+        declared["minimum"], declared["maximum"] = bounds
+    return declared
 
 
 def _unknown(**named: str) -> str | None:

@@ -23,7 +23,7 @@ from pageant.access.tokens import live_or_refused
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
 from pageant.errors import Invalid, NotFound, PageantError, Unauthenticated
-from pageant.gates.emit import MAX_BATCH, MAX_KEY
+from pageant.gates.emit import MAX_BATCH, MAX_KEY, key_problem
 from pageant.gates.firers import check_outside_firing
 from pageant.plugins.registry import Registry
 
@@ -69,7 +69,7 @@ def batch_schema(registry: Registry) -> dict[str, Any]:
         "items": {
             "description": (
                 '{"trigger": a trigger id, "payload": its variables, "id"?: an idempotency '
-                f'key of 1 to {MAX_KEY} characters, "at"?: an instant with an offset}}; '
+                f'key of 1 to {MAX_KEY} printable characters, "at"?: an instant with an offset}}; '
                 f"triggers: {triggers}"
             ),
         },
@@ -160,10 +160,10 @@ async def _fire(request: web.Request) -> web.Response:
     check_outside_firing(trigger_id)
     payload = await read_json(request)
     key = request.headers.get(KEY_HEADER)
-    if key is not None and not 1 <= len(key) <= MAX_KEY:
+    problem = None if key is None else key_problem(key)
+    if problem:
         raise Invalid(
-            "the idempotency key does not fit",
-            details=[f"headers.{KEY_HEADER}: expected 1 to {MAX_KEY} characters"],
+            "the idempotency key does not fit", details=[f"headers.{KEY_HEADER}: {problem}"]
         )
     answer = await host.emit(
         trigger_id,

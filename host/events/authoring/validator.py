@@ -59,7 +59,7 @@ from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
-from pageant.hookspecs.models import ON_FAILURE_BY_RISK, check_literal
+from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -550,10 +550,11 @@ def _params(
     declared_params: dict[str, dict[str, Any]],
     errors: list[str],
 ) -> dict[str, Any]:
-    """The declared params of one step, type-checked, in declaration order; a value may be
+    """The declared params of one step, checked against each param's type and bounds
+    (:meth:`~pageant.hookspecs.Param.check`), in declaration order; a value may be
     ``{"param": name}``, a run param whose type fits (and, for a param with an option
     source, whose declaration names that source or has a default), written out when the
-    run reaches it.
+    run reaches it (a reference is not a value: its bounds are the written-out value's).
 
     An unknown param is an error rather than a silent drop: ``creatures`` typed for
     ``creature`` is a step that would dispatch without it while looking saved.
@@ -587,9 +588,12 @@ def _params(
             ):
                 params[param.name] = {"param": value["param"]}
             continue
-        ok, value, why = check_literal(param.type, value)
+        ok, value, why = param.check(value)
         if not ok:
-            errors.append(f'{path}: "{param.name}" {why}; got {show(raw[param.name])}')
+            # Escaped: a value holding half of a surrogate pair is refused, and the message
+            # naming it must itself be text.
+            got = show(raw[param.name]).encode("utf-8", "backslashreplace").decode("utf-8")
+            errors.append(f'{path}: "{param.name}" {why}; got {got}')
             continue
         if param.type == "string" and len(value) > MAX_STRING_PARAM:
             errors.append(
