@@ -10,6 +10,8 @@ Run params are declared in their own fields (``rp0-name``, ``rp0-type``, ``rp0-s
 and a step's param or a condition's value may be "the run's param X", picked beside its value
 (``p0-s1-param-server-from``, ``p2-c0-from``): the spec then holds ``{"param": "X"}``. A
 schedule's fan-out is a list of param sets (``fan0-server``), one run each per occurrence.
+The spec's ``acknowledge`` is every ``acknowledge`` field posted: a warning's "don't warn me
+again" box, and a hidden field for each id acknowledged before (:mod:`.cautions`).
 
 What the builder writes of a gate's ``where``: a single comparison, or ``all`` of several
 (the common case, and what a form can show plainly). A stored condition the builder cannot
@@ -257,6 +259,11 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     template = {k: _get(form, f"announce-{k}") for k in ("title", "body")}
     if any(template.values()):
         out["announcement"] = {k: v for k, v in template.items() if v}
+    # Each warning's "don't warn me again" box, and the ids acknowledged before whose
+    # warning is gone (kept, as the API keeps them).
+    acknowledged = form.getall("acknowledge", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
+    if acknowledged:
+        out["acknowledge"] = [a.strip() if isinstance(a, str) else a for a in acknowledged]
     return out
 
 

@@ -18,12 +18,14 @@ from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
 from pageant.console import editor
 from pageant.console.capmeter import meter
+from pageant.console.cautions import cautions_view
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
+from pageant.events.saving import savable_spec, still_savable
 from pageant.events.slugs import slugify
 from pageant.gates.conditions import OPERATORS
 from pageant.plugins.options import resolve_options
@@ -197,6 +199,7 @@ async def _editor(
         event=event,
         fields=fields,
         view=editor.editor_view(spec, registry),
+        cautions=cautions_view(spec, registry),
         preview=preview(spec.get("schedule") or {}, fields["timezone"], host.clock.now()),
         actions=catalog_actions,
         triggers=sorted(registry.triggers.values(), key=lambda t: t.id),
@@ -240,6 +243,7 @@ async def event_page(request: web.Request) -> web.Response:
             "event_view.html",
             event=event,
             view=editor.editor_view(event["spec"], host.registry),
+            cautions=cautions_view(event["spec"], host.registry),
             preview=preview(
                 event["spec"].get("schedule") or {}, event["timezone"], host.clock.now()
             ),
@@ -248,7 +252,12 @@ async def event_page(request: web.Request) -> web.Response:
     notice = "Saved." if request.query.get("saved") else ""
     if request.query.get("published"):
         notice = f"Published as version {event['current_version']['number']}."
-    return await _editor(request, event, event["spec"], notice=notice)
+    warned = len(event.get("warnings") or [])
+    if notice and warned:
+        notice += f" {warned} warning{'s' if warned > 1 else ''}: see Warnings below."
+    return await _editor(
+        request, event, event["spec"], notice=notice, notice_tone="warn" if warned else None
+    )
 
 
 @routes.post("/events/{id}")
@@ -281,17 +290,27 @@ async def save_event(request: web.Request) -> web.Response:
     problems: list[str] = []
     _check_fields(fields["title"], fields["timezone"], fields["description"], problems)
     try:
+        async with host.db.connect() as conn:
+            checked_with = (await definitions.require_definition(conn, definition_id)).spec
+        # The API's check, made before the write transaction as the API makes it: it asks
+        # the plugins' option sources.
+        try:
+            checked = await savable_spec(spec, host.registry, stored=checked_with)
+        except Invalid as exc:
+            problems.extend(exc.details)
+            checked = None
+        if problems or checked is None:
+            raise Invalid("The event was not saved; fix the fields marked below.", details=problems)
         async with host.db.begin() as conn:
             row = await definitions.require_definition(conn, definition_id, lock=True)
             try:
-                checked = specs.validate(spec, host.registry, stored=row.spec)
-            except Invalid as exc:
-                problems.extend(exc.details)
-                checked = None
-            if problems or checked is None:
-                raise Invalid(
-                    "The event was not saved; fix the fields marked below.", details=problems
+                checked = still_savable(
+                    checked, host.registry, checked_with=checked_with, stored=row.spec
                 )
+            except Invalid as exc:
+                raise Invalid(
+                    "The event was not saved; fix the fields marked below.", details=exc.details
+                ) from None
             check_role_floor(session.principal.role, row.spec, checked, host.registry)
             definitions.refuse_unless_open(row, "edited")
             await definitions.update_definition(

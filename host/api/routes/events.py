@@ -3,12 +3,13 @@
 Checks run in one order on every write: the token and the route's role (401, 403, before
 the handler), the event (404), the body (400, every problem at once), the role floor (403),
 then the state and the slug (409). A refused request writes nothing: each handler does its
-work in one transaction, and every refusal is raised inside it.
+work in one transaction, and every refusal is raised inside it. The one check made before
+that transaction is a sent spec's (:mod:`pageant.events.saving`, shared with the console's
+editor): it asks plugins' option sources, which must not hold the write lock meanwhile.
 """
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -56,15 +57,13 @@ from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
-from pageant.events.option_values import check_option_values
+from pageant.events.saving import savable_spec, still_savable
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER
 from pageant.schedules.recurrence import zone
-
-log = logging.getLogger("pageant.api")
 
 routes = RouteTable("events")
 
@@ -285,15 +284,25 @@ class VersionList(BaseModel):
 # ── Checks shared by create and edit ────────────────────────────────────────────────────────
 
 
-async def check_fields(
-    conn: AsyncConnection,
-    checked: Checked[Any],
-    request: web.Request,
-    *,
-    stored: dict[str, Any] | None,
+async def check_spec(
+    checked: Checked[Any], request: web.Request, *, stored: dict[str, Any] | None
 ) -> dict[str, Any] | None:
-    """The checks a model cannot make: the zone, the series and the spec. Problems are
-    added to ``checked``; answers the normalised spec when one was sent and is valid."""
+    """The spec sent, as it is saved over the working copy ``stored``
+    (:func:`pageant.events.saving.savable_spec`, the console editor's check too); None when
+    no spec was sent or it is invalid, its problems then added to ``checked``. It asks
+    plugins' option sources, so a handler makes it before its write transaction."""
+    if "spec" not in checked.sent:
+        return None
+    try:
+        return await savable_spec(checked.raw["spec"], request.app[HOST].registry, stored=stored)
+    except Invalid as exc:
+        checked.details.extend(exc.details)
+        return None
+
+
+async def check_fields(conn: AsyncConnection, checked: Checked[Any]) -> None:
+    """The checks a model cannot make besides the spec's: the zone and the series. Problems
+    are added to ``checked``."""
     given = checked.given
     tz = given.get("timezone")
     if tz is not None:
@@ -307,21 +316,6 @@ async def check_fields(
     series_id = given.get("series_id")
     if series_id is not None and await get_series(conn, series_id) is None:
         checked.fail(f"body.series_id: no series {series_id}")
-    if "spec" not in checked.sent:
-        return None
-    registry = request.app[HOST].registry
-    try:
-        spec = specs.validate(checked.raw["spec"], registry, stored=stored)
-    except Invalid as exc:
-        checked.details.extend(exc.details)
-        return None
-    unknown, unchecked = await check_option_values(spec, registry)
-    for warning in unchecked:
-        log.warning("saving event: %s", warning)
-    if unknown:
-        checked.details.extend(unknown)
-        return None
-    return spec
 
 
 def _now(request: web.Request) -> datetime:
@@ -388,8 +382,9 @@ async def create_event(request: web.Request) -> web.Response:
     host = request.app[HOST]
     who = principal(request)
     checked = check_body(EventCreate, raw)
+    spec = await check_spec(checked, request, stored=None)
     async with host.db.begin() as conn:
-        spec = await check_fields(conn, checked, request, stored=None)
+        await check_fields(conn, checked)
         checked.raise_if_invalid()
         body = checked.body
         assert body is not None
@@ -439,10 +434,20 @@ async def update_event(request: web.Request) -> web.Response:
     raw = await prefetch(request)
     host = request.app[HOST]
     who = principal(request)
+    async with host.db.connect() as conn:
+        checked_with = (await definitions.require_definition(conn, definition_id)).spec
+    checked = check_body(EventUpdate, raw)
+    spec = await check_spec(checked, request, stored=checked_with)
     async with host.db.begin() as conn:
         row = await definitions.require_definition(conn, definition_id, lock=True)
-        checked = check_body(EventUpdate, raw)
-        spec = await check_fields(conn, checked, request, stored=row.spec)
+        await check_fields(conn, checked)
+        if spec is not None:
+            try:
+                spec = still_savable(
+                    spec, host.registry, checked_with=checked_with, stored=row.spec
+                )
+            except Invalid as exc:
+                checked.details.extend(exc.details)
         checked.raise_if_invalid()
         changes = dict(checked.given)
         if spec is not None:
