@@ -37,7 +37,7 @@ async def observe() -> dict[str, Any]:
     return {}
 
 
-PLUGIN_INFO = {"owner": "core", "contract": "^1.1", "observe": observe}
+PLUGIN_INFO = {"owner": "core", "contract": "^1.2", "observe": observe}
 
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400

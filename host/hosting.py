@@ -276,7 +276,9 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context (a plugin whose startup raises is refused),
-        then run the boot-time self-check of the leases that declare one."""
+        then run the boot-time self-check of the leases that declare one, and warn once of
+        each plugin that cannot promise a late change is refused
+        (:func:`pageant.plugins.notices.late_change_warning`)."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
@@ -286,6 +288,10 @@ class Host:
 
         held = await self.held_lease_targets()
         await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
+        for record in self.plugins.loaded():
+            late = self.plugins.late_change_warning(record.owner or "")
+            if late is not None:
+                logging.getLogger("pageant.plugins").warning("plugin %s: %s", record.label, late)
         self.started = True
 
     async def held_lease_targets(self) -> set[tuple[str, str]]:

@@ -742,8 +742,9 @@ async def resource_reconcile_failed(
 async def resource_cleanup(
     conn: AsyncConnection, run_id: int, *, at: datetime, to: str, because: str | None = None
 ) -> None:
-    """The run's ``cleanup_status`` changed; ``because`` when a person's cancel left what it
-    holds in the world."""
+    """The run's ``cleanup_status`` changed; ``because`` says why it is ``incomplete``
+    when a sentence can: a person's cancel left what it holds in the world, or its plugin
+    cannot promise that a late change is refused."""
     detail = _given({"to": to}, because=because)
     await write(conn, run_id, LogKind.RESOURCE_CLEANUP, at=at, detail=detail)
 

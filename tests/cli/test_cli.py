@@ -116,9 +116,9 @@ def test_plugins_lists_core_and_wisps_loaded() -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert "loaded   pageant[core] " in lines[0]
-    assert lines[0].endswith("  owner=core contract=^1.1")
+    assert lines[0].endswith("  owner=core contract=^1.2")
     assert any(
-        line.startswith("loaded   pageant-wisps[wisps] 1.0.0  owner=wisps contract=^1.1")
+        line.startswith("loaded   pageant-wisps[wisps] 1.0.0  owner=wisps contract=^1.2")
         for line in lines
     )
 
@@ -150,12 +150,14 @@ def test_plugins_json_is_the_one_listing() -> None:
         "version": "1.0.0",
         "entry_point": "pageant_wisps",
         "owner": "wisps",
-        "contract": "^1.1",
+        "contract": "^1.2",
         "status": "loaded",
         "reason": None,
         "traceback": None,
         "dropped": [],
         "settings": None,
+        "warnings": [],
+        "unavailable": None,
     }
 
 

@@ -60,7 +60,7 @@ class OpenArenaPlugin:
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
-            "contract": "^1.1",
+            "contract": "^1.2",
             "settings": OpenArenaSettings,
             "observe": self.observe,
         }
