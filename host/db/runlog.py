@@ -700,9 +700,12 @@ async def resource_confirmed(
 
 
 @_writes(LogKind.RESOURCE_REVERTED, reads=ROW_FIELDS)
-async def resource_reverted(conn: AsyncConnection, row: Any, *, at: datetime) -> None:
-    """A ledger row was given back."""
-    await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at)
+async def resource_reverted(
+    conn: AsyncConnection, row: Any, *, at: datetime, by: str | None = None
+) -> None:
+    """A ledger row was given back; ``by`` is ``game`` for a lease the game had already
+    put back at its baseline (it honoured ``until``, or restarted)."""
+    await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at, **_given({}, by=by))
 
 
 @_writes(LogKind.RESOURCE_REVERT_FAILED, reads=ROW_FIELDS)

@@ -324,6 +324,12 @@ async def _revert(
     return None
 
 
+def lease_key(row: Any) -> str:
+    """The idempotency key of the borrowing a lease row records: the ``core.lease`` step's,
+    which its ``apply`` was given (a row whose step is gone keeps one of its own)."""
+    return row.idempotency_key or f"lease-{row.id}"
+
+
 async def _restore(
     host: CleanupHost, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
 ) -> None:
@@ -363,6 +369,19 @@ async def _restore_lease(
             else:
                 await _release(host, row, to="reverted", now=now, attempted=False)
             return
+        if current != payload.get("applied") and current == payload.get("baseline"):
+            # The game put the baseline back itself (it honoured ``until``, or restarted):
+            # given back, by the game, with nothing left for the host to call.
+            await _release(
+                host,
+                row,
+                to="reverted",
+                now=now,
+                attempted=False,
+                payload={**payload, "found": current, "restored_by": "game"},
+                detail={"by": "game"},
+            )
+            return
         if current != payload.get("applied"):
             await _release(
                 host,
@@ -375,7 +394,7 @@ async def _restore_lease(
             )
             return
         async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
-            await lease.restore(target, payload.get("baseline"))
+            await lease.restore_keyed(target, payload.get("baseline"), lease_key(row))
     except Exception as exc:
         await _fail(
             host,

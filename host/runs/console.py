@@ -198,6 +198,9 @@ def cleanup_summary(rows: Sequence[Any], *, ended: bool) -> str:
         )
     for row in drifted:
         parts.append(f"someone else changed {_named(row)}; it was left alone")
+    for row in rows:
+        if row.status == "reverted" and (row.payload or {}).get("restored_by") == "game":
+            parts.append(f"the game had already put back {_named(row)} itself")
     if orphaned:
         parts.append(f"{len(orphaned)} no longer in the game (orphaned), never reverted")
     return "; ".join(parts)
