@@ -11,7 +11,10 @@
   selected from the rows themselves, and its rows are given back newest first, by a task of
   the run's own beside the tick. A failed revert counts one attempt; at
   ``revert_max_attempts`` the row is ``revert_failed``. ``cleanup_status`` is derived from
-  the rows afterwards, never the other way round.
+  the rows afterwards, never the other way round. A run whose rows wait for a plugin that
+  is down is passed by, spending nothing, and says so (:mod:`pageant.ledger.held`): its
+  ``waiting_on`` names the plugin, its health is ``degraded``, and it goes on by itself
+  once the plugin is back.
 * **A revert is final for its key** (contract 1.2): a step whose perform timed out is given
   back by reverting its key with no resources, and that ok is the plugin's word that nothing
   made under the key is, or will be, in the world. A reconcile afterwards could not add to
@@ -38,6 +41,7 @@ from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
+from pageant.ledger.held import clear_held, note_all_held
 from pageant.ledger.state import released, settle
 from pageant.plugins.calls import PluginSlots, run_with_envelope
 from pageant.plugins.loader import PluginManager
@@ -176,14 +180,21 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
     if not engine.unsettled_checked:
         await settle_unsettled(host, now)
         engine.unsettled_checked = True
+    down = host.unavailable_owners()
     async with host.db.connect() as conn:
         run_ids = await resources.cleanup_candidates(
             conn,
             now,
             limit=host.settings.runs_per_tick,
-            skip_owners=host.unavailable_owners(),
+            skip_owners=down,
             skip_runs=tuple(engine.cleaning),
         )
+    if down:
+        # What waits for a plugin that is down says so, once (held.py).
+        async with host.db.begin() as conn:
+            await note_all_held(
+                conn, down, host.plugin_unavailable, now=now, limit=host.settings.runs_per_tick
+            )
     for run_id in run_ids:
         engine.give_back_beside(run_id, give_back(host, run_id, now=now))
 
@@ -249,9 +260,12 @@ async def give_back(
                 raise  # the whole give-back is tried again; every write is a compare-and-set
             log.exception("could not give back resource %s of run %s", row.id, run_id)
     async with host.db.begin() as conn:
+        settled_at = host.clock.now()
         status = await settle(
-            conn, run_id, now=host.clock.now(), rescue=rescue, because="; ".join(unsure) or None
+            conn, run_id, now=settled_at, rescue=rescue, because="; ".join(unsure) or None
         )
+        if ended and status != "pending":
+            await clear_held(conn, run_id, now=settled_at)
         if actor is not None:
             await runlog.control_cleanup(conn, run_id, at=now, result=status, actor=actor)
     return status

@@ -16,6 +16,7 @@ from pageant.db.rows import columns_of
 from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
+from pageant.ledger.held import held_by
 from pageant.runs import waiting
 from pageant.runs.versions import Pinned, phases_of, read_pinned
 from pageant.switchboard.board import run_budget
@@ -119,6 +120,10 @@ async def run_views(
     for st in run_steps:
         by_run[st["run_id"]].append(st)
     specs = {} if specs is None else specs
+    held = await resources.tryable_owners(
+        conn,
+        [row.id for row in rows if row.status in RUN_ENDED and row.cleanup_status == "pending"],
+    )
     views = []
     for row in rows:
         phase_steps = [st for st in by_run[row.id] if st["phase"] == row.current_phase]
@@ -140,6 +145,7 @@ async def run_views(
             holder=holder,
             gate=gate,
             unavailable=host.unavailable,
+            cleanup_held=held_by(held[row.id], host.plugin_unavailable) if row.id in held else None,
         )
         views.append(_run_json(row, waiting_on))
     return views
