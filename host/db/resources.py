@@ -358,11 +358,6 @@ async def set_lease_payload(
     )
 
 
-async def forget(conn: AsyncConnection, resource_id: int) -> None:
-    """Delete a reservation whose apply never happened (nothing in the world to give back)."""
-    await conn.execute(delete(event_run_resources).where(x.id == resource_id))
-
-
 async def counts_of_run(conn: AsyncConnection, run_id: int) -> dict[str, int]:
     """``{status: rows}`` for ``run_id``: what ``cleanup_status`` is derived from."""
     query = select(x.status, func.count()).where(x.run_id == run_id).group_by(x.status)

@@ -124,6 +124,11 @@ async def _cancel_and_clean(host: Any, engine: Engine, run_id: int) -> list[Any]
         return await resources.resources_of_run(conn, run_id)
 
 
+async def _lease_rows(host: Any, run_id: int) -> list[Any]:
+    async with host.db.connect() as conn:
+        return [r for r in await resources.resources_of_run(conn, run_id) if r.kind != "@step"]
+
+
 # ── the key ───────────────────────────────────────────────────────────────────
 
 
@@ -156,27 +161,48 @@ async def test_a_retry_after_a_lost_answer_is_answered_from_the_key(keyed_host, 
     game.lose = 1  # the game applies, and its answer never arrives
     wait = step("core.wait", seconds=3600)
     run_id, engine = await _held(
-        keyed_host,
-        spec(phase("p", lease("keyed.cvar", "gravity", "200", on_failure="pause"), wait)),
+        keyed_host, spec(phase("p", lease("keyed.cvar", "gravity", "200"), wait))
     )
     try:
         (borrowed, _) = await step_rows(keyed_host.db, run_id)
-        assert borrowed.status == "failed"  # core.lease does not retry a failed apply by itself
+        # Not taken to mean nothing happened: the reservation stays, and the step retries.
+        assert (borrowed.status, borrowed.attempts) == ("pending", 1)
         assert game.world["gravity"] == "200"
-        await controls.retry(keyed_host, run_id, borrowed.id, actor="admin:test")
+        (row,) = await _lease_rows(keyed_host, run_id)
+        assert (row.status, "baseline" in row.payload) == ("pending", False)
+        clock.advance(seconds=keyed_host.settings.retry_seconds)
         await engine.tick()
         (borrowed, _) = await step_rows(keyed_host.db, run_id)
-        assert borrowed.status == "done"
+        assert (borrowed.status, borrowed.attempts) == ("done", 2)
     finally:
         await engine.stop()
-    async with keyed_host.db.connect() as conn:
-        (row,) = await resources.resources_of_run(conn, run_id)
+    (row,) = await _lease_rows(keyed_host, run_id)
     # The retry's apply, under the same key, answered the baseline the first one replaced:
     # not the leased 200, which a restore would then have put "back".
-    assert row.payload["baseline"] == "800"
+    assert (row.status, row.payload["baseline"]) == ("confirmed", "800")
     assert [c for c in game.calls if c[0] == "apply"] == [
         ("apply", "gravity", borrowed.idempotency_key)
     ] * 2
+
+
+async def test_an_apply_that_never_answers_is_not_forgotten(keyed_host, game, clock):
+    game.lose = 99  # every answer is lost: the step fails for good
+    run_id, engine = await _held(
+        keyed_host, spec(phase("p", lease("keyed.cvar", "gravity", "200", on_failure="skip")))
+    )
+    try:
+        for _ in range(keyed_host.settings.max_attempts):
+            clock.advance(seconds=keyed_host.settings.retry_seconds)
+            await engine.tick()
+    finally:
+        await engine.stop()
+    (borrowed,) = await step_rows(keyed_host.db, run_id)
+    assert borrowed.status == "failed"
+    # What the game did under the key is found at the end: applied, with no baseline on
+    # record, so it is left as it is and the run says so rather than "given back".
+    (row,) = await _lease_rows(keyed_host, run_id)
+    assert row.status == "revert_failed" and "baseline was never recorded" in row.last_error
+    assert (await run_row(keyed_host.db, run_id)).cleanup_status == "incomplete"
 
 
 # ── restored by the game, drifted, restored by the host ──────────────────────
