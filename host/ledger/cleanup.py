@@ -41,7 +41,7 @@ from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
-from pageant.ledger.held import clear_held, note_all_held
+from pageant.ledger.held import clear_held, note_held, to_note
 from pageant.ledger.state import released, settle
 from pageant.plugins.calls import PluginSlots, run_with_envelope
 from pageant.plugins.loader import PluginManager
@@ -181,6 +181,7 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
         await settle_unsettled(host, now)
         engine.unsettled_checked = True
     down = host.unavailable_owners()
+    held: list[tuple[int, dict[str, Any]]] = []
     async with host.db.connect() as conn:
         run_ids = await resources.cleanup_candidates(
             conn,
@@ -189,12 +190,15 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
             skip_owners=down,
             skip_runs=tuple(engine.cleaning),
         )
-    if down:
+        if down:
+            held = await to_note(
+                conn, down, host.plugin_unavailable, limit=host.settings.runs_per_tick
+            )
+    if held:
         # What waits for a plugin that is down says so, once (held.py).
         async with host.db.begin() as conn:
-            await note_all_held(
-                conn, down, host.plugin_unavailable, now=now, limit=host.settings.runs_per_tick
-            )
+            for run_id, waiting in held:
+                await note_held(conn, run_id, waiting, now=now)
     for run_id in run_ids:
         engine.give_back_beside(run_id, give_back(host, run_id, now=now))
 

@@ -75,24 +75,20 @@ async def clear_held(conn: AsyncConnection, run_id: int, *, now: datetime) -> No
         await runlog.run_waiting(conn, run_id, at=now, waiting=None)
 
 
-async def note_all_held(
-    conn: AsyncConnection,
-    owners: tuple[str, ...],
-    unavailable: Unavailable,
-    *,
-    now: datetime,
-    limit: int,
-) -> int:
-    """Note every ended run whose cleanup waits for one of ``owners`` (the plugins down
-    now), skipping those already noted; answers how many changed."""
+async def to_note(
+    conn: AsyncConnection, owners: tuple[str, ...], unavailable: Unavailable, *, limit: int
+) -> list[tuple[int, dict[str, Any]]]:
+    """The ended runs whose cleanup waits for one of ``owners`` (the plugins down now) and
+    that do not say so yet, each with what to say: read only, so a pass with nothing new
+    to note takes no write lock."""
     by_run: dict[int, dict[str, int]] = {}
     noted: dict[int, bool] = {}
     for row in await resources.held_for_owners(conn, owners, limit=limit):
         by_run.setdefault(row.run_id, {})[row.owner] = row.held
         noted[row.run_id] = row.health != Health.OK and row.waiting_reason == REASON
-    changed = 0
+    out = []
     for run_id, held in by_run.items():
         waiting = held_by(held, unavailable)
         if waiting is not None and not noted[run_id]:
-            changed += await note_held(conn, run_id, waiting, now=now)
-    return changed
+            out.append((run_id, waiting))
+    return out
