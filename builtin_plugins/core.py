@@ -151,10 +151,14 @@ async def lease(ctx: ActionContext) -> dict[str, Any]:
             "error": f"{lease_id} for {target} is already leased by run {holder}",
         }
     try:
-        baseline = await declared.apply_until(target, value, until)
+        # The step's key is the lease's: fixed for this borrowing, the same on a retry, a
+        # re-dispatch after a crash, and the restore that gives it back.
+        baseline = await declared.apply_keyed(target, value, until, ctx.idempotency_key)
     except Exception as exc:
-        await services.forget_lease(row_id)
-        return {"ok": False, "retry": False, "error": f"apply failed: {type(exc).__name__}: {exc}"}
+        # An apply that raised may have landed, its answer lost on the way back: the
+        # reservation stays (the retry reuses it, and the game answers it from the key), and
+        # should no retry succeed the cleanup stage reads the target before giving it back.
+        return {"ok": False, "retry": True, "error": f"apply failed: {type(exc).__name__}: {exc}"}
     await services.lease_applied(row_id, lease_id, target, baseline, value)
     return {"ok": True}
 

@@ -391,6 +391,16 @@ class Budget(_Declaration):
         return _check_id(value)
 
 
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    """Whether ``fn`` takes a parameter called ``name`` (or ``**kwargs``); False for a
+    callable whose signature cannot be read."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 class Lease(_Declaration):
     """A borrowed value a plugin can set for a while and put back.
 
@@ -403,6 +413,16 @@ class Lease(_Declaration):
     the instant (an aware UTC ``datetime``) the lease ends at the latest, so the game can put
     the baseline back by itself should pageant be gone past it. An ``apply`` without it is
     called as before.
+
+    ``apply`` and ``restore`` may take ``key`` (contract 1.3): the host then passes the
+    lease's idempotency key, a string fixed for one borrowing (the ``core.lease`` step's
+    key: the same on every retry, on the re-dispatch after a crash, and on the restore that
+    gives it back). A game that received an ``apply`` whose answer was lost can answer the
+    retry from what it remembers under the key instead of applying again (and answering the
+    leased value as the baseline); a ``restore`` under a key may refuse a late ``apply``
+    under it. ``apply(target, value, until, key)`` and ``restore(target, baseline, key)``;
+    an ``apply`` or ``restore`` without ``key`` is called as before. The host reads which
+    parameters each takes from its signature (by name, or ``**kwargs``).
 
     ``self_check`` (contract 1.2) names the targets the lease offers, each with a value to
     probe it with: ``{"xp_rate": "1.5"}``. When the host starts, before the engine's first
@@ -436,6 +456,23 @@ class Lease(_Declaration):
         if self.apply_takes_until:
             return await self.apply(target, value, until=until)
         return await self.apply(target, value)
+
+    async def apply_keyed(self, target: str, value: Any, until: datetime, key: str) -> Any:
+        """Call ``apply`` as its signature asks: with ``until`` and ``key`` when it takes
+        them (contract 1.2 and 1.3), each by name."""
+        more: dict[str, Any] = {}
+        if self.apply_takes_until:
+            more["until"] = until
+        if _takes(self.apply, "key"):
+            more["key"] = key
+        return await self.apply(target, value, **more)
+
+    async def restore_keyed(self, target: str, baseline: Any, key: str) -> Any:
+        """Call ``restore`` as its signature asks: with ``key`` when it takes it (contract
+        1.3)."""
+        if _takes(self.restore, "key"):
+            return await self.restore(target, baseline, key=key)
+        return await self.restore(target, baseline)
 
     @field_validator("id")
     @classmethod

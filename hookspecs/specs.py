@@ -120,8 +120,9 @@ class PageantSpecs:
 
         When: once, at load, as :meth:`pageant_actions`. A run borrows one with the core
         action ``core.lease``; the host reserves the target, calls ``apply``, and at the
-        deadline or the run's end calls ``read`` and then ``restore`` (or, when someone else
-        changed the value meanwhile, leaves it alone: ``drifted``). ``core.lease`` passes the
+        deadline or the run's end calls ``read`` and then ``restore`` (or, when the game put
+        the baseline back itself, records it restored by the game; when someone else changed
+        the value meanwhile, leaves it alone: ``drifted``). ``core.lease`` passes the
         step's ``value`` param, a string, so ``apply`` receives a string and ``read``,
         ``apply`` and ``restore`` deal in strings (or None for a value that is unset).
 
@@ -132,6 +133,11 @@ class PageantSpecs:
         it names; when the host starts, each is set to its probe value, read back and
         restored, and a target whose value does not take is dropped with a WARNING, shown
         dropped by ``pageant plugins`` and the plugins API, and refused by ``core.lease``.
+        An ``apply`` and a ``restore`` that take ``key`` (contract 1.3) are handed the
+        lease's idempotency key, fixed for one borrowing (the same on a retry, after a
+        crash, and on its restore): a game whose answer to an ``apply`` was lost answers
+        the retry from what it remembers under the key. Without it they are called as
+        before.
 
         Returns: a list of :class:`~pageant.hookspecs.Lease` models or dicts.
 
@@ -143,13 +149,14 @@ class PageantSpecs:
                 return await game.get_setting(target)
 
 
-            async def apply(target: str, value: str, until: datetime) -> str:
-                # The game puts the value back by itself at until, if nobody has by then.
-                return await game.set_setting(target, value, revert_at=until)
+            async def apply(target: str, value: str, until: datetime, key: str) -> str:
+                # The game puts the value back by itself at until, if nobody has by then,
+                # and answers a second apply under key with the baseline it kept.
+                return await game.set_setting(target, value, revert_at=until, request_id=key)
 
 
-            async def restore(target: str, baseline: str) -> None:
-                await game.set_setting(target, baseline)
+            async def restore(target: str, baseline: str, key: str) -> None:
+                await game.set_setting(target, baseline, request_id=key)
 
 
             @hookimpl
@@ -166,7 +173,8 @@ class PageantSpecs:
                     )
                 ]
 
-        Added in contract 1.0; the until of apply and self_check in 1.2.
+        Added in contract 1.0; the until of apply and self_check in 1.2; the key of apply
+        and restore in 1.3.
         """
 
     @hookspec

@@ -251,12 +251,26 @@ class Host:
         return tuple(sorted(self._unavailable))
 
     def mark_unavailable(self, owner: str, reason: str | None) -> None:
-        """Record that ``owner``'s plugin is unavailable for ``reason`` (None: available)."""
+        """Record that ``owner``'s plugin is unavailable for ``reason`` (None: available,
+        which is :meth:`plugin_back`)."""
         if reason is None:
-            if self._unavailable.pop(owner, None) is not None:
-                self.wake()  # what waited for the plugin may run now
+            self.plugin_back(owner)
         else:
             self._unavailable[owner] = reason
+
+    def plugin_back(self, owner: str) -> bool:
+        """``owner``'s plugin (or its game) is back: the one path every return takes — a
+        plugin's ``context.set_available(True)`` (OpenArena's RCON answering again), and a
+        game link's server syncing again. What waited for it goes on by itself: its held
+        steps, and the cleanup held for it (:mod:`pageant.ledger.held`), at the engine's
+        pass, woken now. Answers whether it had been unavailable (a return already known
+        changes nothing and wakes nobody). Asking the plugin to reconcile is the caller's:
+        the plugin knows whether its game restarted."""
+        if self._unavailable.pop(owner, None) is None:
+            return False
+        log.info("plugin %s is available again; what waited for it goes on", owner)
+        self.wake()
+        return True
 
     def unavailable(self, action_id: str) -> str | None:
         """Why steps of ``action_id`` must wait rather than run, or None: asked before a
@@ -276,7 +290,9 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context (a plugin whose startup raises is refused),
-        then run the boot-time self-check of the leases that declare one."""
+        then run the boot-time self-check of the leases that declare one, and warn once of
+        each plugin that cannot promise a late change is refused
+        (:func:`pageant.plugins.notices.late_change_warning`)."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
@@ -286,6 +302,10 @@ class Host:
 
         held = await self.held_lease_targets()
         await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
+        for record in self.plugins.loaded():
+            late = self.plugins.late_change_warning(record.owner or "")
+            if late is not None:
+                logging.getLogger("pageant.plugins").warning("plugin %s: %s", record.label, late)
         self.started = True
 
     async def held_lease_targets(self) -> set[tuple[str, str]]:

@@ -45,7 +45,7 @@ def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bo
 
     run(_start())
     manager = host.plugins
-    items = plugin_listing(manager)
+    items = plugin_listing(manager, unavailable=host.plugin_unavailable)
     if show_all:
         declared = _declared_by(manager)
         for item in items:
@@ -73,6 +73,10 @@ def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
                     f"           dropped  {dropped['lease']} target {dropped['target']!r}: "
                     f"{dropped['reason']}"
                 )
+            if item.get("unavailable"):
+                lines.append(f"           unavailable: {item['unavailable']}")
+            for warning in item.get("warnings") or []:
+                lines.append(f"           warning: {warning}")
             if "declares" in item and item.get("settings") is not None:
                 shown = ", ".join(f"{k}={v}" for k, v in item["settings"].items())
                 lines.append(f"           settings: {shown or 'none'}")

@@ -43,7 +43,7 @@ def actions_list(settings: Settings, as_json: bool) -> None:
         async with host.db.connect() as conn:
             return await board.listing(conn, host.registry)
 
-    items = with_host(settings, _go, start_plugins=True)
+    items = with_host(settings, _go)
     if as_json:
         click.echo(as_json_text({"items": items, "next_cursor": None}))
         return
@@ -60,7 +60,7 @@ def _change(settings: Settings, action_id: str, as_json: bool, **change: Any) ->
                 conn, host.registry, action_id, actor=actor(), now=host.clock.now(), **change
             )
 
-    item = with_host(settings, _go, start_plugins=True)
+    item = with_host(settings, _go)
     click.echo(as_json_text(item) if as_json else _line(item))
 
 

@@ -16,4 +16,5 @@ async def plugins_page(request: web.Request) -> web.Response:
     require(request, STAFF)
     host = host_of(request)
     catalog = host.registry.catalog()
-    return render(request, "plugins.html", plugins=plugin_listing(host.plugins), catalog=catalog)
+    listed = plugin_listing(host.plugins, unavailable=host.plugin_unavailable)
+    return render(request, "plugins.html", plugins=listed, catalog=catalog)

@@ -236,6 +236,47 @@ async def cleanup_candidates(
     return list((await conn.execute(query)).scalars())
 
 
+async def held_for_owners(conn: AsyncConnection, owners: Sequence[str], *, limit: int) -> list[Row]:
+    """What ended runs still hold of ``owners`` (plugins that are down), to be given back:
+    ``(run_id, owner, held, health, waiting_reason)`` per run and owner, by run id, for at
+    most ``limit`` runs' worth of rows. A run an admin left as it was is not among them."""
+    if not owners:
+        return []
+    u = event_runs.c
+    query = (
+        select(x.run_id, x.owner, func.count().label("held"), u.health, u.waiting_reason)
+        .select_from(event_run_resources.join(event_runs, u.id == x.run_id))
+        .where(
+            x.holding == 1,
+            x.status.in_(TRYABLE),
+            x.owner.in_(list(owners)),
+            u.status.in_(TERMINAL_RUN_STATUSES),
+            u.cleanup_status != CleanupStatus.INCOMPLETE,
+        )
+        .group_by(x.run_id, x.owner, u.health, u.waiting_reason)
+        .order_by(x.run_id, x.owner)
+        .limit(limit)
+    )
+    return list((await conn.execute(query)).all())
+
+
+async def tryable_owners(
+    conn: AsyncConnection, run_ids: Sequence[int]
+) -> dict[int, dict[str, int]]:
+    """``{run_id: {owner: rows}}``: whose plugins the holding rows still to try belong to."""
+    if not run_ids:
+        return {}
+    query = (
+        select(x.run_id, x.owner, func.count())
+        .where(x.run_id.in_(list(run_ids)), x.holding == 1, x.status.in_(TRYABLE))
+        .group_by(x.run_id, x.owner)
+    )
+    out: dict[int, dict[str, int]] = {}
+    for run_id, owner, held in (await conn.execute(query)).all():
+        out.setdefault(run_id, {})[owner] = held
+    return out
+
+
 async def unsettled_ended_runs(conn: AsyncConnection, *, after: int, limit: int) -> list[int]:
     """Ended runs (id above ``after``) whose ``cleanup_status`` still says ``pending`` though
     no row of theirs is left to try: the host stopped between a run's last release and the
@@ -315,11 +356,6 @@ async def set_lease_payload(
         .where(x.id == resource_id)
         .values(payload=payload, status="confirmed", updated_at=now)
     )
-
-
-async def forget(conn: AsyncConnection, resource_id: int) -> None:
-    """Delete a reservation whose apply never happened (nothing in the world to give back)."""
-    await conn.execute(delete(event_run_resources).where(x.id == resource_id))
 
 
 async def counts_of_run(conn: AsyncConnection, run_id: int) -> dict[str, int]:

@@ -718,9 +718,12 @@ async def resource_confirmed(
 
 
 @_writes(LogKind.RESOURCE_REVERTED, reads=ROW_FIELDS)
-async def resource_reverted(conn: AsyncConnection, row: Any, *, at: datetime) -> None:
-    """A ledger row was given back."""
-    await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at)
+async def resource_reverted(
+    conn: AsyncConnection, row: Any, *, at: datetime, by: str | None = None
+) -> None:
+    """A ledger row was given back; ``by`` is ``game`` for a lease the game had already
+    put back at its baseline (it honoured ``until``, or restarted)."""
+    await _of_resource(conn, row, LogKind.RESOURCE_REVERTED, at, **_given({}, by=by))
 
 
 @_writes(LogKind.RESOURCE_REVERT_FAILED, reads=ROW_FIELDS)
@@ -760,8 +763,9 @@ async def resource_reconcile_failed(
 async def resource_cleanup(
     conn: AsyncConnection, run_id: int, *, at: datetime, to: str, because: str | None = None
 ) -> None:
-    """The run's ``cleanup_status`` changed; ``because`` when a person's cancel left what it
-    holds in the world."""
+    """The run's ``cleanup_status`` changed; ``because`` says why it is ``incomplete``
+    when a sentence can: a person's cancel left what it holds in the world, or its plugin
+    cannot promise that a late change is refused."""
     detail = _given({"to": to}, because=because)
     await write(conn, run_id, LogKind.RESOURCE_CLEANUP, at=at, detail=detail)
 

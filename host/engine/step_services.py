@@ -176,13 +176,6 @@ class StepServices:
             await resources.set_lease_payload(conn, row_id, payload, now)
             await runlog.resource_confirmed(conn, self._step, at=now, lease=payload)
 
-    async def forget_lease(self, row_id: int) -> None:
-        """Drop a reservation whose apply never happened (nothing to give back)."""
-        from pageant.db import resources
-
-        async with self._host.db.begin() as conn:
-            await resources.forget(conn, row_id)
-
     # ── announcements (core's announce legs) ─────────────────────────────────
 
     async def http_session(self) -> aiohttp.ClientSession:

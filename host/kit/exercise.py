@@ -604,11 +604,12 @@ async def _lease_check(label: str, lease: Lease) -> Check:
         value = lease.example if lease.example is not None else original
         step = "apply"
         until = datetime.now(UTC) + timedelta(minutes=1)
-        baseline = await _bounded(lease.apply_until, LEASE_TARGET, value, until)
+        key = "contract-check-lease"
+        baseline = await _bounded(lease.apply_keyed, LEASE_TARGET, value, until, key)
         step = "read after apply"
         applied = await _bounded(lease.read, LEASE_TARGET)
         step = "restore"
-        await _bounded(lease.restore, LEASE_TARGET, baseline)
+        await _bounded(lease.restore_keyed, LEASE_TARGET, baseline, key)
         step = "read after restore"
         restored = await _bounded(lease.read, LEASE_TARGET)
     except TimeoutError:

@@ -11,11 +11,19 @@
   selected from the rows themselves, and its rows are given back newest first, by a task of
   the run's own beside the tick. A failed revert counts one attempt; at
   ``revert_max_attempts`` the row is ``revert_failed``. ``cleanup_status`` is derived from
-  the rows afterwards, never the other way round.
+  the rows afterwards, never the other way round. A run whose rows wait for a plugin that
+  is down is passed by, spending nothing, and says so (:mod:`pageant.ledger.held`): its
+  ``waiting_on`` names the plugin, its health is ``degraded``, and it goes on by itself
+  once the plugin is back.
 * **A revert is final for its key** (contract 1.2): a step whose perform timed out is given
   back by reverting its key with no resources, and that ok is the plugin's word that nothing
   made under the key is, or will be, in the world. A reconcile afterwards could not add to
-  it: it sees only the rows the ledger holds, at one moment.
+  it: it sees only the rows the ledger holds, at one moment. A plugin whose range admits an
+  older contract (``^1.1``) never gave that word: its placeholder, reverted ok, is left
+  ``revert_failed`` with the reason (:func:`pageant.plugins.notices.late_change_warning`)
+  and the run's cleanup ends ``incomplete``, since a perform cut off may still land. An
+  admin's cleanup (the rescue), asked for once the world was checked, reverts the key again
+  and takes the plugin's ok.
 * **Reconcile** asks a plugin which of the rows it holds are still in the world.
 """
 
@@ -33,8 +41,10 @@ from pageant.db import resources, runlog, runs
 from pageant.db.errors import is_retryable_conflict
 from pageant.hookspecs import ActionContext, Resource, RunInfo
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
+from pageant.ledger.held import clear_held, note_held, to_note
 from pageant.ledger.state import released, settle
 from pageant.plugins.calls import PluginSlots, run_with_envelope
+from pageant.plugins.loader import PluginManager
 from pageant.plugins.registry import Registry
 from pageant.settings import Settings
 
@@ -67,6 +77,7 @@ class CleanupHost(Protocol):
     settings: Settings
     clock: Clock
     registry: Registry
+    plugins: PluginManager
     plugin_slots: PluginSlots
 
     @property
@@ -169,14 +180,25 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
     if not engine.unsettled_checked:
         await settle_unsettled(host, now)
         engine.unsettled_checked = True
+    down = host.unavailable_owners()
+    held: list[tuple[int, dict[str, Any]]] = []
     async with host.db.connect() as conn:
         run_ids = await resources.cleanup_candidates(
             conn,
             now,
             limit=host.settings.runs_per_tick,
-            skip_owners=host.unavailable_owners(),
+            skip_owners=down,
             skip_runs=tuple(engine.cleaning),
         )
+        if down:
+            held = await to_note(
+                conn, down, host.plugin_unavailable, limit=host.settings.runs_per_tick
+            )
+    if held:
+        # What waits for a plugin that is down says so, once (held.py).
+        async with host.db.begin() as conn:
+            for run_id, waiting in held:
+                await note_held(conn, run_id, waiting, now=now)
     for run_id in run_ids:
         engine.give_back_beside(run_id, give_back(host, run_id, now=now))
 
@@ -221,6 +243,7 @@ async def give_back(
     ended = run.status in resources.ENDED_RUN_STATUSES
     left_alone = run.cleanup_status == "incomplete" and not rescue
     info = RunInfo(id=run.id, scope=run.scope, definition_id=run.definition_id, slug=run.slug)
+    unsure: list[str] = []
     for row in rows:
         due = row.lease_until is not None and row.lease_until <= now
         if not due and (not ended or left_alone):
@@ -231,13 +254,22 @@ async def give_back(
             if (row.payload or {}).get("lease"):
                 await _restore(host, row, info, now=now, max_attempts=_max(host, rescue, row))
             else:
-                await _revert(host, row, info, now=now, max_attempts=_max(host, rescue, row))
+                why = await _revert(
+                    host, row, info, now=now, max_attempts=_max(host, rescue, row), rescue=rescue
+                )
+                if why is not None and why not in unsure:
+                    unsure.append(why)
         except Exception as exc:
             if is_retryable_conflict(exc):
                 raise  # the whole give-back is tried again; every write is a compare-and-set
             log.exception("could not give back resource %s of run %s", row.id, run_id)
     async with host.db.begin() as conn:
-        status = await settle(conn, run_id, now=host.clock.now(), rescue=rescue)
+        settled_at = host.clock.now()
+        status = await settle(
+            conn, run_id, now=settled_at, rescue=rescue, because="; ".join(unsure) or None
+        )
+        if ended and status != "pending":
+            await clear_held(conn, run_id, now=settled_at)
         if actor is not None:
             await runlog.control_cleanup(conn, run_id, at=now, result=status, actor=actor)
     return status
@@ -268,16 +300,19 @@ async def _release(host: CleanupHost, row: Any, **kw: Any) -> None:
 
 
 async def _revert(
-    host: CleanupHost, row: Any, info: RunInfo, *, now: datetime, max_attempts: int
-) -> None:
+    host: CleanupHost, row: Any, info: RunInfo, *, now: datetime, max_attempts: int, rescue: bool
+) -> str | None:
+    """Revert one row; answers why the world cannot be called clean though the revert
+    answered ok (a placeholder of a plugin that never promised a revert is final), or
+    None."""
     action_id = (row.payload or {}).get("action", "")
     action = host.registry.actions.get(action_id)
     if action is None:
-        return  # its plugin is not loaded: the row waits for it, spending nothing
+        return None  # its plugin is not loaded: the row waits for it, spending nothing
     if action.revert is None:
         async with host.db.begin() as conn:
             await resources.give_up(conn, row.id, error=f"{action_id} declares no revert", now=now)
-        return
+        return None
     placeholder = row.kind == resources.PLACEHOLDER
     key = row.ref if placeholder else (row.idempotency_key or row.ref)
     detail = (row.payload or {}).get("detail") or {}
@@ -292,17 +327,25 @@ async def _revert(
     async with host.plugin_slots.of(row.owner):
         envelope = await run_with_envelope(action.revert, context, timeout=REVERT_BUDGET_MS / 1000)
     now = host.clock.now()
-    if envelope.ok:
-        await _release(host, row, to="reverted", now=now, attempted=True)
-    else:
+    if not envelope.ok:
         error = envelope.error or "revert failed without an error message"
-        await _fail(
-            host,
-            row,
-            error,
-            now=now,
-            max_attempts=max_attempts,
-        )
+        await _fail(host, row, error, now=now, max_attempts=max_attempts)
+        return None
+    unsure = None if not placeholder or rescue else host.plugins.late_change_warning(row.owner)
+    if unsure is not None:
+        # What the perform was doing may still land after this ok: out there, as far as
+        # anyone can tell, with nothing left to try but a person's look and their cleanup.
+        async with host.db.begin() as conn:
+            await resources.give_up(conn, row.id, error=unsure, now=now)
+        return unsure
+    await _release(host, row, to="reverted", now=now, attempted=True)
+    return None
+
+
+def lease_key(row: Any) -> str:
+    """The idempotency key of the borrowing a lease row records: the ``core.lease`` step's,
+    which its ``apply`` was given (a row whose step is gone keeps one of its own)."""
+    return row.idempotency_key or f"lease-{row.id}"
 
 
 async def _restore(
@@ -344,6 +387,19 @@ async def _restore_lease(
             else:
                 await _release(host, row, to="reverted", now=now, attempted=False)
             return
+        if current != payload.get("applied") and current == payload.get("baseline"):
+            # The game put the baseline back itself (it honoured ``until``, or restarted):
+            # given back, by the game, with nothing left for the host to call.
+            await _release(
+                host,
+                row,
+                to="reverted",
+                now=now,
+                attempted=False,
+                payload={**payload, "found": current, "restored_by": "game"},
+                detail={"by": "game"},
+            )
+            return
         if current != payload.get("applied"):
             await _release(
                 host,
@@ -356,7 +412,7 @@ async def _restore_lease(
             )
             return
         async with asyncio.timeout(REVERT_BUDGET_MS / 1000):
-            await lease.restore(target, payload.get("baseline"))
+            await lease.restore_keyed(target, payload.get("baseline"), lease_key(row))
     except Exception as exc:
         await _fail(
             host,

@@ -25,8 +25,16 @@ def derive(counts: Mapping[str, int]) -> str:
     return "complete" if sum(counts.values()) else "not_required"
 
 
-async def settle(conn: AsyncConnection, run_id: int, *, now: datetime, rescue: bool = False) -> str:
-    """Derive and write the run's ``cleanup_status``; a change is logged once.
+async def settle(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    now: datetime,
+    rescue: bool = False,
+    because: str | None = None,
+) -> str:
+    """Derive and write the run's ``cleanup_status``; a change is logged once, with
+    ``because`` (why it is ``incomplete``) when given.
 
     A run left in the world by ``cancel {cleanup: false}`` stays ``incomplete`` (nothing
     is left to try for it) until an admin's cleanup (``rescue``) settles it again.
@@ -37,7 +45,8 @@ async def settle(conn: AsyncConnection, run_id: int, *, now: datetime, rescue: b
         if run is not None and run.cleanup_status == "incomplete":
             return "incomplete"
     if await resources.set_cleanup_status(conn, run_id, value):
-        await runlog.resource_cleanup(conn, run_id, at=now, to=value)
+        why = because if value == "incomplete" else None
+        await runlog.resource_cleanup(conn, run_id, at=now, to=value, because=why)
     return value
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,15 +45,17 @@ async def probe(lease: Lease, target: str, value: str, now: datetime) -> str | N
     """Set, read back and restore ``target``; None when the probe took and the value read
     first is back, else why not (a sentence naming what was seen)."""
     step = "read"
+    # A probe is a borrowing of its own: a fresh key for its apply and its restore.
+    key = f"self-check-{secrets.token_hex(8)}"
     try:
         baseline = await _bounded(lease.read(target))
         step = "apply"
         until = now + timedelta(minutes=PROBE_MINUTES)
-        await _bounded(lease.apply_until(target, value, until))
+        await _bounded(lease.apply_keyed(target, value, until, key))
         step = "read after apply"
         applied = await _bounded(lease.read(target))
         step = "restore"
-        await _bounded(lease.restore(target, baseline))
+        await _bounded(lease.restore_keyed(target, baseline, key))
         step = "read after restore"
         restored = await _bounded(lease.read(target))
     except TimeoutError:

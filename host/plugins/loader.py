@@ -34,6 +34,7 @@ from pageant.hookspecs import (
     PluginInfo,
 )
 from pageant.plugins import tracing
+from pageant.plugins.notices import late_change_warning
 from pageant.plugins.ranges import BadRange, parse_range
 from pageant.plugins.registry import KINDS, Registry
 from pageant.settings import Settings
@@ -632,6 +633,14 @@ class PluginManager:
     def loaded(self) -> list[PluginRecord]:
         return [r for r in self.records if r.status == "loaded"]
 
+    def late_change_warning(self, owner: str) -> str | None:
+        """:func:`pageant.plugins.notices.late_change_warning` of ``owner``'s loaded plugin
+        (None when no loaded plugin owns it)."""
+        for record in self.loaded():
+            if record.owner == owner:
+                return late_change_warning(record, self.registry)
+        return None
+
 
 def load_plugins(
     extra: Sequence[Candidate] = (),
@@ -655,6 +664,25 @@ def load_plugins(
     return manager
 
 
-def plugin_listing(manager: PluginManager, *, include_refused: bool = True) -> list[dict[str, Any]]:
-    """The one rendering of the plugin list: ``pageant plugins`` and the API both use it."""
-    return [r.as_dict() for r in manager.records if include_refused or r.status == "loaded"]
+def plugin_listing(
+    manager: PluginManager,
+    *,
+    include_refused: bool = True,
+    unavailable: Callable[[str], str | None] | None = None,
+) -> list[dict[str, Any]]:
+    """The one rendering of the plugin list: ``pageant plugins``, ``serve``'s start, the
+    console's plugins page and the API all use it. Each item carries ``warnings`` (what the
+    operator should know of a loaded plugin, :mod:`pageant.plugins.notices`) and
+    ``unavailable``: why the plugin says it cannot take steps now (not configured, its game
+    down), as ``unavailable`` (``Host.plugin_unavailable``) answers for its owner."""
+    items = []
+    for record in manager.records:
+        if not include_refused and record.status != "loaded":
+            continue
+        item = record.as_dict()
+        late = late_change_warning(record, manager.registry)
+        item["warnings"] = [late] if late is not None else []
+        owner = record.owner if record.status == "loaded" else None
+        item["unavailable"] = unavailable(owner) if owner and unavailable is not None else None
+        items.append(item)
+    return items

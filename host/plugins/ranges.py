@@ -45,6 +45,20 @@ class ContractRange:
         v = version if isinstance(version, Version) else Version.parse(version)
         return all(_OPS[op](v, bound) for op, bound in self.bounds)
 
+    @property
+    def floor(self) -> Version:
+        """The lowest version the range could admit: its highest lower bound (``>=``, ``>``
+        or ``=``), or 0.0.0 when it has none. ``^1.1`` and ``>=1.1 <2`` answer 1.1.0."""
+        lows = [bound for op, bound in self.bounds if op in (">=", ">", "=")]
+        return max(lows, default=Version(0, 0, 0))
+
+    def requires(self, version: str | Version) -> bool:
+        """Whether every version the range admits is at least ``version``: a plugin whose
+        range requires 1.2 was written to contract 1.2's rules and promises them; one on
+        ``^1.1`` also runs on a 1.1 host, so it cannot be taken to promise what 1.2 added."""
+        v = version if isinstance(version, Version) else Version.parse(version)
+        return self.floor >= v
+
 
 def _version(major: str, minor: str | None, patch: str | None) -> Version:
     return Version(int(major), int(minor or 0), int(patch or 0))

@@ -16,6 +16,7 @@ from pageant.db.rows import columns_of
 from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
+from pageant.ledger.held import held_by
 from pageant.runs import waiting
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.versions import Pinned, phases_of, read_pinned
@@ -137,6 +138,10 @@ async def run_views(
     for st in run_steps:
         by_run[st["run_id"]].append(st)
     specs = {} if specs is None else specs
+    held = await resources.tryable_owners(
+        conn,
+        [row.id for row in rows if row.status in RUN_ENDED and row.cleanup_status == "pending"],
+    )
     views = []
     for row in rows:
         phase_steps = [st for st in by_run[row.id] if st["phase"] == row.current_phase]
@@ -164,6 +169,7 @@ async def run_views(
             holder=holder,
             gate=gate,
             unavailable=unavailable,
+            cleanup_held=held_by(held[row.id], host.plugin_unavailable) if row.id in held else None,
         )
         views.append(_run_json(row, waiting_on))
     return views
@@ -222,6 +228,9 @@ def cleanup_summary(rows: Sequence[Any], *, ended: bool) -> str:
         )
     for row in drifted:
         parts.append(f"someone else changed {_named(row)}; it was left alone")
+    for row in rows:
+        if row.status == "reverted" and (row.payload or {}).get("restored_by") == "game":
+            parts.append(f"the game had already put back {_named(row)} itself")
     if orphaned:
         parts.append(f"{len(orphaned)} no longer in the game (orphaned), never reverted")
     return "; ".join(parts)

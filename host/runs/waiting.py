@@ -4,7 +4,8 @@
 of?, sentence}`` with a reason among ``not_due``, ``unverified``, ``concurrency``,
 ``backoff``, ``parked``, ``paused``, ``gate`` and ``unavailable`` (the next step's action
 belongs to no loaded plugin while its owner is contested: it waits rather than run someone
-else's code). The engine persists the reason
+else's code, or an ended run's cleanup waits for a plugin that is down, naming it as
+``plugin``). The engine persists the reason
 (``event_runs.waiting_reason`` and ``waiting_since``) and logs ``run.waiting`` once per
 change; the run console derives the whole answer again from the rows, so the two cannot
 disagree about what the rows say.
@@ -21,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
 from pageant.db.shared import Batch
-from pageant.db.states import STEP_OPEN, STEP_TROUBLED
+from pageant.db.states import RUN_ENDED, STEP_OPEN, STEP_TROUBLED
 from pageant.timefmt import iso
 
 REASONS = (
@@ -73,13 +74,16 @@ def describe(
     holder: Record | None = None,
     gate: dict[str, Any] | None = None,
     unavailable: Unavailable | None = None,
+    cleanup_held: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Why ``run`` is not advancing at ``now``, or None when it is (or has ended).
+    """Why ``run`` is not advancing at ``now``, or None when it is (or has ended and waits
+    on nothing).
 
     ``phase_steps`` are the current phase's steps (any order); ``holder`` is the live run
     holding the concurrency key of a due scheduled run; ``gate`` is what
     :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done;
-    ``unavailable`` answers why a due step's action may not run at all.
+    ``unavailable`` answers why a due step's action may not run at all; ``cleanup_held``
+    is what an ended run's cleanup waits on (:func:`pageant.ledger.held.held_by`).
     """
     status = run["status"]
     found: dict[str, Any] | None = None
@@ -131,6 +135,8 @@ def describe(
             gate=gate,
             unavailable=unavailable,
         )
+    elif status in RUN_ENDED:
+        found = cleanup_held
     if found is None:
         return None
     reason = found["reason"]

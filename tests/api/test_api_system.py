@@ -179,7 +179,7 @@ async def test_the_plugin_list_is_the_one_listing(
 ) -> None:
     response = await client.get("/api/v1/admin/plugins", headers=bearer(tokens["admin"]))
     items = (await response.json())["items"]
-    assert items == plugin_listing(host.plugins)
+    assert items == plugin_listing(host.plugins, unavailable=host.plugin_unavailable)
     fields = {
         "name",
         "distribution",
@@ -192,6 +192,8 @@ async def test_the_plugin_list_is_the_one_listing(
         "traceback",
         "settings",
         "dropped",
+        "warnings",
+        "unavailable",
     }
     assert all(set(item) == fields for item in items)
     loaded = {f"{i['distribution']}[{i['name']}]" for i in items if i["status"] == "loaded"}

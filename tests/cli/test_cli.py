@@ -118,7 +118,7 @@ def test_plugins_lists_core_and_wisps_loaded() -> None:
     assert "loaded   pageant[core] " in lines[0]
     assert lines[0].endswith("  owner=core contract=^1.3")
     assert any(
-        line.startswith("loaded   pageant-wisps[wisps] 1.0.0  owner=wisps contract=^1.1")
+        line.startswith("loaded   pageant-wisps[wisps] 1.0.0  owner=wisps contract=^1.2")
         for line in lines
     )
 
@@ -136,12 +136,16 @@ def test_plugins_json_is_the_one_listing() -> None:
     async def started() -> list[dict[str, Any]]:
         try:
             await host.start_plugins()
-            return plugin_listing(host.plugins)
+            return plugin_listing(host.plugins, unavailable=host.plugin_unavailable)
         finally:
             await host.close()
 
     assert items == json.loads(json.dumps(asyncio.run(started())))
-    assert items != plugin_listing(load_plugins())  # the shard's latched target is dropped
+    # What a started plugin says of itself is the listing's too: unconfigured, OpenArena
+    # says it can do nothing.
+    (arena,) = [item for item in items if item["owner"] == "openarena"]
+    assert arena["unavailable"].startswith("not configured: rcon_password is not set for main")
+    assert items != plugin_listing(load_plugins())
     by_label = {f"{i['distribution']}[{i['name']}]": i for i in items}
     assert by_label["pageant[core]"]["status"] == "loaded"
     assert by_label["pageant-wisps[wisps]"] == {
@@ -150,12 +154,14 @@ def test_plugins_json_is_the_one_listing() -> None:
         "version": "1.0.0",
         "entry_point": "pageant_wisps",
         "owner": "wisps",
-        "contract": "^1.1",
+        "contract": "^1.2",
         "status": "loaded",
         "reason": None,
         "traceback": None,
         "dropped": [],
         "settings": None,
+        "warnings": [],
+        "unavailable": None,
     }
 
 

@@ -16,9 +16,10 @@ from tests.factories import make_host, step
 
 class Smith:
     """A game with an in-memory world: ``smith.forge {count}`` makes swords and reports
-    them; its revert takes them away again (and succeeds for what is not there)."""
+    them; its revert takes them away again (and succeeds for what is not there), and is
+    final for its key (contract 1.2): a forge under a reverted key makes nothing."""
 
-    PLUGIN_INFO = {"owner": "smith", "contract": "^1.0"}  # noqa: RUF012 - read by the loader
+    PLUGIN_INFO = {"owner": "smith", "contract": "^1.2"}  # noqa: RUF012 - read by the loader
 
     def __init__(self) -> None:
         self.world: dict[str, str] = {}
@@ -29,6 +30,8 @@ class Smith:
         self.revert_error: str | None = None
         self.reconcile_error: Exception | None = None
         self.reconciled: list[Any] = []
+        #: The keys reverted: final, so a forge under one makes nothing.
+        self.reverted: set[str] = set()
         #: Called first by every perform; an answer it gives is the perform's answer.
         self.first: Any = None
 
@@ -43,6 +46,8 @@ class Smith:
             if answer is not None:
                 return answer
         made = []
+        if ctx.idempotency_key in self.reverted:
+            return {"ok": True, "resources": made}
         for _ in range(ctx.params["count"]):
             self.made += 1
             ref = f"sword-{self.made}"
@@ -54,6 +59,7 @@ class Smith:
         self.reverts.append(ctx)
         if self.revert_error is not None:
             return {"ok": False, "error": self.revert_error}
+        self.reverted.add(ctx.idempotency_key)
         for res in ctx.resources:
             self.world.pop(res.ref, None)  # reverting what is not there succeeds
         if not ctx.resources:  # a lost answer: take back whatever this key made

@@ -13,7 +13,9 @@ from pageant_shard import ShardPlugin
 
 from pageant import hookimpl
 from pageant.api.app import make_app
+from pageant.cli.plugins import plugin_lines
 from pageant.engine import Engine
+from pageant.plugins.loader import plugin_listing
 from pageant.runs.create import start_now
 from tests.cli.test_cli import pageant
 from tests.conftest import bearer
@@ -206,21 +208,46 @@ async def test_a_target_that_does_not_take_is_dropped_loudly_and_refused(
     assert game.latched == {"maxclients": "16"}  # only the probe ever reached it
 
 
-def test_pageant_plugins_shows_the_shards_latched_setting_dropped() -> None:
-    listed = pageant("plugins")
+class LatchedShard(ShardPlugin):
+    """The shard were its lease to offer ``max_players``, which the shard reads only when it
+    starts: the example leaves it out, and this is what naming it would do."""
+
+    @hookimpl
+    def pageant_leases(self) -> list[dict[str, Any]]:
+        (declared,) = super().pageant_leases()
+        return [{**declared, "self_check": {**declared["self_check"], "max_players": "64"}}]
+
+
+async def test_a_latched_shard_setting_named_in_the_self_check_is_dropped_and_listed(
+    settings, db, clock, caplog
+) -> None:
+    host = make_host(settings, db, clock, [LatchedShard()])
+    caplog.set_level(logging.WARNING, logger="pageant.plugins")
+    try:
+        await host.start_plugins()
+    finally:
+        await host.close()
+    why = "applied '64' but read back '32'"
+    assert [r.getMessage() for r in caplog.records if why in r.getMessage()] == [
+        "lease shard.config target 'max_players' dropped from the catalog (plugin "
+        "inline[latchedshard]): applied '64' but read back '32': the value does not take "
+        "while the game runs (read only at start, or latched)"
+    ]
+    (shard,) = [i for i in plugin_listing(host.plugins) if i["name"] == "latchedshard"]
+    assert [d["target"] for d in shard["dropped"]] == ["max_players"]
+    lines = plugin_lines([shard])
+    assert lines[1].strip().startswith(f"dropped  shard.config target 'max_players': {why}")
+
+
+def test_the_example_shard_offers_no_latched_setting_and_starts_without_a_warning() -> None:
+    listed = pageant("plugins", "--json")
     assert listed.exit_code == 0, listed.output
-    lines = listed.stdout.splitlines()
-    at = lines.index(
-        next(line for line in lines if line.startswith("loaded   pageant-shard[shard]"))
-    )
-    assert (
-        lines[at + 1].strip().startswith("dropped  shard.config target 'max_players': applied '64'")
-    )
     import json
 
-    items = json.loads(pageant("plugins", "--json").stdout)["items"]
+    items = json.loads(listed.stdout)["items"]
     (shard,) = [item for item in items if item["owner"] == "shard"]
-    assert [d["target"] for d in shard["dropped"]] == ["max_players"]
+    assert shard["dropped"] == []
+    assert "max_players" not in ShardPlugin().pageant_leases()[0]["self_check"]
 
 
 async def test_a_target_a_run_holds_is_not_probed_when_the_host_starts_again(

@@ -241,8 +241,10 @@ async def test_a_killed_server_holds_the_run_degraded_and_its_return_is_reconcil
         ("openarena.bot", "orphaned"),  # gone with the server: reconciled, never reverted
         ("openarena.bot", "orphaned"),
         ("openarena.bot", "reverted"),  # the reinforcement, added after the return
-        ("openarena.cvar", "drifted"),  # 800 again, not the 300 leased: left alone
+        ("openarena.cvar", "reverted"),  # 800 again: the restarted server put it back
     ]
+    (cvar,) = [r for r in view["resources"] if r["kind"] == "openarena.cvar"]
+    assert (cvar["payload"]["restored_by"], cvar["revert_attempts"]) == ("game", 0)
     assert await bots_on(arena) == []
     assert await gravity(arena) == "800"
 

@@ -60,7 +60,7 @@ class OpenArenaPlugin:
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
-            "contract": "^1.1",
+            "contract": "^1.2",
             "settings": OpenArenaSettings,
             "observe": self.observe,
         }
@@ -77,7 +77,10 @@ class OpenArenaPlugin:
             return
         self.problem = self.settings.unset_password()
         if self.problem is not None:
-            log.warning("openarena does nothing until configured: %s", self.problem)
+            # Installed and not configured is the ordinary state of a fresh install: said
+            # once, and shown on the host's plugin listing as the reason it is unavailable.
+            log.info("openarena does nothing until configured: %s", self.problem)
+            context.set_available(False, f"not configured: {self.problem}")
             return
         self.servers = {c.id: Server(c, self.settings) for c in self.settings.resolved()}
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to watch from

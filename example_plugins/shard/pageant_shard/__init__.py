@@ -492,14 +492,10 @@ class ShardPlugin:
                 "id": "shard.config",
                 "label": "A live configuration value",
                 "example": "2.0",
-                # Each key the lease offers, with a value the host probes it with at start:
-                # max_players is latched (read when the shard starts), so it is dropped.
-                "self_check": {
-                    "xp_rate": "1.5",
-                    "spawn_rate": "high",
-                    "weather": "storm",
-                    "max_players": "64",
-                },
+                # Each key the lease offers, with a value the host probes it with at start.
+                # max_players is latched (read when the shard starts), so it is not offered:
+                # named here, its probe would not read back and the host would drop it.
+                "self_check": {"xp_rate": "1.5", "spawn_rate": "high", "weather": "storm"},
                 "read": self.read_config,
                 "apply": self.apply_config,
                 "restore": self.restore_config,

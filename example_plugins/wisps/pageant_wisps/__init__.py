@@ -36,7 +36,7 @@ async def observe() -> dict[str, list[str]]:
     return {key: list(refs) for key, refs in WORLD.items()}
 
 
-PLUGIN_INFO = {"owner": "wisps", "contract": "^1.1", "observe": observe}
+PLUGIN_INFO = {"owner": "wisps", "contract": "^1.2", "observe": observe}
 
 
 def cost(params: dict[str, Any]) -> dict[str, float]:

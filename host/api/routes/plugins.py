@@ -44,6 +44,11 @@ class PluginOut(BaseModel):
     traceback: str | None
     settings: dict[str, Any] | None
     dropped: list[DroppedTarget]
+    #: What the operator should know of a loaded plugin (it cannot promise that a late
+    #: change is refused, say), each one sentence.
+    warnings: list[str]
+    #: Why the loaded plugin says it cannot take steps now (not configured, its game down).
+    unavailable: str | None
 
 
 class PluginList(BaseModel):
@@ -79,7 +84,8 @@ class OptionValues(BaseModel):
     "/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PluginList
 )
 async def list_plugins(request: web.Request) -> web.Response:
-    return respond({"items": plugin_listing(request.app[HOST].plugins)})
+    host = request.app[HOST]
+    return respond({"items": plugin_listing(host.plugins, unavailable=host.plugin_unavailable)})
 
 
 @routes.get(

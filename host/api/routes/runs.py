@@ -46,6 +46,8 @@ class Waiting(BaseModel):
     step_id: int
     attempt: int
     of: int
+    #: The owner of the plugin an ended run's cleanup waits for (reason ``unavailable``).
+    plugin: str
     sentence: str
 
 
