@@ -22,6 +22,7 @@ from .context import (
     StepServices,
 )
 from .envelope import Envelope, classify
+from .link import Down, GameLink, LinkFailure, LinkUse, NotDelivered, Unanswered
 from .markers import PROJECT_NAME, hookimpl, hookspec
 from .models import (
     Action,
@@ -43,7 +44,7 @@ from .specs import PageantSpecs
 #: The plugin-contract version this host implements. ``contract-version.json`` at the
 #: repository root carries the same value (a test keeps them equal); a root file does not
 #: reach an installed wheel, so this constant is what the host reads.
-CONTRACT_VERSION = "1.2.0"
+CONTRACT_VERSION = "1.3.0"
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -54,10 +55,15 @@ __all__ = [
     "Announcement",
     "Budget",
     "Declarations",
+    "Down",
     "Envelope",
+    "GameLink",
     "HeldResource",
     "HostSettings",
     "Lease",
+    "LinkFailure",
+    "LinkUse",
+    "NotDelivered",
     "OptionItem",
     "OptionSource",
     "PageantSpecs",
@@ -74,6 +80,7 @@ __all__ = [
     "StepServices",
     "Trigger",
     "TriggerVariable",
+    "Unanswered",
     "classify",
     "hookimpl",
     "hookspec",

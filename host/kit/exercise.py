@@ -99,6 +99,8 @@ class KitContext:
         self.owner = owner
         self.settings = settings
         self.emitted: list[tuple[str, dict[str, Any]]] = []
+        #: No game link here: a check has no host for an agent to sync with.
+        self.link: Any = None
 
     async def emit(
         self,

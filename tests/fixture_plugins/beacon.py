@@ -1,0 +1,85 @@
+"""beacon: a fixture plugin whose game can only call out: every perform and revert goes
+through the host's game link (``context.link.call``) to an agent syncing for ``world-a``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pageant import hookimpl
+from pageant.hookspecs import Down, LinkFailure, NotDelivered, PluginContext, Unanswered
+
+PLUGIN_INFO = {
+    "owner": "beacon",
+    "contract": "^1.3",
+    "link": {"servers": ["world-a"], "commands": ["light", "snuff"]},
+}
+
+
+class Beacon:
+    PLUGIN_INFO = PLUGIN_INFO
+
+    def __init__(self) -> None:
+        self.context: PluginContext | None = None
+        #: What each call ended in: the answer, or the failure's class name and message.
+        self.outcomes: list[Any] = []
+
+    @hookimpl
+    def pageant_startup(self, context: PluginContext) -> None:
+        self.context = context
+
+    async def _call(self, command: str, ctx: Any) -> dict[str, Any]:
+        assert self.context is not None and self.context.link is not None
+        try:
+            said = await self.context.link.call(
+                ctx.params["server"],
+                command,
+                {"colour": ctx.params["colour"]},
+                key=ctx.idempotency_key,
+                deadline=ctx.deadline,
+            )
+        except (NotDelivered, Unanswered, Down, LinkFailure) as exc:
+            self.outcomes.append((type(exc).__name__, exc.message))
+            return {"ok": False, "retry": not isinstance(exc, Unanswered), "error": exc.message}
+        self.outcomes.append(said)
+        return {"ok": True, "resources": [{"kind": "beacon.light", "ref": str(said["id"])}]}
+
+    async def light(self, ctx: Any) -> dict[str, Any]:
+        return await self._call("light", ctx)
+
+    async def snuff(self, ctx: Any) -> dict[str, Any]:
+        return await self._call("snuff", ctx)
+
+    @hookimpl
+    def pageant_actions(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": "beacon.light",
+                "label": "Light a beacon",
+                "risk": "change",
+                "reversible": "full",
+                "params": [
+                    {"name": "server", "type": "string", "description": "Where.", "example": "a"},
+                    {
+                        "name": "colour",
+                        "type": "string",
+                        "description": "Its hue.",
+                        "example": "red",
+                    },
+                ],
+                "perform": self.light,
+                "revert": self.snuff,
+                "budget_ms": 5000,
+            }
+        ]
+
+    @hookimpl
+    def pageant_triggers(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": "beacon.seen",
+                "label": "A beacon was seen",
+                "variables": [
+                    {"name": "server", "type": "string", "description": "Where.", "example": "a"}
+                ],
+            }
+        ]

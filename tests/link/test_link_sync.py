@@ -1,0 +1,273 @@
+"""The game link's sync, through the real app and a real plugin's ``context.link`` on both
+databases: a command is a row delivered by key and answered once; a sync held open is
+answered the moment a command is queued; a command whose budget ends is withdrawn saying
+whether it was ever delivered; a token speaks only for its servers; the queue is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from pageant.access.tokens import create_token, find_token, revoke_token
+from pageant.api.app import make_app
+from pageant.db.tables import link_commands, trigger_firing_keys
+from pageant.hookspecs import Down, NotDelivered, Unanswered
+from tests.conftest import bearer
+from tests.factories import make_host
+from tests.fixture_plugins.beacon import Beacon
+
+SYNC = "/api/v1/link/{}/sync"
+
+
+@pytest.fixture
+async def beacon() -> Beacon:
+    return Beacon()
+
+
+@pytest.fixture
+async def link_host(settings, db, clock, beacon) -> Any:
+    host = make_host(settings.model_copy(update={"link_queue_max": 3}), db, clock, [beacon])
+    try:
+        yield host
+    finally:
+        await host.close()
+
+
+@pytest.fixture
+async def agent(link_host, aiohttp_client) -> Any:
+    client = await aiohttp_client(make_app(link_host, run_engine=False))
+    return client
+
+
+async def _token(host, servers=("world-a",), owners=("beacon",)) -> str:
+    return await create_token(
+        host.db, role="game", name="agent", now=host.clock.now(), servers=servers, owners=owners
+    )
+
+
+async def sync(client, token, server="world-a", **body) -> tuple[int, Any]:
+    answer = await client.post(SYNC.format(server), json=body, headers=bearer(token))
+    return answer.status, await answer.json()
+
+
+def _call(host, beacon, command="light", key="step-1", seconds=5.0, server="world-a"):
+    return host.link.call(
+        "beacon",
+        server,
+        command,
+        {"colour": "red"},
+        key=key,
+        deadline=host.clock.now() + timedelta(seconds=seconds),
+    )
+
+
+async def _rows(db) -> list[Any]:
+    async with db.connect() as conn:
+        return list((await conn.execute(select(link_commands).order_by(link_commands.c.id))).all())
+
+
+async def _queued(db, n: int = 1) -> None:
+    for _ in range(200):
+        if len(await _rows(db)) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the command was never queued")
+
+
+def _counted(host, name: str, labels: dict[str, str]) -> float:
+    return host.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+async def test_a_command_reaches_the_agent_by_key_and_its_answer_reaches_the_plugin(
+    link_host, agent, db
+):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200  # the server is up
+    call = asyncio.create_task(_call(link_host, None))
+    await _queued(db)
+
+    status, answer = await sync(agent, token, wait=0)
+
+    assert status == 200, answer
+    (command,) = answer["commands"]
+    assert (command["command"], command["key"], command["payload"]) == (
+        "light",
+        "step-1",
+        {"colour": "red"},
+    )
+    # Answered once: the second answer to the same key changes nothing.
+    result = {"command": "light", "key": "step-1", "answer": {"id": 7}}
+    assert (await sync(agent, token, wait=0, results=[result]))[0] == 200
+    assert await asyncio.wait_for(call, 5) == {"id": 7}
+    other = {**result, "answer": {"id": 8}}
+    assert (await sync(agent, token, wait=0, results=[other]))[0] == 200
+    (row,) = await _rows(db)
+    assert (row.status, row.answer, row.deliveries) == ("answered", {"answer": {"id": 7}}, 1)
+    # The same key again (a retry of the step) answers the first answer at once.
+    assert await _call(link_host, None) == {"id": 7}
+    assert len(await _rows(db)) == 1
+
+
+async def test_a_held_sync_is_answered_the_moment_a_command_is_queued(link_host, agent, db):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    held = asyncio.create_task(sync(agent, token, wait=10))
+    await asyncio.sleep(0.2)
+    assert not held.done()  # nothing waits: the sync is held
+    started = time.monotonic()
+    call = asyncio.create_task(_call(link_host, None))
+
+    status, answer = await asyncio.wait_for(held, 5)
+
+    assert status == 200 and [c["key"] for c in answer["commands"]] == ["step-1"]
+    assert time.monotonic() - started < 1.0
+    call.cancel()
+
+
+async def test_an_empty_wait_runs_out_with_no_commands(link_host, agent):
+    token = await _token(link_host)
+    started = time.monotonic()
+    status, answer = await sync(agent, token, wait=0.3)
+    assert (status, answer["commands"]) == (200, [])
+    assert 0.3 <= time.monotonic() - started < 2
+
+
+async def test_a_command_never_taken_is_withdrawn_as_never_delivered(link_host, agent, db, clock):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    call = asyncio.create_task(_call(link_host, None, seconds=1))
+    await _queued(db)
+    clock.advance(2)  # the step's budget runs out
+
+    with pytest.raises(NotDelivered, match="was never delivered to world-a"):
+        await asyncio.wait_for(call, 5)
+
+    (row,) = await _rows(db)
+    assert (row.status, row.withdrawn_as, row.deliveries) == ("withdrawn", "never_delivered", 0)
+    # Expired commands are never handed out.
+    assert (await sync(agent, token, wait=0))[1]["commands"] == []
+
+
+async def test_a_command_delivered_and_unanswered_is_withdrawn_and_a_late_answer_recorded(
+    link_host, agent, db, clock
+):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    call = asyncio.create_task(_call(link_host, None, seconds=1))
+    await _queued(db)
+    assert len((await sync(agent, token, wait=0))[1]["commands"]) == 1
+    clock.advance(2)
+
+    with pytest.raises(Unanswered, match="delivered to world-a but not answered"):
+        await asyncio.wait_for(call, 5)
+
+    late = {"command": "light", "key": "step-1", "answer": {"id": 9}}
+    assert (await sync(agent, token, wait=0, results=[late]))[0] == 200
+    (row,) = await _rows(db)
+    assert (row.status, row.withdrawn_as, row.late) == ("withdrawn", "unanswered", True)
+    assert row.answer == {"answer": {"id": 9}}
+    assert _counted(link_host, "pageant_link_late_answers_total", {"server": "world-a"}) == 1
+
+
+async def test_a_token_for_another_server_is_refused_and_takes_nothing(link_host, agent, db):
+    mine = await _token(link_host, servers=("world-b",))
+    other = await _token(link_host)
+    assert (await sync(agent, other, wait=0))[0] == 200
+    call = asyncio.create_task(_call(link_host, None))
+    await _queued(db)
+
+    status, answer = await sync(agent, mine, wait=0)
+
+    assert status == 403, answer
+    assert answer["error"]["message"] == "this token speaks for world-b, not world-a"
+    assert _counted(link_host, "pageant_game_tokens_refused_total", {"reason": "server"}) == 1
+    (row,) = await _rows(db)
+    assert (row.status, row.deliveries) == ("queued", 0)
+    call.cancel()
+
+
+async def test_a_bad_or_revoked_token_is_a_401_counted(link_host, agent):
+    token = await _token(link_host)
+    status, answer = await sync(agent, "pgt_nothing", wait=0)
+    assert (status, answer["error"]["message"]) == (401, "the bearer token is not valid")
+    token_id = await find_token(link_host.db, "agent")
+    await revoke_token(link_host.db, token_id, actor="admin:t", now=link_host.clock.now())
+    status, answer = await sync(agent, token, wait=0)
+    assert (status, answer["error"]["message"]) == (401, "the bearer token was revoked")
+    assert (
+        _counted(link_host, "pageant_game_tokens_refused_total", {"reason": "unauthenticated"}) == 2
+    )
+
+
+async def test_happenings_fire_triggers_and_a_resent_batch_counts_once(link_host, agent, db):
+    token = await _token(link_host)
+    seen = [{"trigger": "beacon.seen", "payload": {"server": "world-a"}, "id": "h-1"}]
+    first = await sync(agent, token, wait=0, happenings=seen)
+    again = await sync(agent, token, wait=0, happenings=seen)
+    assert first[0] == again[0] == 200
+    assert first[1]["happenings"] == again[1]["happenings"]
+    assert first[1]["happenings"][0]["status"] == 200
+    async with db.connect() as conn:
+        keys = (await conn.execute(select(func.count()).select_from(trigger_firing_keys))).scalar()
+    assert keys == 1
+
+
+async def test_the_queue_is_bounded_and_a_call_past_it_is_refused_with_a_sentence(
+    link_host, agent, db
+):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    calls = [asyncio.create_task(_call(link_host, None, key=f"k{i}")) for i in range(3)]
+    await _queued(db, 3)
+
+    with pytest.raises(NotDelivered) as refused:
+        await _call(link_host, None, key="k3")
+
+    assert refused.value.message == (
+        "world-a has 3 commands waiting (link_queue_max 3); light under key k3 was not queued"
+    )
+    assert len(await _rows(db)) == 3
+    for call in calls:
+        call.cancel()
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"wait": 21}, "body.wait: at most 20 seconds (link_wait_seconds)"),
+        ({"wait": -1}, "wait"),
+        ({"results": [{"key": "k"}]}, "command"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+async def test_a_bad_sync_is_a_400_naming_what_is_wrong(link_host, agent, body, detail):
+    token = await _token(link_host)
+    status, answer = await sync(agent, token, **body)
+    assert status == 400, answer
+    assert any(detail in d for d in answer["error"]["details"]), answer
+
+
+async def test_a_server_is_unknown_then_up_then_down_and_its_return_noticed(
+    link_host, agent, clock
+):
+    token = await _token(link_host)
+    link = link_host.link
+    assert link.state("world-a")[0] == "unknown"
+    assert (await sync(agent, token, wait=0))[0] == 200
+    assert link.state("world-a") == ("up", "world-a last synced 0 s ago")
+    clock.advance(42)
+    await link.watch_once()
+    assert link.state("world-a") == ("down", "world-a last synced 42 s ago")
+    assert link_host.plugin_unavailable("beacon") == "world-a last synced 42 s ago"
+    with pytest.raises(Down, match="world-a last synced 42 s ago"):
+        await _call(link_host, None)
+
+    assert (await sync(agent, token, wait=0))[0] == 200
+
+    assert link.state("world-a")[0] == "up"
+    assert link_host.plugin_unavailable("beacon") is None
