@@ -211,7 +211,7 @@ class PluginContext(Protocol):
     @property
     def link(self) -> GameLink | None:
         """The host's game link, its calls made as this plugin (:class:`GameLink`); None
-        where no host lends one (the kit's context). Added in contract 1.3."""
+        where nothing lends one. Added in contract 1.3."""
         ...
 
     def set_available(self, available: bool, reason: str | None = None) -> None:

@@ -16,4 +16,5 @@ async def plugins_page(request: web.Request) -> web.Response:
     require(request, STAFF)
     host = host_of(request)
     catalog = host.registry.catalog()
-    return render(request, "plugins.html", plugins=plugin_listing(host.plugins), catalog=catalog)
+    plugins = host.link.annotate(plugin_listing(host.plugins))
+    return render(request, "plugins.html", plugins=plugins, catalog=catalog)

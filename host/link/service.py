@@ -123,6 +123,22 @@ class Link:
             out[server] = {"state": state, "said": said}
         return out
 
+    def annotate(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The plugin listing (``pageant plugins``, the API, the plugins page) with each
+        link plugin's servers and their states under ``link``."""
+        for item in items:
+            owner = item.get("owner")
+            if owner and (states := self.states(owner)):
+                item["link"] = states
+        return items
+
+    def counts(self) -> dict[str, int]:
+        """How many servers are up, down and unknown now."""
+        counts = {UP: 0, DOWN: 0, UNKNOWN: 0}
+        for seen in self.states().values():
+            counts[seen["state"]] += 1
+        return counts
+
     def down_of(self, owner: str) -> str | None:
         """Why ``owner``'s plugin must wait: the first of its servers that is down, said;
         None while every one is up or unknown."""

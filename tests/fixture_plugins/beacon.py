@@ -22,12 +22,21 @@ class Beacon:
         self.context: PluginContext | None = None
         #: What each call ended in: the answer, or the failure's class name and message.
         self.outcomes: list[Any] = []
+        #: How many times the host asked it to reconcile.
+        self.reconciled = 0
 
     @hookimpl
     def pageant_startup(self, context: PluginContext) -> None:
         self.context = context
 
+    @hookimpl
+    async def pageant_reconcile(self, resources: Any) -> list[str]:
+        self.reconciled += 1
+        return [r.ref for r in resources]
+
     async def _call(self, command: str, ctx: Any) -> dict[str, Any]:
+        if ctx.verify:  # a dry run checks, and sends the game nothing
+            return {"ok": True}
         assert self.context is not None and self.context.link is not None
         try:
             said = await self.context.link.call(
@@ -41,6 +50,8 @@ class Beacon:
             self.outcomes.append((type(exc).__name__, exc.message))
             return {"ok": False, "retry": not isinstance(exc, Unanswered), "error": exc.message}
         self.outcomes.append(said)
+        if command == "snuff" or "id" not in said:
+            return {"ok": True}
         return {"ok": True, "resources": [{"kind": "beacon.light", "ref": str(said["id"])}]}
 
     async def light(self, ctx: Any) -> dict[str, Any]:

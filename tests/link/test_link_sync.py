@@ -271,3 +271,53 @@ async def test_a_server_is_unknown_then_up_then_down_and_its_return_noticed(
 
     assert link.state("world-a")[0] == "up"
     assert link_host.plugin_unavailable("beacon") is None
+
+
+async def test_the_plugins_page_healthz_and_metrics_say_each_servers_state(link_host, agent, clock):
+    from tests.console.test_console import sign_in
+
+    tokens = {"admin": await create_token(link_host.db, role="admin", name="a", now=clock.now())}
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    clock.advance(42)
+    await link_host.link.watch_once()
+
+    health = await (await agent.get("/healthz?verbose")).json()
+    assert health["link"]["world-a"] == {"state": "down", "said": "world-a last synced 42 s ago"}
+    listing = await (
+        await agent.get("/api/v1/admin/plugins", headers=bearer(tokens["admin"]))
+    ).json()
+    (mine,) = [item for item in listing["items"] if item["owner"] == "beacon"]
+    assert mine["link"]["world-a"]["state"] == "down"
+    await sign_in(agent, tokens["admin"])
+    page = await (await agent.get("/plugins")).text()
+    assert "game link <code>world-a</code>:" in page and "world-a last synced 42 s ago" in page
+    metrics = await (await agent.get("/metrics", headers=bearer(tokens["admin"]))).text()
+    assert 'pageant_link_servers{state="down"} 1.0' in metrics
+
+
+async def test_a_servers_return_reconciles_its_plugin(link_host, agent, clock, monkeypatch):
+    asked: list[str] = []
+    reconcile = link_host.reconcile
+
+    async def spy(owner: str) -> Any:
+        asked.append(owner)
+        return await reconcile(owner)
+
+    monkeypatch.setattr(link_host, "reconcile", spy)
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    clock.advance(14)
+    await link_host.link.watch_once()  # still up: nothing to notice
+    assert (await sync(agent, token, wait=0))[0] == 200
+    clock.advance(20)
+    await link_host.link.watch_once()
+    assert asked == []
+
+    assert (await sync(agent, token, wait=0))[0] == 200
+
+    for _ in range(100):
+        if asked:
+            break
+        await asyncio.sleep(0.01)
+    assert asked == ["beacon"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
@@ -28,6 +28,13 @@ class DroppedTarget(BaseModel):
     reason: str
 
 
+class LinkServer(BaseModel):
+    """A game-link server's state: up, down or unknown, and the sentence saying why."""
+
+    state: Literal["up", "down", "unknown"]
+    said: str
+
+
 class PluginOut(BaseModel):
     """A loaded or a refused plugin (a refused one with its reason and traceback)."""
 
@@ -44,6 +51,9 @@ class PluginOut(BaseModel):
     traceback: str | None
     settings: dict[str, Any] | None
     dropped: list[DroppedTarget]
+    link: dict[str, LinkServer] = Field(
+        description="a game-link plugin's servers and their states (docs/link.md)"
+    )
 
 
 class PluginList(BaseModel):
@@ -79,7 +89,8 @@ class OptionValues(BaseModel):
     "/api/v1/admin/plugins", roles=STAFF, summary="Loaded and refused plugins", response=PluginList
 )
 async def list_plugins(request: web.Request) -> web.Response:
-    return respond({"items": plugin_listing(request.app[HOST].plugins)})
+    host = request.app[HOST]
+    return respond({"items": host.link.annotate(plugin_listing(host.plugins))})
 
 
 @routes.get(
