@@ -93,6 +93,21 @@ async def requeue(
     return await changed_one(conn, statement)
 
 
+async def extend(conn: AsyncConnection, command_id: int, *, deadline: datetime) -> bool:
+    """CAS queued|delivered with an earlier deadline -> ``deadline``: a retry of the step (a
+    host restarted mid-command) waits for the command it queued before, for its own budget."""
+    statement = (
+        update(link_commands)
+        .where(
+            c.id == command_id,
+            c.status.in_(("queued", "delivered")),
+            c.deadline < deadline,
+        )
+        .values(deadline=deadline)
+    )
+    return await changed_one(conn, statement)
+
+
 async def due_for(
     conn: AsyncConnection, server: str, *, now: datetime, redeliver_before: datetime, limit: int
 ) -> list[Row]:

@@ -32,6 +32,8 @@ log = logging.getLogger("pageant.link")
 #: A delivered command unanswered this long is handed out again on the next sync: its
 #: delivery may have been lost on the way (the agent answers a key it has seen once).
 REDELIVER_AFTER = timedelta(seconds=5)
+#: How long a count of a server's waiting commands is trusted (seconds).
+COUNT_EVERY = 0.5
 #: The most commands one sync hands out.
 TAKE_LIMIT = 100
 #: How often this host writes a server's last sync to the database (other hosts read it).
@@ -78,6 +80,9 @@ class Link:
         self._answers = Waiters()
         self._checker = Checker(self._check, lambda: len(self._syncs) + len(self._answers) > 0)
         self._returns: set[asyncio.Task[None]] = set()
+        self._queueing: dict[str, asyncio.Lock] = {}
+        #: server -> (commands waiting, when counted): see :meth:`_refuse_if_full`.
+        self._counted: dict[str, tuple[int, float]] = {}
 
     @property
     def offline(self) -> timedelta:
@@ -222,56 +227,105 @@ class Link:
         deadline: datetime,
     ) -> int:
         now = self.clock.now()
-        async with self.db.begin() as conn:
-            row = await link_rows.find(conn, server, command, key)
-            if row is None:
-                # Counted, then inserted: two hosts queueing at once may each pass the count
-                # and go one past the bound; the bound is on memory and the agent's backlog,
-                # and one more is not a loss.
-                waiting = await link_rows.waiting_count(conn, server)
-                if waiting >= self.settings.link_queue_max:
-                    raise NotDelivered(
-                        server,
-                        command,
-                        f"{server} has {waiting} commands waiting (link_queue_max "
-                        f"{self.settings.link_queue_max}); {command} under key {key} was not "
-                        "queued",
-                    )
-                await link_rows.insert_command(
-                    conn,
-                    {
-                        "server": server,
-                        "owner": owner,
-                        "command": command,
-                        "key": key,
-                        "payload": payload,
-                        "status": "queued",
-                        "deadline": deadline,
-                        "created_at": now,
-                    },
-                )
+        row = None
+        lock = self._queueing.setdefault(server, asyncio.Lock())
+        # One count-then-insert at a time per server on this host, so the bound holds here
+        # exactly. Two hosts queueing at once may each pass the count and go one past it;
+        # the bound is on memory and the agent's backlog, and one more is not a loss.
+        async with lock:
+            if not self._full(server):
+                async with self.db.begin() as conn:
+                    row = await link_rows.find(conn, server, command, key)
+                    if row is None:
+                        await self._refuse_if_full(conn, server, command, key)
+                        await link_rows.insert_command(
+                            conn,
+                            {
+                                "server": server,
+                                "owner": owner,
+                                "command": command,
+                                "key": key,
+                                "payload": payload,
+                                "status": "queued",
+                                "deadline": deadline,
+                                "created_at": now,
+                            },
+                        )
+                        row = await link_rows.find(conn, server, command, key)
+                        assert row is not None
+                    else:
+                        await self._again(conn, row, deadline, payload)
+        if row is None:
+            # Full when last counted: refused from one read (unless it is a retry of a
+            # command queued already), in parallel, not in the queue's turn.
+            async with self.db.begin() as conn:
                 row = await link_rows.find(conn, server, command, key)
-                assert row is not None
-            elif row.status == "withdrawn":
-                await link_rows.requeue(conn, row.id, deadline=deadline, payload=payload)
+                if row is None:
+                    await self._refuse_if_full(conn, server, command, key)
+                else:
+                    await self._again(conn, row, deadline, payload)
+            if row is None:  # counted again, with room: queued in the queue's turn
+                return await self._queue(owner, server, command, payload, key, deadline)
         self._syncs.wake(server)
         return int(row.id)
+
+    def _full(self, server: str) -> bool:
+        counted = self._counted.get(server)
+        return (
+            counted is not None
+            and counted[0] >= self.settings.link_queue_max
+            and asyncio.get_running_loop().time() - counted[1] < COUNT_EVERY
+        )
+
+    @staticmethod
+    async def _again(conn: Any, row: Any, deadline: datetime, payload: dict[str, Any]) -> None:
+        """The same command and key queued again (a retry of the step): a withdrawn one is
+        queued again, a waiting one waits until the later deadline."""
+        if row.status == "withdrawn":
+            await link_rows.requeue(conn, row.id, deadline=deadline, payload=payload)
+        elif row.status in ("queued", "delivered"):
+            await link_rows.extend(conn, row.id, deadline=deadline)
+
+    async def _refuse_if_full(self, conn: Any, server: str, command: str, key: str) -> None:
+        """Refuse a command past ``link_queue_max``. The count is read at most every
+        :data:`COUNT_EVERY` while the queue is full (and kept up to date by this host's own
+        inserts), so a flood of calls for a silent server costs no read each; a slot freed
+        since is seen within that."""
+        loop = asyncio.get_running_loop()
+        counted = self._counted.get(server)
+        if counted is None or loop.time() - counted[1] >= COUNT_EVERY:
+            counted = (await link_rows.waiting_count(conn, server), loop.time())
+        waiting = counted[0]
+        if waiting >= self.settings.link_queue_max:
+            self._counted[server] = counted
+        else:
+            self._counted[server] = (waiting + 1, counted[1])  # this one is about to be queued
+        if waiting >= self.settings.link_queue_max:
+            raise NotDelivered(
+                server,
+                command,
+                f"{server} has {waiting} commands waiting (link_queue_max "
+                f"{self.settings.link_queue_max}); {command} under key {key} was not queued",
+            )
 
     async def _await_answer(
         self, command_id: int, server: str, command: str, deadline: datetime
     ) -> Any:
+        woken = True  # read once first: the command may have been answered before
         while True:
-            async with self.db.connect() as conn:
-                row = await link_rows.get(conn, command_id)
-            if row is not None and row.status == "answered":
-                return self._said(row)
+            if woken:
+                async with self.db.connect() as conn:
+                    row = await link_rows.get(conn, command_id)
+                if row is not None and row.status == "answered":
+                    return self._said(row)
             remaining = (deadline - self.clock.now()).total_seconds()
             if remaining <= 0:
                 break
             self._checker.ensure()
-            # In slices: a clock moved on by a test (or an answer through another host,
-            # found by the periodic check) is seen within one.
-            await self._answers.wait(command_id, min(remaining, CHECK_SECONDS * 2))
+            # Woken by an answer through this host, or through another by the periodic
+            # check; the row is read only then. The wait is sliced so a clock moved on (by
+            # a test) is seen within a slice.
+            woken = await self._answers.wait(command_id, min(remaining, CHECK_SECONDS * 2))
         async with self.db.begin() as conn:
             withdrawn = await link_rows.withdraw(conn, command_id, now=self.clock.now())
             row = await link_rows.get(conn, command_id)

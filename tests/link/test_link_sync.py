@@ -6,6 +6,7 @@ whether it was ever delivered; a token speaks only for its servers; the queue is
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from datetime import timedelta
 from typing import Any
@@ -321,3 +322,55 @@ async def test_a_servers_return_reconciles_its_plugin(link_host, agent, clock, m
             break
         await asyncio.sleep(0.01)
     assert asked == ["beacon"]
+
+
+async def test_ten_thousand_commands_for_a_silent_server_are_bounded_and_the_rest_refused(
+    settings, db, clock, beacon
+):
+    host = make_host(settings, db, clock, [beacon])  # link_queue_max: the default, 1,000
+    calls: list[asyncio.Task[Any]] = []
+    try:
+        # A hundred at a time, as a busy engine would call (its plugin calls are bounded).
+        for chunk in range(100):
+            batch = [
+                asyncio.create_task(_call(host, None, key=f"k{chunk}-{i}", seconds=600))
+                for i in range(100)
+            ]
+            calls += batch
+            await asyncio.wait(batch, timeout=0.2 if chunk < 10 else 30)
+        refused = [t for t in calls if t.done() and isinstance(t.exception(), NotDelivered)]
+        assert len(refused) == 9_000
+        said = re.compile(
+            r"world-a has 100\d commands waiting \(link_queue_max 1000\); "
+            r"light under key k\d+-\d+ was not queued"
+        )
+        assert all(said.fullmatch(t.exception().message) for t in refused)
+        async with db.connect() as conn:
+            queued = (await conn.execute(select(func.count()).select_from(link_commands))).scalar()
+        assert queued == 1_000
+    finally:
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await host.close()
+
+
+async def test_a_retry_after_a_lost_host_redelivers_its_command_within_its_own_budget(
+    link_host, agent, db, clock
+):
+    token = await _token(link_host)
+    assert (await sync(agent, token, wait=0))[0] == 200
+    first = asyncio.create_task(_call(link_host, None, seconds=1))
+    await _queued(db)
+    assert len((await sync(agent, token, wait=0))[1]["commands"]) == 1  # its answer is lost
+    first.cancel()  # the host that waited for it is gone
+    clock.advance(6)  # past its first deadline and the redelivery wait
+
+    retry = asyncio.create_task(_call(link_host, None, seconds=10))
+    await asyncio.sleep(0.05)
+    _, answer = await sync(agent, token, wait=0)
+
+    assert [c["key"] for c in answer["commands"]] == ["step-1"]
+    result = {"command": "light", "key": "step-1", "answer": {"id": 3}}
+    assert (await sync(agent, token, wait=0, results=[result]))[0] == 200
+    assert await asyncio.wait_for(retry, 5) == {"id": 3}
