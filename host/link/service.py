@@ -313,19 +313,23 @@ class Link:
     ) -> Any:
         woken = True  # read once first: the command may have been answered before
         while True:
+            # Watched before the read: an answer recorded between the two still wakes it.
+            future = self._answers.watch(command_id)
             if woken:
                 async with self.db.connect() as conn:
                     row = await link_rows.get(conn, command_id)
                 if row is not None and row.status == "answered":
+                    self._answers.forget(command_id, future)
                     return self._said(row)
             remaining = (deadline - self.clock.now()).total_seconds()
             if remaining <= 0:
+                self._answers.forget(command_id, future)
                 break
             self._checker.ensure()
             # Woken by an answer through this host, or through another by the periodic
             # check; the row is read only then. The wait is sliced so a clock moved on (by
             # a test) is seen within a slice.
-            woken = await self._answers.wait(command_id, min(remaining, CHECK_SECONDS * 2))
+            woken = await self._answers.wait(command_id, future, min(remaining, CHECK_SECONDS * 2))
         async with self.db.begin() as conn:
             withdrawn = await link_rows.withdraw(conn, command_id, now=self.clock.now())
             row = await link_rows.get(conn, command_id)
@@ -426,15 +430,26 @@ class Link:
         loop = asyncio.get_running_loop()
         until = loop.time() + wait
         while True:
+            # Watched before the read: a command queued between the two still wakes it.
+            future = self._syncs.watch(server)
             commands = await self._deliver(server)
             remaining = until - loop.time()
             if commands or remaining <= 0:
+                self._syncs.forget(server, future)
                 return commands
             self._checker.ensure()
-            await self._syncs.wait(server, remaining)
+            await self._syncs.wait(server, future, remaining)
 
     async def _deliver(self, server: str) -> list[dict[str, Any]]:
         now = self.clock.now()
+        # Looked for with a read: a sync that finds nothing (most of them) writes nothing.
+        async with self.db.connect() as conn:
+            due = await link_rows.due_for(
+                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
+            )
+            await conn.rollback()
+        if not due:
+            return []
         async with self.db.begin() as conn:
             due = await link_rows.due_for(
                 conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=TAKE_LIMIT

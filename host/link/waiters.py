@@ -40,20 +40,30 @@ class Waiters:
             if not future.done():
                 future.set_result(None)
 
-    async def wait(self, key: Any, timeout: float) -> bool:
+    def watch(self, key: Any) -> asyncio.Future[None]:
+        """A future a :meth:`wake` of ``key`` resolves: taken *before* looking at the
+        database, so a wake between the look and the wait is not missed."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, set()).add(future)
+        return future
+
+    async def wait(self, key: Any, future: asyncio.Future[None], timeout: float) -> bool:
+        """Wait for ``future`` (from :meth:`watch`) up to ``timeout`` seconds; True when
+        woken. The future is forgotten either way."""
         try:
-            await asyncio.wait_for(future, timeout)
+            await asyncio.wait_for(asyncio.shield(future), timeout)
             return True
         except TimeoutError:
             return False
         finally:
-            waiting = self._waiting.get(key)
-            if waiting is not None:
-                waiting.discard(future)
-                if not waiting:
-                    del self._waiting[key]
+            self.forget(key, future)
+
+    def forget(self, key: Any, future: asyncio.Future[None]) -> None:
+        waiting = self._waiting.get(key)
+        if waiting is not None:
+            waiting.discard(future)
+            if not waiting:
+                del self._waiting[key]
 
 
 class Checker:
