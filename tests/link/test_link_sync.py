@@ -374,3 +374,27 @@ async def test_a_retry_after_a_lost_host_redelivers_its_command_within_its_own_b
     result = {"command": "light", "key": "step-1", "answer": {"id": 3}}
     assert (await sync(agent, token, wait=0, results=[result]))[0] == 200
     assert await asyncio.wait_for(retry, 5) == {"id": 3}
+
+
+async def test_the_websocket_carries_the_same_messages(link_host, agent, db):
+    token = await _token(link_host)
+    async with agent.ws_connect("/api/v1/link/world-a/ws", headers=bearer(token)) as ws:
+        assert link_host.link.state("world-a")[0] == "up"
+        call = asyncio.create_task(_call(link_host, None))
+        pushed = await asyncio.wait_for(ws.receive_json(), 5)
+        assert [(c["command"], c["key"]) for c in pushed["commands"]] == [("light", "step-1")]
+        result = {"command": "light", "key": "step-1", "answer": {"id": 4}}
+        seen = {"trigger": "beacon.seen", "payload": {"server": "world-a"}, "id": "w-1"}
+        await ws.send_json({"results": [result], "happenings": [seen]})
+        assert await asyncio.wait_for(call, 5) == {"id": 4}
+        answered = await asyncio.wait_for(ws.receive_json(), 5)
+        assert answered["happenings"][0]["status"] == 200
+        await ws.send_json({"surprise": 1})
+        refused = await asyncio.wait_for(ws.receive_json(), 5)
+        assert refused["error"]["code"] == "invalid"
+
+
+async def test_the_websocket_refuses_another_servers_token(link_host, agent):
+    token = await _token(link_host, servers=("world-b",))
+    answer = await agent.get("/api/v1/link/world-a/ws", headers=bearer(token))
+    assert answer.status == 403

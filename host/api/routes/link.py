@@ -9,10 +9,13 @@ token for another server is a 403, a bad or revoked one a 401, each counted.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
+import aiohttp
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pageant.access.roles import GAME
 from pageant.api.keys import HOST
@@ -139,3 +142,72 @@ async def sync(request: web.Request) -> web.Response:
     finally:
         host.metrics.link_syncs_held.dec()
     return respond({"commands": commands, "happenings": fired})
+
+
+@routes.get(
+    "/api/v1/link/{server}/ws",
+    roles=None,
+    summary=(
+        "The game link over a WebSocket (a game token bound to the server): the agent sends "
+        "the sync's results and happenings as messages, the host sends commands the moment "
+        "they are queued; an open socket is the heartbeat"
+    ),
+    status=101,
+    tag="link",
+)
+async def socket(request: web.Request) -> web.StreamResponse:
+    host = request.app[HOST]
+    server = request.match_info["server"]
+    if SERVER.match(server) is None:
+        raise Invalid(
+            "not a server id", details=["path.server: expected 1 to 100 of A-Z a-z 0-9 . _ -"]
+        )
+    who = agent_of(request, server)
+    ws = web.WebSocketResponse(heartbeat=host.settings.link_offline_seconds / 3)
+    if not ws.can_prepare(request).ok:
+        raise Invalid("not a WebSocket request", details=["headers.Upgrade: expected websocket"])
+    await ws.prepare(request)
+    link = host.link
+    await link.synced(server, who.owners or ())
+
+    async def deliver() -> None:
+        # The socket is the heartbeat: each turn notes a sync, at least every third of
+        # link_offline_seconds, and sends what was queued.
+        every = host.settings.link_offline_seconds / 3
+        while not ws.closed:
+            commands = await link.take(server, every)
+            await link.synced(server, who.owners or ())
+            if commands and not ws.closed:
+                await ws.send_json({"commands": commands, "happenings": []})
+
+    sender = asyncio.get_running_loop().create_task(deliver())
+    host.metrics.link_syncs_held.inc()
+    try:
+        async for message in ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                continue
+            try:
+                body = Sync.model_validate_json(message.data)
+            except ValidationError as exc:
+                problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+                await ws.send_json({"error": {"code": "invalid", "details": problems}})
+                continue
+            if body.results:
+                await link.record_results(server, [r.model_dump() for r in body.results])
+            fired: list[dict[str, Any]] = []
+            if body.happenings:
+                fired = await host.emit_batch(
+                    body.happenings,
+                    actor=who.actor,
+                    issuer=f"token:{who.token_id}",
+                    check=lambda trigger_id: owner_bound(request, trigger_id),
+                    token_id=who.token_id,
+                )
+            await link.synced(server, who.owners or ())
+            await ws.send_json({"commands": [], "happenings": fired})
+    finally:
+        host.metrics.link_syncs_held.dec()
+        sender.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sender
+    return ws
