@@ -22,6 +22,7 @@ from .context import (
     StepServices,
 )
 from .envelope import Envelope, classify
+from .link import Down, GameLink, LinkFailure, LinkUse, NotDelivered, Unanswered
 from .markers import PROJECT_NAME, hookimpl, hookspec
 from .models import (
     Action,
@@ -54,10 +55,15 @@ __all__ = [
     "Announcement",
     "Budget",
     "Declarations",
+    "Down",
     "Envelope",
+    "GameLink",
     "HeldResource",
     "HostSettings",
     "Lease",
+    "LinkFailure",
+    "LinkUse",
+    "NotDelivered",
     "OptionItem",
     "OptionSource",
     "PageantSpecs",
@@ -74,6 +80,7 @@ __all__ = [
     "StepServices",
     "Trigger",
     "TriggerVariable",
+    "Unanswered",
     "classify",
     "hookimpl",
     "hookspec",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
+from .link import GameLink
 from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
 
 
@@ -205,6 +206,12 @@ class PluginContext(Protocol):
         """Ask the host to reconcile this plugin's recorded resources now (through
         ``pageant_reconcile``): call it when the game comes back. What the plugin no longer
         reports is marked ``orphaned``, never reverted."""
+        ...
+
+    @property
+    def link(self) -> GameLink | None:
+        """The host's game link, its calls made as this plugin (:class:`GameLink`); None
+        where nothing lends one. Added in contract 1.3."""
         ...
 
     def set_available(self, available: bool, reason: str | None = None) -> None:

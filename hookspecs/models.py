@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .link import LinkUse
+
 #: One id segment: lowercase, starts with a letter.
 SEGMENT = r"[a-z][a-z0-9_]*"
 #: ``<owner>.<name>[.<name>...]``. ``\Z``, not ``$``: ``$`` also matches before a trailing
@@ -152,6 +154,8 @@ class PluginInfo(_Declaration):
     contract: str
     settings: type[BaseModel] | None = None
     observe: Callable[..., Any] | None = None
+    #: Contract 1.3: the plugin uses the host's game link (:class:`LinkUse`).
+    link: LinkUse | None = None
 
     @model_validator(mode="after")
     def _observe_is_async(self) -> PluginInfo:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pageant.db.definitions import Pinned
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
+    from pageant.link.service import Link as GameLinkService
     from pageant.metrics import Metrics
 
 log = logging.getLogger("pageant")
@@ -137,6 +138,7 @@ class Host:
         self._firings: Firings | None = None
         self._console_reads: asyncio.Semaphore | None = None
         self._recent_consoles: RecentAnswers | None = None
+        self._link: GameLinkService | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
         #: Each plugin's own bound on the give-back calls made into it at once.
@@ -345,7 +347,47 @@ class Host:
             reconcile=self.reconcile,
             set_available=self.mark_unavailable,
             settings=settings,
+            link=self.link_of(owner),
         )
+
+    @property
+    def link(self) -> GameLinkService:
+        """The game link (:class:`pageant.link.service.Link`), made on first use."""
+        if self._link is None:
+            from pageant.link.service import Link
+
+            self._link = Link(
+                self.db,
+                self.clock,
+                self.settings,
+                on_return=self.link_returned,
+                on_late=lambda server: self.metrics.link_late.labels(server=server).inc(),
+                mark=self.mark_unavailable,
+            )
+            for record in self.plugins.loaded():
+                use = getattr(record.info, "link", None)
+                if use is not None and record.owner:
+                    for server in use.servers:
+                        self._link.uses(record.owner, server)
+        return self._link
+
+    def link_of(self, owner: str) -> Any:
+        """``context.link`` of ``owner``'s plugin: the game link, its calls made as it."""
+        from pageant.link.plugin import OwnerLink
+
+        return OwnerLink(lambda: self.link, owner)
+
+    async def link_returned(self, server: str) -> None:
+        """A link server synced again after being down: what waited on it goes on, and the
+        plugins that use it reconcile their recorded resources."""
+        for owner in sorted(self.link.owners.get(server, ())):
+            if self.link.down_of(owner) is None:
+                self.mark_unavailable(owner, None)
+            if self.reconcile_hook(owner) is not None:
+                try:
+                    await self.reconcile(owner)
+                except Exception:
+                    log.exception("reconcile of %s after %s came back failed", owner, server)
 
     def reconcile_hook(self, owner: str) -> Any:
         """The loaded plugin's ``pageant_reconcile`` for ``owner``, or None."""
@@ -513,9 +555,11 @@ class Host:
         self.started = False
 
     async def close(self) -> None:
-        """Stop the plugins this host started (:meth:`stop_plugins`) and close its database
-        engine (when it made it)."""
+        """Stop the plugins this host started (:meth:`stop_plugins`), then the game link, and
+        close its database engine (when it made it)."""
         await self.stop_plugins()
+        if self._link is not None:
+            await self._link.close()
         if self._db is not None and self._own_db:
             await self._db.dispose()
             self._db = None

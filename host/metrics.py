@@ -101,6 +101,26 @@ class Metrics:
             buckets=OUTAGE_BUCKETS,
             registry=r,
         )
+        self.tokens_refused = counter(
+            "pageant_game_tokens_refused",
+            "Requests a game token's bindings refused: a trigger of an owner it is not bound "
+            "to (owner), a link server it does not speak for (server), or a link request "
+            "with a bad, revoked or expired token (unauthenticated).",
+            "reason",
+        )
+        self.link_servers = gauge(
+            "pageant_link_servers",
+            "Game-link servers by state (up, down, unknown), as this host last saw them.",
+            "state",
+        )
+        self.link_syncs_held = Gauge(
+            "pageant_link_syncs_held", "Agent syncs held open on this host now.", registry=r
+        )
+        self.link_late = counter(
+            "pageant_link_late_answers",
+            "Agents' answers that came after their command was withdrawn (kept, not acted on).",
+            "server",
+        )
         self.started = time.time()
 
     def render(self) -> bytes:

@@ -127,6 +127,13 @@ class Settings(BaseModel):
     #: How long a clean stop (SIGTERM, SIGINT) lets steps already in perform finish.
     stop_grace_seconds: float = Field(default=30, ge=0, le=3600)
 
+    # The game link (docs/link.md): the longest a sync is held open waiting for commands,
+    # the silence after which a server is down, and the most commands one server may have
+    # waiting (past it a call is refused with a sentence, never dropped).
+    link_wait_seconds: float = Field(default=20, gt=0, le=300)
+    link_offline_seconds: float = Field(default=15, gt=0, le=3600)
+    link_queue_max: int = Field(default=1000, ge=1, le=1_000_000)
+
     #: How ``serve`` writes its log: ``kv`` (key=value) or ``json`` (one object a line).
     log_format: Literal["kv", "json"] = "kv"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -13,6 +13,9 @@ pageant.testing``). Its fixtures:
 - ``pageant_client`` — the real aiohttp app of that host under pytest-aiohttp's test
   client; ``pageant_kit.headers("admin")`` authorizes a request.
 
+And :class:`FakeAgent`: a game-link agent that syncs with that app over the real route
+(scriptable answers, delays, drops, restarts), so a link plugin's tests need no game.
+
 Everything a test drives goes through the same code ``serve`` runs: the loader, the spec
 validator, the engine's ticks, the emit path, the envelope's classification.
 """
@@ -35,11 +38,13 @@ from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.hookspecs.envelope import classify
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
 from pageant.hosting import Host
+from pageant.link.agent import FakeAgent
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import Candidate, candidate_for, find_candidates
 from pageant.settings import Settings
 
 __all__ = [
+    "FakeAgent",
     "Kit",
     "UnrecordedResourcesWarning",
     "assert_contract_holds",
@@ -111,6 +116,20 @@ class Kit:
     def headers(self, role: str = "admin") -> dict[str, str]:
         """The ``Authorization`` header of ``role``'s token."""
         return {"Authorization": f"Bearer {self.tokens[role]}"}
+
+    async def link_token(self, servers: Sequence[str], owners: Sequence[str] = ()) -> str:
+        """A game token bound to ``servers`` on the game link (and, when given, to the
+        ``owners`` whose triggers it may fire): what a :class:`FakeAgent` syncs with."""
+        from pageant.access.tokens import create_token
+
+        return await create_token(
+            self.host.db,
+            role="game",
+            name="fake-agent",
+            now=self.clock.now(),
+            servers=list(servers),
+            owners=list(owners) or None,
+        )
 
     async def enable(
         self, action_id: str, *, caps: Mapping[str, int | None] | None = None

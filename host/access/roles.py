@@ -21,3 +21,5 @@ CONTROLLERS = ("admin", "moderator")
 FIRERS = ("admin", "game")
 #: The roles the role floor never refuses: they may author any step, whatever its risk.
 FLOOR_EXEMPT_ROLES = ("admin",)
+#: A game server: fires triggers, and syncs on the game link for the servers it is bound to.
+GAME = ("game",)

@@ -13,7 +13,7 @@ import logging
 import re
 import secrets
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,15 +38,30 @@ audit = logging.getLogger("pageant.audit")
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is asking: the token's role and name."""
+    """Who is asking: the token's role and name, and a game token's bindings.
+
+    ``servers`` are the server ids a game token speaks for on the game link; ``owners`` the
+    plugin owners whose triggers it may fire. None: not bound (a token made before bindings
+    existed, or a staff token) - it fires every owner's triggers and speaks for no server.
+    """
 
     token_id: int
     role: str
     name: str
+    servers: tuple[str, ...] | None = None
+    owners: tuple[str, ...] | None = None
 
     @property
     def actor(self) -> str:
         return f"{self.role}:{self.name}"
+
+    def may_fire(self, trigger_id: str) -> bool:
+        """Whether this token's owner binding lets it fire ``trigger_id``."""
+        return self.owners is None or trigger_id.partition(".")[0] in self.owners
+
+    def speaks_for(self, server: str) -> bool:
+        """Whether this token is bound to ``server`` on the game link."""
+        return self.servers is not None and server in self.servers
 
 
 def hash_token(token: str) -> str:
@@ -64,6 +79,16 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(**{_UNITS[found.group(2)]: int(found.group(1))})
 
 
+def binding_text(row: Any) -> str:
+    """``, servers world-a, owners openarena``: a token's bindings as the audit log says them."""
+    parts = [
+        f"{field} {', '.join(names)}"
+        for field, names in (("servers", row.servers), ("owners", row.owners))
+        if names is not None
+    ]
+    return "".join(f", {part}" for part in parts)
+
+
 def token_json(row: Row, now: datetime) -> dict[str, Any]:
     """A token as every listing shows it: never the token, never its hash."""
     if row.revoked_at is not None:
@@ -76,6 +101,8 @@ def token_json(row: Row, now: datetime) -> dict[str, Any]:
         "id": row.id,
         "name": row.name,
         "role": row.role,
+        "servers": row.servers,
+        "owners": row.owners,
         "status": status,
         "created_at": row.created_at,
         "created_by": row.created_by,
@@ -94,11 +121,60 @@ async def create_token(
     now: datetime,
     actor: str | None = None,
     expires_in: timedelta | None = None,
+    servers: Sequence[str] | None = None,
+    owners: Sequence[str] | None = None,
 ) -> str:
     """Store a new token's hash and answer the token itself (the only time it exists)."""
-    return (
-        await issue_token(engine, role=role, name=name, now=now, actor=actor, expires_in=expires_in)
-    )["token"]
+    issued = await issue_token(
+        engine,
+        role=role,
+        name=name,
+        now=now,
+        actor=actor,
+        expires_in=expires_in,
+        servers=servers,
+        owners=owners,
+    )
+    return str(issued["token"])
+
+
+#: A server id on the game link: what an agent names in ``/api/v1/link/{server}/...``.
+SERVER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+#: An owner, as a plugin declares it (``PluginInfo.owner``).
+OWNER_ID = re.compile(r"[a-z][a-z0-9_]*\Z")
+#: The most names one binding may hold.
+MAX_BINDINGS = 100
+
+
+def binding_problems(
+    role: str, servers: Sequence[str] | None, owners: Sequence[str] | None
+) -> list[str]:
+    """What is wrong with a token's bindings, each prefixed by its field; empty if nothing."""
+    problems = []
+    for field, names, pattern, expected in (
+        ("servers", servers, SERVER_ID, "1 to 100 of A-Z a-z 0-9 . _ -, not starting with . _ -"),
+        ("owners", owners, OWNER_ID, "an owner: one segment [a-z][a-z0-9_]*"),
+    ):
+        if names is None:
+            continue
+        if role != "game":
+            problems.append(f"{field}: only a game token is bound; this one is {role}")
+            continue
+        if len(names) > MAX_BINDINGS:
+            problems.append(f"{field}: at most {MAX_BINDINGS} names")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or pattern.match(name) is None:
+                problems.append(f"{field}[{i}]: {name!r} is not valid; expected {expected}")
+            elif field == "owners" and name == "core":
+                problems.append(
+                    f"{field}[{i}]: core's triggers are fired by the host alone; "
+                    "no token fires them"
+                )
+    return problems
+
+
+def _distinct(names: Sequence[str] | None) -> list[str] | None:
+    return None if names is None else sorted(set(names))
 
 
 async def issue_token(
@@ -109,10 +185,15 @@ async def issue_token(
     now: datetime,
     actor: str | None,
     expires_in: timedelta | None = None,
+    servers: Sequence[str] | None = None,
+    owners: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Create a token: its listing shape plus ``token``, the only answer that holds it.
 
-    Raises :class:`Invalid` naming the role, the name or the expiry that is wrong."""
+    A game token may be bound to ``servers`` (the server ids it speaks for on the game
+    link) and to ``owners`` (the plugins whose triggers it may fire); None leaves it unbound.
+    Raises :class:`Invalid` naming the role, the name, the expiry or the binding that is
+    wrong."""
     problems = []
     if role not in ROLES:
         problems.append(f"role: {role!r} is not a role; expected one of {', '.join(ROLES)}")
@@ -120,6 +201,7 @@ async def issue_token(
         problems.append("name: expected 1 to 100 characters")
     if expires_in is not None and not timedelta(0) < expires_in <= MAX_EXPIRY:
         problems.append(f"expires: expected more than nothing and at most {MAX_EXPIRY.days} days")
+    problems.extend(binding_problems(role, servers, owners))
     if problems:
         raise Invalid("invalid token request", details=problems)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -133,10 +215,14 @@ async def issue_token(
                 "created_at": now,
                 "created_by": actor,
                 "expires_at": now + expires_in if expires_in is not None else None,
+                "servers": _distinct(servers),
+                "owners": _distinct(owners),
             },
         )
         row = await token_rows.read_back(conn, token_id)
-    audit.info("token %s (%s, %s) created by %s", token_id, name.strip(), role, actor)
+    audit.info(
+        "token %s (%s, %s%s) created by %s", token_id, name.strip(), role, binding_text(row), actor
+    )
     return {**token_json(row, now), "token": token}
 
 
@@ -171,7 +257,13 @@ async def principal_for_hash(
     if row.last_used_at is None or now - row.last_used_at >= TOUCH_EVERY:
         async with engine.begin() as conn:
             await token_rows.touch(conn, row.id, seen=row.last_used_at, now=now)
-    found = Principal(row.id, row.role, row.name)
+    found = Principal(
+        row.id,
+        row.role,
+        row.name,
+        servers=None if row.servers is None else tuple(row.servers),
+        owners=None if row.owners is None else tuple(row.owners),
+    )
     _remember(engine, token_hash, _Known(found, row.expires_at, now))
     return found
 

@@ -7,6 +7,8 @@ The web console (:mod:`pageant.console`) is mounted on the same app, outside ``/
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import pkgutil
 from collections.abc import AsyncIterator
@@ -68,12 +70,19 @@ def make_app(host: Host, *, run_engine: bool = True) -> web.Application:
         if not host.started:
             await host.start_plugins()
         runner = None
+        watch = None
         if run_engine:
             # The one reconnect the host can see is its own start: ask every plugin which
             # of its recorded resources are still in the world before the first tick.
             await host.reconcile_all()
             runner = await start_engine(host)
+            # The game link's servers go down by silence: someone must look at the clock.
+            watch = asyncio.get_running_loop().create_task(host.link.watch())
         yield
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
         if runner is not None:
             await runner.stop()
         await host.close()

@@ -35,6 +35,8 @@ RETRY_AFTER_SECONDS = 5
 #: Paths that answer at once however many requests wait: an operator's probes, and files.
 UNQUEUED_PATHS = ("/healthz", "/metrics")
 UNQUEUED_PREFIXES = ("/static/",)
+#: The game link's routes: a sync is held open, so it takes no admission slot.
+LINK_PATHS = "/api/v1/link/"
 #: The routes that check their token again where they record their work (the firings').
 FIRING_PATHS = "/api/v1/triggers/"
 
@@ -76,6 +78,10 @@ def admission(limit: int, pace: Pace | None = None, *, read_ahead: float = 0.0) 
     async def admit(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         if path in UNQUEUED_PATHS or path.startswith(UNQUEUED_PREFIXES):
+            return await handler(request)
+        if path.startswith(LINK_PATHS):
+            # An agent's sync is held open up to link_wait_seconds: a thousand of them
+            # must not hold every slot (each costs a future while it waits).
             return await handler(request)
         if reads_console(request.method, path):
             wait = pace.reserve()

@@ -127,6 +127,8 @@ def document(routes: list[Route], version: str, registry: Any = None) -> dict[st
                 },
             },
         }
+        if route.status == 101:  # a WebSocket upgrade: no body, then messages (docs/link.md)
+            operation["responses"]["101"] = {"description": "switching to a WebSocket"}
         for status, model in route.also.items():
             operation["responses"][str(status)] = {
                 "description": "see the summary",

@@ -143,18 +143,25 @@ def contract_check(
     show_default=True,
     help="Where the new folder NAME is made.",
 )
-def new_plugin(name: str, directory: Path) -> None:
+@click.option(
+    "--link",
+    is_flag=True,
+    help="A plugin for a game that can only call out: its actions go through the game link.",
+)
+def new_plugin(name: str, directory: Path, link: bool) -> None:
     """Scaffold a working plugin distribution in the new folder NAME.
 
     NAME becomes the plugin's owner (the prefix of every id it declares). The folder holds
     pyproject.toml with the entry point, a module with one action, one trigger and one
     option source, tests written with pageant.testing, the committed contract manifest, a
-    README and a CI workflow running `pageant contract-check --plugin NAME`.
+    README and a CI workflow running `pageant contract-check --plugin NAME`. With --link,
+    the action reaches the game through the host's game link, and the tests drive it with
+    pageant.testing's FakeAgent.
     """
     from pageant.cli.scaffold import ScaffoldError, scaffold
 
     try:
-        folder = scaffold(name, directory)
+        folder = scaffold(name, directory, link=link)
     except ScaffoldError as exc:
         raise click.UsageError(str(exc)) from exc
     click.echo(f"created {folder}")

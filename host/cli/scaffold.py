@@ -31,22 +31,25 @@ def contract_range() -> str:
     return f"^{major}.{minor}"
 
 
-def _files(owner: str) -> dict[str, str]:
+def _files(owner: str, link: bool = False) -> dict[str, str]:
     from pageant import __version__
+    from pageant.cli.scaffold_link import LINK_MODULE, LINK_TESTS
 
     dist = f"pageant-{owner.replace('_', '-')}"
     module = f"pageant_{owner}"
+    code, tests = (LINK_MODULE, LINK_TESTS) if link else (MODULE, TESTS)
     return {
         "pyproject.toml": PYPROJECT.format(dist=dist, owner=owner, module=module, host=__version__),
-        f"{module}/__init__.py": MODULE.replace("OWNER", owner).replace("RANGE", contract_range()),
-        "tests/test_plugin.py": TESTS.replace("OWNER", owner).replace("DIST", dist),
+        f"{module}/__init__.py": code.replace("OWNER", owner).replace("RANGE", contract_range()),
+        "tests/test_plugin.py": tests.replace("OWNER", owner).replace("DIST", dist),
         "README.md": README.format(dist=dist, owner=owner, module=module),
         ".github/workflows/contract.yml": WORKFLOW.format(owner=owner),
     }
 
 
-def scaffold(name: str, where: Path) -> Path:
-    """Write the plugin ``name`` into the new folder ``where / name``; answers the folder."""
+def scaffold(name: str, where: Path, *, link: bool = False) -> Path:
+    """Write the plugin ``name`` into the new folder ``where / name``; answers the folder.
+    ``link``: a plugin whose game calls out, reached through the host's game link."""
     if not NAME.match(name):
         raise ScaffoldError(
             f"{name!r} is not a plugin name; expected lowercase letters, digits and "
@@ -57,7 +60,7 @@ def scaffold(name: str, where: Path) -> Path:
     folder = where / name
     if folder.exists():
         raise ScaffoldError(f"{folder} already exists; expected a new folder")
-    for relative, text in _files(name).items():
+    for relative, text in _files(name, link).items():
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

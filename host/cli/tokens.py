@@ -54,10 +54,39 @@ def _expiry(ctx: click.Context, param: click.Parameter, value: str | None) -> An
     is_flag=True,
     help="Print the token's listing shape and the token as JSON (the token shown this once).",
 )
+@click.option(
+    "--server",
+    "servers",
+    multiple=True,
+    metavar="ID",
+    help="A game token: a server id it speaks for on the game link (repeatable).",
+)
+@click.option(
+    "--owner",
+    "owners",
+    multiple=True,
+    metavar="OWNER",
+    help="A game token: a plugin whose triggers it may fire (repeatable; none: every plugin's).",
+)
 @settings_options
-def token_create(settings: Settings, role: str, name: str, expires: Any, as_json: bool) -> None:
-    """Create a token and print it (only the token; it is shown once and stored hashed)."""
-    from pageant.access.tokens import issue_token
+def token_create(
+    settings: Settings,
+    role: str,
+    name: str,
+    expires: Any,
+    as_json: bool,
+    servers: tuple[str, ...],
+    owners: tuple[str, ...],
+) -> None:
+    """Create a token and print it (only the token; it is shown once and stored hashed).
+
+    A game token is bound with --server to the servers it speaks for on the game link and
+    with --owner to the plugins whose triggers it may fire."""
+    from pageant.access.tokens import binding_problems, issue_token
+
+    problems = binding_problems(role, servers or None, owners or None)
+    if problems:
+        raise click.UsageError("; ".join(problems))
 
     async def _go(host: Any) -> dict[str, Any]:
         return await issue_token(
@@ -67,6 +96,8 @@ def token_create(settings: Settings, role: str, name: str, expires: Any, as_json
             now=host.clock.now(),
             actor=actor(),
             expires_in=expires,
+            servers=servers or None,
+            owners=owners or None,
         )
 
     issued = with_host(settings, _go)
@@ -111,13 +142,14 @@ def render_tokens(items: list[dict[str, Any]]) -> str:
     """The token listing as a table (never a token or its hash: the listing holds neither)."""
     if not items:
         return "no tokens"
-    rows = [["id", "name", "role", "status", "expires", "last used", "created by"]]
+    rows = [["id", "name", "role", "bound to", "status", "expires", "last used", "created by"]]
     for item in items:
         rows.append(
             [
                 str(item["id"]),
                 item["name"],
                 item["role"],
+                bindings_said(item),
                 item["status"],
                 when(item["expires_at"]),
                 when(item["last_used_at"]),
@@ -125,3 +157,19 @@ def render_tokens(items: list[dict[str, Any]]) -> str:
             ]
         )
     return table(rows)
+
+
+def bindings_said(item: dict[str, Any]) -> str:
+    """What a token is bound to, in a few words: ``servers world-a; owners openarena``, or
+    ``every owner's triggers`` for a game token with no owner binding, ``-`` for staff."""
+    if item["role"] != "game":
+        return "-"
+    parts = []
+    if item["servers"] is not None:
+        parts.append("servers " + ", ".join(item["servers"]))
+    parts.append(
+        "every owner's triggers"
+        if item["owners"] is None
+        else "owners " + ", ".join(item["owners"])
+    )
+    return "; ".join(parts)

@@ -16,5 +16,5 @@ async def plugins_page(request: web.Request) -> web.Response:
     require(request, STAFF)
     host = host_of(request)
     catalog = host.registry.catalog()
-    listed = plugin_listing(host.plugins, unavailable=host.plugin_unavailable)
+    listed = host.link.annotate(plugin_listing(host.plugins, unavailable=host.plugin_unavailable))
     return render(request, "plugins.html", plugins=listed, catalog=catalog)

@@ -46,6 +46,12 @@ async def _page(
     )
 
 
+def names_in(text: str) -> list[str] | None:
+    """A binding typed in a form: names separated by commas or spaces; None when empty."""
+    names = [name for name in text.replace(",", " ").split() if name]
+    return names or None
+
+
 @routes.get("/tokens")
 async def tokens_page(request: web.Request) -> web.Response:
     require(request, ADMIN)
@@ -78,11 +84,13 @@ async def create(request: web.Request) -> web.Response:
                 now=host.clock.now(),
                 actor=session.principal.actor,
                 expires_in=expires_in,
+                servers=names_in(values.get("servers", "")),
+                owners=names_in(values.get("owners", "")),
             )
         except Invalid as exc:
             for problem in exc.details:
                 field, _, message = problem.partition(": ")
-                errors.setdefault(field, []).append(message or problem)
+                errors.setdefault(field.partition("[")[0], []).append(message or problem)
         else:
             return await _page(request, status=201, issued=issued)
     return await _page(

@@ -76,6 +76,11 @@ api_tokens = Table(
     Column("expires_at", UTCDateTime, nullable=True),
     # Written at most once a minute per token, never once per request.
     Column("last_used_at", UTCDateTime, nullable=True),
+    # A game token's bindings: the server ids it speaks for on the game link and the owners
+    # whose triggers it may fire, each a list of names. NULL: made before bindings existed,
+    # so it fires every owner's triggers (and speaks for no server on the link).
+    Column("servers", JSON, nullable=True),
+    Column("owners", JSON, nullable=True),
 )
 
 event_series = Table(
@@ -456,8 +461,48 @@ event_run_resources = Table(
     Index(None, "run_id", "id"),
 )
 
+#: The game link's commands (docs/link.md): a plugin's call to a game that can only call
+#: out, kept as a row so any host's agent sync can deliver it and a restart loses nothing.
+#: One row per (server, command, key): a retry of the step finds its command again.
+link_commands = Table(
+    "link_commands",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("server", String(100), nullable=False),
+    Column("owner", String(100), nullable=False),
+    Column("command", String(100), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("payload", JSON, nullable=True),
+    # queued -> delivered -> answered; queued|delivered -> withdrawn (its budget ran out).
+    Column("status", String(12), nullable=False),
+    # A withdrawn command: 'never_delivered' (nothing happened) or 'unanswered'.
+    Column("withdrawn_as", String(20), nullable=True),
+    Column("deadline", UTCDateTime, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("delivered_at", UTCDateTime, nullable=True),
+    Column("deliveries", Integer, nullable=False, server_default="0"),
+    Column("answered_at", UTCDateTime, nullable=True),
+    # {"answer": ...} or {"error": "..."}: what the agent said, once.
+    Column("answer", JSON, nullable=True),
+    # An answer that came after the command was withdrawn: recorded, never acted on.
+    Column("late", Boolean, nullable=False, server_default=text("0")),
+    UniqueConstraint("server", "command", "key"),
+    Index(None, "server", "status"),
+    Index(None, "status", "deadline"),
+)
+
+#: When each game-link server last synced (any host's sync): its availability.
+link_servers = Table(
+    "link_servers",
+    metadata,
+    Column("server", String(100), primary_key=True),
+    Column("last_sync_at", UTCDateTime, nullable=False),
+)
+
 #: Every table, in an order that respects foreign keys (for emptying between tests).
 ALL_TABLES = (
+    link_commands,
+    link_servers,
     trigger_firing_keys,
     trigger_last_firings,
     event_run_resources,

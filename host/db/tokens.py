@@ -27,11 +27,13 @@ TOKEN_COLUMNS = (
     t.last_used_at,
     t.revoked_at,
     t.revoked_by,
+    t.servers,
+    t.owners,
 )
 
-_LOOKUP = select(t.id, t.role, t.name, t.revoked_at, t.expires_at, t.last_used_at).where(
-    t.token_hash == bindparam("token_hash")
-)
+_LOOKUP = select(
+    t.id, t.role, t.name, t.revoked_at, t.expires_at, t.last_used_at, t.servers, t.owners
+).where(t.token_hash == bindparam("token_hash"))
 
 # Compare-and-set on the instant it read: of two requests that both saw an old stamp, one
 # writes; the other matches nothing. Reached at most once a minute per token (the caller
@@ -59,7 +61,8 @@ async def insert_token(conn: AsyncConnection, values: dict[str, Any]) -> int:
 
 
 async def by_hash(conn: AsyncConnection, token_hash: str) -> Row | None:
-    """The token a hash belongs to (id, role, name, revoked_at, expires_at, last_used_at)."""
+    """The token a hash belongs to (id, role, name, revoked_at, expires_at, last_used_at,
+    servers, owners)."""
     return (await conn.execute(_LOOKUP, {"token_hash": token_hash})).first()
 
 

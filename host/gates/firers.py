@@ -40,3 +40,16 @@ def check_plugin_firing(trigger_id: str, plugin_owner: str) -> None:
             f"plugin {plugin_owner!r} may fire only its own triggers ({plugin_owner}.*); "
             f"{trigger_id} belongs to {owner!r}"
         )
+
+
+def check_token_firing(trigger_id: str, owners: tuple[str, ...] | None) -> None:
+    """Refuse, with :class:`Forbidden`, a token's firing of a trigger outside the owners it
+    is bound to (``owners``; None: an unbound token, which fires any owner's triggers), and
+    of the host's own triggers (:func:`check_outside_firing`)."""
+    check_outside_firing(trigger_id)
+    if owners is not None and owner_of(trigger_id) not in owners:
+        bound = ", ".join(owners) or "none"
+        raise Forbidden(
+            f"this token may fire only the triggers of {bound}; {trigger_id} belongs to "
+            f"{owner_of(trigger_id)!r}"
+        )

@@ -84,6 +84,35 @@ class KitServices(DryRunServices):
     not_sent = "not sent: contract-check sends nothing"
 
 
+class KitLink:
+    """``context.link`` during a check: no host, no agent; every call is answered
+    ``{"ok": True}`` at once and kept in ``calls``, so a link plugin's ``perform`` and
+    ``revert`` run to their envelope. A plugin's own tests drive the real route with
+    :class:`pageant.testing.FakeAgent`."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.calls: list[tuple[str, str, dict[str, Any], str]] = []
+
+    async def call(
+        self,
+        server: str,
+        command: str,
+        payload: Mapping[str, Any],
+        *,
+        key: str,
+        deadline: datetime,
+    ) -> Any:
+        self.calls.append((server, command, dict(payload), key))
+        return {"ok": True}
+
+    def servers(self) -> dict[str, str]:
+        return {server: "up" for server, *_ in self.calls}
+
+    def up(self) -> list[str]:
+        return sorted(self.servers())
+
+
 class KitContext:
     """What ``pageant_startup`` receives during a check: the plugin context without a host.
 
@@ -100,6 +129,9 @@ class KitContext:
         self.owner = owner
         self.settings = settings
         self.emitted: list[tuple[str, dict[str, Any]]] = []
+        #: The game link as the check lends it: every command answered at once, as an
+        #: agent that did what it was told would (:class:`KitLink`).
+        self.link = KitLink(owner)
 
     async def emit(
         self,

@@ -22,7 +22,14 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from pageant.hookspecs import Declarations, HostSettings, PluginContext, StepServices, specs
+from pageant.hookspecs import (
+    Declarations,
+    GameLink,
+    HostSettings,
+    PluginContext,
+    StepServices,
+    specs,
+)
 from pageant.hookspecs.specs import PageantSpecs
 
 #: The parts every hookspec docstring must have, in the order they are written.
@@ -30,7 +37,7 @@ REQUIRED = ("When:", "Returns:", "On failure:", "Example:", "Added in contract")
 #: The parts every protocol's docstring must have.
 PROTOCOL_REQUIRED = ("When:", "Example:", "Added in contract")
 #: The protocols the contract hands a plugin, in the order the reference shows them.
-PROTOCOLS: tuple[type, ...] = (PluginContext, StepServices, Declarations, HostSettings)
+PROTOCOLS: tuple[type, ...] = (PluginContext, StepServices, Declarations, HostSettings, GameLink)
 
 _BANNER = re.compile(r"^\s*#\s*──\s*(?P<title>[^─]+?)\s*─*\s*$")
 _ROLE = re.compile(r":\w+:`(?P<tilde>~?)(?P<target>[^`]+)`")

@@ -45,6 +45,7 @@ class PluginContext:
         reconcile: Reconcile | None = None,
         settings: Any = None,
         set_available: SetAvailable | None = None,
+        link: Any = None,
     ) -> None:
         self.plugin = plugin_label
         self.owner = owner
@@ -54,6 +55,9 @@ class PluginContext:
         self._reconcile = reconcile
         self.settings = settings
         self._set_available = set_available
+        #: The game link, its calls made as this plugin (:class:`pageant.hookspecs.GameLink`);
+        #: None where no host lends one.
+        self.link = link
 
     @property
     def registry(self) -> Declarations:

@@ -133,3 +133,39 @@ def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
     assert made.exit_code == 2
     assert "already exists" in made.output
     assert list((tmp_path / "raffle").iterdir()) == []
+
+
+def test_a_scaffolded_link_plugin_passes_its_tests_against_a_fake_agent_and_the_check(
+    tmp_path: Path,
+) -> None:
+    made = CliRunner().invoke(
+        main, ["new-plugin", "beacons", "--link", "--directory", str(tmp_path)]
+    )
+    assert made.exit_code == 0, made.output
+    folder = tmp_path / "beacons"
+    module = (folder / "pageant_beacons/__init__.py").read_text()
+    assert '"link": {"servers": list(SERVERS)' in module and "link.call(" in module
+    for ruff in (["check", "--select", "E,F,W,I,B,UP"], ["format", "--check"]):
+        linted = subprocess.run(
+            [sys.executable, "-m", "ruff", *ruff, "--isolated", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+        )
+        assert linted.returncode == 0, linted.stdout + linted.stderr
+    python = _venv_seeing_this_environment(tmp_path / "venv")
+    installed = _run(python, *("-m", "pip", "install", "-q", "--no-deps", "-e", "."), cwd=folder)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    tests = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=folder)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "4 passed" in tests.stdout
+
+    checked = _run(
+        python, "-m", "pageant.cli", "contract-check", "--plugin", "beacons", "--json", cwd=folder
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (beacons,) = json.loads(checked.stdout)["plugins"]
+    # Its world is the game's, out of the check's reach: the one warning says so.
+    not_passed = [(c["check"], c["outcome"]) for c in beacons["checks"] if c["outcome"] != "pass"]
+    assert not_passed == [("world", "warning")]

@@ -35,6 +35,9 @@ INTERNAL = {
     "host/plugins/ranges.py:BadRange",
     # The docs check of the contract's hooks, run by the tests; a ValueError since it is one.
     "host/kit/hookdocs.py:UndocumentedHook",
+    # The contract's link failures, raised to a plugin by context.link.call: the contract
+    # imports nothing of the host, so they cannot be PageantErrors.
+    "hookspecs/link.py:LinkFailure",
 }
 
 

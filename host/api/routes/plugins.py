@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
@@ -26,6 +26,13 @@ class DroppedTarget(BaseModel):
     lease: str
     target: str
     reason: str
+
+
+class LinkServer(BaseModel):
+    """A game-link server's state: up, down or unknown, and the sentence saying why."""
+
+    state: Literal["up", "down", "unknown"]
+    said: str
 
 
 class PluginOut(BaseModel):
@@ -49,6 +56,9 @@ class PluginOut(BaseModel):
     warnings: list[str]
     #: Why the loaded plugin says it cannot take steps now (not configured, its game down).
     unavailable: str | None
+    link: dict[str, LinkServer] = Field(
+        description="a game-link plugin's servers and their states (docs/link.md)"
+    )
 
 
 class PluginList(BaseModel):
@@ -85,7 +95,13 @@ class OptionValues(BaseModel):
 )
 async def list_plugins(request: web.Request) -> web.Response:
     host = request.app[HOST]
-    return respond({"items": plugin_listing(host.plugins, unavailable=host.plugin_unavailable)})
+    return respond(
+        {
+            "items": host.link.annotate(
+                plugin_listing(host.plugins, unavailable=host.plugin_unavailable)
+            )
+        }
+    )
 
 
 @routes.get(

@@ -46,6 +46,11 @@ class EngineOut(BaseModel):
     runs_in_flight: int = 0
 
 
+class LinkState(BaseModel):
+    state: Literal["up", "down", "unknown"]
+    said: str
+
+
 class Health(BaseModel):
     model_config = ConfigDict(json_schema_extra=no_defaults)
 
@@ -53,6 +58,11 @@ class Health(BaseModel):
     problems: list[str] = []
     schema_: SchemaOut = Field(alias="schema")
     engine: EngineOut
+    link: dict[str, LinkState] = Field(
+        default_factory=dict,
+        description="each game-link server's state (up, down, unknown) and why; a server "
+        "down does not make the host unhealthy",
+    )
 
 
 class MetricsText(RootModel[str]):
@@ -108,6 +118,8 @@ async def healthz(request: web.Request) -> web.Response:
     elif not state.up_to_date:
         problems.append(f"schema: at {state.current or 'nothing'}, this pageant needs {state.head}")
     body: dict[str, Any] = {"schema": state.as_dict(), "engine": engine}
+    if link := host.link.states():
+        body["link"] = link
     if problems:
         body["problems"] = problems
     if "verbose" in request.query:
@@ -141,6 +153,8 @@ async def metrics(request: web.Request) -> web.Response:
     host = request.app[HOST]
     for status, n in (await runs_by_status(host)).items():
         host.metrics.runs.labels(status=status).set(n)
+    for state, n in host.link.counts().items():
+        host.metrics.link_servers.labels(state=state).set(n)
     from pageant.metrics import CONTENT_TYPE
 
     response = web.Response(body=host.metrics.render())

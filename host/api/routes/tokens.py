@@ -25,6 +25,13 @@ class TokenOut(BaseModel):
     id: int
     name: str
     role: str = Field(json_schema_extra={"enum": list(tokens.ROLES)})
+    servers: list[str] | None = Field(
+        description="the server ids a game token speaks for on the game link; null: none"
+    )
+    owners: list[str] | None = Field(
+        description="the owners whose triggers a game token may fire; null: unbound, every "
+        "owner's (a token made before bindings, or made without --owner)"
+    )
     status: Literal["active", "expired", "revoked"]
     created_at: datetime
     created_by: str | None
@@ -54,6 +61,16 @@ class TokenCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100)
     role: str
     expires: str | None = Field(default=None, max_length=20)
+    servers: list[str] | None = Field(
+        default=None,
+        max_length=tokens.MAX_BINDINGS,
+        description="a game token: the server ids it speaks for on the game link",
+    )
+    owners: list[str] | None = Field(
+        default=None,
+        max_length=tokens.MAX_BINDINGS,
+        description="a game token: the owners whose triggers it may fire (absent: every owner)",
+    )
 
     @field_validator("expires")
     @classmethod
@@ -105,6 +122,8 @@ async def create_token(request: web.Request) -> web.Response:
         now=host.clock.now(),
         actor=principal(request).actor,
         expires_in=expires_in,
+        servers=body.servers,
+        owners=body.owners,
     )
     return respond(issued, status=201)
 

@@ -2,11 +2,12 @@
 
 The ``game`` role exists for these routes and can do nothing else; an admin may fire too
 (to try a gate by hand). Core's lifecycle triggers are the host's alone: no token fires them
-(:mod:`pageant.gates.firers`). One firing's body is the payload: the trigger's declared
-variables, checked before anything is written; a batch's body is a list of firings, each
-checked on its own. A firing may carry an idempotency key (the ``Idempotency-Key`` header,
-or ``id`` in a batch), kept per token: the same key again answers the first answer and
-counts nothing.
+(:mod:`pageant.gates.firers`); a game token bound to owners (``--owner openarena``) fires only
+their triggers, and a firing outside the binding is a 403, counted. One firing's body is the
+payload: the trigger's declared variables, checked before anything is written; a batch's
+body is a list of firings, each checked on its own. A firing may carry an idempotency key
+(the ``Idempotency-Key`` header, or ``id`` in a batch), kept per token: the same key again
+answers the first answer and counts nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from pageant.access.roles import FIRERS
 from pageant.access.tokens import live_or_refused
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, principal, read_json, respond
-from pageant.errors import Invalid, NotFound, PageantError, Unauthenticated
+from pageant.errors import Forbidden, Invalid, NotFound, PageantError, Unauthenticated
 from pageant.gates.emit import MAX_BATCH, MAX_KEY, key_problem
-from pageant.gates.firers import check_outside_firing
+from pageant.gates.firers import check_token_firing
 from pageant.plugins.registry import Registry
 
 routes = RouteTable("triggers")
@@ -106,6 +107,18 @@ async def dead_token_first(request: web.Request) -> AsyncIterator[None]:
         raise
 
 
+def owner_bound(request: web.Request, trigger_id: str) -> None:
+    """Refuse (403) a firing its token may not make: core's triggers, and a trigger outside
+    a game token's owner binding, which is counted (``pageant_game_tokens_refused``)."""
+    try:
+        check_token_firing(trigger_id, principal(request).owners)
+    except Forbidden:
+        if principal(request).may_fire(trigger_id):
+            raise
+        request.app[HOST].metrics.tokens_refused.labels(reason="owner").inc()
+        raise
+
+
 def payload_schema(registry: Registry) -> dict[str, Any]:
     """The payload as the document declares it: for each registered trigger, an object of
     exactly its declared variables (any may be left out), each of its declared type."""
@@ -157,7 +170,7 @@ async def _fire(request: web.Request) -> web.Response:
     # The trigger before the body: an unknown trigger is a 404 whatever was sent with it.
     if trigger_id not in host.registry.triggers:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
-    check_outside_firing(trigger_id)
+    owner_bound(request, trigger_id)
     payload = await read_json(request)
     key = request.headers.get(KEY_HEADER)
     problem = None if key is None else key_problem(key)
@@ -196,7 +209,7 @@ async def fire_batch(request: web.Request) -> web.Response:
             items,
             actor=who.actor,
             issuer=issuer_of(request),
-            check=check_outside_firing,
+            check=lambda trigger_id: owner_bound(request, trigger_id),
             token_id=who.token_id,
         )
     if all(answer["status"] != 200 for answer in answers):

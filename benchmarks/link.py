@@ -1,0 +1,206 @@
+"""The game link under load, on SQLite and (with ``--mysql URL``) MariaDB.
+
+- ``busy``: ``--busy`` agents (default 100), each long-polling its own server on a host in
+  this process over real HTTP, while one caller per server queues a command the moment the
+  last was answered (``context.link.call``, as a plugin's perform does). Commands delivered
+  and answered per second, and the latency from the call to the agent's receipt (p50/p99),
+  the agent already waiting.
+- ``idle``: a real ``pageant serve`` holding ``--agents`` syncs (default 1,000) open, each
+  re-sent the moment it is answered (``wait`` 20 s); the server's resident memory and open
+  file descriptors read every 5 s for ``--idle-seconds`` (first, last, highest).
+
+    python benchmarks/link.py [--mysql mysql+asyncmy://root@127.0.0.1:3306/test]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from benchdb import scratch_database
+from procstat import rss_mib
+
+from pageant.access.tokens import MAX_BINDINGS, create_token
+from pageant.api.app import make_app
+from pageant.hosting import Host
+from pageant.settings import Settings
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def _tokens(db: Any, servers: list[str]) -> dict[str, str]:
+    """A game token per hundred servers (a token is bound to at most a hundred)."""
+    out: dict[str, str] = {}
+    for i in range(0, len(servers), MAX_BINDINGS):
+        chunk = servers[i : i + MAX_BINDINGS]
+        token = await create_token(
+            db, role="game", name=f"bench-{i}", now=_now(), servers=chunk, owners=["bench"]
+        )
+        out.update(dict.fromkeys(chunk, token))
+    return out
+
+
+def _now() -> Any:
+    from pageant.clock import SystemClock
+
+    return SystemClock().now()
+
+
+async def _agent(
+    session: aiohttp.ClientSession,
+    base: str,
+    server: str,
+    token: str,
+    wait: float,
+    received: list[float] | None,
+    stop: asyncio.Event,
+) -> None:
+    """An agent: sync, answer what came back on the next sync, again until ``stop``."""
+    results: list[dict[str, Any]] = []
+    url = f"{base}/api/v1/link/{server}/sync"
+    headers = {"Authorization": f"Bearer {token}"}
+    while not stop.is_set():
+        body = {"results": results, "wait": wait}
+        try:
+            async with session.post(url, json=body, headers=headers) as response:
+                answer = await response.json()
+        except (aiohttp.ClientError, TimeoutError):
+            await asyncio.sleep(0.1)
+            continue
+        results = []
+        for command in answer.get("commands", []):
+            if received is not None:
+                received.append(time.monotonic() - command["payload"]["t"])
+            results.append({"command": command["command"], "key": command["key"], "answer": 1})
+
+
+async def busy(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]:
+    async with scratch_database(mysql) as db:
+        settings = Settings(database_url=str(db.url), http_concurrency=8)
+        host = Host(settings, discover=False, db=db)
+        runner = web.AppRunner(make_app(host, run_engine=False))
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        base = f"http://127.0.0.1:{port}"
+        servers = [f"s{i}" for i in range(agents)]
+        tokens = await _tokens(db, servers)
+        stop = asyncio.Event()
+        received: list[float] = []
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        polling = [
+            asyncio.create_task(_agent(session, base, s, tokens[s], 20, received, stop))
+            for s in servers
+        ]
+        await asyncio.sleep(1)  # every agent has synced once: up, and waiting
+        answered = 0
+        until = time.monotonic() + seconds
+
+        async def caller(server: str) -> None:
+            nonlocal answered
+            while time.monotonic() < until:
+                await host.link.call(
+                    "bench",
+                    server,
+                    "ping",
+                    {"t": time.monotonic()},
+                    key=uuid.uuid4().hex,
+                    deadline=host.clock.now() + timedelta(seconds=30),
+                )
+                answered += 1
+
+        began = time.monotonic()
+        await asyncio.gather(*(caller(s) for s in servers))
+        took = time.monotonic() - began
+        stop.set()
+        for task in polling:
+            task.cancel()
+        await asyncio.gather(*polling, return_exceptions=True)
+        await session.close()
+        await runner.cleanup()
+        return {
+            "agents": agents,
+            "commands_per_second": round(answered / took, 1),
+            "p50_ms": round(_pct(received, 0.5) * 1000, 1),
+            "p99_ms": round(_pct(received, 0.99) * 1000, 1),
+            "commands": answered,
+            "median_ms": round(statistics.median(received) * 1000, 1) if received else None,
+        }
+
+
+async def idle(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]:
+    async with scratch_database(mysql) as db:
+        servers = [f"s{i}" for i in range(agents)]
+        tokens = await _tokens(db, servers)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PAGEANT_")}
+        env.update(PAGEANT_DATABASE_URL=str(db.url.render_as_string(hide_password=False)))
+        env.update(PAGEANT_PORT="0", PAGEANT_LOG_LEVEL="WARNING")
+        script = Path(sys.executable).with_name("pageant")
+        serve = await asyncio.create_subprocess_exec(
+            str(script), "serve", env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert serve.stdout is not None
+            line = (await serve.stdout.readline()).decode()
+            base = "http://" + line.split("http://", 1)[1].split()[0]
+            before = rss_mib(serve.pid)
+            stop = asyncio.Event()
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=60)
+            )
+            polling = [
+                asyncio.create_task(_agent(session, base, s, tokens[s], 20, None, stop))
+                for s in servers
+            ]
+            await asyncio.sleep(5)
+            samples = []
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                fds = len(os.listdir(f"/proc/{serve.pid}/fd"))
+                samples.append((round(rss_mib(serve.pid), 1), fds))
+                await asyncio.sleep(5)
+            stop.set()
+            for task in polling:
+                task.cancel()
+            await asyncio.gather(*polling, return_exceptions=True)
+            await session.close()
+        finally:
+            serve.terminate()
+            await asyncio.wait_for(serve.wait(), 30)
+        return {
+            "agents": agents,
+            "rss_mib_before": round(before, 1),
+            "rss_mib_first_last_max": (samples[0][0], samples[-1][0], max(s[0] for s in samples)),
+            "fds_first_last_max": (samples[0][1], samples[-1][1], max(s[1] for s in samples)),
+        }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mysql", default=None)
+    parser.add_argument("--busy", type=int, default=100)
+    parser.add_argument("--agents", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--idle-seconds", type=float, default=60)
+    args = parser.parse_args()
+    print("busy", await busy(args.mysql, args.busy, args.seconds), flush=True)
+    print("idle", await idle(args.mysql, args.agents, args.idle_seconds), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

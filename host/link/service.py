@@ -1,0 +1,490 @@
+"""The game link of one host: plugins' calls become command rows; agents' syncs take them,
+bring back their answers, and say the server is alive.
+
+``call`` queues a command (or finds it again under its key) and waits for its answer until
+its deadline, then withdraws it, saying truthfully whether it was never delivered or
+delivered and unanswered. ``take`` is a sync's wait: it answers the commands due for its
+server at once, or waits (a future, no thread, no connection) until one is queued or its
+wait runs out. Availability is read from the syncs: up within ``link_offline_seconds`` of
+the last, down after, unknown before the first since this host started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from pageant.clock import Clock
+from pageant.db import link as link_rows
+from pageant.hookspecs.link import Down, LinkFailure, NotDelivered, Unanswered
+from pageant.link.waiters import CHECK_SECONDS, Checker, Waiters
+from pageant.settings import Settings
+from pageant.timefmt import iso
+
+log = logging.getLogger("pageant.link")
+
+#: A delivered command unanswered this long is handed out again on the next sync: its
+#: delivery may have been lost on the way (the agent answers a key it has seen once).
+REDELIVER_AFTER = timedelta(seconds=5)
+#: How long a count of a server's waiting commands is trusted (seconds).
+COUNT_EVERY = 0.5
+#: The most commands one sync hands out.
+TAKE_LIMIT = 100
+#: How often this host writes a server's last sync to the database (other hosts read it).
+NOTE_EVERY = timedelta(seconds=1)
+
+SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}\Z")
+MAX_KEY = 200
+
+UP, DOWN, UNKNOWN = "up", "down", "unknown"
+
+
+class Link:
+    """One host's side of the game link (made by :attr:`pageant.hosting.Host.link`)."""
+
+    def __init__(
+        self,
+        db: AsyncEngine,
+        clock: Clock,
+        settings: Settings,
+        *,
+        on_return: Callable[[str], Coroutine[Any, Any, None]] | None = None,
+        on_late: Callable[[str], None] | None = None,
+        mark: Callable[[str, str | None], None] | None = None,
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.started_at = clock.now()
+        self._on_return = on_return
+        self._on_late = on_late
+        self._mark = mark
+        #: The owners this link marked unavailable (it clears only its own marks).
+        self._marked: set[str] = set()
+        #: server -> when it last synced, as this host knows it (its own syncs and the
+        #: database's record of every host's).
+        self._synced: dict[str, datetime] = {}
+        self._noted: dict[str, datetime] = {}
+        #: server -> the owners whose plugins use it (declared, called, or bound tokens).
+        self.owners: dict[str, set[str]] = {}
+        #: The servers last seen down: a sync from one of them is its return.
+        self._down: set[str] = set()
+        self._syncs = Waiters()
+        self._answers = Waiters()
+        self._checker = Checker(self._check, lambda: len(self._syncs) + len(self._answers) > 0)
+        self._returns: set[asyncio.Task[None]] = set()
+        self._queueing: dict[str, asyncio.Lock] = {}
+        #: server -> (commands waiting, when counted): see :meth:`_refuse_if_full`.
+        self._counted: dict[str, tuple[int, float]] = {}
+
+    @property
+    def offline(self) -> timedelta:
+        return timedelta(seconds=self.settings.link_offline_seconds)
+
+    def uses(self, owner: str, server: str) -> None:
+        """Note that ``owner``'s plugin uses ``server`` (its availability follows it)."""
+        self.owners.setdefault(server, set()).add(owner)
+
+    # ── availability ─────────────────────────────────────────────────────────
+
+    async def refresh(self) -> None:
+        """Read every server's last sync from the database (any host's)."""
+        async with self.db.connect() as conn:
+            seen = await link_rows.last_syncs(conn)
+        for server, at in seen.items():
+            if at > self._synced.get(server, at - timedelta(seconds=1)):
+                self._synced[server] = at
+            self.owners.setdefault(server, set())
+
+    def state(self, server: str, now: datetime | None = None) -> tuple[str, str]:
+        """``(up | down | unknown, sentence)`` of ``server`` now."""
+        now = now or self.clock.now()
+        last = self._synced.get(server)
+        if last is None:
+            since = max(0, int((now - self.started_at).total_seconds()))
+            if now - self.started_at < self.offline:
+                return UNKNOWN, f"{server} has not synced yet (the host started {since} s ago)"
+            return DOWN, f"{server} has not synced since the host started {since} s ago"
+        ago = max(0, int((now - last).total_seconds()))
+        if now - last < self.offline:
+            return UP, f"{server} last synced {ago} s ago"
+        return DOWN, f"{server} last synced {ago} s ago"
+
+    def states(self, owner: str | None = None) -> dict[str, dict[str, str]]:
+        """Every server known (or ``owner``'s), sorted: ``{server: {state, said}}``."""
+        now = self.clock.now()
+        out = {}
+        for server in sorted(self.owners):
+            if owner is not None and owner not in self.owners[server]:
+                continue
+            state, said = self.state(server, now)
+            out[server] = {"state": state, "said": said}
+        return out
+
+    def annotate(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The plugin listing (``pageant plugins``, the API, the plugins page) with each
+        link plugin's servers and their states under ``link``."""
+        for item in items:
+            owner = item.get("owner")
+            if owner and (states := self.states(owner)):
+                item["link"] = states
+        return items
+
+    def counts(self) -> dict[str, int]:
+        """How many servers are up, down and unknown now."""
+        counts = {UP: 0, DOWN: 0, UNKNOWN: 0}
+        for seen in self.states().values():
+            counts[seen["state"]] += 1
+        return counts
+
+    def down_of(self, owner: str) -> str | None:
+        """Why ``owner``'s plugin must wait: the first of its servers that is down, said;
+        None while every one is up or unknown."""
+        for seen in self.states(owner).values():
+            if seen["state"] == DOWN:
+                return seen["said"]
+        return None
+
+    async def watch_once(self) -> dict[str, int]:
+        """Read every server's last sync and act on what changed: an owner with a server
+        down is marked unavailable with the sentence (its steps wait, spending no attempt),
+        and available again once none is. Answers how many servers are in each state."""
+        await self.refresh()
+        counts = {UP: 0, DOWN: 0, UNKNOWN: 0}
+        for server, seen in self.states().items():
+            counts[seen["state"]] += 1
+            if seen["state"] == DOWN and server not in self._down:
+                log.warning("game link: %s", seen["said"])
+                self._down.add(server)
+        owners = sorted({owner for users in self.owners.values() for owner in users})
+        for owner in owners:
+            reason = self.down_of(owner)
+            if reason is not None and self._mark is not None:
+                self._mark(owner, reason)
+                self._marked.add(owner)
+            elif owner in self._marked and self._mark is not None:
+                self._mark(owner, None)
+                self._marked.discard(owner)
+        return counts
+
+    async def watch(self, every: float = 1.0) -> None:
+        """:meth:`watch_once` every ``every`` seconds, until cancelled."""
+        while True:
+            try:
+                await self.watch_once()
+            except Exception:  # the database is out of reach: the next round tries again
+                log.debug("the link's watch failed", exc_info=True)
+            await asyncio.sleep(every)
+
+    # ── a plugin's call ──────────────────────────────────────────────────────
+
+    async def call(
+        self,
+        owner: str,
+        server: str,
+        command: str,
+        payload: Mapping[str, Any],
+        *,
+        key: str,
+        deadline: datetime,
+    ) -> Any:
+        """:meth:`pageant.hookspecs.GameLink.call` for ``owner``'s plugin."""
+        if not isinstance(server, str) or SERVER.match(server) is None:
+            raise ValueError(f"server {server!r}: expected 1 to 100 of A-Z a-z 0-9 . _ -")
+        if not isinstance(command, str) or COMMAND.match(command) is None:
+            raise ValueError(f"command {command!r}: expected 1 to 100 of A-Z a-z 0-9 . _ : / -")
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+            raise ValueError(f"key: expected 1 to {MAX_KEY} characters")
+        if deadline.tzinfo is None:
+            raise ValueError("deadline: expected a timezone-aware instant")
+        self.uses(owner, server)
+        now = self.clock.now()
+        if deadline <= now:
+            raise NotDelivered(server, command, f"{command} for {server}: its deadline has passed")
+        state, said = self.state(server, now)
+        if state == DOWN:
+            await self.refresh()
+            state, said = self.state(server, now)
+        if state == DOWN:
+            raise Down(server, command, f"{command} was not queued: {said}")
+        command_id = await self._queue(owner, server, command, dict(payload), key, deadline)
+        return await self._await_answer(command_id, server, command, deadline)
+
+    async def _queue(
+        self,
+        owner: str,
+        server: str,
+        command: str,
+        payload: dict[str, Any],
+        key: str,
+        deadline: datetime,
+    ) -> int:
+        now = self.clock.now()
+        row = None
+        lock = self._queueing.setdefault(server, asyncio.Lock())
+        # One count-then-insert at a time per server on this host, so the bound holds here
+        # exactly. Two hosts queueing at once may each pass the count and go one past it;
+        # the bound is on memory and the agent's backlog, and one more is not a loss.
+        async with lock:
+            if not self._full(server):
+                async with self.db.begin() as conn:
+                    row = await link_rows.find(conn, server, command, key)
+                    if row is None:
+                        await self._refuse_if_full(conn, server, command, key)
+                        await link_rows.insert_command(
+                            conn,
+                            {
+                                "server": server,
+                                "owner": owner,
+                                "command": command,
+                                "key": key,
+                                "payload": payload,
+                                "status": "queued",
+                                "deadline": deadline,
+                                "created_at": now,
+                            },
+                        )
+                        row = await link_rows.find(conn, server, command, key)
+                        assert row is not None
+                    else:
+                        await self._again(conn, row, deadline, payload)
+        if row is None:
+            # Full when last counted: refused from one read (unless it is a retry of a
+            # command queued already), in parallel, not in the queue's turn.
+            async with self.db.begin() as conn:
+                row = await link_rows.find(conn, server, command, key)
+                if row is None:
+                    await self._refuse_if_full(conn, server, command, key)
+                else:
+                    await self._again(conn, row, deadline, payload)
+            if row is None:  # counted again, with room: queued in the queue's turn
+                return await self._queue(owner, server, command, payload, key, deadline)
+        self._syncs.wake(server)
+        return int(row.id)
+
+    def _full(self, server: str) -> bool:
+        counted = self._counted.get(server)
+        return (
+            counted is not None
+            and counted[0] >= self.settings.link_queue_max
+            and asyncio.get_running_loop().time() - counted[1] < COUNT_EVERY
+        )
+
+    @staticmethod
+    async def _again(conn: Any, row: Any, deadline: datetime, payload: dict[str, Any]) -> None:
+        """The same command and key queued again (a retry of the step): a withdrawn one is
+        queued again, a waiting one waits until the later deadline."""
+        if row.status == "withdrawn":
+            await link_rows.requeue(conn, row.id, deadline=deadline, payload=payload)
+        elif row.status in ("queued", "delivered"):
+            await link_rows.extend(conn, row.id, deadline=deadline)
+
+    async def _refuse_if_full(self, conn: Any, server: str, command: str, key: str) -> None:
+        """Refuse a command past ``link_queue_max``. The count is read at most every
+        :data:`COUNT_EVERY` while the queue is full (and kept up to date by this host's own
+        inserts), so a flood of calls for a silent server costs no read each; a slot freed
+        since is seen within that."""
+        loop = asyncio.get_running_loop()
+        counted = self._counted.get(server)
+        if counted is None or loop.time() - counted[1] >= COUNT_EVERY:
+            counted = (await link_rows.waiting_count(conn, server), loop.time())
+        waiting = counted[0]
+        if waiting >= self.settings.link_queue_max:
+            self._counted[server] = counted
+        else:
+            self._counted[server] = (waiting + 1, counted[1])  # this one is about to be queued
+        if waiting >= self.settings.link_queue_max:
+            raise NotDelivered(
+                server,
+                command,
+                f"{server} has {waiting} commands waiting (link_queue_max "
+                f"{self.settings.link_queue_max}); {command} under key {key} was not queued",
+            )
+
+    async def _await_answer(
+        self, command_id: int, server: str, command: str, deadline: datetime
+    ) -> Any:
+        woken = True  # read once first: the command may have been answered before
+        while True:
+            # Watched before the read: an answer recorded between the two still wakes it.
+            future = self._answers.watch(command_id)
+            if woken:
+                async with self.db.connect() as conn:
+                    row = await link_rows.get(conn, command_id)
+                if row is not None and row.status == "answered":
+                    self._answers.forget(command_id, future)
+                    return self._said(row)
+            remaining = (deadline - self.clock.now()).total_seconds()
+            if remaining <= 0:
+                self._answers.forget(command_id, future)
+                break
+            self._checker.ensure()
+            # Woken by an answer through this host, or through another by the periodic
+            # check; the row is read only then. The wait is sliced so a clock moved on (by
+            # a test) is seen within a slice.
+            woken = await self._answers.wait(command_id, future, min(remaining, CHECK_SECONDS * 2))
+        async with self.db.begin() as conn:
+            withdrawn = await link_rows.withdraw(conn, command_id, now=self.clock.now())
+            row = await link_rows.get(conn, command_id)
+        if withdrawn is None and row is not None and row.status == "answered":
+            return self._said(row)
+        if withdrawn == "never_delivered":
+            raise NotDelivered(
+                server,
+                command,
+                f"{command} was never delivered to {server} before its deadline; it was "
+                "withdrawn and nothing happened",
+            )
+        raise Unanswered(
+            server,
+            command,
+            f"{command} was delivered to {server} but not answered before its deadline; it "
+            "was withdrawn, and the game may have acted",
+        )
+
+    @staticmethod
+    def _said(row: Any) -> Any:
+        said = row.answer or {}
+        if "error" in said:
+            raise LinkFailure(
+                row.server,
+                row.command,
+                f"the agent on {row.server} answered {row.command} with an error: {said['error']}",
+            )
+        return said.get("answer")
+
+    # ── an agent's sync ──────────────────────────────────────────────────────
+
+    async def record_results(self, server: str, results: Sequence[Mapping[str, Any]]) -> int:
+        """Record the agent's answers (each once); answers how many were late (their
+        command withdrawn already: kept, never acted on)."""
+        late = 0
+        now = self.clock.now()
+        woken = []
+        async with self.db.begin() as conn:
+            for result in results:
+                said = (
+                    {"error": result["error"]}
+                    if result.get("error") is not None
+                    else {"answer": result.get("answer")}
+                )
+                done = await link_rows.answer(
+                    conn, server, result["command"], result["key"], said=said, now=now
+                )
+                if done is None:
+                    continue
+                row = await link_rows.find(conn, server, result["command"], result["key"])
+                if done == "late":
+                    late += 1
+                    log.info(
+                        "%s answered %s (key %s) after it was withdrawn; recorded, not acted on",
+                        server,
+                        result["command"],
+                        result["key"],
+                    )
+                    if self._on_late is not None:
+                        self._on_late(server)
+                elif row is not None:
+                    woken.append(row.id)
+        for command_id in woken:
+            self._answers.wake(command_id)
+        return late
+
+    async def synced(self, server: str, owners: Sequence[str]) -> None:
+        """Note a sync from ``server`` (its heartbeat); its first sync after being down is
+        its return, which reconciles its plugins."""
+        now = self.clock.now()
+        was, _ = self.state(server, now)
+        for owner in owners:
+            self.uses(owner, server)
+        self.owners.setdefault(server, set())
+        self._synced[server] = now
+        noted = self._noted.get(server)
+        if noted is None or now - noted >= NOTE_EVERY or now < noted:
+            async with self.db.begin() as conn:
+                await link_rows.note_sync(conn, server, now)
+            self._noted[server] = now
+        if (was == DOWN or server in self._down) and self._on_return is not None:
+            self._down.discard(server)
+            log.info("%s is back: it synced again", server)
+            task: asyncio.Task[None] = asyncio.get_running_loop().create_task(
+                self._on_return(server)
+            )
+            self._returns.add(task)
+            task.add_done_callback(self._returns.discard)
+
+    def noted_down(self, server: str) -> None:
+        """Remember that ``server`` was seen down (its next sync is its return)."""
+        self._down.add(server)
+
+    async def take(self, server: str, wait: float) -> list[dict[str, Any]]:
+        """The commands due for ``server``, marked delivered: at once when there are any,
+        else when one is queued or ``wait`` seconds have passed (then none)."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + wait
+        while True:
+            # Watched before the read: a command queued between the two still wakes it.
+            future = self._syncs.watch(server)
+            commands = await self._deliver(server)
+            remaining = until - loop.time()
+            if commands or remaining <= 0:
+                self._syncs.forget(server, future)
+                return commands
+            self._checker.ensure()
+            await self._syncs.wait(server, future, remaining)
+
+    async def _deliver(self, server: str) -> list[dict[str, Any]]:
+        now = self.clock.now()
+        # Looked for with a read: a sync that finds nothing (most of them) writes nothing.
+        async with self.db.connect() as conn:
+            due = await link_rows.due_for(
+                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
+            )
+            await conn.rollback()
+        if not due:
+            return []
+        async with self.db.begin() as conn:
+            due = await link_rows.due_for(
+                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=TAKE_LIMIT
+            )
+            moved = await link_rows.mark_delivered(conn, [row.id for row in due], now=now)
+        return [
+            {
+                "command": row.command,
+                "key": row.key,
+                "payload": row.payload,
+                "deadline": iso(row.deadline),
+            }
+            for row in due
+            if row.id in moved
+        ]
+
+    async def _check(self) -> None:
+        """The periodic check: wake the syncs whose servers have commands queued through
+        another host, and the calls whose commands were answered through another host."""
+        servers = [key for key in self._syncs.keys()]
+        commands = [key for key in self._answers.keys()]
+        async with self.db.connect() as conn:
+            ready = await link_rows.servers_with_queued(conn, servers, now=self.clock.now())
+            answered = await link_rows.answered_among(conn, commands)
+        for server in ready:
+            self._syncs.wake(server)
+        for row in answered:
+            self._answers.wake(row.id)
+
+    @property
+    def held(self) -> int:
+        """How many syncs are held open on this host now."""
+        return len(self._syncs)
+
+    async def close(self) -> None:
+        await self._checker.stop()
+        for task in list(self._returns):
+            task.cancel()
