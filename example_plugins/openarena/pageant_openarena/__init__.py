@@ -46,6 +46,8 @@ log = logging.getLogger("pageant_openarena")
 
 TOP_FRAGGER = "{top_fragger}"
 SETTING = "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
+#: ``openarena.bots.add``'s budget: the time the host gives one perform.
+ADD_BUDGET_MS = 30_000
 
 
 class OpenArenaPlugin:
@@ -278,15 +280,11 @@ class OpenArenaPlugin:
                 return {"ok": True}
             if ctx.run is not None:
                 server.marks.setdefault(ctx.run.id, Counter(server.log.tally))
-            present = await server.bot_names()
-            for char, name in planned:
-                if name in present:
-                    continue
-                if key in server.reverted:
-                    break  # reverted while this perform was under way
-                refused = await server.add_bot(char.lower(), skill, name)
-                if refused is not None:
-                    return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
+            # The step's own clock: the host cuts the perform off ``budget_ms`` after it began.
+            deadline = time.monotonic() + ADD_BUDGET_MS / 1000
+            refused = await self._settle_bots(server, planned, skill, key, deadline)
+            if refused is not None:
+                return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
             if key in server.reverted:
                 await self._kick_all(server, [name for _, name in planned])
                 return {"ok": True}
@@ -300,6 +298,47 @@ class OpenArenaPlugin:
                 for _, name in planned
             ],
         }
+
+    async def _settle_bots(
+        self,
+        server: Server,
+        planned: list[tuple[str, str]],
+        skill: int,
+        key: str,
+        deadline: float,
+    ) -> str | None:
+        """Add each planned bot the server does not list, until it lists them all: None,
+        or why the server refused one. An ``addbot`` that got no answer (the server's rcon
+        ration spent by another client, most likely) is settled by reading ``status``, never
+        by sending it again blind: only the bots truly missing are added again, for as long
+        as the step's budget leaves time to read the answer. Past that, :class:`NoAnswer`."""
+        present = await server.bot_names()
+        # A last ``status`` may wait out the whole of a read's patience: start no round
+        # that could not finish it before the step's deadline.
+        reserve = server.rcon.timeout * (1 + server.rcon.retries) + 1
+        while True:
+            missing = [(char, name) for char, name in planned if name not in present]
+            if not missing or key in server.reverted:
+                return None
+            if deadline - time.monotonic() < reserve:
+                raise NoAnswer(
+                    f"{server.id} ({server.rcon.where}) did not take "
+                    f"{', '.join(name for _, name in missing)} before the step's deadline"
+                )
+            unsure = False
+            for char, name in missing:
+                if key in server.reverted:
+                    return None  # reverted while this perform was under way
+                try:
+                    refused = await server.add_bot(char.lower(), skill, name)
+                except NoAnswer:
+                    unsure = True
+                    continue
+                if refused is not None:
+                    return refused
+                present.add(name)
+            if unsure:
+                present = await server.bot_names()
 
     async def kick_bots(self, ctx: ActionContext) -> dict[str, Any]:
         """Kick the bot in ``ctx.resources`` (or, when the add's answer was lost, every bot
@@ -421,7 +460,7 @@ class OpenArenaPlugin:
                 "label": "Add bots",
                 "risk": "change",
                 "reversible": "full",
-                "budget_ms": 30_000,
+                "budget_ms": ADD_BUDGET_MS,
                 "params": [
                     _param("count", "integer", f"How many (1 to {MAX_BOTS}).", 3),
                     _param("skill", "integer", f"How good (1 to {MAX_SKILL}).", 3),
