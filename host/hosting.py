@@ -276,16 +276,19 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context (a plugin whose startup raises is refused),
-        then run the boot-time self-check of the leases that declare one."""
+        then run the boot-time self-check of the leases that declare one, and ask each
+        plugin that declares ``check`` what is wrong (:mod:`pageant.plugins.self_check`)."""
         self.plugins.start(
             lambda record: self.context_for(
                 record.label, record.owner or "", settings=record.settings
             )
         )
         from pageant.plugins.lease_check import check_leases
+        from pageant.plugins.self_check import check_plugins
 
         held = await self.held_lease_targets()
         await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
+        await check_plugins(self.plugins.records)
         self.started = True
 
     async def held_lease_targets(self) -> set[tuple[str, str]]:

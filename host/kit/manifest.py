@@ -59,6 +59,8 @@ NOT_CONTRACT = frozenset({"plugin", "default_on_failure", "dropped"})
 #: Optional fields of contract 1.2, recorded only when declared: a manifest written before
 #: them still matches a plugin that does not use them.
 SINCE_1_2 = frozenset({"on_failure", "self_check"})
+#: The same for contract 1.3: a trigger's ``sentence``.
+SINCE_1_3 = frozenset({"sentence"})
 
 
 def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
@@ -74,7 +76,7 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
             {
                 k: v
                 for k, v in item.items()
-                if k not in NOT_CONTRACT and not (k in SINCE_1_2 and v is None)
+                if k not in NOT_CONTRACT and not (k in SINCE_1_2 | SINCE_1_3 and v is None)
             }
             for item in items
             if item["plugin"] == record.label

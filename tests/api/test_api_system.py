@@ -192,6 +192,7 @@ async def test_the_plugin_list_is_the_one_listing(
         "traceback",
         "settings",
         "dropped",
+        "problems",
     }
     assert all(set(item) == fields for item in items)
     loaded = {f"{i['distribution']}[{i['name']}]" for i in items if i["status"] == "loaded"}

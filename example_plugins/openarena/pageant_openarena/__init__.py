@@ -62,9 +62,10 @@ class OpenArenaPlugin:
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
-            "contract": "^1.1",
+            "contract": "^1.3",
             "settings": OpenArenaSettings,
             "observe": self.observe,
+            "check": self.check,
         }
 
     # ── lifecycle ────────────────────────────────────────────────────────────
@@ -100,16 +101,23 @@ class OpenArenaPlugin:
         assert self.settings is not None
         probe_every = max(1, round(self.settings.probe_seconds / self.settings.log_poll_seconds))
         turn = 0
-        while True:
-            try:
-                for server in self.servers.values():
-                    await self._hear(server)
-                if turn % probe_every == 0:
-                    await self._probe()
-            except Exception:  # the watcher must outlive any one bad turn
-                log.exception("watching the OpenArena servers failed; trying again")
-            turn += 1
-            await asyncio.sleep(self.settings.log_poll_seconds)
+        try:
+            while True:
+                try:
+                    for server in self.servers.values():
+                        await self._hear(server)
+                    if turn % probe_every == 0:
+                        await self._probe()
+                except Exception:  # the watcher must outlive any one bad turn
+                    log.exception("watching the OpenArena servers failed; trying again")
+                turn += 1
+                await asyncio.sleep(self.settings.log_poll_seconds)
+        finally:
+            # Cancelled (stop(), or the loop closing under a short-lived command such as
+            # ``pageant plugins``): the logs it opened are closed with it.
+            for server in self.servers.values():
+                if server.follower is not None:
+                    server.follower.close()
 
     async def _hear(self, server: Server) -> None:
         """Fire what the server's log gained since the last look."""
@@ -142,10 +150,12 @@ class OpenArenaPlugin:
                 await server.clients()
             except BadPassword:
                 was_up, server.up = server.up, True  # it answers; the actions say the rest
+                server.problem = self._refused(server)
             except RconError:
                 was_up, server.up = server.up, False
             else:
                 was_up, server.up = server.up, True
+                server.problem = None  # a password fixed on the server's side
             came_back = came_back or (was_up is False and server.up)
         self._tell_availability()
         if came_back and self.context is not None:
@@ -167,6 +177,42 @@ class OpenArenaPlugin:
     def _went_down(self, server: Server) -> None:
         server.up = False
         self._tell_availability()
+
+    async def check(self) -> list[str]:
+        """What is wrong at start (``PLUGIN_INFO["check"]``, contract 1.3): each server that
+        refuses its rcon password, named with the settings entry that gives it. A server
+        that does not answer is not a problem of the settings: availability says it."""
+        found = await asyncio.gather(*(self._check(s) for s in self.servers.values()))
+        return [problem for problem in found if problem is not None]
+
+    async def _check(self, server: Server) -> str | None:
+        try:
+            await server.clients()
+        except BadPassword:
+            server.problem = self._refused(server)
+        except RconError:
+            return None
+        else:
+            server.problem = None
+        return server.problem
+
+    def _refused(self, server: Server) -> str:
+        """The sentence for ``server`` refusing its password: where that password was set."""
+        assert self.settings is not None
+        own = any(s.id == server.id and s.rcon_password for s in self.settings.servers)
+        if own:
+            where = f'rcon_password in its [[plugins.openarena.servers]] entry (id = "{server.id}")'
+        elif self.settings.servers:
+            where = (
+                f'its [[plugins.openarena.servers]] entry (id = "{server.id}") sets none, so it '
+                f"takes {SETTING}: set its own rcon_password there, or fix that one"
+            )
+        else:
+            where = SETTING
+        return (
+            f"the OpenArena server {server.id} ({server.rcon.where}) refused the rcon "
+            f"password: check {where}"
+        )
 
     async def observe(self) -> dict[str, Any]:
         """Each server's bots and leasable cvars: ``pageant contract-check`` compares them
@@ -209,17 +255,17 @@ class OpenArenaPlugin:
             return self.problem or "the openarena plugin has no servers"
         wanted = ctx.params.get("server") or next(iter(self.servers))
         found = self.servers.get(wanted)
-        return (
-            found
-            if found is not None
-            else (f"no server {wanted!r}; the servers are {', '.join(self.servers)}")
-        )
+        if found is None:
+            return f"no server {wanted!r}; the servers are {', '.join(self.servers)}"
+        # A password the server refused (at start, or since): a dry run says so too.
+        return found.problem or found
 
     def _failed(self, server: Server, exc: RconError, *, sent: bool) -> dict[str, Any]:
         """The envelope of an rcon failure: a wrong password is for good; no answer makes
         the plugin unavailable, and is retried only when nothing may have happened."""
         if isinstance(exc, BadPassword):
-            return {"ok": False, "retry": False, "error": f"{exc}; check {SETTING}"}
+            server.problem = self._refused(server)
+            return {"ok": False, "retry": False, "error": server.problem}
         if isinstance(exc, NoAnswer):
             self._went_down(server)
             if sent:

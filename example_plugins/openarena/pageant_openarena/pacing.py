@@ -17,6 +17,7 @@ nothing until it is answered.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 
@@ -70,3 +71,45 @@ class Bucket:
         """A request the server did not answer: it did not count it, so neither do we."""
         self.tokens()
         self._tokens = min(float(self.burst), self._tokens + 1)
+
+
+#: How long after its last dropped request the plugin counts the ration as contended.
+CONTENDED_SECONDS = 10.0
+#: How far past the instant a slot frees a request is sent (the server's clock ticks in ms).
+LEAD_SECONDS = 0.002
+
+
+class Slots:
+    """When the shared ration is likely to free a request, learnt from the plugin's own.
+
+    Once another client keeps the server's ration spent, the server frees one request a
+    second, on a beat of its own (its bucket leaks whole seconds from a fixed instant), and
+    the first request to arrive after each beat takes it. A request of ours that was
+    answered after copies were dropped arrived just after a beat and before the other
+    client's: sending the next one whole periods later keeps that place. Without a drop in
+    the last :data:`CONTENDED_SECONDS` there is nothing to wait for."""
+
+    def __init__(
+        self, per_second: float = SERVER_PER_SECOND, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.period = 1 / per_second
+        self._clock = clock
+        self._contended_until = float("-inf")
+        self._won_at: float | None = None
+
+    def lost(self) -> None:
+        """A copy got no answer: the ration is contended."""
+        self._contended_until = self._clock() + CONTENDED_SECONDS
+
+    def won(self, sent_at: float) -> None:
+        """A copy sent at ``sent_at`` was answered: while contended, that is a free slot."""
+        if self._clock() < self._contended_until:
+            self._won_at = sent_at
+
+    def wait(self) -> float:
+        """Seconds until the next likely free slot (0: send now)."""
+        now = self._clock()
+        if now >= self._contended_until or self._won_at is None:
+            return 0.0
+        periods = math.ceil((now - self._won_at - LEAD_SECONDS) / self.period)
+        return max(0.0, self._won_at + periods * self.period + LEAD_SECONDS - now)

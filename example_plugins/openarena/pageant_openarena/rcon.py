@@ -23,7 +23,7 @@ import random
 import re
 import time
 
-from .pacing import Bucket
+from .pacing import Bucket, Slots
 
 PREFIX = b"\xff\xff\xff\xff"
 PRINT = PREFIX + b"print\n"
@@ -82,6 +82,7 @@ class Rcon:
         self.timeout, self.retries, self.settle = timeout, retries, settle
         self.resend = min(resend, timeout)
         self.bucket = bucket if bucket is not None else Bucket()
+        self.slots = Slots(self.bucket.per_second)
         self._lock = asyncio.Lock()
         #: When the server last answered (``time.monotonic()``; 0: never).
         self.answered_at = 0.0
@@ -139,7 +140,9 @@ class Rcon:
         copies = 0
         try:
             await self.bucket.take()
+            await asyncio.sleep(self.slots.wait())
             deadline = time.monotonic() + wait
+            sent_at = time.monotonic()
             transport.sendto(datagram)
             copies = 1
             pieces: list[bytes] = []
@@ -163,8 +166,10 @@ class Rcon:
                     if resend is None or time.monotonic() >= deadline:
                         continue
                     # No answer yet: that copy was dropped (or is late), and did not count.
+                    self.slots.lost()
                     self.bucket.give_back()
                     await self.bucket.take()
+                    sent_at = time.monotonic()
                     transport.sendto(datagram)
                     copies += 1
                     continue
@@ -172,8 +177,10 @@ class Rcon:
                     pieces.append(data[len(PRINT) :])
             self.sent += copies
             if not pieces:
+                self.slots.lost()
                 self.bucket.give_back()
                 return None
+            self.slots.won(sent_at)
             self.answered += 1
             self.answered_at = time.monotonic()
             return b"".join(pieces).decode("latin-1")

@@ -4,7 +4,7 @@ one request per refill; a dropped request gives its token back; never more than 
 from __future__ import annotations
 
 import pytest
-from pageant_openarena.pacing import Bucket
+from pageant_openarena.pacing import CONTENDED_SECONDS, Bucket, Slots
 
 
 class Clock:
@@ -77,3 +77,34 @@ async def test_a_dropped_request_gives_its_token_back_up_to_the_burst() -> None:
 def test_a_bucket_that_could_never_send_is_refused(burst: int, per_second: float) -> None:
     with pytest.raises(ValueError, match="burst >= 1 and per_second > 0"):
         Bucket(burst, per_second)
+
+
+# ── the shared ration's free slots ───────────────────────────────────────────
+
+
+def test_without_a_drop_there_is_no_slot_to_wait_for() -> None:
+    clock = Clock()
+    slots = Slots(1.0, clock=clock)
+    slots.won(clock.now)
+    clock.now += 0.3
+    assert slots.wait() == 0
+
+
+def test_after_drops_the_next_request_waits_for_the_beat_of_the_one_that_won() -> None:
+    clock = Clock()
+    slots = Slots(1.0, clock=clock)
+    slots.lost()  # a copy dropped: another client spends the ration
+    slots.won(100.5)  # the copy sent at 100.5 was answered: a slot freed just before
+    clock.now = 100.6
+    assert slots.wait() == pytest.approx(0.902)  # a whole second after, and a hair
+    clock.now = 101.51
+    assert slots.wait() == pytest.approx(0.992)  # just missed 101.502: the next beat
+
+
+def test_the_beat_is_forgotten_once_nothing_is_dropped_for_a_while() -> None:
+    clock = Clock()
+    slots = Slots(1.0, clock=clock)
+    slots.lost()
+    slots.won(100.0)
+    clock.now += CONTENDED_SECONDS
+    assert slots.wait() == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
@@ -44,6 +44,10 @@ class PluginOut(BaseModel):
     traceback: str | None
     settings: dict[str, Any] | None
     dropped: list[DroppedTarget]
+    problems: list[str] = Field(
+        description="what the plugin's own check (PLUGIN_INFO check, contract 1.3) found wrong "
+        "at start, each a sentence naming where to fix it"
+    )
 
 
 class PluginList(BaseModel):

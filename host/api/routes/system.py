@@ -53,6 +53,12 @@ class Health(BaseModel):
     problems: list[str] = []
     schema_: SchemaOut = Field(alias="schema")
     engine: EngineOut
+    plugins: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="what plugins' own checks found wrong at start, by plugin (a game's "
+        "setting, such as a wrong password for one of its servers): detail that leaves the "
+        "verdict alone",
+    )
 
 
 class MetricsText(RootModel[str]):
@@ -110,6 +116,9 @@ async def healthz(request: web.Request) -> web.Response:
     body: dict[str, Any] = {"schema": state.as_dict(), "engine": engine}
     if problems:
         body["problems"] = problems
+    plugin_problems = {r.label: r.problems for r in host.plugins.records if r.problems}
+    if plugin_problems:
+        body["plugins"] = plugin_problems
     if "verbose" in request.query:
         return respond({"status": "degraded" if problems else "ok", **body})
     return respond({"status": "unhealthy" if problems else "ok", **body}, 503 if problems else 200)
