@@ -243,7 +243,7 @@ class OpenArenaPlugin:
         present: set[str] = set()
         for server_id in sorted(s for s in wanted if s in self.servers):
             server = self.servers[server_id]
-            present |= {f"{server.id}/{name}" for name in await server.bot_names()}
+            present |= {f"{server.id}/{name}" for name in await server.bot_names_now()}
         still += [r.ref for r in resources if r.kind == BOT and r.ref in present]
         return still
 

@@ -9,6 +9,7 @@ import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,15 @@ class Server:
     async def bot_names(self) -> set[str]:
         return {c.name for c in await self.clients() if c.bot}
 
+    async def bot_names_now(self) -> set[str]:
+        """The bots a new ``status`` lists, never a recent answer: for a reconcile, which
+        asks because the world may have changed behind the plugin's back (a restart, an
+        admin's kick)."""
+        changes, sent_at = self._changes, time.monotonic()
+        found = await self._read_status()
+        self._status = (sent_at, changes, found)
+        return {c.name for c in found if c.bot}
+
     async def read_cvar(self, name: str) -> str | None:
         """A cvar's value, or None when the server has no such cvar."""
         answer = await self.rcon.command(name, idempotent=True)
@@ -129,19 +139,31 @@ class Server:
         seconds for the answer, not the whole timeout: an unanswered add is settled by
         reading ``status`` (the server runs requests in order, so a ``status`` answered
         after the add shows its bot if the add ran)."""
+        changes = self._changes
         self._changes += 1
         answer = await self.rcon.command(
             f"addbot {character} {skill} free 0 {name}", idempotent=False, within=self.rcon.resend
         )
-        if "ClientBegin:" in answer:
-            return None
-        return answer.strip().splitlines()[-1] if answer.strip() else "no bot joined"
+        joined = re.search(r"ClientBegin: (\d+)", answer)
+        if joined is None:
+            return answer.strip().splitlines()[-1] if answer.strip() else "no bot joined"
+        self._amend(changes, lambda found: [*found, Client(int(joined[1]), name, True)])
+        return None
 
     async def kick(self, name: str) -> bool:
         """Kick the player ``name``; False when no such player is on the server."""
+        changes = self._changes
         self._changes += 1
         answer = await self.rcon.command(f"kick {name}", idempotent=True)
+        self._amend(changes, lambda found: [c for c in found if c.name != name])
         return "is not on the server" not in answer
+
+    def _amend(self, changes: int, change: Callable[[list[Client]], list[Client]]) -> None:
+        """The last ``status``, with a change the server confirmed, still answers for now:
+        the plugin knows what it did (``changes``: the count before it)."""
+        if self._status is not None and self._status[1] == changes:
+            sent_at, _, found = self._status
+            self._status = (sent_at, self._changes, change(found))
 
     async def say(self, message: str) -> str | None:
         """Say ``message`` to everyone; None, or what the server printed instead of the

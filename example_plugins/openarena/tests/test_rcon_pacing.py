@@ -39,6 +39,11 @@ class Poller(asyncio.DatagramProtocol):
     def __init__(self) -> None:
         self.sent = 0
         self.answered = 0
+        self.task: asyncio.Task[None] | None = None
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         self.answered += 1
@@ -73,7 +78,7 @@ async def poller(arena: Dedicated) -> AsyncIterator[Poller]:
             protocol.sent += 1
             await asyncio.sleep(0.5)
 
-    task = asyncio.create_task(poll())
+    task = protocol.task = asyncio.create_task(poll())
     try:
         yield protocol
     finally:

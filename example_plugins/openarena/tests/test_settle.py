@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_rcon import Reply, fake_rcon, printed
+from pageant_openarena.rcon import NoAnswer
 
 from pageant.testing import assert_ok, kit_host
 
@@ -35,6 +36,8 @@ def arena(lose: Callable[[str], str | None]) -> tuple[Callable[[str, str, int], 
                 return []
             bots.append(command.split()[-1])
             return [] if what == "answer" else [(0, printed(f"ClientBegin: {len(bots) - 1}\n"))]
+        if command.startswith("kick ") and command.split()[-1] in bots:
+            bots.remove(command.split()[-1])
         return [(0, printed("\n"))]
 
     return script, bots
@@ -91,17 +94,33 @@ async def test_status_reads_asked_together_or_just_after_share_one_request(
 ) -> None:
     import asyncio
 
+    from pageant_openarena import servers
     from pageant_openarena.servers import Server
     from pageant_openarena.settings import OpenArenaSettings
 
-    script, _ = arena(lambda command: None)
+    script, _ = arena(lambda command: "request" if command.endswith("Lost-1") else None)
     async with fake_rcon(script) as fake:
-        settings = OpenArenaSettings(rcon_port=fake.port, rcon_password="secret")  # type: ignore[arg-type]  # pydantic takes the str
+        settings = OpenArenaSettings(
+            rcon_port=fake.port, rcon_password="secret", rcon_timeout_seconds=0.3
+        )  # type: ignore[arg-type]  # pydantic takes the str
         (config,) = settings.resolved()
         server = Server(config, settings)
         await asyncio.gather(*(server.bot_names() for _ in range(5)))
         await server.bot_names()  # within the window: the same answer
         assert [c for _, _, c in fake.asked] == ["status"]
+        # An add the server confirmed amends that answer: no status needed to know it.
         assert await server.add_bot("sarge", 1, "Sarge-1") is None
-        assert await server.bot_names() == {"Sarge-1"}  # a change since: asked again
-    assert [c for _, _, c in fake.asked] == ["status", "addbot sarge 1 free 0 Sarge-1", "status"]
+        assert await server.bot_names() == {"Sarge-1"}
+        assert await server.kick("Sarge-1")
+        assert await server.bot_names() == set()
+        assert [c for _, _, c in fake.asked][-1] == "kick Sarge-1"
+        # An add that got no answer leaves nothing known: the next read asks the server.
+        with pytest.raises(NoAnswer):
+            await server.add_bot("grunt", 1, "Lost-1")
+        assert await server.bot_names() == set()
+        assert [c for _, _, c in fake.asked][-1] == "status"
+        # And past the window, the server is asked again.
+        monkeypatch.setattr(servers, "STATUS_WINDOW", 0.0)
+        await server.bot_names()
+    asked = [c for _, _, c in fake.asked]
+    assert asked.count("status") == 3
