@@ -84,8 +84,11 @@ class GameLink(Protocol):
         async def perform(ctx: ActionContext) -> dict[str, Any]:
             try:
                 said = await context.link.call(
-                    ctx.params["server"], "spawn", {"mob": "wisp"},
-                    key=ctx.idempotency_key, deadline=ctx.deadline,
+                    ctx.params["server"],
+                    "spawn",
+                    {"mob": "wisp"},
+                    key=ctx.idempotency_key,
+                    deadline=ctx.deadline,
                 )
             except NotDelivered as exc:
                 return {"ok": False, "retry": True, "error": exc.message}

@@ -14,7 +14,8 @@ import inspect
 import json
 import math
 import re
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -148,6 +149,15 @@ class PluginInfo(_Declaration):
     world the plugin changes. Only ``pageant contract-check`` calls it: before and after
     every ``verify=True`` perform and every revert of nothing, so a dry run that writes is
     seen. The host never calls it.
+
+    ``check`` (contract 1.3) is an ``async def`` taking nothing and answering a list of
+    problems, each a sentence naming what is wrong and where to fix it (empty: none): a
+    setting the game refuses (a wrong password for one of its servers), found by asking the
+    game. The host awaits it once when it starts, after every plugin's startup, bounded to
+    10 s (a raise or a timeout is itself a problem). A problem does not refuse the plugin,
+    whose other parts keep working: it is shown on the plugin's record (``problems``, in
+    ``pageant plugins``, which then exits 1, and ``GET /api/v1/admin/plugins``) and in the
+    detail of ``/healthz`` (which stays 200: the host itself is healthy).
     """
 
     owner: str
@@ -156,11 +166,15 @@ class PluginInfo(_Declaration):
     observe: Callable[..., Any] | None = None
     #: Contract 1.3: the plugin uses the host's game link (:class:`LinkUse`).
     link: LinkUse | None = None
+    #: Contract 1.3: an async check of the plugin's own settings, run once at start.
+    check: Callable[..., Any] | None = None
 
     @model_validator(mode="after")
     def _observe_is_async(self) -> PluginInfo:
         if self.observe is not None and not is_async_callable(self.observe):
             raise ValueError("observe must be an async def function")
+        if self.check is not None and not is_async_callable(self.check):
+            raise ValueError("check must be an async def function")
         return self
 
     @field_validator("owner")
@@ -517,6 +531,15 @@ class OptionSource(_Declaration):
         return self
 
 
+def _word(value: Any) -> str:
+    """A payload value as a sentence shows it: text as it is, a missing value as ``?``."""
+    if value is None:
+        return "?"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 class TriggerVariable(_Declaration):
     """A variable a trigger's payload carries and a gate's condition may test."""
 
@@ -534,11 +557,51 @@ class TriggerVariable(_Declaration):
 
 
 class Trigger(_Declaration):
-    """Something that happens in the game, fired through the emit path or ``/fire``."""
+    """Something that happens in the game, fired through the emit path or ``/fire``.
+
+    ``sentence`` (contract 1.3) is how the run log says one firing, a template naming the
+    payload's variables in braces: ``"{killer} fragged {victim} with {means}"``. Every name
+    in it must be a declared variable (no format specs, no conversions; ``{{`` is a brace).
+    A counted firing's log line then reads *Major-4abc fragged Sarge-4abd with a rocket*
+    rather than the bare values its gate's condition named; a variable the payload lacks
+    reads ``?``. Without it the line shows the condition's values, as before.
+    """
 
     id: str
     label: str = Field(min_length=1)
     variables: list[TriggerVariable] = Field(default_factory=list)
+    sentence: str | None = Field(None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _sentence_names_variables(self) -> Trigger:
+        if self.sentence is None:
+            return self
+        declared = {v.name for v in self.variables}
+        try:
+            fields = list(string.Formatter().parse(self.sentence))
+        except ValueError as exc:
+            raise ValueError(f"sentence {self.sentence!r}: {exc}") from None
+        for _, name, spec, conversion in fields:
+            if name is None:
+                continue
+            if spec or conversion:
+                raise ValueError(
+                    f"sentence {self.sentence!r}: {{{name}}} may not carry a format spec "
+                    "or a conversion; write the bare {name}"
+                )
+            if name not in declared:
+                raise ValueError(
+                    f"sentence {self.sentence!r} names {{{name}}}, which is not a variable "
+                    f"of this trigger; expected one of {', '.join(sorted(declared)) or 'none'}"
+                )
+        return self
+
+    def say(self, payload: Mapping[str, Any]) -> str | None:
+        """This firing in words, from ``sentence`` (None without one)."""
+        if self.sentence is None:
+            return None
+        words = {v.name: _word(payload.get(v.name)) for v in self.variables}
+        return self.sentence.format_map(words)
 
     @field_validator("id")
     @classmethod

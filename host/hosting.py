@@ -292,8 +292,9 @@ class Host:
 
     async def start_plugins(self) -> None:
         """Hand each loaded plugin its context (a plugin whose startup raises is refused),
-        then run the boot-time self-check of the leases that declare one, and warn once of
-        each plugin that cannot promise a late change is refused
+        then run the boot-time self-check of the leases that declare one, ask each plugin
+        that declares ``check`` what is wrong (:mod:`pageant.plugins.self_check`), and warn
+        once of each plugin that cannot promise a late change is refused
         (:func:`pageant.plugins.notices.late_change_warning`)."""
         self.plugins.start(
             lambda record: self.context_for(
@@ -301,9 +302,11 @@ class Host:
             )
         )
         from pageant.plugins.lease_check import check_leases
+        from pageant.plugins.self_check import check_plugins
 
         held = await self.held_lease_targets()
         await check_leases(self.registry, self.plugins.records, self.clock.now(), held)
+        await check_plugins(self.plugins.records)
         for record in self.plugins.loaded():
             late = self.plugins.late_change_warning(record.owner or "")
             if late is not None:

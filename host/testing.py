@@ -470,10 +470,13 @@ async def kit_host(
     *,
     folder: Path | None = None,
     settings: Mapping[str, Any] | None = None,
+    plugin_tables: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Kit]:
     """A :class:`Kit` for the block: ``plugins`` are plugin objects and installed names
     (None: every installed plugin); ``folder`` holds the database (a temporary one if
-    None); ``settings`` are host settings to change."""
+    None); ``settings`` are host settings to change; ``plugin_tables`` are the plugins'
+    own settings as the settings file's ``[plugins.<owner>]`` tables would give them
+    (``{"openarena": {"servers": [...]}}``)."""
     from pageant.access.tokens import ROLES, create_token
     from pageant.engine import Engine
 
@@ -483,7 +486,9 @@ async def kit_host(
         url = await _migrated_copy(folder)
         clock = FakeClock(EPOCH)
         host = Host(
-            Settings(database_url=url, **dict(settings or {})),
+            Settings(database_url=url, **dict(settings or {})).with_plugin_tables(
+                plugin_tables or {}
+            ),
             plugins=_candidates(plugins) if plugins is not None else (),
             discover=plugins is None,
             clock=clock,

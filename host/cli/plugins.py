@@ -21,15 +21,16 @@ from pageant.settings import Settings
 @click.option(
     "--allow-refused",
     is_flag=True,
-    help="Exit 0 even when a plugin is refused (by default a refusal exits 1).",
+    help="Exit 0 even when a plugin is refused or reports a problem (by default either exits 1).",
 )
 @settings_options
 def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bool) -> None:
     """List the plugins: loaded ones, and refused ones with their reason.
 
     The plugins are started as the host starts them, so a lease target its self-check drops
-    is shown dropped, with the reason. Exit 1 when any plugin is refused, unless
-    --allow-refused.
+    is shown dropped, with the reason, and what a plugin's own check finds wrong (a wrong
+    password for one of its servers) is shown as a problem. Exit 1 when any plugin is
+    refused or reports a problem, unless --allow-refused.
     """
     from pageant.hosting import Host
     from pageant.plugins.loader import plugin_listing
@@ -55,7 +56,9 @@ def plugins(settings: Settings, show_all: bool, as_json: bool, allow_refused: bo
     else:
         for line in plugin_lines(items):
             click.echo(line)
-    if any(item["status"] == "refused" for item in items) and not allow_refused:
+    if any(item["status"] == "refused" or item.get("problems") for item in items) and not (
+        allow_refused
+    ):
         sys.exit(1)
 
 
@@ -77,6 +80,8 @@ def plugin_lines(items: list[dict[str, Any]]) -> list[str]:
                 lines.append(f"           unavailable: {item['unavailable']}")
             for warning in item.get("warnings") or []:
                 lines.append(f"           warning: {warning}")
+            for problem in item.get("problems") or []:
+                lines.append(f"           problem  {problem}")
             if "declares" in item and item.get("settings") is not None:
                 shown = ", ".join(f"{k}={v}" for k, v in item["settings"].items())
                 lines.append(f"           settings: {shown or 'none'}")

@@ -531,16 +531,18 @@ async def condition_evaluated(
     values: Mapping[str, Any],
     fired_at: datetime | None = None,
     key: str | None = None,
+    sentence: str | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
     level: int = logging.INFO,
 ) -> None:
     """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
     the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
-    firing's own instant and ``key`` when it had them."""
+    firing's own instant, ``key`` and ``sentence`` (its trigger's words for it) when it had
+    them."""
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
-    detail = _given(detail, fired_at=fired_at, key=key)
+    detail = _given(detail, fired_at=fired_at, key=key, sentence=sentence)
     await _of_gate(
         conn,
         gate,

@@ -139,6 +139,8 @@ class Firing:
     key: str | None = None
     #: When it happened in the game, as the game said (None: when it arrived).
     at: datetime | None = None
+    #: The firing in words, from its trigger's ``sentence`` (contract 1.3), if it has one.
+    sentence: str | None = None
 
 
 def check_firing(
@@ -174,7 +176,7 @@ def check_firing(
             errors.append(f"{path}.at: {problem}")
     if errors:
         raise Invalid(f"the firing does not fit {trigger_id}", details=errors)
-    return Firing(trigger_id, checked, key, when)
+    return Firing(trigger_id, checked, key, when, trigger.say(checked))
 
 
 def _instant(raw: Any, now: datetime, max_age_seconds: float) -> tuple[datetime | None, str]:
@@ -399,6 +401,7 @@ async def _log_count(
         values=named_values(gate["condition"], firing.payload),
         fired_at=firing.at,
         key=firing.key,
+        sentence=firing.sentence,
         actor=entry.actor,
         batch=batch,
         level=logging.DEBUG,

@@ -61,6 +61,8 @@ NOT_CONTRACT = frozenset({"plugin", "default_on_failure", "dropped"})
 SINCE_1_2 = frozenset({"on_failure", "self_check"})
 #: A param's bounds, contract 1.3: recorded only when declared, for the same reason.
 PARAM_BOUNDS = frozenset({"minimum", "maximum", "min_length", "max_length", "pattern", "enum"})
+#: The same for contract 1.3: a trigger's ``sentence``.
+SINCE_1_3 = frozenset({"sentence"})
 
 
 def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
@@ -76,7 +78,7 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
             {
                 k: _declared_params(v) if k == "params" else v
                 for k, v in item.items()
-                if k not in NOT_CONTRACT and not (k in SINCE_1_2 and v is None)
+                if k not in NOT_CONTRACT and not (k in SINCE_1_2 | SINCE_1_3 and v is None)
             }
             for item in items
             if item["plugin"] == record.label

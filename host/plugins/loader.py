@@ -88,6 +88,8 @@ class PluginRecord:
     info: Any = field(default=None, repr=False)
     #: The lease targets its boot-time self-check dropped: ``{lease, target, reason}``.
     dropped: list[dict[str, str]] = field(default_factory=list)
+    #: What its ``PLUGIN_INFO["check"]`` found wrong when the host started (contract 1.3).
+    problems: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

@@ -285,6 +285,10 @@ def _entered(detail: Detail) -> str:
 def _evaluated(detail: Detail) -> str:
     values = _pairs(detail.get("values")) or "(no values)"
     tally = f"{detail.get('tally')} of {detail.get('needed')}"
+    if detail.get("matched") and detail.get("sentence"):
+        # The trigger's own words for the firing say who and how; the condition follows.
+        where = f"; {detail['condition']}" if detail.get("condition") else ""
+        return f"counted: {detail['sentence']} ({tally}{where})"
     if detail.get("matched"):
         return f"counted: {values} satisfies {detail.get('condition')} ({tally})"
     return f"near miss: {values} does not satisfy {detail.get('condition')} (still {tally})"

@@ -194,6 +194,7 @@ async def test_the_plugin_list_is_the_one_listing(
         "dropped",
         "warnings",
         "unavailable",
+        "problems",
     }
     assert all(set(item) == fields for item in items)
     loaded = {f"{i['distribution']}[{i['name']}]" for i in items if i["status"] == "loaded"}

@@ -159,6 +159,7 @@ def test_plugins_json_is_the_one_listing() -> None:
         "reason": None,
         "traceback": None,
         "dropped": [],
+        "problems": [],
         "settings": None,
         "warnings": [],
         "unavailable": None,

@@ -688,6 +688,7 @@ def test_an_installed_plugin_loads_with_its_distribution_and_version(site: Site)
         "reason": None,
         "traceback": None,
         "dropped": [],
+        "problems": [],
         "settings": None,
     }
     assert manager.registry.owner_of("leases", "lantern.brightness") == "lantern-plug[lantern]"

@@ -282,8 +282,8 @@ async def test_a_wrong_password_fails_the_step_once_naming_the_setting(
     (failed,) = view["steps"]
     assert failed["attempts"] == 1
     assert failed["last_error"] == (
-        f"the OpenArena server at 127.0.0.1:{arena.port} refused the rcon password; check "
-        "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
+        f"the OpenArena server main (127.0.0.1:{arena.port}) refused the rcon password: "
+        "check PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
     )
     assert await bots_on(arena) == []
 

@@ -46,6 +46,8 @@ log = logging.getLogger("pageant_openarena")
 
 TOP_FRAGGER = "{top_fragger}"
 SETTING = "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
+#: ``openarena.bots.add``'s budget: the time the host gives one perform.
+ADD_BUDGET_MS = 30_000
 
 
 class OpenArenaPlugin:
@@ -60,9 +62,10 @@ class OpenArenaPlugin:
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
-            "contract": "^1.2",
+            "contract": "^1.3",
             "settings": OpenArenaSettings,
             "observe": self.observe,
+            "check": self.check,
         }
 
     # ── lifecycle ────────────────────────────────────────────────────────────
@@ -101,16 +104,23 @@ class OpenArenaPlugin:
         assert self.settings is not None
         probe_every = max(1, round(self.settings.probe_seconds / self.settings.log_poll_seconds))
         turn = 0
-        while True:
-            try:
-                for server in self.servers.values():
-                    await self._hear(server)
-                if turn % probe_every == 0:
-                    await self._probe()
-            except Exception:  # the watcher must outlive any one bad turn
-                log.exception("watching the OpenArena servers failed; trying again")
-            turn += 1
-            await asyncio.sleep(self.settings.log_poll_seconds)
+        try:
+            while True:
+                try:
+                    for server in self.servers.values():
+                        await self._hear(server)
+                    if turn % probe_every == 0:
+                        await self._probe()
+                except Exception:  # the watcher must outlive any one bad turn
+                    log.exception("watching the OpenArena servers failed; trying again")
+                turn += 1
+                await asyncio.sleep(self.settings.log_poll_seconds)
+        finally:
+            # Cancelled (stop(), or the loop closing under a short-lived command such as
+            # ``pageant plugins``): the logs it opened are closed with it.
+            for server in self.servers.values():
+                if server.follower is not None:
+                    server.follower.close()
 
     async def _hear(self, server: Server) -> None:
         """Fire what the server's log gained since the last look."""
@@ -143,10 +153,12 @@ class OpenArenaPlugin:
                 await server.clients()
             except BadPassword:
                 was_up, server.up = server.up, True  # it answers; the actions say the rest
+                server.problem = self._refused(server)
             except RconError:
                 was_up, server.up = server.up, False
             else:
                 was_up, server.up = server.up, True
+                server.problem = None  # a password fixed on the server's side
             came_back = came_back or (was_up is False and server.up)
         self._tell_availability()
         if came_back and self.context is not None:
@@ -168,6 +180,42 @@ class OpenArenaPlugin:
     def _went_down(self, server: Server) -> None:
         server.up = False
         self._tell_availability()
+
+    async def check(self) -> list[str]:
+        """What is wrong at start (``PLUGIN_INFO["check"]``, contract 1.3): each server that
+        refuses its rcon password, named with the settings entry that gives it. A server
+        that does not answer is not a problem of the settings: availability says it."""
+        found = await asyncio.gather(*(self._check(s) for s in self.servers.values()))
+        return [problem for problem in found if problem is not None]
+
+    async def _check(self, server: Server) -> str | None:
+        try:
+            await server.clients()
+        except BadPassword:
+            server.problem = self._refused(server)
+        except RconError:
+            return None
+        else:
+            server.problem = None
+        return server.problem
+
+    def _refused(self, server: Server) -> str:
+        """The sentence for ``server`` refusing its password: where that password was set."""
+        assert self.settings is not None
+        own = any(s.id == server.id and s.rcon_password for s in self.settings.servers)
+        if own:
+            where = f'rcon_password in its [[plugins.openarena.servers]] entry (id = "{server.id}")'
+        elif self.settings.servers:
+            where = (
+                f'its [[plugins.openarena.servers]] entry (id = "{server.id}") sets none, so it '
+                f"takes {SETTING}: set its own rcon_password there, or fix that one"
+            )
+        else:
+            where = SETTING
+        return (
+            f"the OpenArena server {server.id} ({server.rcon.where}) refused the rcon "
+            f"password: check {where}"
+        )
 
     async def observe(self) -> dict[str, Any]:
         """Each server's bots and leasable cvars: ``pageant contract-check`` compares them
@@ -198,7 +246,7 @@ class OpenArenaPlugin:
         present: set[str] = set()
         for server_id in sorted(s for s in wanted if s in self.servers):
             server = self.servers[server_id]
-            present |= {f"{server.id}/{name}" for name in await server.bot_names()}
+            present |= {f"{server.id}/{name}" for name in await server.bot_names_now()}
         still += [r.ref for r in resources if r.kind == BOT and r.ref in present]
         return still
 
@@ -210,17 +258,17 @@ class OpenArenaPlugin:
             return self.problem or "the openarena plugin has no servers"
         wanted = ctx.params.get("server") or next(iter(self.servers))
         found = self.servers.get(wanted)
-        return (
-            found
-            if found is not None
-            else (f"no server {wanted!r}; the servers are {', '.join(self.servers)}")
-        )
+        if found is None:
+            return f"no server {wanted!r}; the servers are {', '.join(self.servers)}"
+        # A password the server refused (at start, or since): a dry run says so too.
+        return found.problem or found
 
     def _failed(self, server: Server, exc: RconError, *, sent: bool) -> dict[str, Any]:
         """The envelope of an rcon failure: a wrong password is for good; no answer makes
         the plugin unavailable, and is retried only when nothing may have happened."""
         if isinstance(exc, BadPassword):
-            return {"ok": False, "retry": False, "error": f"{exc}; check {SETTING}"}
+            server.problem = self._refused(server)
+            return {"ok": False, "retry": False, "error": server.problem}
         if isinstance(exc, NoAnswer):
             self._went_down(server)
             if sent:
@@ -281,15 +329,11 @@ class OpenArenaPlugin:
                 return {"ok": True}
             if ctx.run is not None:
                 server.marks.setdefault(ctx.run.id, Counter(server.log.tally))
-            present = await server.bot_names()
-            for char, name in planned:
-                if name in present:
-                    continue
-                if key in server.reverted:
-                    break  # reverted while this perform was under way
-                refused = await server.add_bot(char.lower(), skill, name)
-                if refused is not None:
-                    return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
+            # The step's own clock: the host cuts the perform off ``budget_ms`` after it began.
+            deadline = time.monotonic() + ADD_BUDGET_MS / 1000
+            refused = await self._settle_bots(server, planned, skill, key, deadline)
+            if refused is not None:
+                return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
             if key in server.reverted:
                 await self._kick_all(server, [name for _, name in planned])
                 return {"ok": True}
@@ -303,6 +347,47 @@ class OpenArenaPlugin:
                 for _, name in planned
             ],
         }
+
+    async def _settle_bots(
+        self,
+        server: Server,
+        planned: list[tuple[str, str]],
+        skill: int,
+        key: str,
+        deadline: float,
+    ) -> str | None:
+        """Add each planned bot the server does not list, until it lists them all: None,
+        or why the server refused one. An ``addbot`` that got no answer (the server's rcon
+        ration spent by another client, most likely) is settled by reading ``status``, never
+        by sending it again blind: only the bots truly missing are added again, for as long
+        as the step's budget leaves time to read the answer. Past that, :class:`NoAnswer`."""
+        present = await server.bot_names()
+        # A last ``status`` may wait out the whole of a read's patience: start no round
+        # that could not finish it before the step's deadline.
+        reserve = server.rcon.timeout * (1 + server.rcon.retries) + 1
+        while True:
+            missing = [(char, name) for char, name in planned if name not in present]
+            if not missing or key in server.reverted:
+                return None
+            if deadline - time.monotonic() < reserve:
+                raise NoAnswer(
+                    f"{server.id} ({server.rcon.where}) did not take "
+                    f"{', '.join(name for _, name in missing)} before the step's deadline"
+                )
+            unsure = False
+            for char, name in missing:
+                if key in server.reverted:
+                    return None  # reverted while this perform was under way
+                try:
+                    refused = await server.add_bot(char.lower(), skill, name)
+                except NoAnswer:
+                    unsure = True
+                    continue
+                if refused is not None:
+                    return refused
+                present.add(name)
+            if unsure:
+                present = await server.bot_names()
 
     async def kick_bots(self, ctx: ActionContext) -> dict[str, Any]:
         """Kick the bot in ``ctx.resources`` (or, when the add's answer was lost, every bot
@@ -424,7 +509,7 @@ class OpenArenaPlugin:
                 "label": "Add bots",
                 "risk": "change",
                 "reversible": "full",
-                "budget_ms": 30_000,
+                "budget_ms": ADD_BUDGET_MS,
                 "params": [
                     _param("count", "integer", f"How many (1 to {MAX_BOTS}).", 3),
                     _param("skill", "integer", f"How good (1 to {MAX_SKILL}).", 3),

@@ -37,6 +37,42 @@ def _var(name: str, kind: str, description: str, example: Any) -> dict[str, Any]
     return {"name": name, "type": kind, "description": description, "example": example}
 
 
+#: A means of death (the game log's ``MOD_...``) in words, for a frag's sentence; one not
+#: here reads as its name without ``MOD_``, in lower case.
+MEANS = {
+    "MOD_SHOTGUN": "a shotgun",
+    "MOD_GAUNTLET": "a gauntlet",
+    "MOD_MACHINEGUN": "a machine gun",
+    "MOD_GRENADE": "a grenade",
+    "MOD_GRENADE_SPLASH": "a grenade's blast",
+    "MOD_ROCKET": "a rocket",
+    "MOD_ROCKET_SPLASH": "a rocket's blast",
+    "MOD_PLASMA": "plasma",
+    "MOD_PLASMA_SPLASH": "plasma's splash",
+    "MOD_RAILGUN": "a railgun",
+    "MOD_LIGHTNING": "lightning",
+    "MOD_BFG": "the BFG",
+    "MOD_BFG_SPLASH": "the BFG's blast",
+    "MOD_NAIL": "a nailgun",
+    "MOD_CHAINGUN": "a chaingun",
+    "MOD_PROXIMITY_MINE": "a proximity mine",
+    "MOD_KAMIKAZE": "a kamikaze",
+    "MOD_TELEFRAG": "a telefrag",
+    "MOD_WATER": "water",
+    "MOD_SLIME": "slime",
+    "MOD_LAVA": "lava",
+    "MOD_CRUSH": "a crush",
+    "MOD_FALLING": "a fall",
+    "MOD_SUICIDE": "suicide",
+    "MOD_TRIGGER_HURT": "the map",
+}
+
+
+def means(mod: str) -> str:
+    """``MOD_ROCKET`` -> ``a rocket``."""
+    return MEANS.get(mod, mod.removeprefix("MOD_").lower().replace("_", " "))
+
+
 #: The triggers the game log fires, each with the server it happened on.
 _SERVER = _var("server", "string", "Which server it happened on.", "main")
 _NAME = _var("name", "string", "The player.", "Sarge")
@@ -53,14 +89,17 @@ TRIGGERS: list[dict[str, Any]] = [
             ),
             _var("victim", "string", "Who died.", "Grunt"),
             _var("weapon", "string", "The means of death.", "MOD_ROCKET"),
+            _var("means", "string", "The means of death, in words.", "a rocket"),
             _var("killer_is_bot", "boolean", "Whether a bot fragged.", True),
             _SERVER,
         ],
+        "sentence": "{killer} fragged {victim} with {means}",
     },
     {
         "id": "openarena.player.joined",
         "label": "A player joined",
         "variables": [_NAME, _var("bot", "boolean", "Whether it is a bot.", True), _SERVER],
+        "sentence": "{name} joined {server}",
     },
     {
         "id": "openarena.chat",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .catalog import means
 from .rcon import strip_colours
 
 #: ``  1:04 Kill: ...``: the game clock, then what happened.
@@ -98,6 +99,7 @@ class GameLog:
             killer=killer,
             victim=victim,
             weapon=found["mod"],
+            means=means(found["mod"]),
             killer_is_bot=is_bot,
         )
 

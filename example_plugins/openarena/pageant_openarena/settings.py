@@ -33,6 +33,12 @@ class ServerSettings(BaseModel):
     rcon_port: int | None = Field(None, ge=1, le=65535, description="Its port.")
     rcon_password: SecretStr | None = Field(None, description="Its rconpassword.")
     log_path: str | None = Field(None, description="Its game log (g_log).")
+    rcon_burst: int | None = Field(
+        None, ge=1, le=100, description="Its rcon burst (default: rcon_burst)."
+    )
+    rcon_per_second: float | None = Field(
+        None, gt=0, le=100, description="Its rcon requests a second (default: rcon_per_second)."
+    )
 
 
 class OpenArenaSettings(BaseModel):
@@ -57,6 +63,18 @@ class OpenArenaSettings(BaseModel):
         2.0, gt=0, le=30, description="How long an rcon request waits for its answer."
     )
     rcon_retries: int = Field(2, ge=0, le=5, description="How often a read is asked again.")
+    rcon_burst: int = Field(
+        10,
+        ge=1,
+        le=100,
+        description="Rcon requests sent at once before pacing (ioquake3 answers ten).",
+    )
+    rcon_per_second: float = Field(
+        1.0,
+        gt=0,
+        le=100,
+        description="Rcon requests a second after the burst (ioquake3 answers one).",
+    )
     probe_seconds: float = Field(
         5.0, gt=0, le=300, description="How often the plugin checks each server answers."
     )
@@ -110,6 +128,8 @@ class OpenArenaSettings(BaseModel):
                     rcon_port=self.rcon_port,
                     rcon_password=self.rcon_password,
                     log_path=self.log_path,
+                    rcon_burst=self.rcon_burst,
+                    rcon_per_second=self.rcon_per_second,
                 )
             ]
         return [
@@ -118,6 +138,8 @@ class OpenArenaSettings(BaseModel):
                     "rcon_host": server.rcon_host or self.rcon_host,
                     "rcon_port": server.rcon_port or self.rcon_port,
                     "rcon_password": server.rcon_password or self.rcon_password,
+                    "rcon_burst": server.rcon_burst or self.rcon_burst,
+                    "rcon_per_second": server.rcon_per_second or self.rcon_per_second,
                 }
             )
             for server in self.servers

@@ -42,6 +42,7 @@ def test_a_real_match_reads_as_joins_frags_chat_and_its_end() -> None:
         "killer": "Major",
         "victim": "Sarge",
         "weapon": "MOD_SHOTGUN",
+        "means": "a shotgun",
         "killer_is_bot": True,
         "server": "main",
     }

@@ -244,7 +244,7 @@ async def test_a_wrong_password_is_one_clear_error_naming_the_setting(
     plugin.servers["main"].rcon.password = "wrong"
     failed = assert_failed(await pageant_kit.perform("openarena.bots.add", ADD), retry=False)
     assert failed.error == (
-        f"the OpenArena server at 127.0.0.1:{arena.port} refused the rcon password; check "
-        "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
+        f"the OpenArena server main (127.0.0.1:{arena.port}) refused the rcon password: "
+        "check PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
     )
     assert pageant_kit.host.unavailable("openarena.bots.add") is None  # it answers: not down

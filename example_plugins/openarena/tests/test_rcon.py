@@ -7,14 +7,15 @@ import itertools
 
 import pytest
 from fake_rcon import PREFIX, Reply, fake_rcon, printed
+from pageant_openarena.pacing import Bucket
 from pageant_openarena.rcon import BadPassword, NoAnswer, Rcon, RconError, strip_colours
 
 GRAVITY = '"g_gravity" is:"800^7", the default\n'
 
 
-def client(port: int, **kw: float) -> Rcon:
-    options = {"timeout": 0.3, "retries": 2, "settle": 0.05, "burst": 100, "refill": 0.01, **kw}
-    return Rcon("127.0.0.1", port, "secret", **options)  # type: ignore[arg-type]  # mixed int and float options
+def client(port: int, *, burst: int = 100, per_second: float = 100.0, **kw: float) -> Rcon:
+    options = {"timeout": 0.3, "retries": 2, "settle": 0.05, "resend": 0.3, **kw}
+    return Rcon("127.0.0.1", port, "secret", bucket=Bucket(burst, per_second), **options)
 
 
 def gravity(password: str, command: str, nth: int) -> Reply:
@@ -67,9 +68,30 @@ async def test_a_lost_answer_to_a_change_is_not_sent_again() -> None:
 
 async def test_a_read_gives_up_after_its_retries() -> None:
     async with fake_rcon(lambda p, c, n: []) as fake:
-        with pytest.raises(NoAnswer, match="asked 3 times"):
+        with pytest.raises(NoAnswer, match=r"within 0.9 s \(sent again for 0.9 s\)"):
             await client(fake.port, retries=2).command("status", idempotent=True)
+    # A copy every half to whole resend (jittered): three to six in 0.9 s.
+    assert 3 <= len(fake.asked) <= 6
+
+
+async def test_a_read_is_sent_again_every_resend_and_the_first_answer_is_taken() -> None:
+    # The server dropped the first two copies (another client spent its ration).
+    async with fake_rcon(lambda p, c, n: [] if n <= 2 else gravity(p, c, n)) as fake:
+        rcon = client(fake.port, timeout=1.0, retries=0, resend=0.2)
+        assert "800" in await rcon.command("g_gravity", idempotent=True)
+    times = [t for t, _, _ in fake.asked]
+    assert len(times) == 3
+    assert all(0.08 <= b - a <= 0.6 for a, b in itertools.pairwise(times))
+    assert (rcon.sent, rcon.answered) == (3, 1)
+
+
+async def test_copies_the_server_dropped_give_their_tokens_back() -> None:
+    # Three copies sent, two dropped: the server counted one request, and so does the bucket.
+    async with fake_rcon(lambda p, c, n: [] if n <= 2 else gravity(p, c, n)) as fake:
+        rcon = client(fake.port, burst=5, per_second=0.01, timeout=1.0, retries=0, resend=0.1)
+        await rcon.command("g_gravity", idempotent=True)
     assert len(fake.asked) == 3
+    assert rcon.bucket.tokens() == pytest.approx(4, abs=0.01)
 
 
 async def test_a_wrong_password_is_recognised() -> None:
@@ -125,7 +147,7 @@ async def test_requests_past_the_burst_wait_for_the_bucket_to_refill(
 ) -> None:
     # ioquake3 drops, silently, rcon requests past a burst of ten and then one a second.
     async with fake_rcon(gravity) as fake:
-        rcon = client(fake.port, burst=burst, refill=0.2)
+        rcon = client(fake.port, burst=burst, per_second=5.0)
         for _ in range(6):
             await rcon.command("g_gravity", idempotent=True)
     times = [t for t, _, _ in fake.asked]

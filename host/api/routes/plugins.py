@@ -59,6 +59,10 @@ class PluginOut(BaseModel):
     link: dict[str, LinkServer] = Field(
         description="a game-link plugin's servers and their states (docs/link.md)"
     )
+    problems: list[str] = Field(
+        description="what the plugin's own check (PLUGIN_INFO check, contract 1.3) found wrong "
+        "at start, each a sentence naming where to fix it"
+    )
 
 
 class PluginList(BaseModel):

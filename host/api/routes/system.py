@@ -63,6 +63,12 @@ class Health(BaseModel):
         description="each game-link server's state (up, down, unknown) and why; a server "
         "down does not make the host unhealthy",
     )
+    plugins: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="what plugins' own checks found wrong at start, by plugin (a game's "
+        "setting, such as a wrong password for one of its servers): detail that leaves the "
+        "verdict alone",
+    )
 
 
 class MetricsText(RootModel[str]):
@@ -122,6 +128,9 @@ async def healthz(request: web.Request) -> web.Response:
         body["link"] = link
     if problems:
         body["problems"] = problems
+    plugin_problems = {r.label: r.problems for r in host.plugins.records if r.problems}
+    if plugin_problems:
+        body["plugins"] = plugin_problems
     if "verbose" in request.query:
         return respond({"status": "degraded" if problems else "ok", **body})
     return respond({"status": "unhealthy" if problems else "ok", **body}, 503 if problems else 200)
