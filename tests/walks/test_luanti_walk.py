@@ -16,6 +16,7 @@ Happenings are made on the server side through the mod's test channel
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -180,3 +181,141 @@ def test_beacon_night_on_a_real_world_lights_three_beacons_and_gives_everything_
         == beacons
     )
     print(f"Beacon Night on a real world: {wall:.1f} s")
+
+
+def held(view: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((r["kind"], r["status"]) for r in view["resources"])
+
+
+def ended(stage: Stage, run_id: int) -> dict[str, Any]:
+    return until(
+        f"run {run_id}'s end and its cleanup",
+        lambda: (v := stage.run(run_id))["run"]["cleanup_status"] == "complete" and v,
+    )
+
+
+def muster(minutes: int, *, needed: int = 100) -> dict[str, Any]:
+    """Three beacons and a lease, then a gate on dug dirt that holds the run."""
+    lease = {"lease": "luanti.setting", "target": "time_speed", "value": "720"}
+    return {
+        "title": "Beacons under fire",
+        "spec": {
+            "schedule": {"kind": "manual"},
+            "phases": [
+                {
+                    "key": "muster",
+                    "label": "Muster",
+                    "steps": [
+                        {
+                            "action": "luanti.spawn",
+                            "params": {"kind": "beacon", "count": 3, "place": "altar"},
+                        },
+                        {"action": "core.lease", "params": {**lease, "minutes": minutes}},
+                    ],
+                },
+                {
+                    "key": "dig",
+                    "label": "Dig",
+                    "steps": [],
+                    "advance": {
+                        "on": "luanti.node.dug",
+                        "where": {"var": "node", "op": "eq", "value": "default:dirt"},
+                        "count": needed,
+                    },
+                },
+            ],
+        },
+    }
+
+
+def test_a_world_stopped_with_beacons_out_is_cleaned_up_after_it_returns(stage: Stage) -> None:
+    """The world stops (SIGTERM: the server saves its map) with three beacons out and the
+    run is cancelled while it is down: nothing is attempted and no attempt is spent; when it
+    is back, the beacons are removed and time_speed put back."""
+    stage.serve()
+    world = stage.world
+    world.start()
+    run_id = stage.start(muster(10))
+    until("the dig phase", lambda: stage.run(run_id)["run"]["current_phase"] == "dig")
+    assert len(world.beacons()) == 3 and world.setting("time_speed") == "720"
+
+    world.stop()
+    until("the world down", lambda: stage.link()["world"]["state"] == "down")
+    assert "world last synced" in stage.link()["world"]["said"]
+    time.sleep(1.5)  # the link's watch marks the plugin unavailable within its second
+    stage.api("POST", f"/api/v1/admin/runs/{run_id}/cancel", {"reason": "the world is down"})
+    time.sleep(3)  # the engine's cleanup passes run meanwhile: they must wait, not try
+    view = stage.run(run_id)
+    assert view["run"]["status"] == "cancelled"
+    assert {r["status"] for r in view["resources"]} == {"confirmed"}, [
+        (r["status"], r["revert_attempts"], r["last_error"]) for r in view["resources"]
+    ]
+    assert {r["revert_attempts"] for r in view["resources"]} == {0}
+
+    world.start()
+    view = ended(stage, run_id)
+    assert held(view) == sorted(
+        [("luanti.entity", "reverted")] * 3 + [("luanti.setting", "reverted")]
+    )
+    assert world.beacons() == []  # their blocks are loaded again: none came back
+    assert world.setting("time_speed") == "72"
+
+
+def test_a_hand_edit_of_the_leased_setting_is_drifted_and_left_alone(stage: Stage) -> None:
+    stage.serve()
+    world = stage.world
+    world.start()
+    run_id = stage.start(muster(10, needed=1))
+    until("the dig phase", lambda: stage.run(run_id)["run"]["current_phase"] == "dig")
+    assert world.ask("set", name="time_speed", value="100") == {"value": "100"}
+    world.ask("dig", x=30, z=30, **DIRT)
+    view = ended(stage, run_id)
+    assert ("luanti.setting", "drifted") in held(view)
+    assert world.setting("time_speed") == "100"
+    assert world.beacons() == []
+
+
+def test_pageant_killed_holding_a_lease_the_world_puts_it_back_at_until(stage: Stage) -> None:
+    stage.serve()
+    world = stage.world
+    world.start()
+    run_id = stage.start(muster(1))
+    until("time_speed 720", lambda: world.setting("time_speed") == "720")
+    applied = time.monotonic()
+    stage.serves[-1].signal(signal.SIGKILL)
+    stage.serves[-1].wait(10)
+    until("the world putting time_speed back", lambda: world.setting("time_speed") == "72", 90)
+    waited = time.monotonic() - applied
+    assert 50 < waited < 75, waited  # at until (a minute after the apply), not before
+    assert "the lease on time_speed ended; put back" in world.log()
+
+    stage.serve()
+    stage.api("POST", f"/api/v1/admin/runs/{run_id}/cancel", {"reason": "the world is down"})
+    view = ended(stage, run_id)
+    (lease,) = [r for r in view["resources"] if r["kind"] == "luanti.setting"]
+    # Found at its baseline, not at 720: the host leaves it alone (the world put it back).
+    assert lease["status"] == "drifted"
+    assert world.setting("time_speed") == "72"
+
+
+def test_a_burst_of_500_digs_during_a_pageant_restart_counts_each_once(stage: Stage) -> None:
+    """500 real digs while pageant is down: the outbox keeps them, and the gate needing 501
+    stays shut after they are all counted; one more dig opens it."""
+    stage.serve()
+    world = stage.world
+    world.start()
+    run_id = stage.start(muster(10, needed=501))
+    until("the dig phase", lambda: stage.run(run_id)["run"]["current_phase"] == "dig")
+    stage.serves[-1].signal(signal.SIGKILL)
+    stage.serves[-1].wait(10)
+    assert world.ask("digs", count=500, x=-100, z=-100, **DIRT) == {"dug": 500}
+    stage.serve()
+    gate = until(
+        "500 digs counted",
+        lambda: (g := stage.run(run_id)["gate"]) and g["tally"] >= 500 and g,
+    )
+    time.sleep(3)  # resent batches, if any, have come by now
+    view = stage.run(run_id)
+    assert (view["gate"]["tally"], view["run"]["current_phase"]) == (500, "dig"), gate
+    world.ask("dig", x=-100, z=-80, **DIRT)
+    ended(stage, run_id)

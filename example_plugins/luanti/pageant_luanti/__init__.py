@@ -225,15 +225,17 @@ class LuantiPlugin:
 
     @hookimpl
     async def pageant_reconcile(self, resources: Sequence[HeldResource]) -> list[str]:
-        """Entities still loaded in their world; leases and given items stand (the restore
-        and the take find out the rest). A world that cannot answer raises: nothing changes."""
+        """Entities still in their world (loaded, or in a block not active yet); leases and
+        given items stand (the restore and the take find out the rest). A world that cannot
+        answer raises: nothing changes."""
         still = [r.ref for r in resources if r.kind != ENTITY]
         servers = sorted({r.ref.partition("/")[0] for r in resources if r.kind == ENTITY})
         present: set[str] = set()
         for server in servers:
             deadline = self.now() + timedelta(seconds=self.settings.command_seconds)
             said = await self.call(server, "entities", {}, uuid.uuid4().hex, deadline)
-            present |= {f"{server}/{e['id']}" for e in said.get("entities", [])}
+            ids = [e["id"] for e in said.get("entities", [])] + said.get("unloaded", [])
+            present |= {f"{server}/{i}" for i in ids}
         return still + [r.ref for r in resources if r.kind == ENTITY and r.ref in present]
 
     # ── declarations ─────────────────────────────────────────────────────────

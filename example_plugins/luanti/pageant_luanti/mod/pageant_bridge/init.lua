@@ -235,8 +235,17 @@ function commands.despawn(p)
 	return {removed = removed}
 end
 
+-- The loaded entities; and, apart, those spawned and neither reverted nor killed whose block
+-- is not active yet (just after a restart): the world cannot say they are gone.
 function commands.entities()
-	return {entities = present()}
+	local found, loaded, waiting = present(), {}, {}
+	for _, e in ipairs(found) do loaded[e.id] = true end
+	for id, spot in pairs(spots) do
+		if not loaded[id] and not minetest.compare_block_status(spot, "active") then
+			waiting[#waiting + 1] = id
+		end
+	end
+	return {entities = found, unloaded = waiting}
 end
 
 function commands.give(p)
@@ -488,5 +497,10 @@ elseif not http then
 else
 	URL = URL:gsub("/+$", "")
 	minetest.after(0, hold)
+end
+-- A restart forgets live settings: a lease still running is applied again (the restore finds
+-- the value it set); one past its until is put back by the clock below.
+for name, lease in pairs(leases) do
+	if LEASABLE[name] then write_setting(name, lease.value) end
 end
 minetest.after(1, honour_until)
