@@ -17,6 +17,7 @@ brings back what happened. The plugin itself opens nothing:
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,8 @@ from .catalog import ACTIONS, KINDS, MAX_ENTITIES, MAX_ITEMS, TRIGGERS
 from .settings import LuantiSettings, Place
 
 __all__ = ["LuantiPlugin", "LuantiSettings"]
+
+log = logging.getLogger("pageant_luanti")
 
 ENTITY = "luanti.entity"
 ITEM = "luanti.item"
@@ -117,20 +120,21 @@ class LuantiPlugin:
         return await self._envelope(ctx, do)
 
     async def spawn(self, ctx: ActionContext) -> dict[str, Any]:
-        """``count`` entities of ``kind`` at ``place``; the mod names them ``KEY#1``..., so a
-        retry finds them and a revert under the key (even before this perform) leaves none."""
+        """``count`` entities of ``kind`` at ``place``, one resource for each id the world
+        answers: the mod names them ``KEY#1``..., answers a repeat from what it remembers,
+        and makes none once the key was reverted (a revert is final for its key)."""
 
         async def do() -> dict[str, Any]:
             self._check(ctx)
             where = self._where(ctx)
             kind, count = ctx.params["kind"], int(ctx.params["count"])
-            await self._step(ctx, "spawn", {**where, "kind": kind, "count": count})
+            said = await self._step(ctx, "spawn", {**where, "kind": kind, "count": count})
             server = where["server"]
             return {
                 "ok": True,
                 "resources": [
                     {"kind": ENTITY, "ref": f"{server}/{i}", "server": server, "id": i}
-                    for i in spawned_ids(ctx.idempotency_key, count)
+                    for i in said.get("ids", [])
                 ],
             }
 
@@ -153,7 +157,8 @@ class LuantiPlugin:
             where = self._where(ctx)
             item, count = str(ctx.params["item"]), int(ctx.params["count"])
             said = await self._step(ctx, "give", {**where, "item": item, "count": count})
-            given = int(said.get("given", count))
+            if not (given := int(said.get("given", 0))):  # taken back before it came
+                return {"ok": True}
             ref = f"{where['server']}/{ctx.idempotency_key}"
             return {"ok": True, "resources": [{"kind": ITEM, "ref": ref, "given": given}]}
 
@@ -161,16 +166,27 @@ class LuantiPlugin:
 
     async def take(self, ctx: ActionContext) -> dict[str, Any]:
         """Take back what was given, as much of it as is still in the chest; what players
-        took already is answered as ``gone`` (the run log keeps the answer)."""
+        took already is logged as gone (a WARNING naming the key): the contract gives a
+        revert no way to write it on the ledger's row."""
 
         async def do() -> dict[str, Any]:
             where = self._where(ctx)
             given = [int(r.detail.get("given", 0)) for r in ctx.resources]
             count = sum(given) if given else int(ctx.params["count"])
-            said = await self._step(
-                ctx, "take", {**where, "item": ctx.params["item"], "count": count}
-            )
-            return {"ok": True, "gone": int(said.get("gone", 0))}
+            item = ctx.params["item"]
+            said = await self._step(ctx, "take", {**where, "item": item, "count": count})
+            if gone := int(said.get("gone", 0)):
+                log.warning(
+                    "luanti.give under %s: %d of %d %s were gone from the chest at %s in %s "
+                    "(taken by players); the rest was taken back",
+                    ctx.idempotency_key,
+                    gone,
+                    count,
+                    item,
+                    ctx.params["place"],
+                    where["server"],
+                )
+            return {"ok": True}
 
         return await self._envelope(ctx, do)
 
@@ -269,7 +285,6 @@ class LuantiPlugin:
             {
                 "id": "luanti.setting",
                 "label": "A live world setting (time_speed, gravity)",
-                "example": "72",
                 "read": self.read_setting,
                 "apply": self.apply_setting,
                 "restore": self.restore_setting,

@@ -206,13 +206,14 @@ function commands.spawn(p, key)
 	local pos, ids = at(p), {}
 	for i = 1, tonumber(p.count) or 1 do
 		local id = key .. "#" .. i
+		-- Reverted already (its revert came first): a revert is final for its key.
 		if not retired[id] then
 			local spot = {x = pos.x + (i - 1) * 2, y = pos.y, z = pos.z}
 			assert(minetest.add_entity(spot, MOD .. ":" .. p.kind, id), "cannot add " .. p.kind)
 			if not spots[id] then minetest.forceload_block(spot) end
 			spots[id] = spot
+			ids[#ids + 1] = id
 		end
-		ids[#ids + 1] = id
 	end
 	save("spots", spots)
 	return {ids = ids}
@@ -248,15 +249,23 @@ function commands.entities()
 	return {entities = found, unloaded = waiting}
 end
 
-function commands.give(p)
+function commands.give(p, key)
+	if retired["give/" .. key] then return {given = 0} end -- taken back before it came
 	local stack = ItemStack(p.item .. " " .. (tonumber(p.count) or 1))
 	local left = chest(p, true):add_item("main", stack)
 	return {given = stack:get_count() - left:get_count()}
 end
 
-function commands.take(p)
+function commands.take(p, key)
+	retired["give/" .. key] = true
+	save("retired", retired)
 	local stack = ItemStack(p.item .. " " .. (tonumber(p.count) or 1))
-	local taken = chest(p, false):remove_item("main", stack)
+	local given = done["give/" .. key] ~= nil
+	local ok, inv = pcall(chest, p, false)
+	if not ok then -- no chest there: never given, or gone with its chest
+		return {taken = 0, gone = given and stack:get_count() or 0}
+	end
+	local taken = inv:remove_item("main", stack)
 	return {taken = taken:get_count(), gone = stack:get_count() - taken:get_count()}
 end
 
