@@ -319,3 +319,63 @@ def test_a_burst_of_500_digs_during_a_pageant_restart_counts_each_once(stage: St
     assert (view["gate"]["tally"], view["run"]["current_phase"]) == (500, "dig"), gate
     world.ask("dig", x=-100, z=-80, **DIRT)
     ended(stage, run_id)
+
+
+def gate(on: str, var: str, value: Any) -> dict[str, Any]:
+    return {"on": on, "where": {"var": var, "op": "eq", "value": value}, "count": 1}
+
+
+def test_a_killed_guardian_a_chat_line_and_a_dug_node_open_their_gates(stage: Stage) -> None:
+    """Real happenings, made server-side: a guardian punched until its on_death, a line
+    through the server's chat callbacks, a node placed and dug at x 21 (a gate on x eq 21
+    opens only if the coordinate arrives as the integer 21)."""
+    stage.serve()
+    world = stage.world
+    world.start()
+    spawn = {"kind": "guardian", "count": 1, "place": "altar"}
+    run_id = stage.start(
+        {
+            "title": "Happenings",
+            "spec": {
+                "schedule": {"kind": "manual"},
+                "phases": [
+                    {
+                        "key": "kill",
+                        "label": "Kill",
+                        "steps": [{"action": "luanti.spawn", "params": spawn}],
+                        "advance": gate("luanti.entity.killed", "entity", "guardian"),
+                    },
+                    {
+                        "key": "chat",
+                        "label": "Chat",
+                        "steps": [],
+                        "advance": gate("luanti.chat", "message", "light the beacons"),
+                    },
+                    {
+                        "key": "dig",
+                        "label": "Dig",
+                        "steps": [],
+                        "advance": gate("luanti.node.dug", "x", 21),
+                    },
+                ],
+            },
+        }
+    )
+    until(
+        "the guardian",
+        lambda: (
+            stage.run(run_id)["run"]["current_phase"] == "kill"
+            and world.ask("entities")["entities"]
+        ),
+    )
+    (guardian,) = world.ask("entities")["entities"]
+    assert world.ask("kill", id=guardian["id"])["killed"] is True
+    until("the chat phase", lambda: stage.run(run_id)["run"]["current_phase"] == "chat")
+    world.ask("chat", player="sam", message="light the beacons")
+    until("the dig phase", lambda: stage.run(run_id)["run"]["current_phase"] == "dig")
+    world.ask("dig", x=20, z=5, **DIRT)
+    world.ask("dig", x=21, z=5, **DIRT)
+    view = ended(stage, run_id)
+    assert view["run"]["status"] == "completed"
+    # The guardian died in the world: the revert of its spawn finds nothing to remove.
+    assert held(view) == [("luanti.entity", "reverted")]
