@@ -172,6 +172,10 @@ async def test_the_lease_hands_the_world_its_until(
         "until": "2030-01-04T19:10:00Z",
     }
     assert sent(world, "setting_restore")[0]["payload"] == {"name": "time_speed", "baseline": "72"}
+    # A key the host passes (a lease's calls may carry one) names the command.
+    await lease.apply("time_speed", "720", until=until, key="lease-7-apply")
+    await lease.restore("time_speed", "72", key="lease-7-restore")
+    assert [c["key"] for c in world.received[-2:]] == ["lease-7-apply", "lease-7-restore"]
     with pytest.raises(ValueError, match=r"'fov' is not a setting luanti\.setting may lease"):
         await lease.read("fov")
     with pytest.raises(ValueError, match="no server 'world_c'"):
