@@ -344,6 +344,18 @@ async def _restore_lease(
             else:
                 await _release(host, row, to="reverted", now=now, attempted=False)
             return
+        if current != payload.get("applied") and current == payload["baseline"]:
+            # Back at its baseline already: the game put it back by itself (at the until its
+            # apply was given) while the host could not. Given back; nothing to restore.
+            await _release(
+                host,
+                row,
+                to="reverted",
+                now=now,
+                attempted=False,
+                payload={**payload, "found": current, "restored_by": "game"},
+            )
+            return
         if current != payload.get("applied"):
             await _release(
                 host,
