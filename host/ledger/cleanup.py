@@ -344,9 +344,11 @@ async def _restore_lease(
             else:
                 await _release(host, row, to="reverted", now=now, attempted=False)
             return
-        if current != payload.get("applied") and current == payload["baseline"]:
-            # Back at its baseline already: the game put it back by itself (at the until its
-            # apply was given) while the host could not. Given back; nothing to restore.
+        by_game = lease.apply_takes_until and current == payload["baseline"]
+        if current != payload.get("applied") and by_game:
+            # Back at its baseline, and the game was handed the lease's until: it put the
+            # value back by itself while the host could not. Given back; nothing to restore.
+            # (A game never told, such as one restarted at its defaults, is drifted below.)
             await _release(
                 host,
                 row,

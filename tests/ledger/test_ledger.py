@@ -584,6 +584,29 @@ async def test_a_lease_the_game_already_put_back_is_given_back_without_a_restore
     assert weather.restored == []  # nothing to restore: the host did not call it
 
 
+async def test_a_lease_back_at_its_baseline_in_a_game_never_told_its_until_is_drifted(
+    wx_host, wx_engine, weather
+):
+    told = wx_host.registry.leases["wx.sky"]
+
+    async def apply(target: str, value: str) -> str:  # takes no until: the game was not told
+        return await weather.apply(target, value)
+
+    wx_host.registry.leases["wx.sky"] = told.model_copy(update={"apply": apply})
+    run_id = await start_event(
+        wx_host, spec(phase("p", lease("north", "storm"), step("core.wait", seconds=60)))
+    )
+    await wx_engine.tick()
+    weather.sky["north"] = "clear"  # back at its baseline: a restart to its defaults, say
+    from pageant.runs import controls
+
+    await controls.cancel(wx_host, run_id, actor="admin:test", reason="done")
+    await wx_engine.tick()
+    (row,) = await _lease_rows(wx_host, run_id)
+    assert (row.status, row.payload["found"]) == ("drifted", "clear")
+    assert "restored_by" not in row.payload
+
+
 async def test_lease_minutes_are_bounded_by_the_setting(wx_host, wx_engine, weather):
     longest = wx_host.settings.lease_max_minutes
     assert longest == 24 * 60
