@@ -293,8 +293,9 @@ def test_pageant_killed_holding_a_lease_the_world_puts_it_back_at_until(stage: S
     stage.api("POST", f"/api/v1/admin/runs/{run_id}/cancel", {"reason": "the world is down"})
     view = ended(stage, run_id)
     (lease,) = [r for r in view["resources"] if r["kind"] == "luanti.setting"]
-    # Found at its baseline, not at 720: the host leaves it alone (the world put it back).
-    assert lease["status"] == "drifted"
+    # Found at its baseline: given back by the game, and the host restores nothing.
+    assert (lease["status"], lease["revert_attempts"]) == ("reverted", 0)
+    assert lease["payload"]["restored_by"] == "game"
     assert world.setting("time_speed") == "72"
 
 

@@ -434,7 +434,7 @@ end
 
 -- ── the sync ───────────────────────────────────────────────────────────────
 
-local held, flushing = false, false
+local flushing = false
 
 local function acknowledge(sent_results, sent_happenings)
 	local acked = {}
@@ -485,9 +485,7 @@ end
 
 -- The held sync: waits for commands; at once again after an answer, after a failure a pause.
 local function hold()
-	held = true
 	sync(WAIT, function(ok)
-		held = false
 		minetest.after(ok and 0 or 2, hold)
 		if ok and (#results > 0 or #outbox > 0) then sync_now() end
 	end)
