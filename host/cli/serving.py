@@ -8,6 +8,7 @@ API still answers ``/healthz``, then closes the API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import gc
 import json
@@ -162,18 +163,26 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, signum)
     engine = None
+    watch = None
     # What is loaded by now (the plugins, the app, the libraries) lives as long as the
     # process: set apart from the collector, an oldest-generation collection no longer walks
     # it, and such a pause under load stays a few milliseconds instead of tens.
     gc.freeze()
     try:
         engine = await start_engine(host)
+        # The game link's servers go down by silence: someone must look at the clock (as
+        # make_app does when it runs the engine itself).
+        watch = loop.create_task(host.link.watch())
         say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
         await stop.wait()
     finally:
         began_stopping = loop.time()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+        if watch is not None:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
         if engine is not None:
             await engine.stop()
         # The plugins' pageant_shutdown gets what the engine's stop left of the grace (at

@@ -121,7 +121,8 @@ class Weather:
     async def read(self, target: str) -> str:
         return self.sky[target]
 
-    async def apply(self, target: str, value: str) -> str:
+    async def apply(self, target: str, value: str, until: Any = None) -> str:
+        # Told the lease's end (contract 1.2), as a game that restores by itself would be.
         before = self.sky[target]
         self.sky[target] = value
         return before

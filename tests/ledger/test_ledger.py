@@ -565,6 +565,25 @@ async def test_a_drifted_lease_leaves_the_world_alone_and_a_later_run_leases_it_
     assert weather.sky["north"] == "fog"
 
 
+async def test_a_lease_the_game_already_put_back_is_given_back_without_a_restore(
+    wx_host, wx_engine, weather
+):
+    run_id = await start_event(
+        wx_host, spec(phase("p", lease("north", "storm"), step("core.wait", seconds=60)))
+    )
+    await wx_engine.tick()
+    baseline = (await _lease_rows(wx_host, run_id))[0].payload["baseline"]
+    weather.sky["north"] = baseline  # the game restored it by itself, at the apply's until
+    from pageant.runs import controls
+
+    await controls.cancel(wx_host, run_id, actor="admin:test", reason="done")
+    await wx_engine.tick()
+    (row,) = await _lease_rows(wx_host, run_id)
+    assert (row.status, row.revert_attempts) == ("reverted", 0)
+    assert (row.payload["found"], row.payload["restored_by"]) == (baseline, "game")
+    assert weather.restored == []  # nothing to restore: the host did not call it
+
+
 async def test_lease_minutes_are_bounded_by_the_setting(wx_host, wx_engine, weather):
     longest = wx_host.settings.lease_max_minutes
     assert longest == 24 * 60
