@@ -96,7 +96,7 @@ async def busy(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # started: it has a server
         base = f"http://127.0.0.1:{port}"
         servers = [f"s{i}" for i in range(agents)]
         tokens = await _tokens(db, servers)

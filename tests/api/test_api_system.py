@@ -302,6 +302,13 @@ async def test_the_catalog_describes_an_action_whole(rich: Any, tokens: dict[str
                 "description": "Which wick to light.",
                 "example": "long",
                 "option_source": "lantern.options.wicks",
+                # Declared none (contract 1.3): every bound is shown, null.
+                "minimum": None,
+                "maximum": None,
+                "min_length": None,
+                "max_length": None,
+                "pattern": None,
+                "enum": None,
             }
         ],
         "description": "",

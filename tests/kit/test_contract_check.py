@@ -490,6 +490,7 @@ def test_by_default_every_installed_plugin_but_the_hosts_own_is_checked(site: Si
     assert labels == {
         "pageant-glimmer[glimmer]",
         "pageant-openarena[openarena]",
+        "pageant-luanti[luanti]",
         "pageant-shard[shard]",
         "pageant-wisps[wisps]",
         *(f"pageant-kitfaults[{name}]" for name in FAULTS),

@@ -42,6 +42,10 @@ def test_each_group_lives_in_its_own_module() -> None:
 def test_every_answer_is_documented_by_a_model() -> None:
     found = set()
     for route in all_routes():
+        if route.status == 101:
+            # A WebSocket upgrade answers no body; its messages are documented in link.md.
+            assert route.response is None, (route.method, route.path)
+            continue
         shapes = [route.response, *route.also.values()]
         for shape in shapes:
             if isinstance(shape, dict):

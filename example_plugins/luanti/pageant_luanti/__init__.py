@@ -49,7 +49,9 @@ class LuantiPlugin:
             "owner": "luanti",
             "contract": "^1.3",
             "settings": LuantiSettings,
-            "link": {"servers": self.settings.servers, "commands": sorted(ACTIONS)},
+            # The worlds are learned as they sync (tokens bound to owner luanti) or are called:
+            # declaring the settings' default here would watch a world nobody installed.
+            "link": {"servers": [], "commands": sorted(ACTIONS)},
         }
 
     @hookimpl
