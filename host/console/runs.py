@@ -10,7 +10,6 @@ sentence, shown on the page.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,9 +32,9 @@ from pageant.db.states import (
 )
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
-from pageant.runs import controls
+from pageant.runs import controls, sentences
 from pageant.runs.console import console, pinned_spec
-from pageant.runs.console_text import describe
+from pageant.runs.sentences import Context
 from pageant.runs.versions import phases_of
 from pageant.schedules.recurrence import zone
 
@@ -111,26 +110,32 @@ def phase_state(index: int, current: int | None, status: str) -> str:
     return "not reached" if status in RUN_ENDED else "ahead"
 
 
-def _log_rows(lines: list[dict[str, Any]], tz: str) -> Markup:
-    """The log's rows: each line's time on the event's clock, its phase, the sentence the
-    terminal prints for it (the line as recorded behind a disclosure) and who.
+def sentence_html(line: dict[str, Any], context: Context, tz: str) -> Markup:
+    """A record's sentence (:func:`pageant.runs.sentences.words`) for a page: its words
+    escaped and each instant a ``<time>`` element on ``tz``'s clock, which the page's zone
+    switch redraws with every other time."""
+    return Markup("").join(
+        at(part, tz, clock=True) if isinstance(part, datetime) else escape(part)
+        for part in sentences.words(line, context)
+    )
+
+
+def _log_rows(lines: list[dict[str, Any]], tz: str, context: Context) -> Markup:
+    """The log's rows: each record's time on the page's clock, its phase, its sentence
+    (the record as stored beside it, shown only by the log's one switch) and who.
 
     Written here rather than by the template's loop, as are a step's cells: a long run's
     page is mostly these rows, and this is several times faster."""
     rows = []
     for line in lines:
-        detail = ""
-        if line["detail"]:
-            recorded = escape(json.dumps(line["detail"], ensure_ascii=False, default=str))
-            detail = (
-                "\n        <details><summary>The line as recorded</summary>"
-                f'<code class="detail">{recorded}</code></details>'
-            )
+        kind = escape(line["kind"])
+        phase = context.phase_labels.get(line["phase"]) or line["phase"] or ""
         rows.append(
-            f'<tr>\n      <td data-label="At">{at(line["at"], tz, clock=True)}</td>'
-            f'\n      <td data-label="Phase">{escape(line["phase"] or "")}</td>'
-            f'\n      <td data-label="What"><code class="kind">{escape(line["kind"])}</code> '
-            f"{escape(describe(line))}{detail}</td>"
+            f'<tr class="k-{kind.split(".")[0]}">\n      <td data-label="At">'
+            f"{at(line['at'], tz, clock=True)}</td>"
+            f'\n      <td data-label="Phase">{escape(phase)}</td>'
+            f'\n      <td data-label="What">{sentence_html(line, context, tz)}'
+            f'<code class="stored">{escape(sentences.stored(line))}</code></td>'
             f'\n      <td data-label="Who">{escape(line["actor"] or "")}</td>\n    </tr>'
         )
     return Markup("\n".join(rows))
@@ -206,7 +211,15 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "phases": out,
         "gate": gate,
         "log": data["log"][-LOG_LINES:],
-        "log_rows": _log_rows(data["log"][-LOG_LINES:], pinned["tz"]),
+        "log_rows": _log_rows(
+            data["log"][-LOG_LINES:],
+            pinned["tz"],
+            Context(
+                step_labels=sentences.labels_of(data["steps"]),
+                phase_labels={p["key"]: p["label"] for p in out},
+                units={b["dimension"]: b["unit"] for b in data.get("budget") or []},
+            ),
+        ),
         "tz": pinned["tz"],
         "drawn": drawn,
         "log_total": data.get("log_total", len(data["log"])),

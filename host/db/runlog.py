@@ -513,16 +513,18 @@ async def condition_evaluated(
     values: Mapping[str, Any],
     fired_at: datetime | None = None,
     key: str | None = None,
+    payload: Mapping[str, Any] | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
     level: int = logging.INFO,
 ) -> None:
     """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
     the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
-    firing's own instant and ``key`` when it had them."""
+    firing's own instant and ``key`` when it had them, and its ``payload`` (the trigger's
+    declared variables it carried) when it had any."""
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
-    detail = _given(detail, fired_at=fired_at, key=key)
+    detail = _given(detail, fired_at=fired_at, key=key, payload=payload or None)
     await _of_gate(
         conn,
         gate,
