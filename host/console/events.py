@@ -18,6 +18,7 @@ from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
 from pageant.console import editor
 from pageant.console.capmeter import meter
+from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
@@ -195,6 +196,7 @@ async def _editor(
         "_editor_form.html" if partial else "editor.html",
         status=status,
         event=event,
+        clock=page_clock(request, event["timezone"]),
         fields=fields,
         view=editor.editor_view(spec, registry),
         preview=preview(spec.get("schedule") or {}, fields["timezone"], host.clock.now()),
@@ -239,6 +241,7 @@ async def event_page(request: web.Request) -> web.Response:
             request,
             "event_view.html",
             event=event,
+            clock=page_clock(request, event["timezone"]),
             view=editor.editor_view(event["spec"], host.registry),
             preview=preview(
                 event["spec"].get("schedule") or {}, event["timezone"], host.clock.now()

@@ -17,7 +17,9 @@ from aiohttp import web
 from markupsafe import Markup, escape
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
+from pageant.console import filters
 from pageant.console import timeline as drawing
+from pageant.console.clock import page_clock
 from pageant.console.filters import at
 from pageant.console.keys import host_of, render, render_tagged, require, see_other
 from pageant.db import phase_gates
@@ -111,13 +113,8 @@ def phase_state(index: int, current: int | None, status: str) -> str:
 
 
 def sentence_html(line: dict[str, Any], context: Context, tz: str) -> Markup:
-    """A record's sentence (:func:`pageant.runs.sentences.words`) for a page: its words
-    escaped and each instant a ``<time>`` element on ``tz``'s clock, which the page's zone
-    switch redraws with every other time."""
-    return Markup("").join(
-        at(part, tz, clock=True) if isinstance(part, datetime) else escape(part)
-        for part in sentences.words(line, context)
-    )
+    """A record's sentence (:func:`pageant.runs.sentences.words`) for a page."""
+    return filters.parts(sentences.words(line, context), tz)
 
 
 def _log_rows(lines: list[dict[str, Any]], tz: str, context: Context) -> Markup:
@@ -170,15 +167,15 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
     the authored ones before), the run drawn on a time axis, and the log in words."""
     run = data["run"]
     pinned = await _pinned(request, run)
+    clock = page_clock(request, pinned["tz"])
+    tz = clock.tz
     phases = pinned["phases"]
     keys = [p["key"] for p in phases]
     current = keys.index(run["current_phase"]) if run["current_phase"] in keys else None
     now = host_of(request).clock.now()
     made: dict[str, list[dict[str, Any]]] = {}
     for step in data["steps"]:
-        made.setdefault(step["phase"], []).append(
-            {**step, "cells": _step_cells(step, pinned["tz"], now)}
-        )
+        made.setdefault(step["phase"], []).append({**step, "cells": _step_cells(step, tz, now)})
     out = []
     for i, phase in enumerate(phases):
         out.append(
@@ -191,7 +188,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
                 "advance": phase.get("advance"),
             }
         )
-    drawn = drawing.draw(run, out, pinned["gates"], now=now, tz=pinned["tz"])
+    drawn = drawing.draw(run, out, pinned["gates"], now=now, tz=tz)
     waiting = run["waiting_on"] or {}
     gate = data["gate"]
     phase_settled = all(
@@ -205,22 +202,22 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         and phase_settled
     )
     retry_step = waiting.get("step_id") if run["status"] == "paused" else None
+    context = Context(
+        step_labels=sentences.labels_of(data["steps"]),
+        phase_labels={p["key"]: p["label"] for p in out},
+        units={b["dimension"]: b["unit"] for b in data.get("budget") or []},
+    )
     ledger = _ledger(data)
     return {
         "run": run,
         "phases": out,
         "gate": gate,
         "log": data["log"][-LOG_LINES:],
-        "log_rows": _log_rows(
-            data["log"][-LOG_LINES:],
-            pinned["tz"],
-            Context(
-                step_labels=sentences.labels_of(data["steps"]),
-                phase_labels={p["key"]: p["label"] for p in out},
-                units={b["dimension"]: b["unit"] for b in data.get("budget") or []},
-            ),
-        ),
-        "tz": pinned["tz"],
+        "log_rows": _log_rows(data["log"][-LOG_LINES:], tz, context),
+        "waiting_html": filters.waiting(run["waiting_on"], tz),
+        "tz": tz,
+        "clock": clock,
+        "event_tz": pinned["tz"],
         "drawn": drawn,
         "log_total": data.get("log_total", len(data["log"])),
         "live": run["status"] not in RUN_ENDED,

@@ -329,10 +329,14 @@ def waiting_words(found: Sequence[Any]) -> list[Part]:
 
 
 def waiting(found: Mapping[str, Any] | None) -> list[Part]:
-    """What a run waits on (its ``waiting_on``), as a sentence's parts."""
+    """What a run waits on (its ``waiting_on``), as a sentence's parts, as it was written
+    (``waiting for a person to confirm …``, to follow a page's "Waiting:")."""
     if not found:
         return []
-    return _run_waiting({}, found, NO_CONTEXT)
+    words = found.get("words")
+    if isinstance(words, list) and words:
+        return waiting_words(words)
+    return _instants(str(found.get("sentence") or ""))
 
 
 def _run_repinned(line: Mapping[str, Any], d: Detail, ctx: Context) -> list[Part]:

@@ -96,7 +96,10 @@ async def test_a_moderator_reschedules_a_scheduled_run_from_its_console(
     html = await (await client.get(f"/runs/{first.id}")).text()
     assert f'action="/runs/{first.id}/reschedule"' in html
     # The event's zone: its wall clock in the form and in the error, never microseconds.
-    assert '<label for="reschedule-at">New start (Europe/Berlin)</label>' in html
+    assert (
+        '<label for="reschedule-at">New start (on the event\'s clock, Europe/Berlin)</label>'
+        in html
+    )
     csrf = csrf_of(html)
     # a bad instant and one in the past: at the field, nothing moved
     for value, words in (
