@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,22 @@ def test_a_busy_port_is_one_line_and_the_engine_never_started(migrated_url: str)
     )
     # Bound before the engine: the engine never announced itself.
     assert "engine started" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_demo_serve_checks_its_port_before_running_the_demo() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        done = pageant_process("demo", "--serve", "--port", str(port), env={}, timeout=60)
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}: the address is")
+    # Refused before the demo ran: no event was made, no run started.
+    assert "Champion Muster" not in done.stdout and "run " not in done.stdout
+    assert took < 20, took
 
 
 def test_an_unreachable_database_names_the_url_without_its_password(tmp_path: Path) -> None:

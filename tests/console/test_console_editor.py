@@ -14,6 +14,7 @@ from pageant.console import editor
 from tests.api.test_events_api import call
 from tests.console.test_console import csrf_of, form_of, page_csrf, sign_in
 from tests.console.test_console_admin import _summon, _wisps_event
+from tests.factories import announce, phase, publish_event, spec
 
 HX = {"HX-Request": "true"}
 
@@ -163,3 +164,27 @@ async def test_a_clean_rehearsal_is_a_success(client, tokens):
         await client.post(f"/events/{event_id}/rehearse", data={"csrf_token": csrf})
     ).text()
     assert 'class="notice" role="status" id="notice" data-tone="ok"' in html
+
+
+async def test_a_blank_wait_asks_for_a_duration_and_a_given_one_is_kept(client, tokens, host):
+    event = await publish_event(
+        host.db,
+        host.clock.now(),
+        spec(phase("p", announce("hi"), advance={"after": "10m"})),
+        published=False,
+    )
+    await sign_in(client, tokens["admin"])
+    html = await (await client.get(f"/events/{event.id}")).text()
+    fields = [f for f in form_of(html) if f[0] != "p0-after-n"]
+    answer = await client.post(
+        f"/events/{event.id}", data=[*fields, ("p0-after-n", " "), ("op", "save")]
+    )
+    html = await answer.text()
+    assert answer.status == 400
+    assert "give a duration such as 10m" in html and 'got "m"' not in html
+    answer = await client.post(
+        f"/events/{event.id}",
+        data=[*fields, ("p0-after-n", "15"), ("op", "save")],
+        allow_redirects=False,
+    )
+    assert answer.status == 303, await answer.text()
