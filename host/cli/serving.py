@@ -130,6 +130,7 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
 
     from pageant.api.app import make_app, start_engine
     from pageant.cli.operator import port_in_use
+    from pageant.engine.outside import watch_outside_writes
 
     app = make_app(host, run_engine=False)
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
@@ -163,13 +164,22 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
     # process: set apart from the collector, an oldest-generation collection no longer walks
     # it, and such a pause under load stays a few milliseconds instead of tens.
     gc.freeze()
+    watch: asyncio.Task[None] | None = None
     try:
         engine = await start_engine(host)
+        if settings.outside_wake_ms:
+            watch = asyncio.create_task(
+                watch_outside_writes(host, engine, settings.outside_wake_ms / 1000),
+                name="pageant-outside-writes",
+            )
         say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
         await stop.wait()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+        if watch is not None:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
         if engine is not None:
             await engine.stop()
         await runner.cleanup()

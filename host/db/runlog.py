@@ -41,6 +41,8 @@ _TAIL = (
     .limit(bindparam("limit"))
 )
 _COUNT = select(func.count()).select_from(event_run_log).where(g.run_id == bindparam("run_id"))
+# The primary key's last entry: one index lookup on both databases, however long the log.
+_NEWEST = select(func.max(g.id))
 
 # Only lines of runs that ended before the cutoff; a live run's story is never pruned. The
 # lines are found through their own instant (indexed), so a prune reads what it deletes and
@@ -758,6 +760,12 @@ async def flush(batch: Batch) -> int:
     lines, batch.lines = batch.lines, []
     await batch.conn.execute(_WRITE, lines)
     return len(lines)
+
+
+async def newest_id(conn: AsyncConnection) -> int | None:
+    """The id of the newest line of any run's log (None when there is none)."""
+    found = (await conn.execute(_NEWEST)).scalar_one_or_none()
+    return None if found is None else int(found)
 
 
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:

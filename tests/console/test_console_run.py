@@ -240,3 +240,30 @@ async def test_the_run_page_shows_the_runs_params_and_a_run_without_params_shows
         assert re.findall(r"<code>(.*?)</code>", shown) == ["rounds=3", "server=eu-2 &lt;b&gt;"]
     html = await (await client.get(f"/runs/{plain_id}")).text()
     assert 'id="run-params"' not in html and "<dt>Params</dt>" not in html
+
+
+async def test_a_counted_firing_says_the_gate_is_moving_until_the_engine_moves_it(
+    client, tokens, host
+):
+    event = await publish_event(
+        host.db,
+        host.clock.now(),
+        spec(
+            phase("hunt", advance={"on": "wisps.caught", "count": 1, "dormant": False}),
+            phase("after", announce("done")),
+        ),
+    )
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+    engine = Engine(host)
+    await engine.tick()
+    await sign_in(client, tokens["moderator"])
+    waiting = await (await client.get(f"/runs/{run_id}")).text()
+    assert "waiting on wisps.caught" in waiting and "the gate is moving" not in waiting
+    await host.emit("wisps.caught", {"colour": "north"})
+    moving = await (await client.get(f"/runs/{run_id}")).text()
+    line = re.search(r'id="waiting-on">(.*?)</p>', moving, re.S).group(1)
+    assert "a firing was counted; the gate is moving." in line and "Advancing" not in line
+    await engine.tick()
+    moved = await (await client.get(f"/runs/{run_id}")).text()
+    assert "the gate is moving" not in moved
+    await engine.stop()
