@@ -16,6 +16,7 @@ from aiohttp import web
 
 from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
+from pageant.builtin_plugins.announce_chat import unconfigured_setting
 from pageant.console import editor
 from pageant.console.capmeter import meter
 from pageant.console.clock import page_clock
@@ -157,12 +158,19 @@ def preview(schedule: dict[str, Any], timezone: str, now: datetime) -> list[dict
     return found
 
 
-async def _options(registry: Any) -> dict[str, dict[str, Any]]:
-    """Every option source's current values (a failing source answers its reason)."""
-    return {
+async def _options(registry: Any, settings: Any = None) -> dict[str, dict[str, Any]]:
+    """Every option source's current values (a failing source answers its reason); a leg
+    the host has nowhere to send to (its setting unset) is marked in the legs' picker."""
+    found = {
         source_id: await resolve_options(source)
         for source_id, source in sorted(registry.option_sources.items())
     }
+    legs = found.get("core.options.legs") or {}
+    for item in legs.get("items") or []:
+        missing = unconfigured_setting(item["value"], settings)
+        if missing is not None:
+            item["label"] = f"{item['label']} (not configured: {missing} is not set)"
+    return found
 
 
 async def _editor(
@@ -202,7 +210,7 @@ async def _editor(
         preview=preview(spec.get("schedule") or {}, fields["timezone"], host.clock.now()),
         actions=catalog_actions,
         triggers=sorted(registry.triggers.values(), key=lambda t: t.id),
-        options=await _options(registry),
+        options=await _options(registry, host_of(request).settings),
         operators=OPERATORS,
         param_types=PARAM_TYPES,
         option_sources=sorted(registry.option_sources.values(), key=lambda o: o.id),
