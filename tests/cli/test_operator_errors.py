@@ -232,6 +232,37 @@ def test_only_db_upgrade_creates_a_missing_sqlite_file(tmp_path: Path, command) 
     assert pageant(*command, env=env).exit_code == 0
 
 
+def test_a_relative_sqlite_url_is_shown_at_its_absolute_path_and_a_second_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pageant.db.engine import shown_url
+
+    host_folder, other = tmp_path / "srv", tmp_path / "home"
+    host_folder.mkdir()
+    other.mkdir()
+    env = {"PAGEANT_DATABASE_URL": "sqlite+aiosqlite:///pageant.db"}
+    monkeypatch.chdir(host_folder)
+    made = pageant("db", "upgrade", env=env)
+    assert made.exit_code == 0
+    assert f"created the SQLite database sqlite+aiosqlite:///{host_folder / 'pageant.db'}" in (
+        made.stdout
+    )
+    assert shown_url("sqlite+aiosqlite:///pageant.db") == (
+        f"sqlite+aiosqlite:///{host_folder / 'pageant.db'}"
+    )
+    monkeypatch.chdir(other)
+    done = pageant("runs", "list", env=env)
+    assert done.exit_code == 1
+    said = done.stderr.strip()
+    assert said.startswith(f"error: there is no database at {str(other / 'pageant.db')!r}")
+    assert "a host started in another folder uses the file there" in said
+    assert "`pageant db upgrade` here would create a second, empty database" in said
+    assert not (other / "pageant.db").exists()
+    # An absolute URL that names no file keeps its plain advice.
+    done = pageant("runs", "list", env={"PAGEANT_DATABASE_URL": f"sqlite:///{other / 'x.db'}"})
+    assert "create it with `pageant db upgrade`" in done.stderr
+
+
 def test_serve_does_not_create_a_missing_sqlite_file(tmp_path: Path) -> None:
     path = tmp_path / "typo.db"
     done = pageant_process(
