@@ -32,6 +32,7 @@ from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
+from pageant.runs.grid import grid
 from pageant.runs.params import PARAM_TYPES, values_from_text
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
 
@@ -158,6 +159,11 @@ def preview(schedule: dict[str, Any], timezone: str, now: datetime) -> list[dict
     return found
 
 
+def _phases_of(spec: Any) -> list[dict[str, Any]]:
+    phases = spec.get("phases") if isinstance(spec, dict) else None
+    return [p for p in phases or [] if isinstance(p, dict) and p.get("key")]
+
+
 async def _options(registry: Any, settings: Any = None) -> dict[str, dict[str, Any]]:
     """Every option source's current values (a failing source answers its reason); a leg
     the host has nowhere to send to (its setting unset) is marked in the legs' picker."""
@@ -203,6 +209,7 @@ async def _editor(
         request,
         "_editor_form.html" if partial else "editor.html",
         status=status,
+        grid=None if partial else await grid(host, event["id"], _phases_of(event["spec"])),
         event=event,
         clock=page_clock(request, event["timezone"]),
         fields=fields,
@@ -248,6 +255,7 @@ async def event_page(request: web.Request) -> web.Response:
         return render(
             request,
             "event_view.html",
+            grid=await grid(host, event["id"], _phases_of(event["spec"])),
             event=event,
             clock=page_clock(request, event["timezone"]),
             view=editor.editor_view(event["spec"], host.registry),

@@ -762,6 +762,24 @@ async def flush(batch: Batch) -> int:
     return len(lines)
 
 
+_PHASE_MARKS = (
+    select(g.run_id, g.kind, g.phase, g.at)
+    .where(
+        g.run_id.in_(bindparam("run_ids", expanding=True)),
+        g.kind.in_([LogKind.PHASE_ENTERED.value, LogKind.PHASE_COMPLETED.value]),
+    )
+    .order_by(g.run_id, g.id)
+)
+
+
+async def phase_marks(conn: AsyncConnection, run_ids: list[int]) -> list[Row]:
+    """When each of these runs entered and completed each phase (``phase.entered`` and
+    ``phase.completed`` lines), by run and in order."""
+    if not run_ids:
+        return []
+    return list((await conn.execute(_PHASE_MARKS, {"run_ids": run_ids})).all())
+
+
 async def newest_id(conn: AsyncConnection) -> int | None:
     """The id of the newest line of any run's log (None when there is none)."""
     found = (await conn.execute(_NEWEST)).scalar_one_or_none()

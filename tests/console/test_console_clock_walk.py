@@ -145,6 +145,11 @@ def test_every_time_on_the_run_page_is_on_the_clock_it_names(server, browser) ->
     page.goto(f"{base}/events/{event['id']}")
     expect(page.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
     assert disagreeing(times_on(page), NEW_YORK) == []
+    # The grid of runs side by side: the run's two phases done, and axe-core content.
+    expect(page.locator("#grid td.g-done")).to_have_count(2)
+    _axe(page, axe_found)
+    if SHOTS:
+        page.locator("#grid").screenshot(path=str(Path(SHOTS) / "grid.png"))
 
     # ── and back ──
     page.get_by_role("button", name="Show times in the event's zone").click()
