@@ -6,6 +6,7 @@ a rehearsal's result drawn above the form in the tone of its outcome."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from typing import Any
 
 import pytest
@@ -188,3 +189,54 @@ async def test_a_blank_wait_asks_for_a_duration_and_a_given_one_is_kept(client, 
         allow_redirects=False,
     )
     assert answer.status == 303, await answer.text()
+
+
+NORTH_TWICE = {
+    "on": "wisps.caught",
+    "where": {"var": "colour", "op": "eq", "value": "north"},
+    "count": 2,
+}
+
+
+async def test_simulated_firings_rehearse_an_on_gate_to_its_end(client, tokens):
+    event_id = await _wisps_event(client, tokens, _announce("hi"), advance=NORTH_TWICE)
+    await sign_in(client, tokens["editor"])
+    html = await (await client.get(f"/events/{event_id}")).text()
+    # The form offers a row for the gate: its trigger, its count, its variables.
+    assert '<option value="wisps.caught" selected>' in html
+    assert 'id="firing-0-count" name="firing-0-count" type="number"' in html
+    assert 'value="2"' in html.split('id="firing-0-count"')[1][:120]
+    assert 'name="firing-0-var-colour"' in html
+    csrf = csrf_of(html)
+    rows = {"firing-0-trigger": "wisps.caught", "firing-0-after": "2m", "firing-0-count": "2"}
+    answer = await client.post(
+        f"/events/{event_id}/rehearse",
+        data={"csrf_token": csrf, **rows, "firing-0-var-colour": "north"},
+    )
+    html = await answer.text()
+    assert answer.status == 200, html
+    assert "the run ended completed" in html
+    assert "wisps.caught fired with colour “north” — 2 of 2" in html
+    # The axis fits what was reached: two minutes and a second of the run, not less.
+    assert "The axis spans 2 min" in html
+    # A firing of the wrong colour counts for nothing: the gate stalls.
+    answer = await client.post(
+        f"/events/{event_id}/rehearse",
+        data={"csrf_token": csrf, **rows, "firing-0-var-colour": "south"},
+    )
+    assert "the run ended completed" not in await answer.text()
+
+
+async def test_a_simulated_firing_that_does_not_fit_is_named(client, tokens):
+    event_id = await _wisps_event(client, tokens, _announce("hi"), advance=NORTH_TWICE)
+    await sign_in(client, tokens["editor"])
+    csrf = await page_csrf(client, f"/events/{event_id}")
+    for field, value, said in (
+        ("firing-0-count", "0", "the count is a whole number from 1 to 100"),
+        ("firing-0-after", "soon", 'the offset is a length such as "30s"'),
+        ("firing-0-var-weight", "heavy", "payload.weight: 'heavy' is not a number"),
+    ):
+        data = {"csrf_token": csrf, "firing-0-trigger": "wisps.caught", field: value}
+        answer = await client.post(f"/events/{event_id}/rehearse", data=data)
+        assert answer.status == 400, field
+        assert f"simulated firing 1: {said}" in unescape(await answer.text()), field
