@@ -142,11 +142,23 @@ def test_every_time_on_the_run_page_is_on_the_clock_it_names(server, browser) ->
     page.goto(f"{base}/runs")
     expect(page.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
     assert disagreeing(times_on(page), NEW_YORK) == []
+    # More runs, one a server (a fan-out's runs are grouped by their params): two finish,
+    # one is cancelled in its first phase.
+    more = [
+        _api(base, admin, "POST", f"/events/{event['id']}/runs", {"scope": s})
+        for s in ("arena1", "arena2", "arena3")
+    ]
+    _api(base, admin, "POST", f"/runs/{more[2]['id']}/cancel", {"reason": "server down"})
+    for made in more[:2]:
+        while _api(base, admin, "GET", f"/runs/{made['id']}")["run"]["status"] != "completed":
+            assert time.monotonic() < deadline + 30, "a run did not complete"
+            time.sleep(0.2)
     page.goto(f"{base}/events/{event['id']}")
     expect(page.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
     assert disagreeing(times_on(page), NEW_YORK) == []
-    # The grid of runs side by side: the run's two phases done, and axe-core content.
-    expect(page.locator("#grid td.g-done")).to_have_count(2)
+    # The grid of runs side by side: three runs done in both phases, one stopped.
+    expect(page.locator("#grid td.g-done")).to_have_count(6)
+    expect(page.locator("#grid td.g-stopped, #grid td.g-not-reached")).to_have_count(2)
     _axe(page, axe_found)
     if SHOTS:
         page.locator("#grid").screenshot(path=str(Path(SHOTS) / "grid.png"))
