@@ -122,20 +122,48 @@ DISCORD = ChatService("Discord", "discord_webhook_url", discord_payload, _discor
 SLACK = ChatService("Slack", "slack_webhook_url", slack_payload, _header_wait)
 
 
+#: The chat legs by id, for saying which of them have somewhere to send.
+CHAT_LEGS = {"core.discord": DISCORD, "core.slack": SLACK}
+
+
+def _configured(service: ChatService, settings: Any) -> bool:
+    value: Any = getattr(settings, service.setting, None)
+    return bool(value.get_secret_value() if hasattr(value, "get_secret_value") else value)
+
+
+def not_configured(setting: str) -> str:
+    """Why a chat leg cannot send: its setting, named as the operator sets it."""
+    return (
+        f"{setting} is not configured: set PAGEANT_{setting.upper()} (or {setting} in the "
+        "settings file) on the host"
+    )
+
+
+def unconfigured_setting(leg_id: str, settings: Any) -> str | None:
+    """The setting a chat leg needs and the host lacks, or None (configured, or no chat leg)."""
+    service = CHAT_LEGS.get(leg_id)
+    if service is None or settings is None or _configured(service, settings):
+        return None
+    return service.setting
+
+
 # ── sending ─────────────────────────────────────────────────────────────────
 
 
 async def post_to_chat(service: ChatService, message: str, ctx: SendContext) -> dict[str, Any]:
     """Post the announcement to ``service``'s webhook (see the module's docstring)."""
     if ctx.verify:
-        # A dry run sends nothing; whether the URL is configured is the operator's concern.
+        # A dry run sends nothing, but a leg with nowhere to send is refused now, by the
+        # setting's name, rather than at the run's announce.
+        if ctx.services is not None and not _configured(service, host_settings(ctx)):
+            return {"ok": False, "retry": False, "error": not_configured(service.setting)}
         return {"ok": True}
     if ctx.services is None:
         return dict(NO_SERVICES)
     settings = host_settings(ctx)
     url = getattr(settings, service.setting).get_secret_value()
     if not url:
-        return {"ok": False, "retry": False, "error": f"{service.setting} is not configured"}
+        return {"ok": False, "retry": False, "error": not_configured(service.setting)}
     data = json.dumps(service.payload(announcement_of(message, ctx))).encode()
     # The host's own services: its HTTP session, and its clock, which dates the deadline.
     services: Any = ctx.services

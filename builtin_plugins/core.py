@@ -14,7 +14,12 @@ import json
 from datetime import timedelta
 from typing import Any, Literal
 
-from pageant.builtin_plugins.announce_chat import send_to_discord, send_to_slack
+from pageant.builtin_plugins.announce_chat import (
+    not_configured,
+    send_to_discord,
+    send_to_slack,
+    unconfigured_setting,
+)
 from pageant.builtin_plugins.announce_email import send_email
 from pageant.hookspecs import (
     Action,
@@ -70,6 +75,10 @@ async def _send(ctx: ActionContext, leg_id: str, message: str) -> object:
     if leg is None:
         return {"ok": False, "retry": False, "error": f"no plugin registers the leg {leg_id!r}"}
     if ctx.verify:
+        # Nothing is sent, but a leg with nowhere to send is refused now, naming its setting.
+        missing = unconfigured_setting(leg_id, getattr(services, "settings", None))
+        if missing is not None:
+            return {"ok": False, "retry": False, "error": not_configured(missing)}
         return {"ok": True}
     # The host's services render the run's event template; a stand-in without them (the
     # kit's) hands the message on as written.

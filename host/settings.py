@@ -89,6 +89,9 @@ class Settings(BaseModel):
     runs_per_tick: int = Field(default=50, ge=1)
     steps_per_run_per_tick: int = Field(default=25, ge=1)
     poll_seconds: float = Field(default=15, gt=0)
+    #: How often a serving host looks for run-log lines another process wrote (a `pageant
+    #: fire` from a terminal) and wakes its engine; 0 turns the watch off.
+    outside_wake_ms: int = Field(default=500, ge=0, le=60_000)
     log_retention_days: int = Field(default=90, ge=1)
     stall_seconds: float = Field(default=3600, gt=0)
     horizon_days: int = Field(default=14, ge=1, le=366)

@@ -26,7 +26,7 @@ from pageant.cli import (
     tokens,
     verify,
 )
-from pageant.cli.common import CONFIG_KEY, settings_help
+from pageant.cli.common import CONFIG_KEY, group_settings_options, settings_help
 
 
 @click.group(epilog=settings_help())
@@ -37,6 +37,7 @@ from pageant.cli.common import CONFIG_KEY, settings_help
     default=None,
     help="A TOML settings file, for any command (also accepted after the command).",
 )
+@group_settings_options
 @click.pass_context
 def main(ctx: click.Context, config: str | None) -> None:
     """pageant: scheduled, multi-phase world events for game servers."""

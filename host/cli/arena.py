@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pageant.cli.demo_text import stream_lines
 from pageant.clock import SystemClock
 from pageant.db.migrate import upgrade
 from pageant.db.states import RUN_ENDED
 from pageant.hosting import Host
 from pageant.runs.console import console
-from pageant.runs.console_text import render_log_line
 from pageant.runs.create import start_now
+from pageant.runs.sentences import Context
 from pageant.settings import Settings
 
 from .showcase import (
@@ -173,8 +174,8 @@ async def _demo(
                 while True:
                     view = await console(host, run_id)
                     show(view)
-                    for line in view["log"][seen:]:
-                        say(render_log_line(line))
+                    for text in stream_lines(view["log"][seen:], context=Context.of_console(view)):
+                        say(text)
                     seen = len(view["log"])
                     run = view["run"]
                     if not faulted and run["current_phase"] == "hunt":

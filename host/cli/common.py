@@ -36,6 +36,9 @@ T = TypeVar("T")
 EXIT_USAGE = 2
 #: Where ``pageant --config X`` (given before the command) leaves the file for the command.
 CONFIG_KEY = "pageant.config"
+#: Where the settings flags given before the command (``pageant --database-url X runs
+#: list``) are left for the command.
+FLAGS_KEY = "pageant.settings_flags"
 
 
 def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -43,7 +46,11 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def merged(**kwargs: Any) -> Any:
-        flags = {name: kwargs.pop(name, None) for name in Settings.model_fields}
+        before = click.get_current_context().meta.get(FLAGS_KEY) or {}
+        # After the command or before it: the command's own wins.
+        flags = {
+            name: _given(kwargs.pop(name, None), before.get(name)) for name in Settings.model_fields
+        }
         # After the command or before it (``pageant --config X runs list``): the command's
         # own wins.
         config = kwargs.pop("config", None) or click.get_current_context().meta.get(CONFIG_KEY)
@@ -75,6 +82,31 @@ def settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         help="A TOML settings file (every setting: see pageant --help).",
     )(wrapper)
+
+
+def _given(after: Any, before: Any) -> Any:
+    return before if after is None or after == () else after
+
+
+def group_settings_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """One hidden flag per setting on ``pageant`` itself, so a setting may come before the
+    command as ``pageant --help`` says (``pageant --database-url X runs list``); the flags
+    given there are left in the context for :func:`settings_options` to merge."""
+
+    @functools.wraps(fn)
+    def keep(**kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name, None) for name in Settings.model_fields}
+        click.get_current_context().meta[FLAGS_KEY] = {
+            name: value for name, value in given.items() if value not in (None, ())
+        }
+        return fn(**kwargs)
+
+    wrapper: Callable[..., Any] = keep
+    for name in reversed(list(Settings.model_fields)):
+        multiple = name in ("webhook_urls", "smtp_to")
+        flag = "--" + name.replace("_", "-")
+        wrapper = click.option(flag, name, default=None, multiple=multiple, hidden=True)(wrapper)
+    return wrapper
 
 
 def settings_help() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,7 +20,16 @@ def db() -> None:
 @settings_options
 def db_upgrade(settings: Settings) -> None:
     """Create or migrate the database schema to the newest revision."""
+    from pageant.db.engine import is_relative_sqlite, shown_url, sqlite_file
     from pageant.db.migrate import upgrade
+
+    # A relative URL makes its file wherever the command runs: say where it went.
+    path = sqlite_file(settings.database_url)
+    created = (
+        path is not None
+        and is_relative_sqlite(settings.database_url)
+        and not Path(path).expanduser().exists()
+    )
 
     async def _go() -> None:
         engine = await _open(settings.database_url, create=True)
@@ -32,6 +42,8 @@ def db_upgrade(settings: Settings) -> None:
             click.echo(f"schema already at {state.current}")
         else:
             click.echo(f"schema upgraded from {before or 'empty'} to {state.current}")
+        if created:
+            click.echo(f"created the SQLite database {shown_url(settings.database_url)}")
 
     run(_go())
 

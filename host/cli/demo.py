@@ -72,6 +72,8 @@ def demo(
 
     if game == "openarena" and and_serve:
         raise click.UsageError("--serve runs with --game shard only")
+    if and_serve:
+        _check_port(settings)
     quiet_plugin_log()  # the demo says what the loader would log (a dropped lease target)
     live = None if as_json or not sys.stdout.isatty() else showcase.DemoLive()
     say: Callable[[str], None] = (
@@ -110,6 +112,24 @@ def demo(
         _print_demo_end(result, as_json)
     if result.problem is not None:
         click.echo(f"error: {result.problem}", err=True)
+        sys.exit(1)
+
+
+def _check_port(settings: Settings) -> None:
+    """Refuse ``--serve`` at once when its address cannot be listened on, rather than after
+    the demo has run for minutes: bind it and let it go again."""
+    import socket
+
+    from pageant.cli.operator import port_in_use
+
+    try:
+        infos = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        click.echo(f"error: {port_in_use(settings.host, settings.port, exc).message}", err=True)
         sys.exit(1)
 
 

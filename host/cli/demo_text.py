@@ -17,7 +17,8 @@ from typing import Any
 
 from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
-from pageant.runs.console_text import log_sentence, resources_sentence
+from pageant.runs import sentences
+from pageant.runs.sentences import NO_CONTEXT, Context, resources_words
 from pageant.timefmt import instant_or_none
 
 #: The widest line the demo prints: a 120-column terminal shows each on one row.
@@ -56,9 +57,12 @@ def fit(text: str, width: int = WIDTH) -> str:
 # ── while the run goes ────────────────────────────────────────────────────────
 
 
-def stream_lines(lines: Sequence[Line], width: int | None = None) -> list[str]:
+def stream_lines(
+    lines: Sequence[Line], width: int | None = None, context: Context = NO_CONTEXT
+) -> list[str]:
     """New log lines as the demo prints them: the time, the phase and a sentence, one row
-    each. The gives-back of one step's resources in a row are one line."""
+    each. The gives-back of one step's resources in a row are one line. ``context`` gives
+    the steps' labels (:meth:`Context.of_console`)."""
     width = width or terminal_width()
     out: list[str] = []
     i = 0
@@ -79,71 +83,20 @@ def stream_lines(lines: Sequence[Line], width: int | None = None) -> list[str]:
                 same.append(lines[i + len(same)])
             given = [{"kind": s["detail"].get("kind"), "ref": s["detail"].get("ref")} for s in same]
             given.sort(key=lambda r: str(r["ref"]))
-            what = f"step {line['step_id']}: gave back {resources_sentence(given)}"
+            what = f"Gave back {resources_words(given)}"
             i += len(same)
         else:
-            what = _sentence(line)
+            what = _sentence(line, context)
             i += 1
         phase = line["phase"] or "-"
         out.append(fit(f"{_hhmmss(line['at'])}  {phase:<10} {what}", width))
     return out
 
 
-def _sentence(line: Line) -> str:
-    """A log line as a sentence that says its own kind, so the stream needs no kind column."""
-    kind, detail = line["kind"], line["detail"] or {}
-    step = f"step {line['step_id']}: " if line["step_id"] is not None else ""
-    by = f"  (by {line['actor']})" if line["actor"] else ""
-    if kind == LogKind.STEP_STATUS:
-        text = f"{step}{detail.get('action')} {detail.get('to')}"
-        if detail.get("attempt", 1) != 1:
-            text += f" on attempt {detail['attempt']}"
-        if detail.get("error"):
-            text += f": {detail['error']}"
-        if detail.get("resources"):
-            text += f", made {resources_sentence(detail['resources'])}"
-        return text + by
-    if kind == LogKind.RUN_STATUS:
-        return f"run {detail.get('from')} -> {detail.get('to')}{by}"
-    if kind == LogKind.RUN_HEALTH:
-        because = f": {detail['because']}" if detail.get("because") else ""
-        return f"health {detail.get('to')}{because}"
-    if kind == LogKind.RUN_WAITING:
-        sentence = str(detail.get("sentence") or "")
-        return sentence if sentence.startswith(("no longer", "waiting")) else f"waiting: {sentence}"
-    if kind == LogKind.STEP_PARKED:
-        return f"{step}{detail.get('action')} parked until a person confirms it"
-    if kind == LogKind.CONTROL_CONFIRM:
-        note = f": {detail['note']}" if detail.get("note") else ""
-        return f"{step}confirmed{note}{by}"
-    if kind == LogKind.RESOURCE_CONFIRMED and "lease" in detail:
-        return (
-            f"{step}borrowed {detail.get('target')} ({detail.get('lease')}): "
-            f"{detail.get('baseline')} -> {detail.get('applied')}"
-        )
-    if kind == LogKind.RUN_CREATED:
-        return f"run created ({detail.get('source')}){by}"
-    if kind == LogKind.RESOURCE_CLEANUP:
-        return f"cleanup {detail.get('to')}"
-    if kind == LogKind.PHASE_ENTERED:
-        return f"phase {line['phase']} entered: {log_sentence(line)}"
-    if kind == LogKind.PHASE_COMPLETED:
-        return f"phase {line['phase']} completed"
-    if kind == LogKind.PHASE_ADVANCED:
-        return f"moved on {log_sentence(line)}"
-    if kind == LogKind.PHASE_GATE:
-        return f"gate {log_sentence(line)}"
-    if kind == LogKind.RESOURCE_RESERVED:
-        return (
-            f"{step}reserved {detail.get('target')} ({detail.get('lease')}) "
-            f"until {hhmm(detail.get('until'))}"
-        )
-    if kind == LogKind.RESOURCE_REVERT_FAILED:
-        return (
-            f"{step}could not give back {detail.get('kind')} {detail.get('ref')} (attempt "
-            f"{detail.get('attempt')} of {detail.get('of')}): {detail.get('error')}"
-        )
-    return f"{kind}: {log_sentence(line)}"
+def _sentence(line: Line, context: Context) -> str:
+    """A log line as the one renderer's sentence (:mod:`pageant.runs.sentences`), which
+    says what it is about, so the stream needs no kind column."""
+    return sentences.text(line, context)
 
 
 # ── at the end ────────────────────────────────────────────────────────────────
@@ -244,7 +197,7 @@ def _made(resources: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]
         made.setdefault(res["step_id"], []).append(
             {"kind": res["kind"], "ref": res["ref"], **detail}
         )
-    sentences = [f"step {step}: {resources_sentence(items)}" for step, items in made.items()]
+    sentences = [f"step {step}: {resources_words(items)}" for step, items in made.items()]
     return sentences, borrowed
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
-from pageant.db.engine import shown_url, sqlite_file
+from pageant.db.engine import is_relative_sqlite, shown_url, sqlite_file
 from pageant.errors import PageantError
 
 
@@ -42,6 +42,17 @@ def check_sqlite_exists(url: str) -> None:
     path = sqlite_file(url)
     if path is None or Path(path).expanduser().exists():
         return
+    if is_relative_sqlite(url):
+        # A relative URL opens a file in whatever folder the command runs in: from another
+        # folder than the host's, `db upgrade` would make a second, empty database.
+        here = Path(path).expanduser().absolute()
+        raise OperatorError(
+            f"there is no database at {str(here)!r}: the URL names {path!r} relative to the "
+            f"folder this command runs in ({str(Path.cwd())!r}); a host started in another "
+            "folder uses the file there. Run this command in that folder, or give "
+            "--database-url (PAGEANT_DATABASE_URL) the absolute path; `pageant db upgrade` "
+            "here would create a second, empty database"
+        )
     raise OperatorError(
         f"the SQLite database {path!r} does not exist; create it with `pageant db upgrade`, "
         "or point --database-url (PAGEANT_DATABASE_URL) at the existing file"

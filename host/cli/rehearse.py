@@ -119,15 +119,9 @@ def read_firings(text: str) -> list[dict[str, Any]]:
 
 def _print_rehearsal(report: dict[str, Any]) -> None:
     click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
-    steps = report["timeline"]["steps"]
-    for phase in report["timeline"]["phases"]:
-        click.echo(f"{_seconds(phase['entered_seconds']):>10}  phase {phase['key']} entered")
-        for step in (s for s in steps if s["phase"] == phase["key"]):
-            click.echo(
-                f"{_seconds(step['started_seconds']):>10}    {step['action']} {step['status']}"
-            )
-        if phase["left_seconds"] is not None:
-            click.echo(f"{_seconds(phase['left_seconds']):>10}  phase {phase['key']} left")
+    for told in report["story"]:
+        by = f" (by {told['actor']})" if told["actor"] else ""
+        click.echo(f"{_seconds(told['at_seconds']):>10}  {told['sentence']}{by}")
     outcome = report["outcome"]
     click.echo(f"{_seconds(outcome['ended_seconds']):>10}  run {outcome['status']}")
     for item in report["spend"]:

@@ -116,6 +116,7 @@ def runs_show(
     Following, exit 0 when the run completed and 1 when it ended otherwise."""
     from pageant.runs.console import console
     from pageant.runs.console_text import render_console, render_log_line
+    from pageant.runs.sentences import Context
 
     async def _go(host: Host) -> dict[str, Any]:
         seen = 0
@@ -124,7 +125,8 @@ def runs_show(
             if not follow:
                 return view
             for line in view["log"][seen:]:
-                click.echo(as_json_line(line) if as_json else render_log_line(line))
+                context = Context.of_console(view)
+                click.echo(as_json_line(line) if as_json else render_log_line(line, context))
             seen = len(view["log"])
             if view["run"]["status"] in RUN_ENDED:
                 return view

@@ -8,7 +8,6 @@ API still answers ``/healthz``, then closes the API.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import gc
 import json
@@ -134,6 +133,7 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
 
     from pageant.api.app import make_app, start_engine
     from pageant.cli.operator import port_in_use
+    from pageant.engine.outside import watch_outside_writes
 
     app = make_app(host, run_engine=False)
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
@@ -163,26 +163,32 @@ async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any]
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, signum)
     engine = None
-    watch = None
     # What is loaded by now (the plugins, the app, the libraries) lives as long as the
     # process: set apart from the collector, an oldest-generation collection no longer walks
     # it, and such a pause under load stays a few milliseconds instead of tens.
     gc.freeze()
+    watches: list[asyncio.Task[None]] = []
     try:
         engine = await start_engine(host)
         # The game link's servers go down by silence: someone must look at the clock (as
         # make_app does when it runs the engine itself).
-        watch = loop.create_task(host.link.watch())
+        watches.append(loop.create_task(host.link.watch(), name="pageant-link-watch"))
+        if settings.outside_wake_ms:
+            watches.append(
+                asyncio.create_task(
+                    watch_outside_writes(host, engine, settings.outside_wake_ms / 1000),
+                    name="pageant-outside-writes",
+                )
+            )
         say(f"pageant serving on http://{settings.host}:{_bound_port(site)} as {host.identity}")
         await stop.wait()
     finally:
         began_stopping = loop.time()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
-        if watch is not None:
+        for watch in watches:
             watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+        await asyncio.gather(*watches, return_exceptions=True)
         if engine is not None:
             await engine.stop()
         # The plugins' pageant_shutdown gets what the engine's stop left of the grace (at

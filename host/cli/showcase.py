@@ -47,6 +47,7 @@ from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console
 from pageant.runs.create import start_now
+from pageant.runs.sentences import Context
 from pageant.settings import Settings
 from pageant.switchboard import board
 
@@ -373,7 +374,7 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
     while True:
         view = await console(host, run_id)
         show(view)
-        for text in stream_lines(view["log"][seen:]):
+        for text in stream_lines(view["log"][seen:], context=Context.of_console(view)):
             say(text)
         seen = len(view["log"])
         run = view["run"]

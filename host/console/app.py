@@ -49,6 +49,7 @@ PAGE_MODULES = (
     "switchboard",
     "plugins",
     "tokens",
+    "zone",
 )
 #: Everything a page may load comes from the host itself (the test walk proves it too).
 CSP = (

@@ -222,7 +222,8 @@ def _advance_from_form(
     if kind == "after":
         amount = _get(form, f"{prefix}-after-n")
         unit = _get(form, f"{prefix}-after-unit") or "m"
-        return {"after": f"{amount}{unit}"}
+        # A blank amount is a blank duration, not the unit alone: the validator asks for one.
+        return {"after": f"{amount}{unit}" if amount.strip() else ""}
     if kind == "on":
         trigger_id = _get(form, f"{prefix}-on")
         gate: dict[str, Any] = {"on": trigger_id}

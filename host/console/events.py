@@ -16,9 +16,11 @@ from aiohttp import web
 
 from pageant.access.floor import check_role_floor
 from pageant.access.roles import ADMIN, AUTHORS, STAFF
+from pageant.builtin_plugins.announce_chat import unconfigured_setting
 from pageant.console import editor
 from pageant.console.capmeter import meter
 from pageant.console.cautions import cautions_view
+from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.engine import rehearsal
@@ -28,10 +30,13 @@ from pageant.events.authoring import validator as specs
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.slugs import slugify
 from pageant.gates.conditions import OPERATORS
+from pageant.gates.durations import parse_after
+from pageant.gates.emit import payload_from_text
 from pageant.plugins.options import resolve_options
 from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
+from pageant.runs.grid import grid
 from pageant.runs.params import PARAM_TYPES, values_from_text
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
 
@@ -158,12 +163,24 @@ def preview(schedule: dict[str, Any], timezone: str, now: datetime) -> list[dict
     return found
 
 
-async def _options(registry: Any) -> dict[str, dict[str, Any]]:
-    """Every option source's current values (a failing source answers its reason)."""
-    return {
+def _phases_of(spec: Any) -> list[dict[str, Any]]:
+    phases = spec.get("phases") if isinstance(spec, dict) else None
+    return [p for p in phases or [] if isinstance(p, dict) and p.get("key")]
+
+
+async def _options(registry: Any, settings: Any = None) -> dict[str, dict[str, Any]]:
+    """Every option source's current values (a failing source answers its reason); a leg
+    the host has nowhere to send to (its setting unset) is marked in the legs' picker."""
+    found = {
         source_id: await resolve_options(source)
         for source_id, source in sorted(registry.option_sources.items())
     }
+    legs = found.get("core.options.legs") or {}
+    for item in legs.get("items") or []:
+        missing = unconfigured_setting(item["value"], settings)
+        if missing is not None:
+            item["label"] = f"{item['label']} (not configured: {missing} is not set)"
+    return found
 
 
 async def _editor(
@@ -196,14 +213,17 @@ async def _editor(
         request,
         "_editor_form.html" if partial else "editor.html",
         status=status,
+        grid=None if partial else await grid(host, event["id"], _phases_of(event["spec"])),
+        firing_rows=firing_rows(event["spec"], registry),
         event=event,
+        clock=page_clock(request, event["timezone"]),
         fields=fields,
         view=editor.editor_view(spec, registry),
         cautions=cautions_view(spec, registry),
         preview=preview(spec.get("schedule") or {}, fields["timezone"], host.clock.now()),
         actions=catalog_actions,
         triggers=sorted(registry.triggers.values(), key=lambda t: t.id),
-        options=await _options(registry),
+        options=await _options(registry, host_of(request).settings),
         operators=OPERATORS,
         param_types=PARAM_TYPES,
         option_sources=sorted(registry.option_sources.values(), key=lambda o: o.id),
@@ -241,7 +261,9 @@ async def event_page(request: web.Request) -> web.Response:
         return render(
             request,
             "event_view.html",
+            grid=await grid(host, event["id"], _phases_of(event["spec"])),
             event=event,
+            clock=page_clock(request, event["timezone"]),
             view=editor.editor_view(event["spec"], host.registry),
             cautions=cautions_view(event["spec"], host.registry),
             preview=preview(
@@ -456,11 +478,77 @@ async def verify_published(request: web.Request) -> web.Response:
     return await _editor(request, event, event["spec"], notice=notice, verified=answer)
 
 
+#: The most rows of simulated firings the rehearsal's form offers, and the most firings one
+#: row may stand for.
+FIRING_ROWS = 6
+MAX_FIRING_COUNT = 100
+
+
+def firing_rows(spec: Any, registry: Any) -> list[dict[str, Any]]:
+    """The rehearsal form's rows of simulated firings: one for each ``on`` gate of ``spec``
+    (its trigger, its count, a minute after the phase could begin), then blank rows up to
+    :data:`FIRING_ROWS`; each row with its trigger's declared variables as fields."""
+    rows: list[dict[str, Any]] = []
+    for minute, phase in enumerate(_phases_of(spec), start=1):
+        found = phase.get("advance")
+        gate: dict[str, Any] = found if isinstance(found, dict) else {}
+        trigger = gate.get("on") if isinstance(gate.get("on"), str) else None
+        if trigger and len(rows) < FIRING_ROWS:
+            count = gate.get("count") if isinstance(gate.get("count"), int) else 1
+            rows.append({"trigger": trigger, "after": f"{minute}m", "count": count})
+    while len(rows) < FIRING_ROWS:
+        rows.append({"trigger": "", "after": "", "count": 1})
+    for row in rows:
+        declared = registry.triggers.get(row["trigger"]) if row["trigger"] else None
+        row["variables"] = [v.name for v in declared.variables] if declared else []
+    return rows
+
+
+def firings_of_form(form: Any, registry: Any) -> list[dict[str, Any]]:
+    """The simulated firings the rehearsal's form asks for, as the rehearsal takes them
+    (``{after, trigger, payload}``, a row's count as that many firings a second apart);
+    Invalid naming each field that does not fit."""
+    problems: list[str] = []
+    firings: list[dict[str, Any]] = []
+    for i in range(FIRING_ROWS):
+        trigger = _field(form, f"firing-{i}-trigger")
+        if not trigger:
+            continue
+        where = f"simulated firing {i + 1}"
+        written = _field(form, f"firing-{i}-after")
+        after = 0 if written in ("", "0", "0s", "0m") else parse_after(written)
+        if after is None:
+            problems.append(f'{where}: the offset is a length such as "30s", "5m" or "2h"')
+            continue
+        raw_count = _field(form, f"firing-{i}-count") or "1"
+        if not raw_count.isdigit() or not 1 <= int(raw_count) <= MAX_FIRING_COUNT:
+            problems.append(f"{where}: the count is a whole number from 1 to {MAX_FIRING_COUNT}")
+            continue
+        prefix = f"firing-{i}-var-"
+        words = [
+            f"{name[len(prefix) :]}={value.strip()}"
+            for name, value in form.items()
+            if name.startswith(prefix) and isinstance(value, str) and value.strip()
+        ]
+        try:
+            payload = payload_from_text(registry, trigger, words)
+        except PageantError as exc:
+            problems.extend(f"{where}: {d}" for d in exc.details or [exc.message])
+            continue
+        for n in range(int(raw_count)):
+            firings.append(
+                {"after": f"{(after or 0) + n}s", "trigger": trigger, "payload": payload}
+            )
+    if problems:
+        raise Invalid("the simulated firings do not fit", details=problems)
+    return firings
+
+
 @routes.post("/events/{id}/rehearse")
 async def rehearse_published(request: web.Request) -> web.Response:
     """Rehearse the published version on a virtual clock in a throwaway database
-    (``POST /api/v1/admin/events/{id}/rehearse``'s function, with the run params its form
-    gives and no simulated firings):
+    (``POST /api/v1/admin/events/{id}/rehearse``'s function, with the run params and the
+    simulated firings its form gives, so an event with ``on`` gates rehearses to its end):
     the timeline drawn, the worst-case spend against the caps, refusals and stalls."""
     require(request, AUTHORS)
     host = host_of(request)
@@ -469,7 +557,8 @@ async def rehearse_published(request: web.Request) -> web.Response:
         await definitions.require_definition(conn, definition_id)
     try:
         params = await _given_params(request, definition_id)
-        report = await rehearsal.rehearse(host, definition_id, params=params)
+        firings = firings_of_form(await request.post(), host.registry)
+        report = await rehearsal.rehearse(host, definition_id, params=params, firings=firings)
     except PageantError as exc:
         return await _editor_refusing(request, definition_id, exc)
     event = await _event(request, definition_id)

@@ -9,6 +9,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from pageant.console.timeline import duration, span_words, zone_of
+from pageant.runs import sentences
 from pageant.schedules.recurrence import zone
 
 _UTC = zone("UTC")
@@ -34,9 +35,9 @@ def local(value: datetime | None, tz: str) -> str:
 def at(
     value: datetime | None, tz: str = "UTC", *, seconds: bool = True, clock: bool = False
 ) -> Markup:
-    """An instant as a ``<time>`` element: the wall clock of ``tz`` as its text, UTC in its
-    title (shown on hover) and the instant in ``datetime`` (which the console's script
-    rewrites into the viewer's zone when they ask for it). ``clock``: the time of day alone
+    """An instant as a ``<time>`` element on the page's one clock (``tz``): the wall clock
+    as its text, the whole date and time on that clock in its title (shown on hover), and
+    the instant in ``datetime`` for machines. ``clock``: the time of day alone
     (``20:01:07``), for a list of lines from one day."""
     if value is None:
         return Markup("")
@@ -50,12 +51,26 @@ def at(
     else:
         text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
     stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    title = there.strftime("%Y-%m-%d %H:%M:%S %Z")
     # strftime's digits, day names and zone abbreviations need no escaping; the zone's name
     # is checked against the IANA list above, and escaped all the same.
     return Markup(
-        f'<time datetime="{stamp}Z" title="{stamp[:10]} {stamp[11:]} UTC" data-zone="{escape(tz)}"'
+        f'<time datetime="{stamp}Z" title="{title}" data-zone="{escape(tz)}"'
         f"{' data-clock' if clock else ''}>{text}</time>"
     )
+
+
+def parts(values: list[Any], tz: str = "UTC") -> Markup:
+    """A sentence's parts (:mod:`pageant.runs.sentences`) for a page: its words escaped and
+    each instant a ``<time>`` element on the page's clock (``tz``)."""
+    return Markup("").join(
+        at(part, tz, clock=True) if isinstance(part, datetime) else escape(part) for part in values
+    )
+
+
+def waiting(found: Any, tz: str = "UTC") -> Markup:
+    """A run's ``waiting_on`` as its sentence on the page's clock (empty for None)."""
+    return parts(sentences.waiting(found if isinstance(found, dict) else None), tz)
 
 
 def dst_note(adjusted: Any) -> str:
@@ -74,5 +89,6 @@ def install(env: jinja2.Environment) -> None:
     env.filters["local"] = local
     env.filters["at"] = at
     env.filters["dst_note"] = dst_note
+    env.filters["waiting"] = waiting
     env.filters["duration"] = duration
     env.filters["span"] = span_words

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from pageant.access.roles import STAFF
+from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require
 from pageant.db import runlog
 from pageant.errors import Invalid
@@ -89,6 +90,7 @@ async def runs_page(request: web.Request) -> web.Response:
         "next_before": None,
         "paged": False,
         "problems": [],
+        "clock": page_clock(request),
     }
     try:
         where = listing.read_filter(get, label=lambda name: LABELS.get(name, name))

@@ -8,6 +8,7 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS, STAFF
+from pageant.console.clock import page_clock
 from pageant.console.session import CSRF_FIELD, Session, Sessions
 from pageant.errors import Forbidden
 from pageant.hosting import Host
@@ -107,8 +108,12 @@ def context(request: web.Request, **values: Any) -> dict[str, Any]:
         "csrf_field": CSRF_FIELD,
         "csrf": session.csrf if session is not None else "",
         "path": request.path,
+        "path_qs": request.path_qs,
         "nav": [(href, name) for href, name, roles in NAV if role in roles],
         "now": host_of(request).clock.now(),
+        # A page on an event's clock passes its own; every other page is on UTC, or the
+        # viewer's zone when they chose it.
+        "clock": page_clock(request),
         **values,
     }
 

@@ -10,7 +10,6 @@ sentence, shown on the page.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +17,9 @@ from aiohttp import web
 from markupsafe import Markup, escape
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
+from pageant.console import filters
 from pageant.console import timeline as drawing
+from pageant.console.clock import page_clock
 from pageant.console.filters import at
 from pageant.console.keys import host_of, render, render_tagged, require, see_other
 from pageant.db import phase_gates
@@ -33,9 +34,9 @@ from pageant.db.states import (
 )
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
-from pageant.runs import controls
+from pageant.runs import controls, sentences
 from pageant.runs.console import console, pinned_spec
-from pageant.runs.console_text import describe
+from pageant.runs.sentences import Context
 from pageant.runs.versions import phases_of
 from pageant.schedules.recurrence import zone
 
@@ -111,26 +112,27 @@ def phase_state(index: int, current: int | None, status: str) -> str:
     return "not reached" if status in RUN_ENDED else "ahead"
 
 
-def _log_rows(lines: list[dict[str, Any]], tz: str) -> Markup:
-    """The log's rows: each line's time on the event's clock, its phase, the sentence the
-    terminal prints for it (the line as recorded behind a disclosure) and who.
+def sentence_html(line: dict[str, Any], context: Context, tz: str) -> Markup:
+    """A record's sentence (:func:`pageant.runs.sentences.words`) for a page."""
+    return filters.parts(sentences.words(line, context), tz)
+
+
+def _log_rows(lines: list[dict[str, Any]], tz: str, context: Context) -> Markup:
+    """The log's rows: each record's time on the page's clock, its phase, its sentence
+    (the record as stored beside it, shown only by the log's one switch) and who.
 
     Written here rather than by the template's loop, as are a step's cells: a long run's
     page is mostly these rows, and this is several times faster."""
     rows = []
     for line in lines:
-        detail = ""
-        if line["detail"]:
-            recorded = escape(json.dumps(line["detail"], ensure_ascii=False, default=str))
-            detail = (
-                "\n        <details><summary>The line as recorded</summary>"
-                f'<code class="detail">{recorded}</code></details>'
-            )
+        kind = escape(line["kind"])
+        phase = context.phase_labels.get(line["phase"]) or line["phase"] or ""
         rows.append(
-            f'<tr>\n      <td data-label="At">{at(line["at"], tz, clock=True)}</td>'
-            f'\n      <td data-label="Phase">{escape(line["phase"] or "")}</td>'
-            f'\n      <td data-label="What"><code class="kind">{escape(line["kind"])}</code> '
-            f"{escape(describe(line))}{detail}</td>"
+            f'<tr class="k-{kind.split(".")[0]}">\n      <td data-label="At">'
+            f"{at(line['at'], tz, clock=True)}</td>"
+            f'\n      <td data-label="Phase">{escape(phase)}</td>'
+            f'\n      <td data-label="What">{sentence_html(line, context, tz)}'
+            f'<code class="stored">{escape(sentences.stored(line))}</code></td>'
             f'\n      <td data-label="Who">{escape(line["actor"] or "")}</td>\n    </tr>'
         )
     return Markup("\n".join(rows))
@@ -165,15 +167,15 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
     the authored ones before), the run drawn on a time axis, and the log in words."""
     run = data["run"]
     pinned = await _pinned(request, run)
+    clock = page_clock(request, pinned["tz"])
+    tz = clock.tz
     phases = pinned["phases"]
     keys = [p["key"] for p in phases]
     current = keys.index(run["current_phase"]) if run["current_phase"] in keys else None
     now = host_of(request).clock.now()
     made: dict[str, list[dict[str, Any]]] = {}
     for step in data["steps"]:
-        made.setdefault(step["phase"], []).append(
-            {**step, "cells": _step_cells(step, pinned["tz"], now)}
-        )
+        made.setdefault(step["phase"], []).append({**step, "cells": _step_cells(step, tz, now)})
     out = []
     for i, phase in enumerate(phases):
         out.append(
@@ -186,7 +188,7 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
                 "advance": phase.get("advance"),
             }
         )
-    drawn = drawing.draw(run, out, pinned["gates"], now=now, tz=pinned["tz"])
+    drawn = drawing.draw(run, out, pinned["gates"], now=now, tz=tz)
     waiting = run["waiting_on"] or {}
     gate = data["gate"]
     phase_settled = all(
@@ -200,14 +202,22 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         and phase_settled
     )
     retry_step = waiting.get("step_id") if run["status"] == "paused" else None
+    context = Context(
+        step_labels=sentences.labels_of(data["steps"]),
+        phase_labels={p["key"]: p["label"] for p in out},
+        units={b["dimension"]: b["unit"] for b in data.get("budget") or []},
+    )
     ledger = _ledger(data)
     return {
         "run": run,
         "phases": out,
         "gate": gate,
         "log": data["log"][-LOG_LINES:],
-        "log_rows": _log_rows(data["log"][-LOG_LINES:], pinned["tz"]),
-        "tz": pinned["tz"],
+        "log_rows": _log_rows(data["log"][-LOG_LINES:], tz, context),
+        "waiting_html": filters.waiting(run["waiting_on"], tz),
+        "tz": tz,
+        "clock": clock,
+        "event_tz": pinned["tz"],
         "drawn": drawn,
         "log_total": data.get("log_total", len(data["log"])),
         "live": run["status"] not in RUN_ENDED,

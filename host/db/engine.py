@@ -8,6 +8,7 @@ import importlib
 import time
 import weakref
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, exc, select
@@ -156,8 +157,20 @@ def sqlite_file(url: str) -> str | None:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as it may be printed: any password masked."""
-    return make_url(url).render_as_string(hide_password=True)
+    """``url`` as it may be printed: any password masked, and a SQLite file named by a
+    relative path shown at its absolute one (the folder the command runs in decides which
+    file a relative URL opens)."""
+    parsed = make_url(url)
+    path = sqlite_file(url)
+    if path is not None and not Path(path).expanduser().is_absolute():
+        parsed = parsed.set(database=str(Path(path).expanduser().absolute()))
+    return parsed.render_as_string(hide_password=True)
+
+
+def is_relative_sqlite(url: str) -> bool:
+    """Whether ``url`` names a SQLite file by a path relative to the current folder."""
+    path = sqlite_file(url)
+    return path is not None and not Path(path).expanduser().is_absolute()
 
 
 #: The connections a pool keeps open (the ``database_pool_size`` setting's default): enough

@@ -41,6 +41,8 @@ _TAIL = (
     .limit(bindparam("limit"))
 )
 _COUNT = select(func.count()).select_from(event_run_log).where(g.run_id == bindparam("run_id"))
+# The primary key's last entry: one index lookup on both databases, however long the log.
+_NEWEST = select(func.max(g.id))
 
 # Only lines of runs that ended before the cutoff; a live run's story is never pruned. The
 # lines are found through their own instant (indexed), so a prune reads what it deletes and
@@ -532,6 +534,7 @@ async def condition_evaluated(
     fired_at: datetime | None = None,
     key: str | None = None,
     sentence: str | None = None,
+    payload: Mapping[str, Any] | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
     level: int = logging.INFO,
@@ -539,10 +542,10 @@ async def condition_evaluated(
     """A firing matched a gate's condition: the gate's ``trigger_id``, ``matched`` (true),
     the condition and the ``values`` it named, the gate's ``tally`` and ``needed``, then the
     firing's own instant, ``key`` and ``sentence`` (its trigger's words for it) when it had
-    them."""
+    them, and its ``payload`` (the trigger's declared variables it carried) when it had any."""
     detail = {"trigger_id": gate["trigger_id"], "matched": True, "condition": condition}
     detail |= {"values": values, "tally": gate["tally"], "needed": gate["needed"]}
-    detail = _given(detail, fired_at=fired_at, key=key, sentence=sentence)
+    detail = _given(detail, fired_at=fired_at, key=key, sentence=sentence, payload=payload or None)
     await _of_gate(
         conn,
         gate,
@@ -780,6 +783,30 @@ async def flush(batch: Batch) -> int:
     lines, batch.lines = batch.lines, []
     await batch.conn.execute(_WRITE, lines)
     return len(lines)
+
+
+_PHASE_MARKS = (
+    select(g.run_id, g.kind, g.phase, g.at)
+    .where(
+        g.run_id.in_(bindparam("run_ids", expanding=True)),
+        g.kind.in_([LogKind.PHASE_ENTERED.value, LogKind.PHASE_COMPLETED.value]),
+    )
+    .order_by(g.run_id, g.id)
+)
+
+
+async def phase_marks(conn: AsyncConnection, run_ids: list[int]) -> list[Row]:
+    """When each of these runs entered and completed each phase (``phase.entered`` and
+    ``phase.completed`` lines), by run and in order."""
+    if not run_ids:
+        return []
+    return list((await conn.execute(_PHASE_MARKS, {"run_ids": run_ids})).all())
+
+
+async def newest_id(conn: AsyncConnection) -> int | None:
+    """The id of the newest line of any run's log (None when there is none)."""
+    found = (await conn.execute(_NEWEST)).scalar_one_or_none()
+    return None if found is None else int(found)
 
 
 async def lines_of(conn: AsyncConnection, run_id: int) -> list[Row]:

@@ -502,6 +502,20 @@ async def runs_of_definition(
     return list((await conn.execute(_LIST_FOR_DEFINITION, params)).all())
 
 
+_NEWEST_FOR_DEFINITION = (
+    select(event_runs)
+    .where(r.definition_id == bindparam("definition_id"))
+    .order_by(r.id.desc())
+    .limit(bindparam("limit"))
+)
+
+
+async def newest_of_definition(conn: AsyncConnection, definition_id: int, limit: int) -> list[Row]:
+    """A definition's newest ``limit`` runs, oldest of them first."""
+    params = {"definition_id": definition_id, "limit": limit}
+    return list(reversed((await conn.execute(_NEWEST_FOR_DEFINITION, params)).all()))
+
+
 # A person's move of one occurrence: the row keeps its slot (``occurrence_local``) and
 # remembers the first instant it was moved from, so the schedule recognises the occurrence
 # as had and never moves it back or makes it again. The SET order is load-bearing: MariaDB

@@ -34,11 +34,13 @@ from pageant.events import definitions
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.advance import parse_after
 from pageant.gates.conditions import check_payload
+from pageant.gates.phase import elapsed
 from pageant.hosting import Host
 from pageant.muting import muted
 from pageant.plugins.registry import Registry
 from pageant.runs import controls
 from pageant.runs.create import start_now
+from pageant.runs.sentences import Context, words
 from pageant.settings import Settings
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
@@ -326,4 +328,32 @@ async def _report(
         "spend": spend,
         "refusals": refusals,
         "stalls": stalls,
+        "story": _story(lines, steps, labels, start),
     }
+
+
+def _story(
+    lines: Sequence[Any], steps: Sequence[Any], labels: Mapping[Any, Any], start: datetime
+) -> list[dict[str, Any]]:
+    """The rehearsed run's log as the one renderer's sentences (:mod:`pageant.runs.sentences`),
+    each at its offset from the virtual start; an instant inside a sentence reads as its
+    offset too (``+10 min``), since a rehearsal's clock is nobody's."""
+    context = Context(
+        step_labels={int(st.id): st.label for st in steps if st.label},
+        phase_labels={k: v for k, v in labels.items() if k and v},
+    )
+    story = []
+    for line in lines:
+        parts = words(line._mapping, context)
+        sentence = "".join(
+            f"+{elapsed(_offset(p, start) or 0)}" if isinstance(p, datetime) else p for p in parts
+        )
+        story.append(
+            {
+                "at_seconds": _offset(line.at, start),
+                "phase": line.phase,
+                "sentence": sentence,
+                "actor": line.actor,
+            }
+        )
+    return story

@@ -389,8 +389,8 @@ async def _log_count(
     """The log lines of one counted firing: what it matched and the tally it made, and the
     gate's close when it closed it."""
     firing = entry.firing
-    # Only the variables the condition names are kept: the log is read onto an admin screen,
-    # and a game's payload may carry far more than the gate tests.
+    # The payload is kept as the trigger declared it (the host checked it against the
+    # trigger's variables before it got here): the firing's sentence names who did what.
     # A line a counted firing is the operator's at DEBUG; INFO has one a transaction
     # (:func:`_announce_counts`) and each gate's close.
     await runlog.condition_evaluated(
@@ -402,6 +402,7 @@ async def _log_count(
         fired_at=firing.at,
         key=firing.key,
         sentence=firing.sentence,
+        payload=firing.payload if isinstance(firing.payload, dict) else None,
         actor=entry.actor,
         batch=batch,
         level=logging.DEBUG,

@@ -135,28 +135,40 @@ def sentence(gate: Gate, now: datetime) -> str:
     *waiting on wisps.caught where colour eq "north" — seen 1 of 2 since 20:01 UTC (6 min)*;
     *waiting until 20:40 UTC (after 30m from 20:10 UTC)*.
     """
+    return "".join(
+        clock_time(p) if isinstance(p, datetime) else p for p in sentence_parts(gate, now)
+    )
+
+
+def sentence_parts(gate: Gate, now: datetime) -> list[str | datetime]:
+    """:func:`sentence` with its instants left as instants, for a surface that draws them on
+    its own clock."""
     if gate["kind"] == "after":
-        return (
-            f"waiting until {clock_time(gate['deadline'])} "
-            f"(after {after_text(gate)} from {clock_time(gate['entered_at'])})"
-        )
+        return [
+            "waiting until ",
+            gate["deadline"],
+            f" (after {after_text(gate)} from ",
+            gate["entered_at"],
+            ")",
+        ]
     text = f"waiting on {gate['trigger_id']}"
     condition = condition_text(gate)
     if condition:
         text += f" where {condition}"
     waited = elapsed((now - gate["entered_at"]).total_seconds())
-    text += (
-        f" — seen {gate['tally']} of {gate['needed']} "
-        f"since {clock_time(gate['entered_at'])} ({waited})"
-    )
+    parts: list[str | datetime] = [
+        f"{text} — seen {gate['tally']} of {gate['needed']} since ",
+        gate["entered_at"],
+        f" ({waited})",
+    ]
     at, counted = last_firing(gate)
     if counted is False and at is not None:
-        text += f"; the last firing, at {clock_time(at)}, did not match"
+        parts += ["; the last firing, at ", at, ", did not match"]
         values = named_values(gate["condition"], gate.get("trigger_last_payload") or {})
         if values:
             shown = ", ".join(f"{name} {_literal(value)}" for name, value in values.items())
-            text += f" ({shown})"
-    return text
+            parts.append(f" ({shown})")
+    return parts
 
 
 def last_firing(gate: Gate) -> tuple[datetime | None, bool | None]:
@@ -185,6 +197,7 @@ def waiting_for(gate: Gate, now: datetime) -> dict[str, Any]:
     if gate["kind"] == "after":
         found["until"] = gate["deadline"]
     found["sentence"] = sentence(gate, now)
+    found["words"] = sentence_parts(gate, now)
     return found
 
 

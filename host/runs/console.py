@@ -268,8 +268,9 @@ async def step_view(host: Host, step_id: int) -> dict[str, Any]:
 
 
 async def console(host: Host, run_id: int, *, log_tail: int | None = None) -> dict[str, Any]:
-    """The run console: ``{run, steps, gate, participants, results, budget, resources,
-    cleanup_summary, log}`` — the run with why it is waiting, every step, the current
+    """The run console: ``{run, phases, steps, gate, participants, results, budget,
+    resources, cleanup_summary, log}`` — the run with why it is waiting, its pinned
+    version's phases (key and label), every step, the current
     phase's gate, who took part, how its phases ended, its budget meters, what it recorded
     in the world (the ledger) with the one line a person reads about it, and the whole log
     in order.
@@ -309,6 +310,13 @@ async def _build(
         if phase is not None:
             gate = await gates.console_gate(conn, run_id=run_id, phase=phase, now=now)
     view = (await run_views(conn, host, [row], now=now, run_steps=all_steps, specs=specs))[0]
+    if row.version_id not in specs:
+        found = await pinned_spec(host, conn, row.version_id)
+        specs[row.version_id] = phases_of(found.spec) if found else None
+    phases = [
+        {"key": p["key"], "label": p.get("label") or p["key"]}
+        for p in specs.get(row.version_id) or []
+    ]
     people = await outcomes.participants_of(conn, run_id)
     tables = await outcomes.results_of(conn, run_id)
     budget = await run_budget(conn, run_id, host.registry)
@@ -316,6 +324,7 @@ async def _build(
     ended = row.status in RUN_ENDED
     return {
         "run": view,
+        "phases": phases,
         "steps": [step_json(st) for st in all_steps],
         "gate": gate,
         "participants": [

@@ -9,12 +9,12 @@ console as built) or as ISO strings (the console as the API sent it).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pageant.db.log_kinds import LogKind
-from pageant.gates.phase import elapsed
+from pageant.runs import sentences
+from pageant.runs.sentences import NO_CONTEXT, Context
 from pageant.timefmt import instant_or_none
 
 Detail = Mapping[str, Any]
@@ -30,7 +30,7 @@ def render_console(console: Mapping[str, Any]) -> str:
         _steps(console["steps"]),
         _gate(console["gate"], run["current_phase"]),
         *_outcome(console.get("participants") or [], console.get("results") or []),
-        _log(console["log"]),
+        _log(console["log"], Context.of_console(console)),
     ]
     return "\n\n".join("\n".join(section) for section in sections)
 
@@ -162,161 +162,29 @@ def _outcome(people: list[Mapping[str, Any]], tables: list[Mapping[str, Any]]) -
 # ── the log ───────────────────────────────────────────────────────────────────
 
 
-def describe(line: Mapping[str, Any]) -> str:
-    """What one log line says, in words (``step 6: core.cue -> running``): the sentence
-    every surface that shows a run's log prints for it, without who did it."""
-    detail = line["detail"] or {}
-    say = _SAY.get(line["kind"], _pairs)
-    text = say(detail)
-    if line["step_id"] is not None:
-        text = f"step {line['step_id']}: {text}"
-    return text
+def describe(line: Mapping[str, Any], context: Context = NO_CONTEXT) -> str:
+    """What one log line says, in words (``“Spawn the guardians” done; made 6 creatures``):
+    :func:`pageant.runs.sentences.text` on UTC's clock, without who did it."""
+    return sentences.text({**line, "actor": None}, context)
 
 
-def _what(line: Mapping[str, Any]) -> str:
-    text = describe(line)
-    if line["actor"]:
-        text += f"  (by {line['actor']})"
-    return text
-
-
-def _log(log: list[Mapping[str, Any]]) -> list[str]:
-    rows = [["at (UTC)", "kind", "phase", "what"]]
+def _log(log: list[Mapping[str, Any]], context: Context) -> list[str]:
+    rows = [["at (UTC)", "phase", "what"]]
     for line in log:
-        rows.append([_clock(line["at"]), line["kind"], line["phase"] or "-", _what(line)])
+        rows.append([_clock(line["at"]), line["phase"] or "-", sentences.text(line, context)])
     return [f"Log ({len(log)} lines)", *_table(rows)]
 
 
-def log_sentence(line: Mapping[str, Any]) -> str:
-    """What one log line says, without its time, kind and phase (``step 4: shard.spawn ->
-    done  attempt=1; made 6 creatures (guardian, yew: c00001…c00006)``)."""
-    return _what(line)
+def log_sentence(line: Mapping[str, Any], context: Context = NO_CONTEXT) -> str:
+    """What one log line says, without its time and phase, with who did it."""
+    return sentences.text(line, context)
 
 
-def render_log_line(line: Mapping[str, Any]) -> str:
-    """One log line as the console's log shows it, for a terminal that follows a run."""
-    return f"{_clock(line['at'])}  {line['kind']}  {line['phase'] or '-'}  {_what(line)}"
+def render_log_line(line: Mapping[str, Any], context: Context = NO_CONTEXT) -> str:
+    """One log line as the console's log shows it, for a terminal that follows a run: its
+    time of day (UTC), its phase and its sentence."""
+    return f"{_clock(line['at'])}  {line['phase'] or '-'}  {sentences.text(line, context)}"
 
 
-def _status(detail: Detail) -> str:
-    text = f"{detail.get('from', '?')} -> {detail.get('to')}"
-    rest = _pairs(detail, skip=("from", "to"))
-    return f"{text}  {rest}" if rest else text
-
-
-def _step_status(detail: Detail) -> str:
-    text = f"{detail.get('action', '?')} -> {detail.get('to')}"
-    rest = _pairs(detail, skip=("action", "to", "resources"))
-    if rest:
-        text += f"  {rest}"
-    if detail.get("resources"):
-        text += f"; made {resources_sentence(detail['resources'])}"
-    return text
-
-
-def _confirmed(detail: Detail) -> str:
-    if "lease" in detail:
-        return (
-            f"borrowed {detail.get('target')} ({detail.get('lease')}): "
-            f"{_value(detail.get('baseline'))} -> {_value(detail.get('applied'))}"
-        )
-    resources = detail.get("resources") or []
-    return f"{detail.get('action', '?')}: recorded {resources_sentence(resources)}"
-
-
-def _refs(refs: list[str]) -> str:
-    """``c00001``, ``c00001, c00002`` or ``c00001…c00006``: a run of refs, shortened."""
-    return ", ".join(refs) if len(refs) <= 2 else f"{refs[0]}…{refs[-1]}"
-
-
-def _described(value: Any, key: str) -> str:
-    at = instant_or_none(value) if isinstance(value, str) and len(value) >= 20 else None
-    if at is not None:
-        return f"{key.replace('_', ' ')} {at.astimezone(UTC).strftime('%H:%M')}"
-    return str(value)
-
-
-def resources_sentence(resources: Any) -> str:
-    """What an envelope's ``resources`` made, as a person reads it: ``6 creatures (guardian,
-    yew: c00001…c00006) and 1 gate (closes at 20:31: gate-7f3a)``. Resources of one kind
-    and one description are counted together; the rest of each is its ``ref``."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for item in resources if isinstance(resources, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        described = ", ".join(
-            _described(value, key)
-            for key, value in item.items()
-            if key not in ("kind", "ref", "id") and not isinstance(value, (dict, list))
-        )
-        groups.setdefault((str(item.get("kind")), described), []).append(str(item.get("ref")))
-    if not groups:
-        return "nothing"
-    parts = []
-    for (kind, described), refs in groups.items():
-        plural = "" if len(refs) == 1 or kind.endswith("s") else "s"
-        what = f"{described}: {_refs(refs)}" if described else _refs(refs)
-        parts.append(f"{len(refs)} {kind}{plural} ({what})")
-    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-
-
-def _announce(detail: Detail) -> str:
-    return f"{_value(detail.get('message'))} via {detail.get('leg')}"
-
-
-def _waiting(detail: Detail) -> str:
-    return str(detail.get("sentence") or _pairs(detail))
-
-
-def _gate_words(gate: Detail) -> str:
-    if gate.get("kind") == "after":
-        return f"after {gate.get('after')}, until {_clock(gate.get('deadline'))}"
-    where = f" where {gate['condition']}" if gate.get("condition") else ""
-    return f"on {gate.get('trigger_id')}{where}, {gate.get('tally')} of {gate.get('needed')}"
-
-
-def _entered(detail: Detail) -> str:
-    count = detail.get("steps", 0)
-    gate = detail.get("gate")
-    steps = f"{count} step{'' if count == 1 else 's'}"
-    return f"{steps}; gate {_gate_words(gate)}" if gate else f"{steps}; no gate"
-
-
-def _evaluated(detail: Detail) -> str:
-    values = _pairs(detail.get("values")) or "(no values)"
-    tally = f"{detail.get('tally')} of {detail.get('needed')}"
-    if detail.get("matched") and detail.get("sentence"):
-        # The trigger's own words for the firing say who and how; the condition follows.
-        where = f"; {detail['condition']}" if detail.get("condition") else ""
-        return f"counted: {detail['sentence']} ({tally}{where})"
-    if detail.get("matched"):
-        return f"counted: {values} satisfies {detail.get('condition')} ({tally})"
-    return f"near miss: {values} does not satisfy {detail.get('condition')} (still {tally})"
-
-
-def _gate_closed(detail: Detail) -> str:
-    return f"satisfied by {detail.get('satisfied_by')}: {_gate_words(detail)}"
-
-
-def _advanced(detail: Detail) -> str:
-    text = f"because {detail.get('because')}, after {elapsed(detail.get('waited_seconds', 0))}"
-    return f"{text}: {detail['reason']}" if detail.get("reason") else text
-
-
-def _completed(detail: Detail) -> str:
-    return ""
-
-
-#: How each kind of log line reads; any other kind shows its detail as ``key=value``.
-_SAY: dict[str, Callable[[Detail], str]] = {
-    LogKind.RUN_STATUS: _status,
-    LogKind.STEP_STATUS: _step_status,
-    LogKind.RESOURCE_CONFIRMED: _confirmed,
-    LogKind.ANNOUNCE: _announce,
-    LogKind.RUN_WAITING: _waiting,
-    LogKind.PHASE_ENTERED: _entered,
-    LogKind.PHASE_COMPLETED: _completed,
-    LogKind.PHASE_GATE: _gate_closed,
-    LogKind.PHASE_ADVANCED: _advanced,
-    LogKind.CONDITION_EVALUATED: _evaluated,
-}
+#: What an envelope's ``resources`` made, in words (:func:`pageant.runs.sentences.resources_words`).
+resources_sentence = sentences.resources_words

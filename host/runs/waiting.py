@@ -41,7 +41,16 @@ Unavailable = Callable[[str], "str | None"]
 
 
 def _name(step: Record) -> str:
-    return f"step {step['id']} ({step['label']})"
+    return f"“{step['label']}” (step {step['id']})"
+
+
+def said(*parts: str | datetime) -> dict[str, Any]:
+    """A waiting sentence both ways: ``sentence``, its instants written as ISO 8601 (what
+    the API has always answered), and ``words``, the same parts with the instants kept as
+    instants, so a surface draws them on its own clock when it shows them
+    (:func:`pageant.runs.sentences.words`)."""
+    text = "".join(iso(p) or "" if isinstance(p, datetime) else p for p in parts)
+    return {"sentence": text, "words": list(parts)}
 
 
 def furthest_failure(phase_steps: Sequence[Record]) -> Record | None:
@@ -92,7 +101,7 @@ def describe(
             found = {
                 "reason": "not_due",
                 "until": run["scheduled_for"],
-                "sentence": f"scheduled to start at {iso(run['scheduled_for'])}",
+                **said("scheduled to start at ", run["scheduled_for"]),
             }
         elif held_unverified(run):
             found = {
@@ -158,9 +167,10 @@ def _running(
         return {
             "reason": "not_due",
             "until": hold,
-            "sentence": (
-                f"holding until {iso(hold)}: a wait ended phase {run.get('current_phase')}, "
-                "and what follows waits for it"
+            **said(
+                "holding until ",
+                hold,
+                f": a wait ended phase {run.get('current_phase')}, and what follows waits for it",
             ),
         }
     step = _next_open(phase_steps)
@@ -191,16 +201,17 @@ def _running(
             "until": due,
             "attempt": step["attempts"],
             "of": max_attempts,
-            "sentence": (
+            **said(
                 f"{_name(step)} failed attempt {step['attempts']} of {max_attempts} "
-                f"({step['last_error'] or 'no error recorded'}); retrying at {iso(due)}"
+                f"({step['last_error'] or 'no error recorded'}); retrying at ",
+                due,
             ),
         }
     return {
         "reason": "not_due",
         "step_id": step["id"],
         "until": due,
-        "sentence": f"holding {_name(step)} until {iso(due)}",
+        **said(f"holding {_name(step)} until ", due),
     }
 
 

@@ -206,6 +206,7 @@ async def test_the_console_shows_run_steps_gate_and_log(
     console = await response.json()
     assert set(console) == {
         "run",
+        "phases",
         "steps",
         "gate",
         "participants",
@@ -228,7 +229,7 @@ async def test_the_console_shows_run_steps_gate_and_log(
     assert (cue["status"], cue["parked"], cue["attempts"]) == ("running", True, 1)
     waiting = console["run"]["waiting_on"]
     assert waiting["reason"] == "parked" and waiting["step_id"] == cue["id"]
-    assert waiting["sentence"] == f"waiting for a person to confirm step {cue['id']} (Probe step)"
+    assert waiting["sentence"] == f"waiting for a person to confirm “Probe step” (step {cue['id']})"
     log = console["log"]
     assert set(log[0]) == {"id", "at", "kind", "phase", "step_id", "detail", "actor"}
     assert [line["id"] for line in log] == sorted(line["id"] for line in log)

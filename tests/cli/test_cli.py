@@ -382,6 +382,27 @@ def test_serve_prints_the_loaded_and_refused_plugins_at_start(
 # ── settings: flag > environment > TOML > default ─────────────────────────────
 
 
+def test_a_setting_is_taken_before_the_command_and_the_command_s_own_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    def url(name: str) -> str:
+        return f"sqlite+aiosqlite:///{tmp_path / name}"
+
+    result = pageant("--database-url", url("before.db"), "db", "upgrade")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["before.db"]
+    listed = pageant("--database-url", url("before.db"), "runs", "list")
+    assert listed.exit_code == 0, listed.output
+    assert "no runs match" in listed.stdout
+    both = pageant(
+        "--database-url", url("before.db"), "db", "upgrade", "--database-url", url("after.db")
+    )
+    assert both.exit_code == 0, both.output
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["after.db", "before.db"]
+
+
 def test_database_url_follows_the_precedence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -114,18 +114,19 @@ def test_the_demo_runs_the_champion_muster_and_gives_everything_back() -> None:
     assert all(f"switch    {action} enabled" in out for action in SWITCHBOARD)
     # The cue was confirmed, visibly, by the demo acting as a moderator.
     assert "demo      moderator:demo confirms the cue (step 3)" in out
-    assert "herald     step 3: confirmed: in place at the shrine  (by moderator:demo)" in out
+    assert "herald     “Cue a person” confirmed: in place at the shrine (by moderator:demo)" in out
     # One live view: each log line is printed once, as a sentence, and no log follows.
-    entered = re.findall(r"^\d\d:\d\d:\d\d  \S+ +phase (\S+) entered", out, re.M)
+    entered = re.findall(r"^\d\d:\d\d:\d\d  (\S+) +Phase “[^”]+” began", out, re.M)
     assert entered == PHASES
     assert "Log (" not in out and "resources=[" not in out
     assert re.search(
-        r"step 4: shard.spawn done, made 6 creatures \(guardian, yew: c\d+…c\d+\)", out
+        r"“Spawn creatures” is done; made 6 creatures \(guardian, yew: c\d+…c\d+\)", out
     )
-    counted = re.findall(r"counted: .*", out)
-    assert (
-        counted[-1] == 'counted: region="yew" satisfies region eq "yew" (2 of 2)  (by plugin:shard)'
-    )
+    counted = re.findall(r"shard.boss.spawned fired .*", out)
+    assert counted[-1] == "shard.boss.spawned fired with region “yew” — 2 of 2 (by plugin:shard)"
+    # No record leads with its kind code, and none shows its values as key=value.
+    assert not re.search(r"^\d\d:\d\d:\d\d  \S+ +[a-z]+\.[a-z_]+ ", out, re.M)
+    assert not re.search(r"\w=\w", out.split("run       1")[1].split("────")[0])
     # The summary says what happened, and fits a 120 by 40 screen.
     summary = summary_of(out)
     assert summary[0] == "Run 1: Champion Muster, version 1: completed (health ok)"

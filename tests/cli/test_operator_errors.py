@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,6 +64,22 @@ def test_a_busy_port_is_one_line_and_the_engine_never_started(migrated_url: str)
     )
     # Bound before the engine: the engine never announced itself.
     assert "engine started" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_demo_serve_checks_its_port_before_running_the_demo() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        done = pageant_process("demo", "--serve", "--port", str(port), env={}, timeout=60)
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}: the address is")
+    # Refused before the demo ran: no event was made, no run started.
+    assert "Champion Muster" not in done.stdout and "run " not in done.stdout
+    assert took < 20, took
 
 
 def test_an_unreachable_database_names_the_url_without_its_password(tmp_path: Path) -> None:
@@ -213,6 +230,37 @@ def test_only_db_upgrade_creates_a_missing_sqlite_file(tmp_path: Path, command) 
     assert pageant("db", "upgrade", env=env).exit_code == 0
     assert path.exists()
     assert pageant(*command, env=env).exit_code == 0
+
+
+def test_a_relative_sqlite_url_is_shown_at_its_absolute_path_and_a_second_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pageant.db.engine import shown_url
+
+    host_folder, other = tmp_path / "srv", tmp_path / "home"
+    host_folder.mkdir()
+    other.mkdir()
+    env = {"PAGEANT_DATABASE_URL": "sqlite+aiosqlite:///pageant.db"}
+    monkeypatch.chdir(host_folder)
+    made = pageant("db", "upgrade", env=env)
+    assert made.exit_code == 0
+    assert f"created the SQLite database sqlite+aiosqlite:///{host_folder / 'pageant.db'}" in (
+        made.stdout
+    )
+    assert shown_url("sqlite+aiosqlite:///pageant.db") == (
+        f"sqlite+aiosqlite:///{host_folder / 'pageant.db'}"
+    )
+    monkeypatch.chdir(other)
+    done = pageant("runs", "list", env=env)
+    assert done.exit_code == 1
+    said = done.stderr.strip()
+    assert said.startswith(f"error: there is no database at {str(other / 'pageant.db')!r}")
+    assert "a host started in another folder uses the file there" in said
+    assert "`pageant db upgrade` here would create a second, empty database" in said
+    assert not (other / "pageant.db").exists()
+    # An absolute URL that names no file keeps its plain advice.
+    done = pageant("runs", "list", env={"PAGEANT_DATABASE_URL": f"sqlite:///{other / 'x.db'}"})
+    assert "create it with `pageant db upgrade`" in done.stderr
 
 
 def test_serve_does_not_create_a_missing_sqlite_file(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ a rehearsal's result drawn above the form in the tone of its outcome."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from pageant.console import editor
 from tests.api.test_events_api import call
 from tests.console.test_console import csrf_of, form_of, page_csrf, sign_in
 from tests.console.test_console_admin import _summon, _wisps_event
+from tests.factories import announce, phase, publish_event, spec
 
 HX = {"HX-Request": "true"}
 
@@ -163,3 +165,78 @@ async def test_a_clean_rehearsal_is_a_success(client, tokens):
         await client.post(f"/events/{event_id}/rehearse", data={"csrf_token": csrf})
     ).text()
     assert 'class="notice" role="status" id="notice" data-tone="ok"' in html
+
+
+async def test_a_blank_wait_asks_for_a_duration_and_a_given_one_is_kept(client, tokens, host):
+    event = await publish_event(
+        host.db,
+        host.clock.now(),
+        spec(phase("p", announce("hi"), advance={"after": "10m"})),
+        published=False,
+    )
+    await sign_in(client, tokens["admin"])
+    html = await (await client.get(f"/events/{event.id}")).text()
+    fields = [f for f in form_of(html) if f[0] != "p0-after-n"]
+    answer = await client.post(
+        f"/events/{event.id}", data=[*fields, ("p0-after-n", " "), ("op", "save")]
+    )
+    html = await answer.text()
+    assert answer.status == 400
+    assert "give a duration such as 10m" in html and 'got "m"' not in html
+    answer = await client.post(
+        f"/events/{event.id}",
+        data=[*fields, ("p0-after-n", "15"), ("op", "save")],
+        allow_redirects=False,
+    )
+    assert answer.status == 303, await answer.text()
+
+
+NORTH_TWICE = {
+    "on": "wisps.caught",
+    "where": {"var": "colour", "op": "eq", "value": "north"},
+    "count": 2,
+}
+
+
+async def test_simulated_firings_rehearse_an_on_gate_to_its_end(client, tokens):
+    event_id = await _wisps_event(client, tokens, _announce("hi"), advance=NORTH_TWICE)
+    await sign_in(client, tokens["editor"])
+    html = await (await client.get(f"/events/{event_id}")).text()
+    # The form offers a row for the gate: its trigger, its count, its variables.
+    assert '<option value="wisps.caught" selected>' in html
+    assert 'id="firing-0-count" name="firing-0-count" type="number"' in html
+    assert 'value="2"' in html.split('id="firing-0-count"')[1][:120]
+    assert 'name="firing-0-var-colour"' in html
+    csrf = csrf_of(html)
+    rows = {"firing-0-trigger": "wisps.caught", "firing-0-after": "2m", "firing-0-count": "2"}
+    answer = await client.post(
+        f"/events/{event_id}/rehearse",
+        data={"csrf_token": csrf, **rows, "firing-0-var-colour": "north"},
+    )
+    html = await answer.text()
+    assert answer.status == 200, html
+    assert "the run ended completed" in html
+    assert "wisps.caught fired with colour “north” — 2 of 2" in html
+    # The axis fits what was reached: two minutes and a second of the run, not less.
+    assert "The axis spans 2 min" in html
+    # A firing of the wrong colour counts for nothing: the gate stalls.
+    answer = await client.post(
+        f"/events/{event_id}/rehearse",
+        data={"csrf_token": csrf, **rows, "firing-0-var-colour": "south"},
+    )
+    assert "the run ended completed" not in await answer.text()
+
+
+async def test_a_simulated_firing_that_does_not_fit_is_named(client, tokens):
+    event_id = await _wisps_event(client, tokens, _announce("hi"), advance=NORTH_TWICE)
+    await sign_in(client, tokens["editor"])
+    csrf = await page_csrf(client, f"/events/{event_id}")
+    for field, value, said in (
+        ("firing-0-count", "0", "the count is a whole number from 1 to 100"),
+        ("firing-0-after", "soon", 'the offset is a length such as "30s"'),
+        ("firing-0-var-weight", "heavy", "payload.weight: 'heavy' is not a number"),
+    ):
+        data = {"csrf_token": csrf, "firing-0-trigger": "wisps.caught", field: value}
+        answer = await client.post(f"/events/{event_id}/rehearse", data=data)
+        assert answer.status == 400, field
+        assert f"simulated firing 1: {said}" in unescape(await answer.text()), field

@@ -96,7 +96,10 @@ async def test_a_moderator_reschedules_a_scheduled_run_from_its_console(
     html = await (await client.get(f"/runs/{first.id}")).text()
     assert f'action="/runs/{first.id}/reschedule"' in html
     # The event's zone: its wall clock in the form and in the error, never microseconds.
-    assert '<label for="reschedule-at">New start (Europe/Berlin)</label>' in html
+    assert (
+        '<label for="reschedule-at">New start (on the event\'s clock, Europe/Berlin)</label>'
+        in html
+    )
     csrf = csrf_of(html)
     # a bad instant and one in the past: at the field, nothing moved
     for value, words in (
@@ -237,3 +240,30 @@ async def test_the_run_page_shows_the_runs_params_and_a_run_without_params_shows
         assert re.findall(r"<code>(.*?)</code>", shown) == ["rounds=3", "server=eu-2 &lt;b&gt;"]
     html = await (await client.get(f"/runs/{plain_id}")).text()
     assert 'id="run-params"' not in html and "<dt>Params</dt>" not in html
+
+
+async def test_a_counted_firing_says_the_gate_is_moving_until_the_engine_moves_it(
+    client, tokens, host
+):
+    event = await publish_event(
+        host.db,
+        host.clock.now(),
+        spec(
+            phase("hunt", advance={"on": "wisps.caught", "count": 1, "dormant": False}),
+            phase("after", announce("done")),
+        ),
+    )
+    run_id, _ = await start_now(host, event.id, scope="", actor="admin:test")
+    engine = Engine(host)
+    await engine.tick()
+    await sign_in(client, tokens["moderator"])
+    waiting = await (await client.get(f"/runs/{run_id}")).text()
+    assert "waiting on wisps.caught" in waiting and "the gate is moving" not in waiting
+    await host.emit("wisps.caught", {"colour": "north"})
+    moving = await (await client.get(f"/runs/{run_id}")).text()
+    line = re.search(r'id="waiting-on">(.*?)</p>', moving, re.S).group(1)
+    assert "a firing was counted; the gate is moving." in line and "Advancing" not in line
+    await engine.tick()
+    moved = await (await client.get(f"/runs/{run_id}")).text()
+    assert "the gate is moving" not in moved
+    await engine.stop()

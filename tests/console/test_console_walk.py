@@ -353,7 +353,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     banner.get_by_role("link").first.click()
     page.wait_for_url(run_url)
     # one numbering: the waiting sentence names the step as its row does
-    step_no = re.search(r"confirm step (\d+)", page.locator("#waiting-on").inner_text())
+    step_no = re.search(r"confirm “[^”]+” \(step (\d+)\)", page.locator("#waiting-on").inner_text())
     assert step_no, page.locator("#waiting-on").inner_text()
     expect(page.locator(f'td[data-label="Step"]:text-is("step {step_no[1]}")')).to_have_count(1)
     _shot(page, "run-parked")
@@ -383,9 +383,7 @@ def test_staff_author_start_and_watch_an_event_in_chromium(
     expect(drawn.locator(".tlr-phase").nth(1).locator("rect.tlr-wait")).to_have_count(1)
     expect(drawn.locator(".tlr-phase").nth(2)).to_contain_text("gate: after 1 s")
     first_time = page.locator("#timeline ~ section time").first
-    assert re.fullmatch(
-        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", first_time.get_attribute("title") or ""
-    )
+    assert (first_time.get_attribute("title") or "").endswith(("CET", "CEST"))
     assert first_time.inner_text().endswith(("CET", "CEST"))  # the event's zone
     shown = first_time.inner_text()
     log_time = page.locator("table.log time").first

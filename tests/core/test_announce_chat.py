@@ -20,7 +20,10 @@ from pageant.engine import Engine
 from pageant.errors import Invalid
 from pageant.runs.create import start_now
 from pageant.settings import load_settings
+from tests.api.test_events_api import EVENTS, call, create
+from tests.console.test_console import sign_in
 from tests.factories import announce, log_lines, make_host, phase, publish_event, spec, step_rows
+from tests.scheduling import spec_with
 
 DISCORD_PATH = "/api/webhooks/1234/discord-token-secret"
 SLACK_PATH = "/services/T0/B0/slack-token-secret"
@@ -265,7 +268,8 @@ async def test_an_unconfigured_chat_leg_fails_for_good(settings, db, clock, serv
     service.path = ""
     host, _run_id, made, _ = await _announce(settings, db, clock, service)
     try:
-        assert (made.status, made.last_error) == ("failed", f"{service.setting} is not configured")
+        assert made.status == "failed"
+        assert made.last_error.startswith(f"{service.setting} is not configured: set PAGEANT_")
         assert service.got == []
     finally:
         await host.close()
@@ -296,3 +300,33 @@ async def test_a_plugin_author_kit_posts_through_the_same_leg(service):
         assert body["blocks"][0]["text"]["text"] == "Announcement: pageant-testing"
         assert body["blocks"][1]["text"]["text"] == "Hi"
         assert len(body["blocks"]) == 2  # no time, no link: no context line
+
+
+async def test_verify_refuses_a_chat_leg_with_nowhere_to_send_naming_the_setting(
+    client, tokens, host
+):
+    event_spec = spec_with(
+        {"kind": "manual"},
+        {
+            "key": "herald",
+            "label": "Herald",
+            "steps": [
+                {"action": "core.announce", "params": {"leg": "core.discord", "message": "hi"}}
+            ],
+        },
+    )
+    event = await create(client, tokens["admin"], title="Loud", spec=event_spec)
+    status, _ = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    assert status == 200
+    status, data = await call(client, "POST", f"{EVENTS}/{event['id']}/verify", tokens["admin"])
+    assert status == 400, data
+    assert any(
+        "discord_webhook_url is not configured: set PAGEANT_DISCORD_WEBHOOK_URL" in d
+        for d in data["error"]["details"]
+    ), data
+    # The editor's leg picker says so beside the leg, and not beside a configured one.
+    await host.start_plugins()
+    await sign_in(client, tokens["admin"])
+    html = await (await client.get(f"/events/{event['id']}")).text()
+    assert "Discord channel (not configured: discord_webhook_url is not set)" in html
+    assert "Run log (not configured" not in html

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOST = ROOT / "host"
 ENUM_FILE = HOST / "db" / "log_kinds.py"
 # The console's renderings read kinds, they do not write them.
-READERS = {HOST / "runs" / "console_text.py"}
+READERS = {HOST / "runs" / "console_text.py", HOST / "runs" / "sentences.py"}
 TABLE = re.compile(
     r"<!-- log-kinds -->\n\| kind \| written when \|\n\| --- \| --- \|\n((?:\|.*\n)+)"
 )

@@ -711,11 +711,19 @@ def test_after_gates_are_normalised(after: str, normalised: str, registry: Regis
     assert gate_of({"after": after}, registry) == {"after": normalised}
 
 
-@pytest.mark.parametrize("after", ["0s", "31d", "721h", "1h30m", "1.5h", "30", "", 30, None])
+@pytest.mark.parametrize("after", ["0s", "31d", "721h", "1h30m", "1.5h", "30", "m", 30, None])
 def test_after_gates_outside_the_grammar_or_bounds(after: Any, registry: Registry) -> None:
     assert error_of(gated({"after": after}), registry) == (
         'spec.phases[0].advance.after: expected a duration such as "30m" '
         f"(a whole number of s, m, h or d) from 1s to 30d; got {json.dumps(after)}"
+    )
+
+
+@pytest.mark.parametrize("after", ["", "  "])
+def test_a_blank_after_gate_asks_for_a_duration(after: str, registry: Registry) -> None:
+    assert error_of(gated({"after": after}), registry) == (
+        "spec.phases[0].advance.after: give a duration such as 10m "
+        "(a whole number of s, m, h or d); it is blank"
     )
 
 

@@ -632,7 +632,7 @@ async def test_an_unavailable_plugin_holds_its_world_changing_steps_until_it_is_
     waiting_on = (await console(smith_host, run_id))["run"]["waiting_on"]
     assert waiting_on["reason"] == "unavailable"
     assert waiting_on["sentence"] == (
-        f"step {made.id} (Forge) waits: smith.forge is unavailable (the shard is restarting)"
+        f"“Forge” (step {made.id}) waits: smith.forge is unavailable (the shard is restarting)"
     )
     assert waiting_on["step_id"] == made.id
     assert len(await log_lines(smith_host.db, run_id, "run.waiting")) == 1  # logged once

@@ -40,48 +40,15 @@ document.addEventListener("htmx:load", function (event) {
 });
 
 
-// Times are drawn in the event's zone (UTC on hover). A person may ask for their own zone
-// instead: the choice is kept in this browser and applied again after every live update.
-var ZONE_KEY = "pageant.viewerZone";
-var original = new WeakMap();
-function showTimes(mine) {
-  var full = new Intl.DateTimeFormat(undefined, {
-    weekday: "short", year: "numeric", month: "2-digit", day: "2-digit",
-    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short",
-  });
-  var clock = new Intl.DateTimeFormat(undefined, {
-    hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false,
-  });
-  document.querySelectorAll("time[datetime][data-zone]").forEach(function (el) {
-    if (!original.has(el)) original.set(el, el.textContent);
-    var fmt = el.hasAttribute("data-clock") ? clock : full;
-    el.textContent = mine ? fmt.format(new Date(el.getAttribute("datetime"))) : original.get(el);
-  });
-  var button = document.getElementById("zone-toggle");
-  if (button) {
-    button.setAttribute("aria-pressed", mine ? "true" : "false");
-    button.textContent = mine ? "Show times in the event's zone" : "Show times in my zone";
-  }
+// Every time on a page is drawn by the server in the page's one zone. "Show times in my zone"
+// posts the browser's own zone, which only the browser knows; the server keeps the choice and
+// draws every page in it.
+function fillBrowserZone() {
+  var zone = "";
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone = ""; }
+  document.querySelectorAll("input[data-browser-zone]").forEach(function (el) { el.value = zone; });
 }
-function viewerZone() {
-  try { return window.localStorage.getItem(ZONE_KEY) === "mine"; } catch (e) { return false; }
-}
-document.addEventListener("DOMContentLoaded", function () {
-  var slot = document.getElementById("zone-slot");
-  if (slot && document.querySelector("time[data-zone]")) {
-    var button = document.createElement("button");
-    button.type = "button";
-    button.id = "zone-toggle";
-    button.addEventListener("click", function () {
-      var mine = !viewerZone();
-      try { window.localStorage.setItem(ZONE_KEY, mine ? "mine" : "event"); } catch (e) { /* kept for this page only */ }
-      showTimes(mine);
-    });
-    slot.appendChild(button);
-  }
-  showTimes(viewerZone());
-});
-document.addEventListener("htmx:afterSwap", function () { showTimes(viewerZone()); });
+document.addEventListener("DOMContentLoaded", fillBrowserZone);
 
 // The editor warns before a page is left with changes that were not saved: any edit of
 // its fields, and any form it drew after an add, move or remove (marked data-unsaved).

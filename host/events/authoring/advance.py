@@ -71,6 +71,12 @@ def validate_advance(
     if kinds[0] == "after":
         extra = refuse_unknown(raw, AFTER_GATE_KEYS, path, errors, ' for an "after" gate')
         seconds = parse_after(raw["after"])
+        if isinstance(raw["after"], str) and not raw["after"].strip():
+            errors.append(
+                f"{path}.after: give a duration such as 10m (a whole number of s, m, h or d); "
+                "it is blank"
+            )
+            return None
         if seconds is None:
             errors.append(
                 f'{path}.after: expected a duration such as "30m" (a whole number of s, m, h '
