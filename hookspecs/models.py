@@ -532,9 +532,7 @@ class OptionSource(_Declaration):
 
 
 def _word(value: Any) -> str:
-    """A payload value as a sentence shows it: text as it is, a missing value as ``?``."""
-    if value is None:
-        return "?"
+    """A payload value as a sentence shows it: text as it is, a truth as yes or no."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
@@ -563,8 +561,9 @@ class Trigger(_Declaration):
     payload's variables in braces: ``"{killer} fragged {victim} with {means}"``. Every name
     in it must be a declared variable (no format specs, no conversions; ``{{`` is a brace).
     A counted firing's log line then reads *Major-4abc fragged Sarge-4abd with a rocket*
-    rather than the bare values its gate's condition named; a variable the payload lacks
-    reads ``?``. Without it the line shows the condition's values, as before.
+    rather than the bare values its gate's condition named. A firing whose payload lacks a
+    variable the template names (or carries it empty) is said as if there were no template:
+    a sentence never shows a blank or a placeholder.
     """
 
     id: str
@@ -597,8 +596,12 @@ class Trigger(_Declaration):
         return self
 
     def say(self, payload: Mapping[str, Any]) -> str | None:
-        """This firing in words, from ``sentence`` (None without one)."""
+        """This firing in words, from ``sentence``; None without one, or when the payload
+        lacks a value the template names."""
         if self.sentence is None:
+            return None
+        named = {name for _, name, _, _ in string.Formatter().parse(self.sentence) if name}
+        if any(payload.get(name) in (None, "") for name in named):
             return None
         words = {v.name: _word(payload.get(v.name)) for v in self.variables}
         return self.sentence.format_map(words)

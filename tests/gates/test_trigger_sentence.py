@@ -39,15 +39,6 @@ class Arena:
         ]
 
 
-def test_a_sentence_says_a_payload_and_a_missing_value_reads_as_a_question_mark() -> None:
-    trigger = Trigger.model_validate(
-        {"id": FRAG, "label": "x", "variables": VARIABLES, "sentence": "{killer} got {victim}"}
-    )
-    assert trigger.say({"killer": "Major", "victim": "Sarge"}) == "Major got Sarge"
-    assert trigger.say({"killer": "Major"}) == "Major got ?"
-    assert Trigger.model_validate({"id": FRAG, "label": "x"}).say({}) is None
-
-
 @pytest.mark.parametrize(
     ("sentence", "error"),
     [
@@ -86,6 +77,16 @@ async def test_a_counted_firing_is_said_in_its_triggers_words(settings, db, cloc
         (line,) = await log_lines(host.db, run_id, "condition.evaluated")
         assert line.detail["sentence"] == "Major-4abc fragged Sarge-4abd with a rocket"
         said = describe({"kind": line.kind, "detail": line.detail, "step_id": None})
-        assert said == "counted: Major-4abc fragged Sarge-4abd with a rocket (1 of 2)"
+        assert said == "Major-4abc fragged Sarge-4abd with a rocket — 1 of 2"
     finally:
         await host.close()
+
+
+def test_a_firing_missing_a_named_variable_is_not_said_with_a_placeholder() -> None:
+    trigger = Trigger.model_validate(
+        {"id": FRAG, "label": "x", "variables": VARIABLES, "sentence": "{killer} fragged {victim}"}
+    )
+    assert trigger.say({"killer": "Major", "victim": "Sarge"}) == "Major fragged Sarge"
+    assert trigger.say({"killer": "Major"}) is None
+    assert trigger.say({"killer": "Major", "victim": ""}) is None
+    assert Trigger.model_validate({"id": FRAG, "label": "x"}).say({}) is None

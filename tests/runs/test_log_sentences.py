@@ -54,6 +54,8 @@ WRITERS_OF_EVERY_KIND = [
     "tests/engine/test_engine_steps.py::test_a_stale_answer_is_logged_and_dropped",
     "tests/engine/test_caps.py::test_the_cap_refuses_with_the_numbers_and_the_run_goes_on_skip",
     "tests/engine/test_caps.py::test_a_step_written_for_an_older_declaration_is_flagged_and_logged_once",
+    "tests/engine/test_notify_hold.py::test_a_notify_step_is_held_while_its_plugin_is_down_and_sent_when_it_is_back",
+    "tests/engine/test_notify_hold.py::test_a_hold_that_runs_out_is_refused_and_says_how_long_it_held",
 ]
 
 #: What a sentence for a person never holds: Python's None, a question mark standing in for
