@@ -136,6 +136,17 @@ async def test_a_dimension_not_reported_stays_charged_and_one_not_reserved_is_ig
     assert line.endswith('reports 4 of "purse.copper", which its cost did not reserve; ignored')
 
 
+async def test_a_parked_answer_settles_at_once_not_when_a_person_confirms(
+    purse_host, purse_engine, purse
+):
+    purse.answers = [{"ok": True, "park": True, "spent": {"purse.gold": 1}}]
+    run_id = await start_event(purse_host, spec(phase("a", buy(4))))
+    await purse_engine.tick()
+    (made,) = await step_rows(purse_host.db, run_id)
+    assert (made.status, made.lease_until, made.spent) == ("running", None, {"purse.gold": 1})
+    assert (await _meters(purse_host, run_id))["purse.gold"][1] == 1
+
+
 async def test_a_failure_keeps_its_reservation_whatever_it_says_it_spent(
     purse_host, purse_engine, purse
 ):
