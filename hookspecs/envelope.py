@@ -9,6 +9,7 @@ A callable answers one of::
     {"ok": True, "participants": [{"name": "Ada", "role": "tank"}]}  # who took part (1.1)
     {"ok": True, "results": {"title": "Boss rush", "entries": [
         {"rank": 1, "name": "Ada", "detail": "4:12"}]}}              # how it ended (1.1)
+    {"ok": True, "spent": {"mygame.npcs": 2}}    # done; the game made 2 of what cost reserved (1.3)
     {"ok": False, "retry": True, "error": "shard busy"}           # failed, may retry
     {"ok": False, "retry": False, "error": "no such region"}      # failed for good
 
@@ -23,6 +24,15 @@ than :data:`MAX_ERROR_BYTES`, more than :data:`MAX_RESOURCES` resources, a resou
 than :data:`MAX_REF_CHARS`, or whose detail is not JSON, and a ``hold_for`` past
 :data:`MAX_HOLD_SECONDS`. Each reads as the plugin's retryable failure, with an error that
 names the field and its limit (contract 1.2).
+
+**``spent`` settles the step's charge** (contract 1.3): ``{dimension: amount}``, what the
+game confirmed it made, read on a ``done`` or parked answer only. The host reserved the
+step's ``cost`` before the perform; it keeps the smaller of the two for each dimension the
+answer names and gives the rest back to the run, for later steps. A dimension the answer
+does not name stays charged in full, an amount above the reservation is cut to it (with a
+warning in the host's log), and with no ``spent`` the whole reservation stays spent. A
+``spent`` that is not a mapping of dimension names to numbers from 0 up reads as the
+plugin's retryable failure, like any answer the host could not store.
 """
 
 from __future__ import annotations
@@ -48,6 +58,8 @@ MAX_REF_CHARS = 200
 #: The most participants one answer may report, and the most entries one results table holds.
 MAX_PARTICIPANTS = 1_000
 MAX_ENTRIES = 100
+#: The most dimensions one ``spent`` may name.
+MAX_SPENT = 100
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,8 @@ class Envelope:
     park: bool = False
     participants: tuple[Participant, ...] = ()
     results: Results | None = None
+    #: What the game confirmed it made, ``{dimension: amount}`` (1.3); None: as reserved.
+    spent: dict[str, float] | None = None
     #: Why the raw answer was reread (``exception``, ``timeout``, ``not a mapping``, ...).
     malformed: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +156,9 @@ def classify(answer: object) -> Envelope:
     results, problem = _results(answer.get("results"))
     if problem is not None:
         return _retryable("bad results", problem)
+    spent, problem = _spent(answer.get("spent"))
+    if problem is not None:
+        return _retryable("bad spent", problem)
     return Envelope(
         ok=True,
         resources=tuple(resources),
@@ -149,6 +166,7 @@ def classify(answer: object) -> Envelope:
         park=park,
         participants=participants,
         results=results,
+        spent=spent,
     )
 
 
@@ -221,3 +239,22 @@ def _results(raw: object) -> tuple[Results | None, str | None]:
             return None, f"results.entries[{i}].rank must be a whole number from 1"
         found.append(ResultEntry(name=entry["name"].strip(), detail=detail, rank=rank))
     return Results(title=raw["title"].strip(), entries=tuple(found)), None
+
+
+def _spent(raw: object) -> tuple[dict[str, float] | None, str | None]:
+    if raw is None:
+        return None, None
+    if not isinstance(raw, Mapping) or len(raw) > MAX_SPENT:
+        return None, f'"spent" must be a mapping of at most {MAX_SPENT} dimensions to amounts'
+    found: dict[str, float] = {}
+    for dimension, amount in raw.items():
+        if (
+            not isinstance(dimension, str)
+            or isinstance(amount, bool)
+            or not isinstance(amount, (int, float))
+            or not math.isfinite(amount)
+            or amount < 0
+        ):
+            return None, f'"spent.{dimension}" must be a number from 0 up, not {amount!r}'
+        found[dimension] = amount
+    return found, None

@@ -327,8 +327,10 @@ class Action(_Declaration):
 
     ``perform(ctx)`` and ``revert(ctx)`` are ``async def`` and answer an envelope (see
     :mod:`pageant.hookspecs.envelope`). ``cost(params)`` is synchronous and pure and
-    answers ``{dimension: amount}``. ``revert`` is present exactly when ``reversible`` is
-    not ``none``. ``version`` is bumped whenever a param changes meaning.
+    answers ``{dimension: amount}``, reserved before ``perform`` and settled to the
+    envelope's ``spent`` when it answers one (contract 1.3). ``revert`` is present exactly
+    when ``reversible`` is not ``none``. ``version`` is bumped whenever a param changes
+    meaning.
 
     ``on_failure`` (contract 1.2) is the step's disposition once it fails for good when the
     spec does not say: ``skip``, ``pause`` or ``abort_run``. It wins over the default of the

@@ -105,6 +105,15 @@ class PageantSpecs:
 
         On failure: the plugin is refused with its reasons; the host runs on.
 
+        A step's ``cost`` is reserved against its run's caps before ``perform`` is called,
+        so steps running at once never pass a cap. A ``done`` (or parked) answer that
+        carries ``spent`` (``{dimension: amount}``, what the game confirmed it made;
+        contract 1.3) settles the step's charge down to that and gives the rest back to the
+        run's later steps. Without ``spent`` the whole reservation stays spent; an amount
+        above it is cut to it, a dimension the cost did not reserve is ignored (each with a
+        warning in the host's log); a failure's ``spent`` is not read (a retry may yet make
+        what it asked for).
+
         Example::
 
             @hookimpl

@@ -1,4 +1,5 @@
-"""Plugins: what loaded, and what was refused with the reason (``pageant plugins``'s list)."""
+"""Plugins: what loaded, and what was refused with the reason (``pageant plugins``'s list),
+each loaded plugin with what its own start check found (``problems``)."""
 
 from __future__ import annotations
 

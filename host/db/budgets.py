@@ -68,6 +68,14 @@ _GIVE_BACK = (
 _UNMARK_SPENT = by_primary_key(
     update(event_run_steps).where(_s.id == bindparam("step_id")).values(spent=null())
 )
+_SPENT_OF = select(_s.spent).where(_s.id == bindparam("step_id"))
+# Only a step that has paid is settled, and only ever down (the caller never asks for more
+# than the reservation), so a settle can never carry a run past its cap.
+_SETTLE_SPENT = by_primary_key(
+    update(event_run_steps)
+    .where(_s.id == bindparam("step_id"), _s.spent.is_not(None))
+    .values(spent=bindparam("spent"))
+)
 _LIVE_ROWS = (
     select(b.id, b.run_id, b.dimension, b.cap, b.cap_source_action, b.actions)
     .select_from(event_run_budget.join(event_runs, event_runs.c.id == b.run_id))
@@ -124,6 +132,28 @@ async def give_back(conn: AsyncConnection, run_id: int, dimension: str, amount: 
 async def unmark_spent(conn: AsyncConnection, step_id: int) -> None:
     """Undo :func:`mark_spent` inside the transaction that marked it."""
     await conn.execute(_UNMARK_SPENT, {"step_id": step_id})
+
+
+async def spent_of(conn: AsyncConnection, step_id: int) -> dict[str, int] | None:
+    """What ``step_id`` has paid, or None when it has paid nothing."""
+    spent = (await conn.execute(_SPENT_OF, {"step_id": step_id})).scalar()
+    return dict(spent) if spent is not None else None
+
+
+async def settle(
+    conn: AsyncConnection,
+    run_id: int,
+    step_id: int,
+    paid: Mapping[str, int],
+    keep: Mapping[str, int],
+) -> None:
+    """Lower what ``step_id`` paid (``paid``) to ``keep`` (never more, per dimension), and
+    give the difference back to the run's meters for its later steps."""
+    for dimension in sorted(paid):
+        released = paid[dimension] - keep.get(dimension, paid[dimension])
+        if released > 0:
+            await give_back(conn, run_id, dimension, released)
+    await conn.execute(_SETTLE_SPENT, {"step_id": step_id, "spent": dict(keep)})
 
 
 async def live_rows(conn: AsyncConnection, dimensions: Iterable[str]) -> list[AnyRow]:

@@ -29,7 +29,7 @@ from pageant.db.shared import Batch
 from pageant.db.states import RUN_ABORT
 from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
-from pageant.engine.policy import Decision, may_invoke
+from pageant.engine.policy import Decision, may_invoke, settle_spend
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.ledger import cleanup as ledger
@@ -594,6 +594,7 @@ async def record(
                 return await _stale(conn, step, claim, outcome="parked", error=None, now=now)
             await runlog.step_parked(conn, step, at=now, attempt=claim.attempt)
             await _record_outcome(conn, step, envelope, now=now)
+            await settle_spend(conn, step, envelope)
         return CONTINUE
 
     if envelope.ok:
@@ -637,6 +638,9 @@ async def record(
                 batch=lines,
             )
             await _record_outcome(conn, step, envelope, now=now)
+            # The settle point: the answer says what the game made, and the reservation
+            # taken at the claim is lowered to it with the step's own record.
+            await settle_spend(conn, step, envelope)
             if ledger.recorded(action):
                 await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
             elif envelope.resources and action is not None:

@@ -20,7 +20,11 @@ The layers, in order, each a refusal code:
 
 The spend happens once per step: the step records what it paid in the same transaction, so
 a retry, a re-dispatch after a crash or a person's retry never pays twice, and a failure is
-never refunded (the attempt may have half-run). A step refused on its second dimension
+never refunded (the attempt may have half-run). What it paid is a reservation: a ``done``
+or parked answer that says what the game made (the envelope's ``spent``, contract 1.3) is
+settled by :func:`settle_spend` in the answer's own transaction, lowering the charge to
+that and giving the rest back for later steps; the charge never rises after dispatch, so
+the cap holds as it did when the step paid. A step refused on its second dimension
 gives the first back: what it had taken is given back in the same transaction, before
 anyone else can see it.
 
@@ -30,19 +34,22 @@ read of the switchboard for a step that spends nothing, and no transaction of it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import budgets
 from pageant.db import switchboard as board_rows
-from pageant.switchboard.pricing import default_enabled, price
+from pageant.switchboard.pricing import default_enabled, price, settled
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from pageant.db.shared import Batch
-    from pageant.hookspecs import Action
+    from pageant.hookspecs import Action, Envelope
     from pageant.hosting import Host
 
 __all__ = ["Decision", "may_invoke"]
@@ -153,3 +160,27 @@ async def may_invoke(
     if priced.amounts and spend and step.get("spent") is None:
         return await _spend(conn, step, priced.amounts)
     return Decision(True)
+
+
+async def settle_spend(conn: AsyncConnection, step: Mapping[str, Any], envelope: Envelope) -> None:
+    """Settle what ``step`` paid to what its perform's answer says it ``spent``, in the
+    answer's transaction: nothing happens without a ``spent`` or when the step paid
+    nothing. An amount the host does not take as reported (above what was reserved, or a
+    dimension nothing reserved) is logged at WARNING, naming the step and the action."""
+    if envelope.spent is None:
+        return
+    paid = await budgets.spent_of(conn, step["id"])
+    if paid is None:
+        paid = {}
+    keep, problems = settled(paid, envelope.spent)
+    for problem in problems:
+        log.warning(
+            "run %s step %s: %s %s",
+            step["run_id"],
+            step["id"],
+            step["action"],
+            problem,
+            extra={"run_id": step["run_id"], "step_id": step["id"], "action": step["action"]},
+        )
+    if keep != paid:
+        await budgets.settle(conn, step["run_id"], step["id"], paid, keep)

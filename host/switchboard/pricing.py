@@ -83,6 +83,33 @@ def price(action: Action, params: Mapping[str, Any], registry: Registry) -> Pric
     return Price(amounts=amounts)
 
 
+def settled(
+    reserved: Mapping[str, int], reported: Mapping[str, float]
+) -> tuple[dict[str, int], list[str]]:
+    """What a step keeps spent once its perform answered ``spent`` (``reported``): for each
+    dimension ``reserved`` at dispatch, the smaller of the two in whole units (a fraction
+    rounds up, as a price does); a dimension not reported stays as reserved. Also every
+    sentence about what was not taken as reported: an amount above the reservation (cut
+    to it) and a dimension nothing reserved (ignored)."""
+    keep = dict(reserved)
+    problems = []
+    for dimension, amount in sorted(reported.items()):
+        if dimension not in reserved:
+            problems.append(
+                f'reports {amount!r} of "{dimension}", which its cost did not reserve; ignored'
+            )
+            continue
+        units = _units(amount)
+        if units is None or units > reserved[dimension]:
+            problems.append(
+                f'reports {amount!r} of "{dimension}", more than the {reserved[dimension]} its '
+                f"cost reserved; {reserved[dimension]} stays spent"
+            )
+            continue
+        keep[dimension] = units
+    return keep, problems
+
+
 def tightest(
     dimension: str, actions: set[str] | list[str], caps_by_action: Mapping[str, Mapping[str, Any]]
 ) -> tuple[int | None, str | None]:

@@ -43,6 +43,8 @@ from .settings import WORD, OpenArenaSettings
 __all__ = ["OpenArenaPlugin", "OpenArenaSettings"]
 
 log = logging.getLogger("pageant_openarena")
+#: The budget dimension the bots spend: what ``cost`` reserves and ``spent`` settles.
+BOTS = "openarena.bots"
 
 TOP_FRAGGER = "{top_fragger}"
 SETTING = "PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
@@ -308,7 +310,9 @@ class OpenArenaPlugin:
         """Add ``count`` bots, once per idempotency key: a retry finds the bots already
         added by their names and adds only those missing. Once the key has been reverted,
         any perform under it (a retry, or one still in flight) leaves no bot and answers ok
-        with no resources."""
+        with no resources. The answer's ``spent`` is the bots the server confirmed: when it
+        refuses one (full) after others joined, the step is done with those it took, and
+        the host's meter gives the rest of the reservation back."""
         server = self._server(ctx)
         count, skill = ctx.params["count"], ctx.params["skill"]
         character = ctx.params.get("bot")
@@ -326,17 +330,29 @@ class OpenArenaPlugin:
         try:
             if key in server.reverted:
                 await self._kick_all(server, [name for _, name in planned])
-                return {"ok": True}
+                return {"ok": True, "spent": {BOTS: 0}}
             if ctx.run is not None:
                 server.marks.setdefault(ctx.run.id, Counter(server.log.tally))
             # The step's own clock: the host cuts the perform off ``budget_ms`` after it began.
             deadline = time.monotonic() + ADD_BUDGET_MS / 1000
             refused = await self._settle_bots(server, planned, skill, key, deadline)
-            if refused is not None:
-                return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
             if key in server.reverted:
                 await self._kick_all(server, [name for _, name in planned])
-                return {"ok": True}
+                return {"ok": True, "spent": {BOTS: 0}}
+            joined = planned
+            if refused is not None:
+                present = await server.bot_names()
+                joined = [(char, name) for char, name in planned if name in present]
+                if not joined:
+                    return {"ok": False, "retry": False, "error": f"{server.id}: {refused}"}
+                log.warning(
+                    "%s took %d of %d bots for step %s and refused the rest: %s",
+                    server.id,
+                    len(joined),
+                    len(planned),
+                    key,
+                    refused,
+                )
         except RconError as exc:
             # A retry under this key adds only what is missing: always safe to retry.
             return self._failed(server, exc, sent=False)
@@ -344,8 +360,10 @@ class OpenArenaPlugin:
             "ok": True,
             "resources": [
                 {"kind": BOT, "ref": f"{server.id}/{name}", "server": server.id, "name": name}
-                for _, name in planned
+                for _, name in joined
             ],
+            # What the game confirmed, not what was asked: the host's meter counts these.
+            "spent": {BOTS: len(joined)},
         }
 
     async def _settle_bots(
@@ -520,7 +538,7 @@ class OpenArenaPlugin:
                     },
                     server,
                 ],
-                "cost": lambda params: {"openarena.bots": params["count"]},
+                "cost": lambda params: {BOTS: params["count"]},
                 "perform": self.add_bots,
                 "revert": self.kick_bots,
                 "description": "Bots that join and fight; kicked when the run ends.",
@@ -542,7 +560,7 @@ class OpenArenaPlugin:
 
     @hookimpl
     def pageant_budgets(self) -> list[dict[str, Any]]:
-        return [{"dimension": "openarena.bots", "label": "Bots added", "unit": "bots"}]
+        return [{"dimension": BOTS, "label": "Bots added", "unit": "bots"}]
 
     @hookimpl
     def pageant_option_sources(self) -> list[dict[str, Any]]:

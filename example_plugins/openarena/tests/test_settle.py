@@ -1,6 +1,7 @@
 """An ``addbot`` that gets no answer is settled by reading ``status``, within the step:
 a fake server that drops the request (its rcon ration spent) or loses only the answer
-(the bot joined). Only the bots truly missing are added again; none is added twice."""
+(the bot joined). Only the bots truly missing are added again; none is added twice. A bot
+the server refuses (full) is not counted on the run's budget meter."""
 
 from __future__ import annotations
 
@@ -124,3 +125,49 @@ async def test_status_reads_asked_together_or_just_after_share_one_request(
         await server.bot_names()
     asked = [c for _, _, c in fake.asked]
     assert asked.count("status") == 3
+
+
+async def test_a_bot_the_server_refuses_is_not_counted_on_the_meter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server with room for two: the third ``addbot`` is answered, and refused.
+    bots: list[str] = []
+
+    def keeping(password: str, command: str, nth: int) -> Reply:
+        if command.startswith("addbot "):
+            if len(bots) >= 2:
+                return [(0, printed("Server is full.\n"))]
+            bots.append(command.split()[-1])
+            return [(0, printed(f"ClientBegin: {len(bots) - 1}\n"))]
+        if command == "status":
+            rows = "".join(
+                f"{i:>3}     0    0 {name:<15} bot     16384\n" for i, name in enumerate(bots)
+            )
+            return [
+                (0, printed(f"map: oa_dm1\nnum score ping name            address  rate\n{rows}"))
+            ]
+        if command.startswith("kick ") and command.split()[-1] in bots:
+            bots.remove(command.split()[-1])
+        return [(0, printed("\n"))]
+
+    muster = {
+        "phases": [
+            {
+                "key": "muster",
+                "label": "Muster",
+                "steps": [{"action": "openarena.bots.add", "params": {"count": 3, "skill": 1}}],
+            }
+        ]
+    }
+    async with fake_rcon(keeping) as fake:
+        point_at(monkeypatch, fake.port)
+        async with kit_host(["pageant-openarena"]) as kit:
+            await kit.enable("openarena.bots.add", caps={"openarena.bots": 3})
+            console = await kit.run_to_completion(muster)
+    assert console["run"]["status"] == "completed"
+    (meter,) = console["budget"]
+    assert (meter["dimension"], meter["consumed"], meter["cap"]) == ("openarena.bots", 2, 3)
+    (step,) = console["steps"]
+    assert step["status"] == "done"
+    adds = [c for _, _, c in fake.asked if c.startswith("addbot ")]
+    assert len(adds) == 3  # the refused one is not sent again
