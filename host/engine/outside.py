@@ -30,6 +30,7 @@ async def watch_outside_writes(host: Host, engine: Engine, interval: float) -> N
     and tried again at the next interval; it never stops the host."""
     last: int | None = None
     failing = False
+    task = asyncio.current_task()
     while not engine.stopping:
         try:
             async with host.db.connect() as conn:
@@ -43,4 +44,7 @@ async def watch_outside_writes(host: Host, engine: Engine, interval: float) -> N
             if last is not None and newest != last:
                 engine.wake(advance_only=True)
             last = newest
+        if task is not None and task.cancelling():
+            # A cancel the database driver swallowed while giving its connection back.
+            raise asyncio.CancelledError
         await asyncio.sleep(interval)

@@ -175,12 +175,19 @@ class Link:
         return counts
 
     async def watch(self, every: float = 1.0) -> None:
-        """:meth:`watch_once` every ``every`` seconds, until cancelled."""
+        """:meth:`watch_once` every ``every`` seconds, until cancelled.
+
+        A cancel that lands inside a database call may be swallowed by the driver as it
+        gives its connection back; the task still counts it as cancelling, so the loop looks
+        before it sleeps and ends rather than watching on for ever."""
+        task = asyncio.current_task()
         while True:
             try:
                 await self.watch_once()
             except Exception:  # the database is out of reach: the next round tries again
                 log.debug("the link's watch failed", exc_info=True)
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
             await asyncio.sleep(every)
 
     # ── a plugin's call ──────────────────────────────────────────────────────

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from pageant.access.tokens import create_token
 from pageant.api.app import all_routes
 from pageant.api.routing import MAX_JSON_DEPTH, json_depth_exceeds, parse_id
 from pageant.db.tables import trigger_firing_keys, trigger_last_firings
@@ -34,8 +35,11 @@ def envelope(data: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def ids(client: Any, tokens: dict[str, str], host: Any) -> dict[str, Any]:
-    """Real ids for every path parameter: an event with a run whose step ran, a series."""
+async def ids(
+    client: Any, tokens: dict[str, str], host: Any, db: Any, clock: Any
+) -> dict[str, Any]:
+    """Real ids for every path parameter: an event with a run whose step ran, a series, and a
+    game link's server with a game token that may speak for it."""
     admin = tokens["admin"]
     event = await create(client, admin, title="Probe", spec=spec_of(WAIT))
     status, _ = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", admin)
@@ -54,7 +58,16 @@ async def ids(client: Any, tokens: dict[str, str], host: Any) -> dict[str, Any]:
         # A game's trigger: core's are the host's alone, refused before any body is read.
         "trigger_id": next(t for t in sorted(host.registry.triggers) if not t.startswith("core.")),
         "action_id": "core.announce",
+        "server": "probe",
+        "link_token": await create_token(
+            db, role="game", name="probe-link", now=clock.now(), servers=["probe"]
+        ),
     }
+
+
+def caller(template: str, ids: dict[str, Any], tokens: dict[str, str]) -> str:
+    """The token a route takes: a game link's route answers only its server's game token."""
+    return ids["link_token"] if template.startswith("/api/v1/link/") else tokens["admin"]
 
 
 def fill(template: str, ids: dict[str, Any], **raw: str) -> str:
@@ -76,7 +89,8 @@ async def test_json_nested_past_the_bound_is_a_400_on_every_body_route(
     client, tokens, ids, db, method, template
 ):
     before = await snapshot(db)
-    status, data = await call(client, method, fill(template, ids), tokens["admin"], nested(10_000))
+    token = caller(template, ids, tokens)
+    status, data = await call(client, method, fill(template, ids), token, nested(10_000))
     assert status == 400, data
     assert envelope(data)["details"] == [
         f"body: arrays and objects may nest at most {MAX_JSON_DEPTH} deep"
@@ -112,7 +126,8 @@ async def test_an_id_that_is_not_one_is_a_404_everywhere(client, tokens, db, ids
     for route in all_routes():
         if "{" not in route.path or route.path.endswith(("{slug}", "{trigger_id}/fire")):
             continue
-        if "{source_id}" in route.path:
+        if "{source_id}" in route.path or "{server}" in route.path:
+            # A server id is a name the game chose, not a number: any text may be one.
             continue
         for name in re.findall(r"{(\w+)}", route.path):
             path = fill(route.path, ids, **{name: raw})
@@ -265,7 +280,7 @@ async def test_an_optional_body_of_only_blanks_is_a_400_and_none_at_all_is_accep
     client, tokens, db, ids, template
 ) -> None:
     path = fill(template, ids)
-    headers = {**bearer(tokens["admin"]), "Content-Type": "application/json"}
+    headers = {**bearer(caller(template, ids, tokens)), "Content-Type": "application/json"}
     before = await snapshot(db)
     response = await client.post(path, data=b" \n", headers=headers)
     assert response.status == 400, await response.text()
@@ -552,7 +567,8 @@ async def test_a_lone_surrogate_is_a_400_on_every_body_route(
 ):
     before = await snapshot(db)
     body = b'{"title": "Arc\\udc00", "x\\ud83d": 1}'
-    status, data = await call(client, method, fill(template, ids), tokens["admin"], body)
+    token = caller(template, ids, tokens)
+    status, data = await call(client, method, fill(template, ids), token, body)
     assert status == 400, data
     assert envelope(data)["details"] == [
         "body.title: contains U+DC00, half of a surrogate pair alone, which is not text",

@@ -398,3 +398,31 @@ async def test_the_websocket_refuses_another_servers_token(link_host, agent):
     token = await _token(link_host, servers=("world-b",))
     answer = await agent.get("/api/v1/link/world-a/ws", headers=bearer(token))
     assert answer.status == 403
+
+
+async def test_the_watch_ends_when_cancelled_even_if_a_database_call_swallowed_the_cancel(
+    link_host, monkeypatch
+):
+    # A driver giving its connection back may swallow the CancelledError that landed inside
+    # it (seen with asyncmy on MariaDB): the app's shutdown then waited on the watch for ever.
+    entered = asyncio.Event()
+
+    async def swallowing_watch_once() -> dict[str, int]:
+        entered.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass  # as the driver does
+        return {}
+
+    monkeypatch.setattr(link_host.link, "watch_once", swallowing_watch_once)
+    watch = asyncio.create_task(link_host.link.watch(every=0.01))
+    await entered.wait()
+    watch.cancel()
+    done, _ = await asyncio.wait({watch}, timeout=2)
+    try:
+        assert done == {watch}, "the watch went on after it was cancelled"
+        assert watch.cancelled()
+    finally:
+        monkeypatch.undo()  # a watch still going next sleeps, and a second cancel ends it
+        watch.cancel()

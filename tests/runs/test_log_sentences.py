@@ -93,7 +93,9 @@ def engine_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, A
     """Every record the engine wrote while :data:`WRITERS_OF_EVERY_KIND` ran (on SQLite, in
     a child pytest that keeps each record as it is written)."""
     path = tmp_path_factory.mktemp("records") / "records.jsonl"
-    env = {k: v for k, v in os.environ.items() if k != "PAGEANT_TEST_MYSQL_URL"}
+    # SQLite alone is asked for, so CI's demand that MariaDB be in the run is not passed on.
+    dropped = {"PAGEANT_TEST_MYSQL_URL", "CI"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PAGEANT_RECORDS"] = str(path)
     done = subprocess.run(
         [

@@ -228,10 +228,17 @@ def test_pageant_verify_and_rehearse_an_event_by_slug(migrated_url, tmp_path):  
     assert rehearsed.exit_code == 0, rehearsed.output
     assert rehearsed.output.splitlines() == [
         f"event {good.id} version 1, rehearsed",
-        "       +0s  phase main entered",
-        "       +0s    core.announce done",
-        "       +0s    core.wait done",
-        "      +60s  phase main left",
+        "       +0s  The run was made by hand, to start at +0 s (by rehearsal)",
+        "       +0s  The run is starting (it was scheduled)",
+        "       +0s  The run is running (it was starting)",
+        "       +0s  Phase “Main” began with 2 steps",
+        "       +0s  “Announce” is done",
+        "       +0s  “Wait” is done; what follows waits 1 min",
+        "       +0s  Holding until +1 min: a wait ended phase main, and what follows waits for it",
+        "      +60s  No longer waiting",
+        "      +60s  Phase “Main” finished its steps",
+        "      +60s  The run is ending (it was running)",
+        "      +60s  The run completed (it was ending)",
         "      +60s  run completed",
     ]
 

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "openarena.md"
 BLOCK = re.compile(r"```(?P<lang>\w*)\n(?P<body>.*?)```\n", re.S)
 PAGEANT = str(Path(sys.executable).with_name("pageant"))
+ON_SERVER = ROOT / "example_plugins" / "openarena" / "events" / "frenzy-on-server.json"
+ON_SERVER_TITLE = json.loads(ON_SERVER.read_text())["title"]
 #: Commands the test does not run, each with why.
 NOT_RUN = {
     "apt-get install": "installs a system package (the tests need it installed already)",
@@ -33,8 +35,8 @@ NOT_RUN = {
     "# or: pageant runs start": "a comment",
     'curl -s -H "Authorization: Bearer $TOKEN" -H "Content-Type: application/json" '
     "localhost:8080/api/v1/admin/events/$ID/runs": (
-        "starts runs of frenzy-on-server.json, which the API refuses to create until a step "
-        "param may be a {param: ...} reference; its header is checked below"
+        "starts a run on each of two servers: tests/walks/test_openarena_walk.py starts such "
+        "runs of frenzy-on-server.json against two private servers; its header is checked below"
     ),
 }
 pytestmark = pytest.mark.timeout(180)
@@ -68,7 +70,7 @@ def test_every_command_is_run_here_or_says_why_not() -> None:
 
 def test_every_curl_sends_its_body_as_json() -> None:
     curls = [c for c in commands() if c.startswith("curl")]
-    assert len(curls) == 5
+    assert len(curls) == 6
     for curl in curls:
         assert '-H "Content-Type: application/json"' in curl, curl
 
@@ -191,7 +193,7 @@ async def test_serve_and_the_frenzys_curls_run_against_a_private_server(tmp_path
             for c in commands()
             if c.startswith("curl") and ("/actions/" in c or c.endswith(".json"))
         ]
-        assert len(frenzy) == 3
+        assert len(frenzy) == 4  # frenzy-on-server.json, two actions enabled, frenzy.json
         for curl in frenzy:
             done = await run(
                 curl.replace("localhost:8080", f"localhost:{port}"),
@@ -215,7 +217,8 @@ async def test_serve_and_the_frenzys_curls_run_against_a_private_server(tmp_path
             text=True,
         )
         titles = [e["title"] for e in json.loads(listed.stdout)["items"]]
-        assert titles == ["Low-Gravity Frenzy"]
+        # Both shipped files are taken by the API as they are.
+        assert sorted(titles) == ["Low-Gravity Frenzy", ON_SERVER_TITLE]
     finally:
         if serving is not None and serving.returncode is None:
             serving.terminate()
