@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pageant.engine import Engine
-from pageant.engine import outside
+from pageant.engine import Engine, outside
 
 
 async def test_the_watch_ends_when_cancelled_even_if_a_database_call_swallowed_the_cancel(
