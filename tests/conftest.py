@@ -175,6 +175,22 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+async def cancel_swallowed_once(
+    watch: asyncio.Task[Any], entered: asyncio.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancel ``watch`` once it is inside a call that swallows the cancel (as a database
+    driver may while giving its connection back), and assert that it still ends."""
+    await entered.wait()
+    watch.cancel()
+    done, _ = await asyncio.wait({watch}, timeout=2)
+    try:
+        assert done == {watch}, "the watch went on after it was cancelled"
+        assert watch.cancelled()
+    finally:
+        monkeypatch.undo()  # a watch still going next sleeps, and a second cancel ends it
+        watch.cancel()
+
+
 # ── the runner (engine) ──────────────────────────────────────────────────────
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from pageant.engine import Engine, outside
+from tests.conftest import cancel_swallowed_once
 
 
 async def test_the_watch_ends_when_cancelled_even_if_a_database_call_swallowed_the_cancel(
@@ -23,12 +24,4 @@ async def test_the_watch_ends_when_cancelled_even_if_a_database_call_swallowed_t
 
     monkeypatch.setattr(outside.runlog, "newest_id", swallowing_newest_id)
     watch = asyncio.create_task(outside.watch_outside_writes(host, Engine(host), 0.01))
-    await entered.wait()
-    watch.cancel()
-    done, _ = await asyncio.wait({watch}, timeout=2)
-    try:
-        assert done == {watch}, "the watch went on after it was cancelled"
-        assert watch.cancelled()
-    finally:
-        monkeypatch.undo()
-        watch.cancel()
+    await cancel_swallowed_once(watch, entered, monkeypatch)

@@ -18,7 +18,7 @@ from pageant.access.tokens import create_token, find_token, revoke_token
 from pageant.api.app import make_app
 from pageant.db.tables import link_commands, trigger_firing_keys
 from pageant.hookspecs import Down, NotDelivered, Unanswered
-from tests.conftest import bearer
+from tests.conftest import bearer, cancel_swallowed_once
 from tests.factories import make_host
 from tests.fixture_plugins.lighthouse import Lighthouse
 
@@ -417,12 +417,4 @@ async def test_the_watch_ends_when_cancelled_even_if_a_database_call_swallowed_t
 
     monkeypatch.setattr(link_host.link, "watch_once", swallowing_watch_once)
     watch = asyncio.create_task(link_host.link.watch(every=0.01))
-    await entered.wait()
-    watch.cancel()
-    done, _ = await asyncio.wait({watch}, timeout=2)
-    try:
-        assert done == {watch}, "the watch went on after it was cancelled"
-        assert watch.cancelled()
-    finally:
-        monkeypatch.undo()  # a watch still going next sleeps, and a second cancel ends it
-        watch.cancel()
+    await cancel_swallowed_once(watch, entered, monkeypatch)
