@@ -38,6 +38,8 @@ COUNT_EVERY = 0.5
 TAKE_LIMIT = 100
 #: How often this host writes a server's last sync to the database (other hosts read it).
 NOTE_EVERY = timedelta(seconds=1)
+#: How long closing the link waits for what a server's return began (its reconcile).
+RETURN_GRACE_SECONDS = 5.0
 
 SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}\Z")
@@ -492,6 +494,13 @@ class Link:
         return len(self._syncs)
 
     async def close(self) -> None:
+        """Stop the periodic check, and let what a server's return began (its plugins'
+        reconcile) finish before the database goes: cancelled inside a database call, it left
+        the driver closing a connection that never closed. What is still going after
+        :data:`RETURN_GRACE_SECONDS` is cancelled, and waited for."""
         await self._checker.stop()
-        for task in list(self._returns):
-            task.cancel()
+        if self._returns:
+            _, going = await asyncio.wait(set(self._returns), timeout=RETURN_GRACE_SECONDS)
+            for task in going:
+                task.cancel()
+            await asyncio.gather(*going, return_exceptions=True)
