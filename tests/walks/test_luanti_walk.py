@@ -300,9 +300,11 @@ def test_pageant_killed_holding_a_lease_the_world_puts_it_back_at_until(stage: S
     stage.api("POST", f"/api/v1/admin/runs/{run_id}/cancel", {"reason": "the world is down"})
     view = ended(stage, run_id)
     (lease,) = [r for r in view["resources"] if r["kind"] == "luanti.setting"]
-    # Found at its baseline: given back by the game, and the host restores nothing.
-    assert (lease["status"], lease["revert_attempts"]) == ("reverted", 0), json.dumps(lease)
-    assert lease["payload"]["restored_by"] == "game"
+    # Found at its baseline: given back by the game, and the host restores nothing. (An
+    # attempt whose read of the world timed out, on a loaded machine, is counted in
+    # revert_attempts; what matters is what the last one found.)
+    assert lease["status"] == "reverted", json.dumps(lease)
+    assert (lease["payload"]["found"], lease["payload"]["restored_by"]) == ("72", "game")
     assert world.setting("time_speed") == "72"
 
 
