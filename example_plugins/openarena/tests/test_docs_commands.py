@@ -5,10 +5,12 @@ or named below with why it is not; every ``curl`` sends JSON as JSON."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -75,6 +77,33 @@ def test_every_curl_sends_its_body_as_json() -> None:
         assert '-H "Content-Type: application/json"' in curl, curl
 
 
+async def shell(command: str, **kw: Any) -> asyncio.subprocess.Process:
+    """``command`` run by a shell in a process group of its own, so that :func:`stop` ends
+    what the shell started (a game server, ``pageant serve``) and not only the shell."""
+    return await asyncio.create_subprocess_shell(command, start_new_session=True, **kw)
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    """SIGTERM to ``process``'s whole group, SIGKILL to what is left after 10 s, and wait
+    until none of it is alive."""
+    group = process.pid
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGTERM)
+    for tick in range(200):
+        if tick == 100:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+        if process.returncode is None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), 0.1)
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail(f"process group {group} outlived SIGKILL")
+
+
 async def run(*args: Any, **kw: Any) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run`` off the event loop."""
     return await asyncio.to_thread(subprocess.run, *args, **kw)
@@ -99,9 +128,7 @@ async def started(tmp_path: Path) -> AsyncIterator[list[asyncio.subprocess.Proce
     processes: list[asyncio.subprocess.Process] = []
     yield processes
     for process in processes:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
+        await stop(process)  # the shell may be gone while the server it started is not
 
 
 async def test_the_server_commands_listen_where_they_say_and_keep_a_log_each(
@@ -122,7 +149,7 @@ async def test_the_server_commands_listen_where_they_say_and_keep_a_log_each(
         (home / ".openarena" / "baseoa").mkdir(parents=True, exist_ok=True)
         (home / ".openarena" / "baseoa" / "server.cfg").write_text(config)
         started.append(
-            await asyncio.create_subprocess_shell(
+            await shell(
                 command,
                 env={**os.environ, "HOME": str(home)},
                 stdout=subprocess.DEVNULL,
@@ -135,8 +162,7 @@ async def test_the_server_commands_listen_where_they_say_and_keep_a_log_each(
             await wait_answering(port, password)
             assert not answers("127.0.0.2", port, password)  # net_ip: on 127.0.0.1 only
             single = started.pop()
-            single.terminate()
-            await single.wait()
+            await stop(single)
     for _, port in homes[1:]:
         await wait_answering(port, password)
     logs = [home / ".openarena" / "baseoa" / "games.log" for home, _ in homes[1:]]
@@ -179,7 +205,7 @@ async def test_serve_and_the_frenzys_curls_run_against_a_private_server(tmp_path
         (serve,) = [c for c in commands() if "pageant serve" in c]
         serve = serve.replace("/home/oa/.openarena/baseoa/games.log", str(server.log_path))
         serve = serve.replace(".venv/bin/pageant", PAGEANT)
-        serving = await asyncio.create_subprocess_shell(
+        serving = await shell(
             serve, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         for _ in range(100):
@@ -220,9 +246,8 @@ async def test_serve_and_the_frenzys_curls_run_against_a_private_server(tmp_path
         # Both shipped files are taken by the API as they are.
         assert sorted(titles) == ["Low-Gravity Frenzy", ON_SERVER_TITLE]
     finally:
-        if serving is not None and serving.returncode is None:
-            serving.terminate()
-            await serving.wait()
+        if serving is not None:
+            await stop(serving)
         await server.stop()
 
 
