@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pageant.db import runlog
+from pageant.tasks import end_if_cancelled
 
 if TYPE_CHECKING:
     from pageant.engine.loop import Engine
@@ -30,7 +31,6 @@ async def watch_outside_writes(host: Host, engine: Engine, interval: float) -> N
     and tried again at the next interval; it never stops the host."""
     last: int | None = None
     failing = False
-    task = asyncio.current_task()
     while not engine.stopping:
         try:
             async with host.db.connect() as conn:
@@ -44,7 +44,5 @@ async def watch_outside_writes(host: Host, engine: Engine, interval: float) -> N
             if last is not None and newest != last:
                 engine.wake(advance_only=True)
             last = newest
-        if task is not None and task.cancelling():
-            # A cancel the database driver swallowed while giving its connection back.
-            raise asyncio.CancelledError
+        end_if_cancelled()
         await asyncio.sleep(interval)

@@ -25,6 +25,7 @@ from pageant.db import link as link_rows
 from pageant.hookspecs.link import Down, LinkFailure, NotDelivered, Unanswered
 from pageant.link.waiters import CHECK_SECONDS, Checker, Waiters
 from pageant.settings import Settings
+from pageant.tasks import end_if_cancelled
 from pageant.timefmt import iso
 
 log = logging.getLogger("pageant.link")
@@ -180,16 +181,14 @@ class Link:
         """:meth:`watch_once` every ``every`` seconds, until cancelled.
 
         A cancel that lands inside a database call may be swallowed by the driver as it
-        gives its connection back; the task still counts it as cancelling, so the loop looks
-        before it sleeps and ends rather than watching on for ever."""
-        task = asyncio.current_task()
+        gives its connection back; the loop looks before it sleeps (:func:`end_if_cancelled`)
+        and ends rather than watching on for ever."""
         while True:
             try:
                 await self.watch_once()
             except Exception:  # the database is out of reach: the next round tries again
                 log.debug("the link's watch failed", exc_info=True)
-            if task is not None and task.cancelling():
-                raise asyncio.CancelledError
+            end_if_cancelled()
             await asyncio.sleep(every)
 
     # ── a plugin's call ──────────────────────────────────────────────────────

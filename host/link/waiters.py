@@ -15,6 +15,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from pageant.tasks import end_if_cancelled
+
 log = logging.getLogger("pageant.link")
 
 #: How often a host asks the database for commands queued, and answers given, through
@@ -80,16 +82,13 @@ class Checker:
             self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def _loop(self) -> None:
-        task = asyncio.current_task()
         while self._busy():
             await asyncio.sleep(CHECK_SECONDS)
             try:
                 await self._check()
             except Exception:  # the database is out of reach: the next check tries again
                 log.debug("the link's periodic check failed", exc_info=True)
-            if task is not None and task.cancelling():
-                # A cancel the database driver swallowed while giving its connection back.
-                raise asyncio.CancelledError
+            end_if_cancelled()
 
     async def stop(self) -> None:
         if self._task is not None:
