@@ -1,10 +1,14 @@
 """The game link under load, on SQLite and (with ``--mysql URL``) MariaDB.
 
-- ``busy``: ``--busy`` agents (default 100), each long-polling its own server on a host in
-  this process over real HTTP, while one caller per server queues a command the moment the
-  last was answered (``context.link.call``, as a plugin's perform does). Commands delivered
-  and answered per second, and the latency from the call to the agent's receipt (p50/p99),
-  the agent already waiting.
+- ``busy``: ``--busy`` agents (default 100), each long-polling its own server over real
+  HTTP from a process of their own (as game servers are), on a host in this process, while
+  one caller per server queues a command the moment the last was answered
+  (``context.link.call``, as a plugin's perform does). Commands delivered and answered per
+  second, and the latency from the call to the agent's receipt (p50/p99), the agent
+  already waiting. ``--agents-here`` runs the agents in the host's process instead (the
+  first measurements of this benchmark did).
+- ``one``: the same agents, and one caller queueing one command at a time for the servers
+  in turn: the latency of a command whose agent is already waiting, nothing ahead of it.
 - ``idle``: a real ``pageant serve`` holding ``--agents`` syncs (default 1,000) open, each
   re-sent the moment it is answered (``wait`` 20 s); the server's resident memory and open
   file descriptors read every 5 s for ``--idle-seconds`` (first, last, highest).
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -88,7 +93,33 @@ async def _agent(
             results.append({"command": command["command"], "key": command["key"], "answer": 1})
 
 
-async def busy(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]:
+async def agents_process() -> None:
+    """The agents of ``busy``, in a process of their own: told the host's address and each
+    server's token on stdin (one JSON line), they sync until stdin closes, then print every
+    receipt's latency (one JSON line)."""
+    told = json.loads(sys.stdin.readline())
+    stop = asyncio.Event()
+    received: list[float] = []
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    polling = [
+        asyncio.create_task(_agent(session, told["base"], s, token, 20, received, stop))
+        for s, token in told["tokens"].items()
+    ]
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    stop.set()
+    for task in polling:
+        task.cancel()
+    await asyncio.gather(*polling, return_exceptions=True)
+    await session.close()
+    print(json.dumps(received), flush=True)
+
+
+async def busy(
+    mysql: str | None, agents: int, seconds: float, *, here: bool = False, one: bool = False
+) -> dict[str, Any]:
+    """``one``: a single caller, one command at a time, to the servers in turn (the
+    latency of a command whose agent is already waiting, nothing queued before it)."""
     async with scratch_database(mysql) as db:
         settings = Settings(database_url=str(db.url), http_concurrency=8)
         host = Host(settings, discover=False, db=db)
@@ -103,11 +134,25 @@ async def busy(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]
         stop = asyncio.Event()
         received: list[float] = []
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        polling = [
-            asyncio.create_task(_agent(session, base, s, tokens[s], 20, received, stop))
-            for s in servers
-        ]
-        await asyncio.sleep(1)  # every agent has synced once: up, and waiting
+        polling = []
+        process = None
+        if here:
+            polling = [
+                asyncio.create_task(_agent(session, base, s, tokens[s], 20, received, stop))
+                for s in servers
+            ]
+        else:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                __file__,
+                "--agents-process",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            assert process.stdin is not None
+            process.stdin.write(json.dumps({"base": base, "tokens": tokens}).encode() + b"\n")
+            await process.stdin.drain()
+        await asyncio.sleep(2)  # every agent has synced once: up, and waiting
         answered = 0
         until = time.monotonic() + seconds
 
@@ -124,18 +169,43 @@ async def busy(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]
                 )
                 answered += 1
 
-        began = time.monotonic()
-        await asyncio.gather(*(caller(s) for s in servers))
-        took = time.monotonic() - began
+        async def in_turn() -> None:
+            nonlocal answered
+            while time.monotonic() < until:
+                server = servers[answered % len(servers)]
+                await host.link.call(
+                    "bench",
+                    server,
+                    "ping",
+                    {"t": time.monotonic()},
+                    key=uuid.uuid4().hex,
+                    deadline=host.clock.now() + timedelta(seconds=30),
+                )
+                answered += 1
+
+        began, cpu = time.monotonic(), time.process_time()
+        if one:
+            await in_turn()
+        else:
+            await asyncio.gather(*(caller(s) for s in servers))
+        took, cpu = time.monotonic() - began, time.process_time() - cpu
         stop.set()
         for task in polling:
             task.cancel()
         await asyncio.gather(*polling, return_exceptions=True)
+        if process is not None:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.close()
+            received = json.loads(await process.stdout.readline())
+            await process.wait()
         await session.close()
         await runner.cleanup()
         return {
             "agents": agents,
+            "agents_in": "the host's process" if here else "a process of their own",
+            "callers": 1 if one else agents,
             "commands_per_second": round(answered / took, 1),
+            "host_cpu_ms_per_command": round(cpu / max(answered, 1) * 1000, 2),
             "p50_ms": round(_pct(received, 0.5) * 1000, 1),
             "p99_ms": round(_pct(received, 0.99) * 1000, 1),
             "commands": answered,
@@ -197,9 +267,17 @@ async def main() -> None:
     parser.add_argument("--agents", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--agents-here", action="store_true")
+    parser.add_argument("--agents-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print("busy", await busy(args.mysql, args.busy, args.seconds), flush=True)
-    print("idle", await idle(args.mysql, args.agents, args.idle_seconds), flush=True)
+    if args.agents_process:
+        await agents_process()
+        return
+    here = args.agents_here
+    print("busy", await busy(args.mysql, args.busy, args.seconds, here=here), flush=True)
+    print("one", await busy(args.mysql, args.busy, args.seconds, here=here, one=True), flush=True)
+    if args.idle_seconds > 0:
+        print("idle", await idle(args.mysql, args.agents, args.idle_seconds), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ on the token's row and written to the ``pageant.audit`` log.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -292,6 +293,10 @@ class _Known:
 #: How many live tokens a host remembers (a game server holds one; admins a few).
 KNOWN_LIMIT = 1024
 _known: weakref.WeakKeyDictionary[Any, dict[str, _Known]] = weakref.WeakKeyDictionary()
+#: The token reads in flight, by engine and hash (:func:`principal_seen_within`).
+_reading: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Future[Principal | None]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _remember(engine: AsyncEngine, token_hash: str, known: _Known) -> None:
@@ -332,7 +337,15 @@ async def principal_seen_within(
     the token is read."""
     known = _known.get(engine.sync_engine, {}).get(token_hash)
     if known is None or now - known.seen_at >= within or now < known.seen_at:
-        return await principal_for_hash(engine, token_hash, now=now)
+        # One read for every request that finds the token unknown or stale at once (a
+        # hundred agents syncing on one token): the others wait for its answer.
+        reading = _reading.setdefault(engine.sync_engine, {})
+        pending = reading.get(token_hash)
+        if pending is None:
+            pending = asyncio.ensure_future(principal_for_hash(engine, token_hash, now=now))
+            reading[token_hash] = pending
+            pending.add_done_callback(lambda _: reading.pop(token_hash, None))
+        return await asyncio.shield(pending)
     if known.expires_at is not None and known.expires_at <= now:
         raise Unauthenticated("the bearer token has expired")
     return known.principal

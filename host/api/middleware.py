@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from datetime import timedelta
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -39,6 +40,9 @@ UNQUEUED_PREFIXES = ("/static/",)
 LINK_PATHS = "/api/v1/link/"
 #: The routes that check their token again where they record their work (the firings').
 FIRING_PATHS = "/api/v1/triggers/"
+#: How long a game-link agent's token, read live, is trusted from memory: a token revoked
+#: through another host stops its agent's syncs within this.
+LINK_TOKEN_RECHECK = timedelta(seconds=5)
 
 
 def readers_pace(per_second: int) -> Pace:
@@ -207,6 +211,13 @@ async def bearer(request: web.Request, handler: Handler) -> web.StreamResponse:
                 # The firing routes read the token again in the transaction that records
                 # the firings, so a token seen live before is taken from memory here.
                 found = await principal_checked_later(host.db, token.strip(), now=now)
+            elif request.path.startswith(LINK_PATHS):
+                # An agent syncs back to back: its token, read live in the last
+                # LINK_TOKEN_RECHECK, is taken from memory (a revoke through this host is
+                # seen at once, one through another within that).
+                found = await principal_seen_within(
+                    host.db, hash_token(token.strip()), now=now, within=LINK_TOKEN_RECHECK
+                )
             elif reads_console(request.method, request.path):
                 # A console's reader is trusted as the console is kept: a token read live
                 # less than console_max_age_ms ago is not read again.

@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, tuple_, update
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.idempotent import insert_keeping_existing
+from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.tables import changed_one, link_commands, link_servers
 
 c = link_commands.c
@@ -64,12 +64,13 @@ async def find(conn: AsyncConnection, server: str, command: str, key: str) -> Ro
     return (await conn.execute(_FIND, {"server": server, "command": command, "key": key})).first()
 
 
-async def insert_command(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    """Queue a command; one already under its (server, command, key) is kept as it is."""
+async def insert_command(conn: AsyncConnection, values: dict[str, Any]) -> int | None:
+    """Queue a command and answer its id; one already under its (server, command, key) is
+    kept as it is (then None)."""
     statement = insert_keeping_existing(
         link_commands, [c.server, c.command, c.key], conn.dialect
     ).values(**values)
-    await conn.execute(statement)
+    return inserted_id(await conn.execute(statement), conn.dialect)
 
 
 async def requeue(
@@ -257,3 +258,110 @@ async def last_syncs(conn: AsyncConnection) -> dict[str, datetime]:
     """Every server that ever synced, and when it last did."""
     rows = await conn.execute(select(s.server, s.last_sync_at))
     return {row.server: row.last_sync_at for row in rows}
+
+
+# ── in bulk, for the link's group commit (:mod:`pageant.link.writes`) ─────────────
+
+
+async def _each(conn: AsyncConnection, statement: Any, params: list[dict[str, Any]]) -> int:
+    """Run ``statement`` once for each of ``params``; answers the rows changed in all. One
+    statement a batch where the driver counts the rows of a run over many (SQLite); one a
+    row where it does not."""
+    if conn.dialect.supports_sane_multi_rowcount:
+        return int((await conn.execute(statement, params)).rowcount)
+    return sum([(await conn.execute(statement, one)).rowcount for one in params])
+
+
+async def note_syncs(conn: AsyncConnection, latest: dict[str, datetime]) -> None:
+    """:func:`note_sync` for many servers at once."""
+    stmt = _SYNCED_MARIA if conn.dialect.name in ("mysql", "mariadb") else _SYNCED_LITE
+    params = [{"server": server, "last_sync_at": at} for server, at in sorted(latest.items())]
+    await conn.execute(stmt, params)
+
+
+_ANSWER_ALL = (
+    update(link_commands)
+    .where(
+        c.server == bindparam("b_server"),
+        c.command == bindparam("b_command"),
+        c.key == bindparam("b_key"),
+        c.answered_at.is_(None),
+        # Not IN (...): an expanding parameter cannot run over many rows at once.
+        or_(c.status == "queued", c.status == "delivered"),
+    )
+    .values(status="answered", answered_at=bindparam("b_now"), answer=bindparam("b_said"))
+)
+
+
+async def answer_all(
+    conn: AsyncConnection, named: Sequence[tuple[str, str, str, dict[str, Any], datetime]]
+) -> int:
+    """:func:`answer` on time for each ``(server, command, key, said, now)``; answers how
+    many it recorded (fewer than named: one was late, answered before, or unknown)."""
+    params = [
+        {"b_server": s_, "b_command": cmd, "b_key": key, "b_said": said, "b_now": now}
+        for s_, cmd, key, said, now in named
+    ]
+    return await _each(conn, _ANSWER_ALL, params)
+
+
+async def find_all(
+    conn: AsyncConnection, names: Sequence[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], Row]:
+    """:func:`find` for many ``(server, command, key)`` at once: those ever queued."""
+    wanted = set(names)
+    statement = select(*COMMAND_COLUMNS).where(
+        tuple_(c.server, c.command, c.key).in_(sorted(wanted))
+    )
+    found = {}
+    for row in (await conn.execute(statement)).all():
+        name = (row.server, row.command, row.key)
+        if name in wanted:
+            found[name] = row
+    return found
+
+
+async def insert_commands(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> int:
+    """:func:`insert_command` for many commands at once (each kept if already queued);
+    answers how many it inserted."""
+    statement = insert_keeping_existing(link_commands, [c.server, c.command, c.key], conn.dialect)
+    if conn.dialect.name in ("mysql", "mariadb"):  # a duplicate is a matched row there
+        return sum([await insert_command(conn, row) is not None for row in rows])
+    return int((await conn.execute(statement, list(rows))).rowcount)
+
+
+async def due_among(
+    conn: AsyncConnection, servers: Sequence[str], *, now: datetime, redeliver_before: datetime
+) -> list[Row]:
+    """:func:`due_for` for many servers at once, oldest first (no limit: the caller takes
+    each server's share)."""
+    statement = (
+        select(*COMMAND_COLUMNS)
+        .where(
+            c.server.in_(sorted(set(servers))),
+            c.deadline > now,
+            or_(
+                c.status == "queued",
+                and_(c.status == "delivered", c.delivered_at < redeliver_before),
+            ),
+        )
+        .order_by(c.id)
+    )
+    return list((await conn.execute(statement)).all())
+
+
+async def mark_all_delivered(
+    conn: AsyncConnection, command_ids: Sequence[int], *, now: datetime
+) -> int:
+    """:func:`mark_delivered` for many commands in one statement; answers how many moved
+    (fewer than named: one was withdrawn or answered meanwhile)."""
+    statement = (
+        update(link_commands)
+        .where(
+            c.id.in_(list(command_ids)),
+            c.status.in_(("queued", "delivered")),
+            c.deadline > now,
+        )
+        .values(status="delivered", delivered_at=now, deliveries=c.deliveries + 1)
+    )
+    return int((await conn.execute(statement)).rowcount)

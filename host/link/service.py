@@ -24,6 +24,7 @@ from pageant.clock import Clock
 from pageant.db import link as link_rows
 from pageant.hookspecs.link import Down, LinkFailure, NotDelivered, Unanswered
 from pageant.link.waiters import CHECK_SECONDS, Checker, Waiters
+from pageant.link.writes import Answer, Deliver, LinkWrites, Note, Queue
 from pageant.settings import Settings
 from pageant.tasks import end_if_cancelled
 from pageant.timefmt import iso
@@ -35,8 +36,6 @@ log = logging.getLogger("pageant.link")
 REDELIVER_AFTER = timedelta(seconds=5)
 #: How long a count of a server's waiting commands is trusted (seconds).
 COUNT_EVERY = 0.5
-#: The most commands one sync hands out.
-TAKE_LIMIT = 100
 #: How often this host writes a server's last sync to the database (other hosts read it).
 NOTE_EVERY = timedelta(seconds=1)
 #: How long closing the link waits for what a server's return began (its reconcile).
@@ -81,6 +80,12 @@ class Link:
         self._down: set[str] = set()
         self._syncs = Waiters()
         self._answers = Waiters()
+        #: (server, command, key) -> id, of the commands a call on this host waits for: an
+        #: answer through this host wakes its call with the answer, without a read.
+        self._awaited: dict[tuple[str, str, str], int] = {}
+        #: Commands queued, delivered and answered, and syncs noted, by every call and sync
+        #: on this host: committed together as they arrive (one transaction for many).
+        self._writes = LinkWrites(db)
         self._checker = Checker(self._check, lambda: len(self._syncs) + len(self._answers) > 0)
         self._returns: set[asyncio.Task[None]] = set()
         self._queueing: dict[str, asyncio.Lock] = {}
@@ -222,8 +227,14 @@ class Link:
             state, said = self.state(server, now)
         if state == DOWN:
             raise Down(server, command, f"{command} was not queued: {said}")
-        command_id = await self._queue(owner, server, command, dict(payload), key, deadline)
-        return await self._await_answer(command_id, server, command, deadline)
+        command_id, fresh = await self._queue(owner, server, command, dict(payload), key, deadline)
+        awaited = (server, command, key)
+        self._awaited[awaited] = command_id
+        try:
+            return await self._await_answer(command_id, server, command, deadline, fresh=fresh)
+        finally:
+            if self._awaited.get(awaited) == command_id:
+                del self._awaited[awaited]
 
     async def _queue(
         self,
@@ -233,49 +244,38 @@ class Link:
         payload: dict[str, Any],
         key: str,
         deadline: datetime,
-    ) -> int:
+    ) -> tuple[int, bool]:
+        """The command's id, and whether it was queued just now (not found queued before)."""
         now = self.clock.now()
-        row = None
+        values = {
+            "server": server,
+            "owner": owner,
+            "command": command,
+            "key": key,
+            "payload": payload,
+            "status": "queued",
+            "deadline": deadline,
+            "created_at": now,
+        }
         lock = self._queueing.setdefault(server, asyncio.Lock())
         # One count-then-insert at a time per server on this host, so the bound holds here
         # exactly. Two hosts queueing at once may each pass the count and go one past it;
         # the bound is on memory and the agent's backlog, and one more is not a loss.
-        async with lock:
-            if not self._full(server):
-                async with self.db.begin() as conn:
-                    row = await link_rows.find(conn, server, command, key)
-                    if row is None:
-                        await self._refuse_if_full(conn, server, command, key)
-                        await link_rows.insert_command(
-                            conn,
-                            {
-                                "server": server,
-                                "owner": owner,
-                                "command": command,
-                                "key": key,
-                                "payload": payload,
-                                "status": "queued",
-                                "deadline": deadline,
-                                "created_at": now,
-                            },
-                        )
-                        row = await link_rows.find(conn, server, command, key)
-                        assert row is not None
-                    else:
-                        await self._again(conn, row, deadline, payload)
-        if row is None:
+        if self._full(server):
             # Full when last counted: refused from one read (unless it is a retry of a
             # command queued already), in parallel, not in the queue's turn.
-            async with self.db.begin() as conn:
-                row = await link_rows.find(conn, server, command, key)
-                if row is None:
-                    await self._refuse_if_full(conn, server, command, key)
-                else:
-                    await self._again(conn, row, deadline, payload)
-            if row is None:  # counted again, with room: queued in the queue's turn
-                return await self._queue(owner, server, command, payload, key, deadline)
+            found = await self._writes.run(Queue(values, False, self._refuse_if_full, self._room))
+        else:
+            async with lock:
+                found = await self._writes.run(
+                    Queue(values, True, self._refuse_if_full, self._room)
+                )
+        if isinstance(found, NotDelivered):
+            raise found
+        if found is None:  # counted again, with room: queued in the queue's turn
+            return await self._queue(owner, server, command, payload, key, deadline)
         self._syncs.wake(server)
-        return int(row.id)
+        return found
 
     def _full(self, server: str) -> bool:
         counted = self._counted.get(server)
@@ -285,23 +285,27 @@ class Link:
             and asyncio.get_running_loop().time() - counted[1] < COUNT_EVERY
         )
 
-    @staticmethod
-    async def _again(conn: Any, row: Any, deadline: datetime, payload: dict[str, Any]) -> None:
-        """The same command and key queued again (a retry of the step): a withdrawn one is
-        queued again, a waiting one waits until the later deadline."""
-        if row.status == "withdrawn":
-            await link_rows.requeue(conn, row.id, deadline=deadline, payload=payload)
-        elif row.status in ("queued", "delivered"):
-            await link_rows.extend(conn, row.id, deadline=deadline)
+    def _room(self, server: str) -> bool:
+        """Whether ``server``'s queue surely has room for one more command by this host's
+        count (then it is counted as used): the count only grows between reads, so it is
+        read again once it reaches ``link_queue_max`` (:meth:`_refuse_if_full`)."""
+        counted = self._counted.get(server)
+        if counted is None or counted[0] + 1 >= self.settings.link_queue_max:
+            return False
+        self._counted[server] = (counted[0] + 1, counted[1])
+        return True
 
     async def _refuse_if_full(self, conn: Any, server: str, command: str, key: str) -> None:
-        """Refuse a command past ``link_queue_max``. The count is read at most every
-        :data:`COUNT_EVERY` while the queue is full (and kept up to date by this host's own
-        inserts), so a flood of calls for a silent server costs no read each; a slot freed
-        since is seen within that."""
+        """Refuse a command past ``link_queue_max``. The count is read once, then kept up
+        to date by this host's own inserts (never lowered: answers are not counted off) and
+        read again only once it reaches the bound, at most every :data:`COUNT_EVERY`: a
+        flood of calls for a silent server costs no read each, and a slot freed since is
+        seen within that."""
         loop = asyncio.get_running_loop()
         counted = self._counted.get(server)
-        if counted is None or loop.time() - counted[1] >= COUNT_EVERY:
+        if counted is None or (
+            counted[0] >= self.settings.link_queue_max and loop.time() - counted[1] >= COUNT_EVERY
+        ):
             counted = (await link_rows.waiting_count(conn, server), loop.time())
         waiting = counted[0]
         if waiting >= self.settings.link_queue_max:
@@ -317,18 +321,22 @@ class Link:
             )
 
     async def _await_answer(
-        self, command_id: int, server: str, command: str, deadline: datetime
+        self, command_id: int, server: str, command: str, deadline: datetime, *, fresh: bool
     ) -> Any:
-        woken = True  # read once first: the command may have been answered before
+        # Read once first, unless queued just now: it may have been answered before.
+        woken: Any = not fresh
         while True:
             # Watched before the read: an answer recorded between the two still wakes it.
             future = self._answers.watch(command_id)
+            if woken is not True and woken is not False:  # answered through this host
+                self._answers.forget(command_id, future)
+                return self._said(server, command, woken)
             if woken:
                 async with self.db.connect() as conn:
                     row = await link_rows.get(conn, command_id)
                 if row is not None and row.status == "answered":
                     self._answers.forget(command_id, future)
-                    return self._said(row)
+                    return self._said(server, command, row.answer)
             remaining = (deadline - self.clock.now()).total_seconds()
             if remaining <= 0:
                 self._answers.forget(command_id, future)
@@ -338,11 +346,13 @@ class Link:
             # check; the row is read only then. The wait is sliced so a clock moved on (by
             # a test) is seen within a slice.
             woken = await self._answers.wait(command_id, future, min(remaining, CHECK_SECONDS * 2))
+            if woken and future.result() is not None:
+                woken = future.result()
         async with self.db.begin() as conn:
             withdrawn = await link_rows.withdraw(conn, command_id, now=self.clock.now())
             row = await link_rows.get(conn, command_id)
         if withdrawn is None and row is not None and row.status == "answered":
-            return self._said(row)
+            return self._said(server, command, row.answer)
         if withdrawn == "never_delivered":
             raise NotDelivered(
                 server,
@@ -358,13 +368,13 @@ class Link:
         )
 
     @staticmethod
-    def _said(row: Any) -> Any:
-        said = row.answer or {}
+    def _said(server: str, command: str, said: dict[str, Any] | None) -> Any:
+        said = said or {}
         if "error" in said:
             raise LinkFailure(
-                row.server,
-                row.command,
-                f"the agent on {row.server} answered {row.command} with an error: {said['error']}",
+                server,
+                command,
+                f"the agent on {server} answered {command} with an error: {said['error']}",
             )
         return said.get("answer")
 
@@ -373,36 +383,35 @@ class Link:
     async def record_results(self, server: str, results: Sequence[Mapping[str, Any]]) -> int:
         """Record the agent's answers (each once); answers how many were late (their
         command withdrawn already: kept, never acted on)."""
-        late = 0
         now = self.clock.now()
-        woken = []
-        async with self.db.begin() as conn:
-            for result in results:
-                said = (
-                    {"error": result["error"]}
-                    if result.get("error") is not None
-                    else {"answer": result.get("answer")}
+        answers = [
+            (
+                result["command"],
+                result["key"],
+                {"error": result["error"]}
+                if result.get("error") is not None
+                else {"answer": result.get("answer")},
+            )
+            for result in results
+        ]
+
+        done = await self._writes.run(Answer(server, answers, now))
+        late = 0
+        for (command, key, said), outcome in zip(answers, done, strict=True):
+            if outcome == "late":
+                late += 1
+                log.info(
+                    "%s answered %s (key %s) after it was withdrawn; recorded, not acted on",
+                    server,
+                    command,
+                    key,
                 )
-                done = await link_rows.answer(
-                    conn, server, result["command"], result["key"], said=said, now=now
-                )
-                if done is None:
-                    continue
-                row = await link_rows.find(conn, server, result["command"], result["key"])
-                if done == "late":
-                    late += 1
-                    log.info(
-                        "%s answered %s (key %s) after it was withdrawn; recorded, not acted on",
-                        server,
-                        result["command"],
-                        result["key"],
-                    )
-                    if self._on_late is not None:
-                        self._on_late(server)
-                elif row is not None:
-                    woken.append(row.id)
-        for command_id in woken:
-            self._answers.wake(command_id)
+                if self._on_late is not None:
+                    self._on_late(server)
+            elif outcome == "answered":
+                command_id = self._awaited.get((server, command, key))
+                if command_id is not None:
+                    self._answers.wake(command_id, said)
         return late
 
     async def synced(self, server: str, owners: Sequence[str]) -> None:
@@ -416,9 +425,8 @@ class Link:
         self._synced[server] = now
         noted = self._noted.get(server)
         if noted is None or now - noted >= NOTE_EVERY or now < noted:
-            async with self.db.begin() as conn:
-                await link_rows.note_sync(conn, server, now)
             self._noted[server] = now
+            await self._writes.run(Note(server, now))
         if (was == DOWN or server in self._down) and self._on_return is not None:
             self._down.discard(server)
             log.info("%s is back: it synced again", server)
@@ -437,32 +445,31 @@ class Link:
         else when one is queued or ``wait`` seconds have passed (then none)."""
         loop = asyncio.get_running_loop()
         until = loop.time() + wait
+        woken = False
         while True:
             # Watched before the read: a command queued between the two still wakes it.
             future = self._syncs.watch(server)
-            commands = await self._deliver(server)
+            commands = await self._deliver(server, look_first=not woken)
             remaining = until - loop.time()
             if commands or remaining <= 0:
                 self._syncs.forget(server, future)
                 return commands
             self._checker.ensure()
-            await self._syncs.wait(server, future, remaining)
+            woken = await self._syncs.wait(server, future, remaining)
 
-    async def _deliver(self, server: str) -> list[dict[str, Any]]:
+    async def _deliver(self, server: str, *, look_first: bool) -> list[dict[str, Any]]:
         now = self.clock.now()
-        # Looked for with a read: a sync that finds nothing (most of them) writes nothing.
-        async with self.db.connect() as conn:
-            due = await link_rows.due_for(
-                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
-            )
-            await conn.rollback()
-        if not due:
-            return []
-        async with self.db.begin() as conn:
-            due = await link_rows.due_for(
-                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=TAKE_LIMIT
-            )
-            moved = await link_rows.mark_delivered(conn, [row.id for row in due], now=now)
+        if look_first:
+            # Looked for with a read: a sync that finds nothing (most of them) writes
+            # nothing. A sync woken by a command queued here goes straight to the write.
+            async with self.db.connect() as conn:
+                due = await link_rows.due_for(
+                    conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
+                )
+                await conn.rollback()
+            if not due:
+                return []
+        due, moved = await self._writes.run(Deliver(server, now, now - REDELIVER_AFTER))
         return [
             {
                 "command": row.command,

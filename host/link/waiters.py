@@ -26,10 +26,10 @@ CHECK_SECONDS = 0.5
 
 class Waiters:
     """Futures by key, woken all at once. ``wait(key, timeout)`` answers True when woken,
-    False when the timeout ran out."""
+    False when the timeout ran out; a wake may carry a value, the future's result."""
 
     def __init__(self) -> None:
-        self._waiting: dict[Any, set[asyncio.Future[None]]] = {}
+        self._waiting: dict[Any, set[asyncio.Future[Any]]] = {}
 
     def keys(self) -> list[Any]:
         return list(self._waiting)
@@ -37,19 +37,19 @@ class Waiters:
     def __len__(self) -> int:
         return sum(len(futures) for futures in self._waiting.values())
 
-    def wake(self, key: Any) -> None:
+    def wake(self, key: Any, value: Any = None) -> None:
         for future in self._waiting.pop(key, ()):
             if not future.done():
-                future.set_result(None)
+                future.set_result(value)
 
-    def watch(self, key: Any) -> asyncio.Future[None]:
+    def watch(self, key: Any) -> asyncio.Future[Any]:
         """A future a :meth:`wake` of ``key`` resolves: taken *before* looking at the
         database, so a wake between the look and the wait is not missed."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(key, set()).add(future)
         return future
 
-    async def wait(self, key: Any, future: asyncio.Future[None], timeout: float) -> bool:
+    async def wait(self, key: Any, future: asyncio.Future[Any], timeout: float) -> bool:
         """Wait for ``future`` (from :meth:`watch`) up to ``timeout`` seconds; True when
         woken. The future is forgotten either way."""
         try:
@@ -60,7 +60,7 @@ class Waiters:
         finally:
             self.forget(key, future)
 
-    def forget(self, key: Any, future: asyncio.Future[None]) -> None:
+    def forget(self, key: Any, future: asyncio.Future[Any]) -> None:
         waiting = self._waiting.get(key)
         if waiting is not None:
             waiting.discard(future)
