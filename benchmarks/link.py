@@ -83,6 +83,10 @@ async def _agent(
         try:
             async with session.post(url, json=body, headers=headers) as response:
                 answer = await response.json()
+                if response.status != 200:  # refused: said, and tried again shortly
+                    print(response.status, answer, file=sys.stderr, flush=True)
+                    await asyncio.sleep(0.1)
+                    continue
         except (aiohttp.ClientError, TimeoutError):
             await asyncio.sleep(0.1)
             continue
@@ -183,12 +187,13 @@ async def busy(
                 )
                 answered += 1
 
-        began, cpu = time.monotonic(), time.process_time()
+        began, cpu, loop_cpu = time.monotonic(), time.process_time(), time.thread_time()
         if one:
             await in_turn()
         else:
             await asyncio.gather(*(caller(s) for s in servers))
         took, cpu = time.monotonic() - began, time.process_time() - cpu
+        loop_cpu = time.thread_time() - loop_cpu
         stop.set()
         for task in polling:
             task.cancel()
@@ -206,6 +211,7 @@ async def busy(
             "callers": 1 if one else agents,
             "commands_per_second": round(answered / took, 1),
             "host_cpu_ms_per_command": round(cpu / max(answered, 1) * 1000, 2),
+            "of_it_event_loop_ms": round(loop_cpu / max(answered, 1) * 1000, 2),
             "p50_ms": round(_pct(received, 0.5) * 1000, 1),
             "p99_ms": round(_pct(received, 0.99) * 1000, 1),
             "commands": answered,
