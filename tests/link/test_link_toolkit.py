@@ -48,7 +48,7 @@ def started(answers: dict[str, Any], **settings: Any) -> tuple[LinkPlugin, Recor
     plugin, link = Game(), Recorder(answers)
     plugin.now = lambda: NOW
     filled = Weather(**{"servers": "world,world_b", "places": "altar=0,9,0", **settings})
-    plugin.pageant_startup(SimpleNamespace(settings=filled, link=link))  # type: ignore[arg-type]
+    plugin.pageant_startup(SimpleNamespace(settings=filled, link=link))  # type: ignore[arg-type]  # a stand-in context: settings and link only
     return plugin, link
 
 
