@@ -35,8 +35,8 @@ __all__ = ["LinkPlugin", "LinkSettings", "Place", "SettingLease", "parse_places"
 
 #: ``name=x,y,z`` or ``name=x,y,z@server``: one place as the environment writes it.
 PLACE = re.compile(r"^\s*([a-z][a-z0-9_-]*)\s*=\s*(-?\d+),(-?\d+),(-?\d+)(?:@(\S+))?\s*$")
-#: The target ``pageant contract-check`` walks every lease through; always allowed, so a
-#: plugin's check can walk its lease without naming it in ``settings``.
+#: The target ``pageant contract-check`` walks every lease through: ``settings`` may name it
+#: beside ``LEASABLE``, and must, for the check's walk of the lease to reach the agent.
 CHECK_TARGET = "contract-check"
 
 
