@@ -76,8 +76,9 @@ class GameLink(Protocol):
     (pass the step's ``ctx.idempotency_key`` and ``ctx.deadline``, so a retry finds the same
     command and its budget is the step's). The link is the host's: a plugin that uses it
     opens no port of its own. During ``pageant contract-check`` the kit lends a link with no
-    agent behind it that answers every command ``{"ok": True}`` at once; a plugin's own tests
-    drive the real route with ``pageant.testing.FakeAgent``.
+    agent behind it that answers every command ``{"ok": True}`` at once (with
+    ``--live-link``, the real link of a host whose test world's agent answers); a plugin's own
+    tests drive the real route with ``pageant.testing.FakeAgent``.
 
     Example::
 

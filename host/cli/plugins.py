@@ -117,10 +117,22 @@ def _declared_by(manager: Any) -> dict[str, dict[str, list[str]]]:
     help="The committed contract manifest to compare with.",
 )
 @click.option("--write", is_flag=True, help="Regenerate the manifest instead of comparing.")
+@click.option(
+    "--live-link",
+    is_flag=True,
+    help="Lend the plugins the real game link of the host whose database is --database-url: "
+    "their commands reach the agents syncing with it (a test world, never a live game). "
+    'Default: a stand-in answering every command {"ok": true}.',
+)
 @json_option
 @settings_options
 def contract_check(
-    settings: Settings, names: tuple[str, ...], manifest: Path, write: bool, as_json: bool
+    settings: Settings,
+    names: tuple[str, ...],
+    manifest: Path,
+    write: bool,
+    live_link: bool,
+    as_json: bool,
 ) -> None:
     """Check plugins against the contract: what a plugin's CI runs.
 
@@ -131,7 +143,9 @@ def contract_check(
 
     try:
         report = asyncio.run(
-            kit.contract_check(names, manifest=manifest, write=write, settings=settings)
+            kit.contract_check(
+                names, manifest=manifest, write=write, settings=settings, live_link=live_link
+            )
         )
     except kit.UnknownPlugin as exc:
         raise click.UsageError(str(exc)) from exc

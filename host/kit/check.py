@@ -19,13 +19,13 @@ and compares the plugin's catalog with the committed manifest (:mod:`pageant.kit
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pageant.errors import Invalid
-from pageant.hookspecs import CONTRACT_VERSION
+from pageant.hookspecs import CONTRACT_VERSION, GameLink
 from pageant.kit import manifest as manifests
 from pageant.kit.exercise import Check, KitServices, exercise, perform_again, start
 from pageant.plugins.loader import DEFAULT_PLUGINS, PluginManager, PluginRecord, load_plugins
@@ -140,6 +140,7 @@ async def contract_check(
     manager: PluginManager | None = None,
     fresh: PluginManager | None = None,
     resolve_seconds: float | None = None,
+    live_link: bool = False,
 ) -> Report:
     """Load, select, exercise and compare; ``write`` regenerates the manifest instead.
 
@@ -148,7 +149,51 @@ async def contract_check(
     is repeated on ``fresh``, a second host loaded afresh (by default loaded here too).
     ``write`` without ``names`` refuses (:class:`UnknownPlugin`) when more than one plugin
     besides the host's own is installed: the manifest is one plugin's, not the machine's.
+
+    ``live_link`` lends each plugin the real game link of the host whose database is
+    ``settings.database_url`` (a ``pageant serve`` a test world's agents sync with): its
+    commands are rows there, handed to those agents and answered by them, as under
+    ``serve``. Without it, ``context.link`` is a :class:`KitLink` answering every command
+    ``{"ok": True}`` at once.
     """
+    settings = settings or Settings()
+    if not live_link:
+        return await _contract_check(
+            names, manifest, write, settings, manager, fresh, resolve_seconds, None
+        )
+    from pageant.clock import SystemClock
+    from pageant.db.engine import create_engine
+    from pageant.link.plugin import OwnerLink
+    from pageant.link.service import Link
+
+    engine = create_engine(settings.database_url)
+    link = Link(engine, SystemClock(), settings)
+    try:
+        return await _contract_check(
+            names,
+            manifest,
+            write,
+            settings,
+            manager,
+            fresh,
+            resolve_seconds,
+            lambda owner: OwnerLink(lambda: link, owner),
+        )
+    finally:
+        await link.close()
+        await engine.dispose()
+
+
+async def _contract_check(
+    names: Sequence[str],
+    manifest: Path,
+    write: bool,
+    settings: Settings,
+    manager: PluginManager | None,
+    fresh: PluginManager | None,
+    resolve_seconds: float | None,
+    link: Callable[[str], GameLink] | None,
+) -> Report:
     manager = manager or load_plugins(settings=settings)
     if write and not names:
         others = [r.label for r in manager.records if not is_builtin(r)]
@@ -160,7 +205,7 @@ async def contract_check(
             )
     records = select(manager.records, names)
     report = Report(records, plugin_names=[r.name for r in records])
-    failed_startup = start(manager)
+    failed_startup = start(manager, link)
     services = KitServices(manager.registry, settings or Settings())
     loaded = []
     for record in records:
@@ -185,7 +230,7 @@ async def contract_check(
         )
     if loaded:
         fresh = fresh or load_plugins(settings=settings)
-        start(fresh)
+        start(fresh, link)
         again = {r.label: r for r in fresh.loaded()}
         fresh_services = KitServices(fresh.registry, settings or Settings())
         for record in loaded:

@@ -17,7 +17,7 @@ import asyncio
 import json
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -32,6 +32,7 @@ from pageant.hookspecs import (
     ActionContext,
     AnnounceLeg,
     Envelope,
+    GameLink,
     Lease,
     Param,
     SendContext,
@@ -122,16 +123,23 @@ class KitContext:
     """
 
     def __init__(
-        self, registry: Registry, plugin_label: str, owner: str, *, settings: Any = None
+        self,
+        registry: Registry,
+        plugin_label: str,
+        owner: str,
+        *,
+        settings: Any = None,
+        link: GameLink | None = None,
     ) -> None:
         self.registry = registry
         self.plugin = plugin_label
         self.owner = owner
         self.settings = settings
         self.emitted: list[tuple[str, dict[str, Any]]] = []
-        #: The game link as the check lends it: every command answered at once, as an
-        #: agent that did what it was told would (:class:`KitLink`).
-        self.link = KitLink(owner)
+        #: The game link as the check lends it: by default every command answered at once,
+        #: as an agent that did what it was told would (:class:`KitLink`); with
+        #: ``--live-link``, a real host's link, answered by the agents syncing with it.
+        self.link: GameLink = link if link is not None else KitLink(owner)
 
     async def emit(
         self,
@@ -178,15 +186,20 @@ class KitContext:
         self.available = (available, reason)
 
 
-def start(manager: PluginManager) -> set[str]:
+def start(manager: PluginManager, link: Callable[[str], GameLink] | None = None) -> set[str]:
     """Start every loaded plugin as the host does; answers the labels refused for raising.
 
     Every plugin, not only the ones checked: a checked plugin may lean on another's option
-    source or budget, exactly as it would under ``serve``.
+    source or budget, exactly as it would under ``serve``. ``link`` makes each plugin's
+    ``context.link`` from its owner (default: a :class:`KitLink`).
     """
     return manager.start(
         lambda record: KitContext(
-            manager.registry, record.label, record.owner or "", settings=record.settings
+            manager.registry,
+            record.label,
+            record.owner or "",
+            settings=record.settings,
+            link=link(record.owner or "") if link is not None else None,
         )
     )
 

@@ -7,6 +7,10 @@ happenings on the server side with no graphical client: the test writes JSON lin
 ``WORLD/pageant_test.in`` and the mod answers in ``WORLD/pageant_test.out`` (see
 :meth:`World.ask`). It is a file, not a link command, so it reaches the game while pageant
 is down.
+
+A real player is a real client: Debian's ``minetest`` (the graphical client) under
+``xvfb-run``, software GL through mesa, joining the world with ``--go``
+(:class:`Player`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pytest
 from pageant_luanti.install import install
 
 INSTALL = "apt-get install --no-install-recommends minetest-server"
+CLIENT_INSTALL = "apt-get install --no-install-recommends minetest xvfb xauth"
 #: Where a flat world's ground is (mgflat_ground_level): y 9 is the first block of air.
 GROUND = 8
 
@@ -45,6 +50,21 @@ def need_server() -> str:
             pytest.fail(why)
         pytest.skip(why)
     return found
+
+
+def need_client() -> list[str]:
+    """The command that starts a headless client (``xvfb-run -a minetest``). Skip without
+    ``minetest`` or ``xvfb-run``; under ``CI``, where they are installed, fail instead."""
+    client = shutil.which("minetest") or (
+        "/usr/games/minetest" if os.access("/usr/games/minetest", os.X_OK) else None
+    )
+    xvfb = shutil.which("xvfb-run")
+    if client is None or xvfb is None:
+        why = f"a headless Luanti client needs minetest and xvfb-run; on Debian: {CLIENT_INSTALL}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return [xvfb, "-a", "-s", "-screen 0 320x240x24", client]
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:
@@ -161,3 +181,96 @@ class World:
 
     def setting(self, name: str) -> str:
         return str(self.ask("get", name=name)["value"])
+
+
+#: The client's minetest.conf: no sound, a tiny window and view, so software GL keeps up.
+CLIENT_CONF = """enable_sound = false
+viewing_range = 20
+screen_w = 320
+screen_h = 240
+fps_max = 10
+fps_max_unfocused = 10
+enable_shaders = false
+enable_clouds = false
+menu_clouds = false
+smooth_lighting = false
+enable_particles = false
+"""
+
+
+class Player:
+    """A real player: the graphical client under a virtual X server, joined to ``world``
+    as ``name`` (its account made by its first join). Its process group is its own, so
+    :meth:`leave` ends the client and the X server together."""
+
+    def __init__(self, world: World, name: str, password: str = "pw") -> None:
+        self.world, self.name, self.password = world, name, password
+        self.home = world.root / f"client-{name}"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config = self.home / "minetest.conf"
+        self.config.write_text(CLIENT_CONF)
+        self.log_path = self.home / "client.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def join(self, timeout: float = 60) -> None:
+        """Start the client; return once the server lists the player as connected."""
+        command = need_client()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [
+                    *command,
+                    "--config",
+                    str(self.config),
+                    "--go",
+                    "--address",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.world.port),
+                    "--name",
+                    self.name,
+                    "--password",
+                    self.password,
+                ],
+                env={**os.environ, "HOME": str(self.home), "LIBGL_ALWAYS_SOFTWARE": "1"},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the client exited: {self.log()[-2000:]}")
+            if self.name in self.world.ask("players")["players"]:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"{self.name} did not join in {timeout} s: {self.log()[-2000:]}")
+
+    def leave(self) -> None:
+        """End the client and its X server (the server sees the player leave)."""
+        if self.process is None:
+            return
+        for signum, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:  # whatever of the group outlived the client (its X server)
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process = None
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def gravity(self) -> float:
+        """The gravity of the player's physics, as the server holds it."""
+        return float(self.world.ask("physics", player=self.name)["gravity"])

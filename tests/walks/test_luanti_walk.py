@@ -276,12 +276,24 @@ def test_a_hand_edit_of_the_leased_setting_is_drifted_and_left_alone(stage: Stag
     assert world.beacons() == []
 
 
+def baseline_recorded(stage: Stage, run_id: int) -> bool:
+    return any(
+        r["kind"] == "luanti.setting" and "baseline" in (r.get("payload") or {})
+        for r in stage.run(run_id)["resources"]
+    )
+
+
 def test_pageant_killed_holding_a_lease_the_world_puts_it_back_at_until(stage: Stage) -> None:
     stage.serve()
     world = stage.world
     world.start()
     run_id = stage.start(muster(1))
-    until("time_speed 720", lambda: world.setting("time_speed") == "720")
+    # Killed once the host holds the lease: the world applies it before the host records
+    # its baseline, and a kill between the two is a lease the host never knew it held.
+    until(
+        "time_speed 720, its baseline recorded",
+        lambda: world.setting("time_speed") == "720" and baseline_recorded(stage, run_id),
+    )
     applied = time.monotonic()
     stage.serves[-1].signal(signal.SIGKILL)
     stage.serves[-1].wait(10)

@@ -13,21 +13,24 @@ brings back what happened. The plugin itself opens nothing:
 - five triggers, fired by the mod straight to the host (the plugin never sees them);
 - ``pageant_reconcile``, answered from the world's loaded entities. Availability is the
   link's: a world that stops syncing is down, and its return reconciles the plugin.
+
+What any game that calls out needs (the calls, the step's envelope, places, the lease over
+three commands, the option sources, the reconcile of listed things) is the host's
+:class:`pageant.link.toolkit.LinkPlugin`; this module holds what is Luanti's.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pageant import hookimpl
-from pageant.hookspecs import ActionContext, HeldResource, LinkFailure, PluginContext
+from pageant.hookspecs import ActionContext, HeldResource
+from pageant.link.toolkit import LinkPlugin
 
 from .catalog import ACTIONS, KINDS, MAX_ENTITIES, MAX_ITEMS, TRIGGERS
-from .settings import LuantiSettings, Place
+from .settings import LuantiSettings
 
 __all__ = ["LuantiPlugin", "LuantiSettings"]
 
@@ -37,14 +40,13 @@ ENTITY = "luanti.entity"
 ITEM = "luanti.item"
 
 
-class LuantiPlugin:
+class LuantiPlugin(LinkPlugin):
     """The plugin. The host makes one per start (the entry point names this class)."""
 
+    settings_model = LuantiSettings
+
     def __init__(self) -> None:
-        self.settings = LuantiSettings()
-        self.context: PluginContext | None = None
-        #: The host's clock, for the deadlines of a lease's calls (a step has its own).
-        self.now = lambda: datetime.now(UTC)
+        super().__init__()
         self.PLUGIN_INFO = {
             "owner": "luanti",
             "contract": "^1.3",
@@ -54,72 +56,32 @@ class LuantiPlugin:
             "link": {"servers": [], "commands": sorted(ACTIONS)},
         }
 
-    @hookimpl
-    def pageant_startup(self, context: PluginContext) -> None:
-        self.context = context
-        self.settings = getattr(context, "settings", None) or LuantiSettings()
-
-    # ── the link ─────────────────────────────────────────────────────────────
-
-    async def call(
-        self, server: str, command: str, payload: dict[str, Any], key: str, deadline: datetime
-    ) -> Any:
-        """``command`` on ``server``'s bridge: its answer, or :class:`LinkFailure`."""
-        link = self.context.link if self.context is not None else None
-        if link is None:
-            raise LinkFailure(server, command, "the host lends this plugin no game link")
-        return await link.call(server, command, payload, key=key, deadline=deadline)
-
-    async def _step(self, ctx: ActionContext, command: str, payload: dict[str, Any]) -> Any:
-        server = str(payload.pop("server"))
-        return await self.call(server, command, payload, ctx.idempotency_key, ctx.deadline)
-
-    def _place(self, name: str) -> Place:
-        for place in self.settings.places:
-            if place.id == name:
-                return place
-        known = ", ".join(p.id for p in self.settings.places) or "none configured"
-        raise ValueError(f"no place {name!r}; the places are {known}")
-
-    def _where(self, ctx: ActionContext) -> dict[str, Any]:
-        place = self._place(str(ctx.params["place"]))
-        return {"server": place.server, "x": place.x, "y": place.y, "z": place.z}
-
-    async def _envelope(self, ctx: ActionContext, do: Any) -> dict[str, Any]:
-        """Run ``do()`` unless this is a dry run; a bad param is final, a link failure is
-        retried (an unanswered one after the revert the host runs under the same key)."""
-        try:
-            if ctx.verify:
-                self._check(ctx)
-                return {"ok": True}
-            return await do()
-        except ValueError as exc:
-            return {"ok": False, "retry": False, "error": str(exc)}
-        except LinkFailure as exc:
-            # The world's own error is final; a command not delivered, or delivered and not
-            # answered (the host reverts it first), may be tried again.
-            return {"ok": False, "retry": type(exc) is not LinkFailure, "error": exc.message}
-
     def _check(self, ctx: ActionContext) -> None:
         """A param the world cannot take raises ``ValueError`` naming it."""
         params = ctx.params
         if "place" in params:
-            self._place(str(params["place"]))
+            self.place(str(params["place"]))
         if params.get("kind", "beacon") not in KINDS:
             raise ValueError(f"no kind {params['kind']!r}; the bridge has {', '.join(KINDS)}")
         high = MAX_ITEMS if "item" in params else MAX_ENTITIES
         if "count" in params and not 1 <= int(params["count"]) <= high:
             raise ValueError(f"count {params['count']} is outside 1 to {high}")
 
+    async def _at(self, ctx: ActionContext, command: str, **payload: Any) -> tuple[str, Any]:
+        """``command`` at the step's place, in that place's world: the world and its answer."""
+        where = self.where(str(ctx.params["place"]))
+        server = where.pop("server")
+        return server, await self.step(ctx, server, command, {**where, **payload})
+
     # ── the actions ──────────────────────────────────────────────────────────
 
     async def say(self, ctx: ActionContext) -> dict[str, Any]:
         async def do() -> dict[str, Any]:
             server = ctx.params.get("server") or self.settings.servers[0]
-            await self._step(ctx, "say", {"server": server, "message": ctx.params["message"]})
+            await self.step(ctx, server, "say", {"message": ctx.params["message"]})
             return {"ok": True}
 
-        return await self._envelope(ctx, do)
+        return await self.guard(ctx, do, self._check)
 
     async def spawn(self, ctx: ActionContext) -> dict[str, Any]:
         """``count`` entities of ``kind`` at ``place``, one resource for each id the world
@@ -128,19 +90,11 @@ class LuantiPlugin:
 
         async def do() -> dict[str, Any]:
             self._check(ctx)
-            where = self._where(ctx)
             kind, count = ctx.params["kind"], int(ctx.params["count"])
-            said = await self._step(ctx, "spawn", {**where, "kind": kind, "count": count})
-            server = where["server"]
-            return {
-                "ok": True,
-                "resources": [
-                    {"kind": ENTITY, "ref": f"{server}/{i}", "server": server, "id": i}
-                    for i in said.get("ids", [])
-                ],
-            }
+            server, said = await self._at(ctx, "spawn", kind=kind, count=count)
+            return {"ok": True, "resources": self.listed(ENTITY, server, said.get("ids", []))}
 
-        return await self._envelope(ctx, do)
+        return await self.guard(ctx, do, self._check)
 
     async def despawn(self, ctx: ActionContext) -> dict[str, Any]:
         """Remove every entity the key's spawn made, in one command: the host reverts once
@@ -148,23 +102,23 @@ class LuantiPlugin:
 
         async def do() -> dict[str, Any]:
             ids = spawned_ids(ctx.idempotency_key, int(ctx.params["count"]))
-            await self._step(ctx, "despawn", {"server": self._where(ctx)["server"], "ids": ids})
+            server = self.place(str(ctx.params["place"])).server
+            await self.step(ctx, str(server), "despawn", {"ids": ids})
             return {"ok": True}
 
-        return await self._envelope(ctx, do)
+        return await self.guard(ctx, do, self._check)
 
     async def give(self, ctx: ActionContext) -> dict[str, Any]:
         async def do() -> dict[str, Any]:
             self._check(ctx)
-            where = self._where(ctx)
             item, count = str(ctx.params["item"]), int(ctx.params["count"])
-            said = await self._step(ctx, "give", {**where, "item": item, "count": count})
+            server, said = await self._at(ctx, "give", item=item, count=count)
             if not (given := int(said.get("given", 0))):  # taken back before it came
                 return {"ok": True}
-            ref = f"{where['server']}/{ctx.idempotency_key}"
+            ref = f"{server}/{ctx.idempotency_key}"
             return {"ok": True, "resources": [{"kind": ITEM, "ref": ref, "given": given}]}
 
-        return await self._envelope(ctx, do)
+        return await self.guard(ctx, do, self._check)
 
     async def take(self, ctx: ActionContext) -> dict[str, Any]:
         """Take back what was given, as much of it as is still in the chest; what players
@@ -172,11 +126,10 @@ class LuantiPlugin:
         revert no way to write it on the ledger's row."""
 
         async def do() -> dict[str, Any]:
-            where = self._where(ctx)
             given = [int(r.detail.get("given", 0)) for r in ctx.resources]
             count = sum(given) if given else int(ctx.params["count"])
             item = ctx.params["item"]
-            said = await self._step(ctx, "take", {**where, "item": item, "count": count})
+            server, said = await self._at(ctx, "take", item=item, count=count)
             if gone := int(said.get("gone", 0)):
                 log.warning(
                     "luanti.give under %s: %d of %d %s were gone from the chest at %s in %s "
@@ -186,58 +139,11 @@ class LuantiPlugin:
                     count,
                     item,
                     ctx.params["place"],
-                    where["server"],
+                    server,
                 )
             return {"ok": True}
 
-        return await self._envelope(ctx, do)
-
-    # ── the lease ────────────────────────────────────────────────────────────
-
-    def _setting(self, target: str) -> tuple[str, str]:
-        """``time_speed`` on the first world, or ``world_b:time_speed``."""
-        server, _, name = target.rpartition(":")
-        server = server or self.settings.servers[0]
-        if server not in self.settings.servers:
-            raise ValueError(f"no server {server!r} for {target!r}")
-        if name not in self.settings.settings:
-            allowed = ", ".join(self.settings.settings)
-            raise ValueError(
-                f"{name!r} is not a setting luanti.setting may lease; it may lease {allowed}"
-            )
-        return server, name
-
-    async def _lease_call(
-        self, target: str, command: str, payload: dict[str, Any], key: str | None
-    ) -> Any:
-        server, name = self._setting(target)
-        deadline = self.now() + timedelta(seconds=self.settings.command_seconds)
-        return await self.call(
-            server, command, {"name": name, **payload}, key or uuid.uuid4().hex, deadline
-        )
-
-    async def read_setting(self, target: str) -> str | None:
-        said = await self._lease_call(target, "setting_get", {}, None)
-        return said.get("value")
-
-    async def apply_setting(
-        self, target: str, value: Any, until: datetime, key: str | None = None
-    ) -> str | None:
-        """Set ``value`` until ``until`` (the mod puts the baseline back by itself past it,
-        should pageant be gone); answers the baseline."""
-        stamp = until.astimezone(UTC).isoformat().replace("+00:00", "Z")
-        said = await self._lease_call(
-            target,
-            "setting_set",
-            {"value": str(value), "until": stamp},
-            key or f"lease/{target}/{value}/{stamp}",
-        )
-        return said.get("baseline")
-
-    async def restore_setting(
-        self, target: str, baseline: str | None, key: str | None = None
-    ) -> None:
-        await self._lease_call(target, "setting_restore", {"baseline": baseline}, key)
+        return await self.guard(ctx, do, self._check)
 
     # ── reconcile ────────────────────────────────────────────────────────────
 
@@ -246,31 +152,13 @@ class LuantiPlugin:
         """Entities still in their world (loaded, or in a block not active yet); leases and
         given items stand (the restore and the take find out the rest). A world that cannot
         answer raises: nothing changes."""
-        still = [r.ref for r in resources if r.kind != ENTITY]
-        servers = sorted({r.ref.partition("/")[0] for r in resources if r.kind == ENTITY})
-        present: set[str] = set()
-        for server in servers:
-            deadline = self.now() + timedelta(seconds=self.settings.command_seconds)
-            said = await self.call(server, "entities", {}, uuid.uuid4().hex, deadline)
-            ids = [e["id"] for e in said.get("entities", [])] + said.get("unloaded", [])
-            present |= {f"{server}/{i}" for i in ids}
-        return still + [r.ref for r in resources if r.kind == ENTITY and r.ref in present]
+
+        def ids(said: Any) -> list[str]:
+            return [e["id"] for e in said.get("entities", [])] + said.get("unloaded", [])
+
+        return await self.reconcile_listed(resources, ENTITY, "entities", ids)
 
     # ── declarations ─────────────────────────────────────────────────────────
-
-    async def resolve_places(self) -> list[dict[str, str]]:
-        return [
-            {"value": p.id, "label": f"{p.id} ({p.x}, {p.y}, {p.z} in {p.server})"}
-            for p in self.settings.places
-        ]
-
-    async def resolve_settings(self) -> list[dict[str, str]]:
-        first = self.settings.servers[0]
-        return [
-            {"value": n if s == first else f"{s}:{n}", "label": f"{n} in {s}"}
-            for s in self.settings.servers
-            for n in self.settings.settings
-        ]
 
     @hookimpl
     def pageant_actions(self) -> list[dict[str, Any]]:
@@ -283,15 +171,8 @@ class LuantiPlugin:
 
     @hookimpl
     def pageant_leases(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": "luanti.setting",
-                "label": "A live world setting (time_speed, gravity)",
-                "read": self.read_setting,
-                "apply": self.apply_setting,
-                "restore": self.restore_setting,
-            }
-        ]
+        label = "A live world setting (time_speed, gravity)"
+        return [self.setting_lease("luanti.setting", label)]
 
     @hookimpl
     def pageant_budgets(self) -> list[dict[str, Any]]:
@@ -300,11 +181,11 @@ class LuantiPlugin:
     @hookimpl
     def pageant_option_sources(self) -> list[dict[str, Any]]:
         return [
-            {"id": "luanti.options.places", "label": "Places", "resolve": self.resolve_places},
+            {"id": "luanti.options.places", "label": "Places", "resolve": self.place_options},
             {
                 "id": "luanti.options.settings",
                 "label": "Leasable settings",
-                "resolve": self.resolve_settings,
+                "resolve": self.setting_options,
             },
         ]
 

@@ -1,7 +1,9 @@
 """luanti against the contract, as its CI runs it: ``pageant contract-check`` against its
 committed manifest. The check lends the plugin a game link with no world behind it (every
 command answered ``{"ok": true}`` at once), so it proves the plugin's shape and its
-answers to a world that says nothing; the real world is walked in tests/walks. The lease is
+answers to a world that says nothing; the real world is walked in tests/walks, where
+tests/walks/test_luanti_contract_live.py runs this same check with ``--live-link`` against a
+real minetestserver. The lease is
 walked through the check's own target, ``contract-check``, which the allowlist must name."""
 
 from __future__ import annotations

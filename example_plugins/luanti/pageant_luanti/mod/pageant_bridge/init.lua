@@ -22,6 +22,9 @@ local BATCH = 200
 local KEEP = 86400
 -- The settings a lease may borrow; gravity is every player's physics override.
 local LEASABLE = {time_speed = true, gravity = true}
+-- A test world also lends `pageant contract-check --live-link` its own target: a scratch
+-- setting of that name, so the check's lease walk reads and writes this world.
+if TESTS then LEASABLE["contract-check"] = true end
 
 -- ── storage: JSON values under fixed names ─────────────────────────────────
 
@@ -343,6 +346,36 @@ end
 function tests.set(p)
 	write_setting(p.name, p.value)
 	return {value = read_setting(p.name)}
+end
+
+-- A connected player (a real client): how much gravity its physics has, and its hp set, as
+-- damage would (hp 0 kills it, and the server runs its on_dieplayer callbacks).
+local function connected(name)
+	return assert(minetest.get_player_by_name(name or ""), "no player " .. tostring(name) .. " is connected")
+end
+
+function tests.players()
+	local names = {}
+	for _, player in ipairs(minetest.get_connected_players()) do names[#names + 1] = player:get_player_name() end
+	return {players = names}
+end
+
+function tests.physics(p)
+	return {gravity = connected(p.player):get_physics_override().gravity}
+end
+
+function tests.hurt(p)
+	local player = connected(p.player)
+	player:set_hp(tonumber(p.hp) or 0, {type = "set_hp"})
+	return {hp = player:get_hp()}
+end
+
+-- What reverts retired (entity ids, and "give/KEY" for a gift), sorted.
+function tests.retired()
+	local ids = {}
+	for id in pairs(retired) do ids[#ids + 1] = id end
+	table.sort(ids)
+	return {ids = ids}
 end
 
 tests.get = commands.setting_get
