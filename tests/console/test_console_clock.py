@@ -11,13 +11,23 @@ from html import unescape
 from typing import Any
 
 import aiohttp
+import pytest
 from sqlalchemy import select
 
 from pageant.console.clock import LEGACY_COOKIE
 from pageant.db.tables import api_tokens
 from pageant.runs.create import start_now
+from pageant.settings import Settings
 from tests.console.test_console import page_csrf, sign_in
 from tests.factories import announce, phase, publish_event, spec
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    """A run's page trusts a token read within ``console_max_age_ms`` (here a minute, on a
+    clock that stands still) without reading it again: the switch must show there at once
+    all the same."""
+    return Settings(database_url=db_url, console_max_age_ms=60_000)
 
 
 async def _berlin_run(host: Any) -> int:
