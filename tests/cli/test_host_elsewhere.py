@@ -137,3 +137,21 @@ def test_a_server_url_is_never_noted(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     noted = running.note_started("sqlite+aiosqlite:///pageant.db")
     assert noted is not None and noted.pid == os.getpid()
     assert "s3cret" not in (tmp_path / "pageant" / "hosts.json").read_text()
+
+
+def test_db_upgrade_in_another_folder_says_it_made_a_second_database(
+    folders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    srv, home, state = folders
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.chdir(srv)
+    running.note_started(RELATIVE)  # this process stands for the host serving srv
+    made = _run(home, state, "db", "upgrade")
+    assert made.returncode == 0, made.stderr
+    assert made.stderr.strip() == (
+        f"note: {home / 'pageant.db'} is a second, empty database; the host you started in "
+        f"{srv} uses {srv / 'pageant.db'}"
+    )
+    # Made in the host's own folder, or again, it is no second database.
+    again = _run(home, state, "db", "upgrade")
+    assert again.returncode == 0 and again.stderr == ""
