@@ -44,6 +44,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every ``pageant serve`` a test starts notes itself in a state folder of the session's
+    (pageant.cli.running), never in the user's own ``~/.local/state``."""
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _test_state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> None:
+    """And one of each test's: a host another test noted is not one this test's commands
+    are told about."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     if os.environ.get(MYSQL_ENV):
         return "pageant: database tests run on sqlite and mariadb"

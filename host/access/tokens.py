@@ -44,6 +44,8 @@ class Principal:
     ``servers`` are the server ids a game token speaks for on the game link; ``owners`` the
     plugin owners whose triggers it may fire. None: not bound (a token made before bindings
     existed, or a staff token) - it fires every owner's triggers and speaks for no server.
+    ``zone`` is the zone its holder chose to read the web console in (an IANA name), kept
+    with the token so it follows them to every browser; None: each page's own.
     """
 
     token_id: int
@@ -51,6 +53,7 @@ class Principal:
     name: str
     servers: tuple[str, ...] | None = None
     owners: tuple[str, ...] | None = None
+    zone: str | None = None
 
     @property
     def actor(self) -> str:
@@ -264,6 +267,7 @@ async def principal_for_hash(
         row.name,
         servers=None if row.servers is None else tuple(row.servers),
         owners=None if row.owners is None else tuple(row.owners),
+        zone=row.zone,
     )
     _remember(engine, token_hash, _Known(found, row.expires_at, now))
     return found
@@ -310,6 +314,12 @@ def _forget(engine: AsyncEngine, token_hash: str) -> None:
     _known.get(engine.sync_engine, {}).pop(token_hash, None)
 
 
+def _forget_token_id(engine: AsyncEngine, token_id: int) -> None:
+    remembered = _known.get(engine.sync_engine, {})
+    for token_hash in [h for h, k in remembered.items() if k.principal.token_id == token_id]:
+        remembered.pop(token_hash, None)
+
+
 def forget_tokens(engine: AsyncEngine) -> None:
     """Forget every token this process remembers as live on ``engine``."""
     _known.pop(engine.sync_engine, None)
@@ -349,6 +359,16 @@ async def principal_seen_within(
     if known.expires_at is not None and known.expires_at <= now:
         raise Unauthenticated("the bearer token has expired")
     return known.principal
+
+
+async def choose_zone(engine: AsyncEngine, token_id: int, zone: str | None) -> None:
+    """Keep ``zone`` (an IANA name the caller has checked; None clears it) as the zone the
+    holder of token ``token_id`` reads the web console in, in every browser they sign in
+    from. What this process remembers of the token is forgotten, so its next page (a run's
+    console included, which trusts a token read a moment ago) reads the choice."""
+    async with engine.begin() as conn:
+        await token_rows.set_zone(conn, token_id, zone)
+    _forget_token_id(engine, token_id)
 
 
 async def live_or_refused(

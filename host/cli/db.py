@@ -46,6 +46,24 @@ def db_upgrade(settings: Settings) -> None:
             click.echo(f"created the SQLite database {shown_url(settings.database_url)}")
 
     run(_go())
+    if created and path is not None:
+        _say_second(Path(path).expanduser().absolute())
+
+
+def _say_second(made: Path) -> None:
+    """Say on standard error when the file just made is a second database: a host of this
+    user was started in another folder, on a file of its own (:mod:`pageant.cli.running`)."""
+    from pageant.cli.running import host_elsewhere
+
+    elsewhere = host_elsewhere(made)
+    if elsewhere is not None:
+        uses = "uses" if elsewhere.running else "used"
+        where = "started in" if elsewhere.running else "last ran in"
+        click.echo(
+            f"note: {made} is a second, empty database; the host you {where} "
+            f"{elsewhere.folder} {uses} {elsewhere.database}",
+            err=True,
+        )
 
 
 @db.command("stamp")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 from pathlib import Path
 
+from pageant.cli.running import host_elsewhere
 from pageant.db.engine import is_relative_sqlite, shown_url, sqlite_file
 from pageant.errors import PageantError
 
@@ -46,6 +47,15 @@ def check_sqlite_exists(url: str) -> None:
         # A relative URL opens a file in whatever folder the command runs in: from another
         # folder than the host's, `db upgrade` would make a second, empty database.
         here = Path(path).expanduser().absolute()
+        elsewhere = host_elsewhere(here)
+        if elsewhere is not None:
+            verb = "started in" if elsewhere.running else "last ran in"
+            uses = "uses" if elsewhere.running else "used"
+            raise OperatorError(
+                f"no database at {here}; the host you {verb} {elsewhere.folder} {uses} "
+                f"{elsewhere.database}? Run this command in {elsewhere.folder}, or give "
+                f"--database-url (PAGEANT_DATABASE_URL) sqlite:///{elsewhere.database}"
+            )
         raise OperatorError(
             f"there is no database at {str(here)!r}: the URL names {path!r} relative to the "
             f"folder this command runs in ({str(Path.cwd())!r}); a host started in another "

@@ -216,6 +216,7 @@ def serve(settings: Settings) -> None:
     """
     from pageant.cli.operator import check_sqlite_exists
     from pageant.cli.plugins import plugin_lines
+    from pageant.cli.running import note_started, note_stopped
     from pageant.hosting import Host
     from pageant.plugins.loader import plugin_listing
 
@@ -234,4 +235,10 @@ def serve(settings: Settings) -> None:
 
     for line in plugin_lines(plugin_listing(host.plugins)):
         click.echo(line, err=True)
-    run(serve_host(host, settings, say=click.echo))
+    # Noted once the database is known to be there, so a command run from another folder
+    # can say where it is (pageant.cli.running); marked stopped however serving ends.
+    noted = note_started(settings.database_url)
+    try:
+        run(serve_host(host, settings, say=click.echo))
+    finally:
+        note_stopped(noted)

@@ -22,13 +22,12 @@ from pageant.console import filters
 from pageant.console.keys import (
     API_PATHS,
     HOST,
-    SESSION_KEY,
     SESSIONS,
     GameTokenSignedIn,
     render,
     render_error,
 )
-from pageant.console.session import COOKIE, CSRF_FIELD, Sessions, csrf_ok
+from pageant.console.session import COOKIE, CSRF_FIELD, SESSION_KEY, Sessions, csrf_ok
 from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError
 from pageant.hosting import Host

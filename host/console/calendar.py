@@ -5,7 +5,10 @@ The occurrences are :func:`pageant.schedules.calendar.calendar_items`' (the func
 ``GET /api/v1/admin/calendar``), read through its outline: every one placed on a day and
 counted, and only those the page shows (six a day) read whole. The agenda is paged: each
 page reads a window that ends where its hundredth occurrence does, and links to the next.
-Days are the days of each event's own zone.
+
+The page is on one clock (:mod:`pageant.console.clock`): the viewer's chosen zone, else UTC.
+Every time on it, and the day each occurrence falls on, is that zone's — an event in Berlin
+at 01:00 on the 10th is on the 9th of a page in New York — and the page says so once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from pageant.access.roles import STAFF
+from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require
 from pageant.db import occurrences
 from pageant.errors import Invalid, NotFound
@@ -35,6 +39,17 @@ PER_DAY = 6
 AGENDA_PAGE = 100
 #: What the agenda's ``after`` names: an occurrence's instant, event and run (0: projected).
 Key = tuple[datetime, int, int]
+
+
+def _day(item: dict[str, Any], tz: str) -> str:
+    """The day (``YYYY-MM-DD``) an occurrence falls on in the page's zone ``tz``."""
+    return local_time(item["scheduled_for"], tz)[:10]
+
+
+def _on_clock(items: list[dict[str, Any]], tz: str) -> list[dict[str, Any]]:
+    """``items`` with ``local_time`` on the page's clock ``tz`` (the calendar's functions
+    give each its own event's)."""
+    return [{**item, "local_time": local_time(item["scheduled_for"], tz)} for item in items]
 
 
 def _key(item: dict[str, Any]) -> Key:
@@ -73,9 +88,11 @@ async def _agenda_page(
     ids: list[int] | None,
     shown: set[str],
     after: Key | None,
+    tz: str,
 ) -> tuple[list[dict[str, Any]], Key | None]:
     """Up to :data:`AGENDA_PAGE` outlined occurrences in the calendar's order after
-    ``after`` (on the ``shown`` days), and the key to continue after (None at the end).
+    ``after`` (on the ``shown`` days of zone ``tz``), and the key to continue after (None at
+    the end).
 
     Each round reads only the window up to the instant of the page-plus-one-th run (one
     indexed read), so a page costs what it shows, not what the month holds; rounds repeat
@@ -89,7 +106,7 @@ async def _agenda_page(
         # A window never splits an instant: runs at the last instant are all read.
         top = end if nth is None else max(nth, lo + timedelta(microseconds=1))
         for item in await calendar_outline(conn, start=lo, end=top, now=now, definition_ids=ids):
-            if item["local_time"][:10] in shown and (after is None or _key(item) > after):
+            if _day(item, tz) in shown and (after is None or _key(item) > after):
                 found.append(item)
         lo = top
     if len(found) > AGENDA_PAGE:
@@ -118,12 +135,9 @@ def _shift(month: date, by: int) -> date:
 
 def _day_bounds(days: list[date], timezone: str) -> list[datetime]:
     """The UTC instants at which each of ``days`` (and the day after the last) begins in
-    ``timezone``: a local day is the span between two of them (UTC for an unknown zone, as
-    :func:`local_time` shows such a run)."""
-    try:
-        zone: Any = recurrence.zone(timezone)
-    except ValueError:
-        zone = UTC
+    ``timezone`` (a zone the page's clock has checked): a local day is the span between two
+    of them."""
+    zone = recurrence.zone(timezone)
     edges = [*days, days[-1] + timedelta(days=1)]
     return [datetime.combine(d, time(0), tzinfo=zone).astimezone(UTC) for d in edges]
 
@@ -137,48 +151,40 @@ async def _month_places(
     now: datetime,
     ids: list[int] | None,
     counts: dict[str, int],
+    tz: str,
 ) -> list[dict[str, Any]]:
-    """The month grid's candidates, outlined, with ``counts`` (occurrences per local day)
-    filled in: the first :data:`PER_DAY` runs of each day before ``now`` (counted and
-    chosen in the database, per zone), and every occurrence from ``now`` on (runs and
-    projections, :func:`calendar_outline`'s). Runs before ``now`` are never projected, so
-    the two halves are the calendar's occurrences, each once."""
+    """The month grid's candidates, outlined and on the page's clock ``tz``, with ``counts``
+    (occurrences per day of ``tz``) filled in: the first :data:`PER_DAY` runs of each day
+    before ``now`` (counted and chosen in the database), and every occurrence from ``now``
+    on (runs and projections, :func:`calendar_outline`'s). Runs before ``now`` are never
+    projected, so the two halves are the calendar's occurrences, each once."""
     cut = min(max(start, now), end)
     days = [d for week in weeks for d in week]
     items: list[dict[str, Any]] = []
-    if start < cut:
-        zones = await occurrences.versions_by_zone(conn)
-        for zone, versions in zones.items():
-            bounds = [min(b, cut) for b in _day_bounds(days, zone)]
-            if bounds[0] >= bounds[-1]:
-                continue
-            per_day, rows = await occurrences.calendar_days(
-                conn,
-                bounds,
-                definition_ids=ids,
-                # with one zone every run is of it: no need to name its versions
-                version_ids=versions if len(zones) > 1 else None,
-                first=PER_DAY,
-            )
-            for index, n in per_day.items():
-                if index >= 0:
-                    counts[days[index].isoformat()] += n
-            items += [
-                {
-                    "definition_id": row.definition_id,
-                    "scheduled_for": row.scheduled_for,
-                    "local_time": local_time(row.scheduled_for, zone),
-                    "kind": "materialised",
-                    "run_id": row.id,
-                    "outline": True,
-                }
-                for row in rows
-                if row.day >= 0
-            ]
+    bounds = [min(b, cut) for b in _day_bounds(days, tz)]
+    if start < cut and bounds[0] < bounds[-1]:
+        per_day, rows = await occurrences.calendar_days(
+            conn, bounds, definition_ids=ids, first=PER_DAY
+        )
+        for index, n in per_day.items():
+            if index >= 0:
+                counts[days[index].isoformat()] += n
+        items += [
+            {
+                "definition_id": row.definition_id,
+                "scheduled_for": row.scheduled_for,
+                "local_time": local_time(row.scheduled_for, tz),
+                "kind": "materialised",
+                "run_id": row.id,
+                "outline": True,
+            }
+            for row in rows
+            if row.day >= 0
+        ]
     if cut < end:
         later = await calendar_outline(conn, start=cut, end=end, now=now, definition_ids=ids)
         for item in later:
-            counts[item["local_time"][:10]] += 1
+            counts[_day(item, tz)] += 1
         items += later
     return items
 
@@ -188,10 +194,13 @@ async def calendar_page(request: web.Request) -> web.Response:
     require(request, STAFF)
     host = host_of(request)
     now = host.clock.now()
+    clock = page_clock(request)
+    tz = clock.tz
+    today = now.astimezone(recurrence.zone(tz)).date()
     view = request.query.get("view") or "month"
     if view not in VIEWS:
         raise Invalid(f"There is no view {view!r}; choose month or agenda.")
-    month = _month(request.query.get("month"), now.date())
+    month = _month(request.query.get("month"), today)
     if not 1900 < month.year < 9000:
         raise Invalid("Choose a month between the years 1901 and 8999.")
     raw_series = request.query.get("series") or ""
@@ -201,7 +210,7 @@ async def calendar_page(request: web.Request) -> web.Response:
             raise Invalid(f"{raw_series!r} is not a series id.")
         series_id = int(raw_series)
     weeks = cal.Calendar(firstweekday=0).monthdatescalendar(month.year, month.month)
-    # Days are each event's own: the window reaches a day past the grid either side (no zone
+    # Days are the page's zone's: the window reaches a day past the grid either side (no zone
     # is more than 14 hours from UTC), and what falls outside the shown days is dropped.
     first_day, last_day = weeks[0][0], weeks[-1][-1]
     if view == "agenda":
@@ -232,25 +241,25 @@ async def calendar_page(request: web.Request) -> web.Response:
         if view == "agenda":
             # One page in order from ``after``: only what the page shows is read.
             items, next_key = await _agenda_page(
-                conn, start=start, end=end, now=now, ids=ids, shown=shown, after=after
+                conn, start=start, end=end, now=now, ids=ids, shown=shown, after=after, tz=tz
             )
             later = _cursor(next_key) if next_key else None
         else:
             # Every occurrence is counted; only those shown are read whole.
             items = await _month_places(
-                conn, weeks=weeks, start=start, end=end, now=now, ids=ids, counts=counts
+                conn, weeks=weeks, start=start, end=end, now=now, ids=ids, counts=counts, tz=tz
             )
-            items = [i for i in items if i["local_time"][:10] in shown]
+            items = [i for i in items if _day(i, tz) in shown]
             if day:
-                items = [i for i in items if i["local_time"][:10] == day]
+                items = [i for i in items if _day(i, tz) == day]
             kept: dict[str, int] = defaultdict(int)
             shown_items = []
             for item in sorted(items, key=_key):
-                kept[item["local_time"][:10]] += 1
-                if kept[item["local_time"][:10]] <= PER_DAY:
+                kept[_day(item, tz)] += 1
+                if kept[_day(item, tz)] <= PER_DAY:
                     shown_items.append(item)
             items = shown_items
-        items = await complete(conn, items)
+        items = _on_clock(await complete(conn, items), tz)
         all_series = await list_series(conn, limit=200)
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in items:
@@ -272,5 +281,6 @@ async def calendar_page(request: web.Request) -> web.Response:
         per_day=PER_DAY,
         series=all_series,
         series_id=series_id,
-        today=now.date(),
+        today=today,
+        clock=clock,
     )

@@ -1,13 +1,14 @@
 """One clock per page: the zone every time on a page is drawn in, and the switch that changes it.
 
 A page has one zone, said once at its top (:attr:`PageClock.caption`), and every time on it —
-the facts, the sentences, the log's column, the timeline's bars, the captions and the
-tooltips — is drawn on the server in that zone. The run and event pages start on the event's
-zone, the runs list on UTC. **Show times in my zone** posts the browser's zone (its script
-reads it from ``Intl``) to ``POST /zone`` (:mod:`pageant.console.zone`), which keeps it in a
-cookie for a year; every page then draws every time in it, until **Show times in the event's
-zone** (or **in UTC**) clears it. The choice lives in the browser it was made in, across
-pages and reloads. (The calendar still shows each occurrence on its event's own clock.)
+the facts, the sentences, the log's column, the timeline's bars, the calendar's days and
+times, the captions and the tooltips — is drawn on the server in that zone. The run and event
+pages start on the event's zone; the Now, Runs and Calendar pages on UTC. **Show times in my
+zone** posts the browser's zone (its script reads it from ``Intl``) to ``POST /zone``
+(:mod:`pageant.console.zone`), which keeps it with the signed-in person's token
+(:func:`pageant.access.tokens.choose_zone`); every page then draws every time in it, in every
+browser that person signs in from, until **Show times in the event's zone** (or **in UTC**)
+clears it. The choice belongs to the person, not to a browser: two people never share it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
-#: The cookie that keeps a viewer's own zone (an IANA name); absent, each page's default.
-COOKIE = "pageant_zone"
-#: How long the choice is kept: a year.
-MAX_AGE = 365 * 24 * 3600
+from pageant.console.session import signed_in
+
+#: The cookie that kept a viewer's own zone before the choice moved to the token; the
+#: switch deletes it, and nothing reads it.
+LEGACY_COOKIE = "pageant_zone"
 
 
 @lru_cache(maxsize=64)
@@ -37,8 +39,10 @@ def known_zone(name: str) -> bool:
 
 
 def chosen_zone(request: web.Request) -> str | None:
-    """The viewer's own zone, when they chose it (and it is a zone); None otherwise."""
-    name = request.cookies.get(COOKIE)
+    """The signed-in viewer's own zone, when they chose it (and it is still a zone this host
+    knows); None otherwise, and for a viewer who is not signed in."""
+    session = signed_in(request)
+    name = session.principal.zone if session is not None else None
     return name if name and known_zone(name) else None
 
 
@@ -69,8 +73,8 @@ class PageClock:
 
 
 def page_clock(request: web.Request, event_zone: str | None = None) -> PageClock:
-    """The clock of a page: the viewer's chosen zone, else the event's (``event_zone``, on a
-    run's or an event's page), else UTC."""
+    """The clock of a page: the signed-in viewer's chosen zone, else the event's
+    (``event_zone``, on a run's or an event's page), else UTC."""
     default = event_zone if event_zone and known_zone(event_zone) else "UTC"
     words = "the event's zone" if event_zone else "UTC"
     mine = chosen_zone(request)

@@ -38,7 +38,7 @@ def at(
     """An instant as a ``<time>`` element on the page's one clock (``tz``): the wall clock
     as its text, the whole date and time on that clock in its title (shown on hover), and
     the instant in ``datetime`` for machines. ``clock``: the time of day alone
-    (``20:01:07``), for a list of lines from one day."""
+    (``20:01:07``, or ``20:01`` without ``seconds``), for a list of lines from one day."""
     if value is None:
         return Markup("")
     utc = value.astimezone(_UTC)
@@ -47,7 +47,7 @@ def at(
     except ValueError:
         there = utc
     if clock:
-        text = there.strftime("%H:%M:%S")
+        text = there.strftime("%H:%M:%S" if seconds else "%H:%M")
     else:
         text = there.strftime("%a %Y-%m-%d %H:%M:%S %Z" if seconds else "%a %Y-%m-%d %H:%M %Z")
     stamp = utc.strftime("%Y-%m-%dT%H:%M:%S")

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS, STAFF
 from pageant.console.clock import page_clock
-from pageant.console.session import CSRF_FIELD, Session, Sessions
+from pageant.console.session import CSRF_FIELD, Session, Sessions, signed_in
 from pageant.errors import Forbidden
 from pageant.hosting import Host
 from pageant.revalidation import tagged
@@ -17,9 +17,6 @@ from pageant.revalidation import tagged
 HOST = web.AppKey("console_host", Host)
 SESSIONS = web.AppKey("console_sessions", Sessions)
 API_PATHS = web.AppKey("console_api_paths", frozenset)
-SESSION_KEY: Any = (
-    web.RequestKey("console_session", object) if hasattr(web, "RequestKey") else "console.session"
-)
 #: Where the console starts once signed in.
 HOME = "/now"
 #: The pages in the navigation: (path, name, the roles that see the link). A new page module
@@ -45,7 +42,7 @@ def host_of(request: web.Request) -> Host:
 
 
 def session_of(request: web.Request) -> Session | None:
-    return request.get(SESSION_KEY)
+    return signed_in(request)
 
 
 class SignInRequired(web.HTTPSeeOther):
@@ -112,7 +109,7 @@ def context(request: web.Request, **values: Any) -> dict[str, Any]:
         "nav": [(href, name) for href, name, roles in NAV if role in roles],
         "now": host_of(request).clock.now(),
         # A page on an event's clock passes its own; every other page is on UTC, or the
-        # viewer's zone when they chose it.
+        # signed-in viewer's zone when they chose it.
         "clock": page_clock(request),
         **values,
     }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from aiohttp import web
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from pageant.access.tokens import Principal, hash_token, principal_seen_within
@@ -25,6 +26,10 @@ COOKIE = "pageant_session"
 #: The hidden field every form post carries (and the header htmx would send).
 CSRF_FIELD = "csrf_token"
 _SALT = "pageant.console.session"
+#: Where the console's middleware keeps a request's session (None: signed out).
+SESSION_KEY: Any = (
+    web.RequestKey("console_session", object) if hasattr(web, "RequestKey") else "console.session"
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,12 @@ class Sessions:
         except Unauthenticated:
             return None
         return None if principal is None else Session(principal, str(data["c"]))
+
+
+def signed_in(request: web.Request) -> Session | None:
+    """The session the console's middleware found for ``request``; None when signed out."""
+    found = request.get(SESSION_KEY)
+    return found if isinstance(found, Session) else None
 
 
 def csrf_ok(session: Session, sent: str | None) -> bool:

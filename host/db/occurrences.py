@@ -323,27 +323,13 @@ def _day_of(bounds: Sequence[datetime], lo: int, hi: int) -> Any:
     )
 
 
-def _days_query(
-    bounds: Sequence[datetime], definition_ids: list[int] | None, version_ids: list[int] | None
-) -> Any:
-    statement = _in_window(
+def _days_query(bounds: Sequence[datetime], definition_ids: list[int] | None) -> Any:
+    return _in_window(
         select(*_PLACE_COLUMNS, _day_of(bounds, 0, len(bounds) - 1).label("day")),
         bounds[0],
         bounds[-1],
         definition_ids,
     )
-    if version_ids is not None:
-        statement = statement.where(r.version_id.in_(version_ids))
-    return statement
-
-
-async def versions_by_zone(conn: AsyncConnection) -> dict[str, list[int]]:
-    """Every version's id, by its time zone."""
-    v = event_versions.c
-    zones: dict[str, list[int]] = {}
-    for row in await conn.execute(select(v.timezone, v.id).order_by(v.id)):
-        zones.setdefault(row.timezone, []).append(row.id)
-    return zones
 
 
 async def calendar_days(
@@ -351,16 +337,15 @@ async def calendar_days(
     bounds: Sequence[datetime],
     *,
     definition_ids: list[int] | None,
-    version_ids: list[int] | None,
     first: int,
 ) -> tuple[dict[int, int], list[Row]]:
     """The runs with ``bounds[0] <= scheduled_for < bounds[-1]`` (under
-    :func:`calendar_places`' filter; of ``version_ids`` only, unless None), by day ``i``
-    (``bounds[i] <= scheduled_for < bounds[i + 1]``: one zone's local days): how many fall
+    :func:`calendar_places`' filter), by day ``i`` (``bounds[i] <= scheduled_for <
+    bounds[i + 1]``: the local days of the zone a page is drawn in): how many fall
     on each, and the place columns (:func:`calendar_places`', and ``day``) of each day's
     ``first`` in the calendar's order (instant, event, run). Counted and chosen in the
     database, in one pass: the rows of a crowded month never reach Python."""
-    days = _days_query(bounds, definition_ids, version_ids).subquery()
+    days = _days_query(bounds, definition_ids).subquery()
     order = (days.c.scheduled_for, days.c.definition_id, days.c.id)
     ranked = select(
         days,

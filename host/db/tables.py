@@ -81,6 +81,9 @@ api_tokens = Table(
     # so it fires every owner's triggers (and speaks for no server on the link).
     Column("servers", JSON, nullable=True),
     Column("owners", JSON, nullable=True),
+    # The zone its holder chose to read the console in (an IANA name); NULL: each page's own.
+    # Kept with the token, not in a browser, so it follows the person to every browser.
+    Column("zone", String(64), nullable=True),
 )
 
 event_series = Table(

@@ -32,7 +32,7 @@ TOKEN_COLUMNS = (
 )
 
 _LOOKUP = select(
-    t.id, t.role, t.name, t.revoked_at, t.expires_at, t.last_used_at, t.servers, t.owners
+    t.id, t.role, t.name, t.revoked_at, t.expires_at, t.last_used_at, t.servers, t.owners, t.zone
 ).where(t.token_hash == bindparam("token_hash"))
 
 # Compare-and-set on the instant it read: of two requests that both saw an old stamp, one
@@ -62,7 +62,7 @@ async def insert_token(conn: AsyncConnection, values: dict[str, Any]) -> int:
 
 async def by_hash(conn: AsyncConnection, token_hash: str) -> Row | None:
     """The token a hash belongs to (id, role, name, revoked_at, expires_at, last_used_at,
-    servers, owners)."""
+    servers, owners, zone)."""
     return (await conn.execute(_LOOKUP, {"token_hash": token_hash})).first()
 
 
@@ -71,6 +71,11 @@ async def touch(
 ) -> bool:
     """Move ``last_used_at`` from ``seen`` (what the caller read) to ``now``; True if moved."""
     return await changed_one(conn, _TOUCH, {"token_id": token_id, "seen": seen, "now": now})
+
+
+async def set_zone(conn: AsyncConnection, token_id: int, zone: str | None) -> None:
+    """Keep ``zone`` (None: none) as the zone the token's holder reads the console in."""
+    await conn.execute(update(api_tokens).where(t.id == token_id).values(zone=zone))
 
 
 async def list_tokens(conn: AsyncConnection, *, include_revoked: bool) -> list[Row]:

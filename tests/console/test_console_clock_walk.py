@@ -2,7 +2,9 @@
 Berlin. Every time on the run page — the facts, the steps, the waiting line, the log's times
 and the times inside its sentences, the timeline's bars, the tooltips — is on the clock the
 page names once at its top: the event's zone, then, after "Show times in my zone", the
-browser's, on every page and after a reload, until it is switched back.
+browser's, on every page (the calendar's too) and after a reload — and in another browser
+signed in with the same token, but not in one signed in with another — until it is switched
+back, there and everywhere.
 
 With ``PAGEANT_CONSOLE_SCREENSHOTS=docs/console`` it writes the run page in both zones, and
 prints the run page's height (the five-step run the guide measures).
@@ -29,8 +31,9 @@ from tests.console.test_console_walk import (
 )
 
 BERLIN, NEW_YORK = "Europe/Berlin", "America/New_York"
-#: How a page writes a time: the whole instant, without seconds, or the time of day alone.
-FORMATS = ("%a %Y-%m-%d %H:%M:%S %Z", "%a %Y-%m-%d %H:%M %Z", "%H:%M:%S")
+#: How a page writes a time: the whole instant, without seconds, or the time of day alone
+#: (the calendar's without seconds).
+FORMATS = ("%a %Y-%m-%d %H:%M:%S %Z", "%a %Y-%m-%d %H:%M %Z", "%H:%M:%S", "%H:%M")
 
 
 def five_steps() -> dict[str, Any]:
@@ -142,6 +145,22 @@ def test_every_time_on_the_run_page_is_on_the_clock_it_names(server, browser) ->
     page.goto(f"{base}/runs")
     expect(page.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
     assert disagreeing(times_on(page), NEW_YORK) == []
+    month = started.astimezone(ZoneInfo(NEW_YORK)).strftime("%Y-%m")
+    page.goto(f"{base}/calendar?view=agenda&month={month}")
+    expect(page.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
+    assert times_on(page) and disagreeing(times_on(page), NEW_YORK) == []
+
+    # ── the choice is the person's: another browser (in Tokyo) with the same token has it,
+    # one signed in with another token does not ──
+    second = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="Asia/Tokyo")
+    elsewhere = _sign_in(second, base, tokens["moderator"])
+    elsewhere.goto(f"{base}/runs")
+    expect(elsewhere.locator("#zone-caption")).to_have_text(f"Times are in your zone, {NEW_YORK}.")
+    assert disagreeing(times_on(elsewhere), NEW_YORK) == []
+    someone = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id=NEW_YORK)
+    theirs = _sign_in(someone, base, tokens["editor"])
+    theirs.goto(f"{base}/runs")
+    expect(theirs.locator("#zone-caption")).to_have_text("Times are in UTC.")
     # More runs, one a server (a fan-out's runs are grouped by their params): two finish,
     # one is cancelled in its first phase.
     more = [
@@ -171,4 +190,9 @@ def test_every_time_on_the_run_page_is_on_the_clock_it_names(server, browser) ->
     expect(page.locator("#zone-caption")).to_have_text("Times are in UTC.")
     assert disagreeing(times_on(page), "UTC") == []
     assert re.search(r"\d", page.locator("table").first.inner_text())
+    # Switched back in one browser, back in the other too.
+    elsewhere.reload()
+    expect(elsewhere.locator("#zone-caption")).to_have_text("Times are in UTC.")
+    second.close()
+    someone.close()
     context.close()
