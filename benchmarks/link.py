@@ -156,7 +156,10 @@ async def busy(
             assert process.stdin is not None
             process.stdin.write(json.dumps({"base": base, "tokens": tokens}).encode() + b"\n")
             await process.stdin.drain()
-        await asyncio.sleep(2)  # every agent has synced once: up, and waiting
+        settled = time.monotonic() + 60
+        while host.link.held < agents and time.monotonic() < settled:
+            await asyncio.sleep(0.1)  # until every agent has synced once: up, and waiting
+        await asyncio.sleep(1)
         answered = 0
         until = time.monotonic() + seconds
 
@@ -201,7 +204,7 @@ async def busy(
         if process is not None:
             assert process.stdin is not None and process.stdout is not None
             process.stdin.close()
-            received = json.loads(await process.stdout.readline())
+            received = json.loads(await process.stdout.read())
             await process.wait()
         await session.close()
         await runner.cleanup()
@@ -280,8 +283,11 @@ async def main() -> None:
         await agents_process()
         return
     here = args.agents_here
-    print("busy", await busy(args.mysql, args.busy, args.seconds, here=here), flush=True)
-    print("one", await busy(args.mysql, args.busy, args.seconds, here=here, one=True), flush=True)
+    if args.seconds > 0:
+        print("busy", await busy(args.mysql, args.busy, args.seconds, here=here), flush=True)
+        print(
+            "one", await busy(args.mysql, args.busy, args.seconds, here=here, one=True), flush=True
+        )
     if args.idle_seconds > 0:
         print("idle", await idle(args.mysql, args.agents, args.idle_seconds), flush=True)
 

@@ -24,7 +24,7 @@ from pageant.clock import Clock
 from pageant.db import link as link_rows
 from pageant.hookspecs.link import Down, LinkFailure, NotDelivered, Unanswered
 from pageant.link.waiters import CHECK_SECONDS, Checker, Waiters
-from pageant.link.writes import Answer, Deliver, LinkWrites, Note, Queue
+from pageant.link.writes import TAKE_LIMIT, Answer, Deliver, LinkWrites, Note, Queue
 from pageant.settings import Settings
 from pageant.tasks import end_if_cancelled
 from pageant.timefmt import iso
@@ -86,6 +86,11 @@ class Link:
         #: Commands queued, delivered and answered, and syncs noted, by every call and sync
         #: on this host: committed together as they arrive (one transaction for many).
         self._writes = LinkWrites(db)
+        #: server -> until when (this link's clock) this host knows nothing is due for it:
+        #: a sync then waits without a read. A command queued here clears it, one queued
+        #: through another host is found by the periodic check, and a command handed out
+        #: but not answered is due again after REDELIVER_AFTER, when the knowledge ends.
+        self._clear: dict[str, datetime] = {}
         self._checker = Checker(self._check, lambda: len(self._syncs) + len(self._answers) > 0)
         self._returns: set[asyncio.Task[None]] = set()
         self._queueing: dict[str, asyncio.Lock] = {}
@@ -274,6 +279,7 @@ class Link:
             raise found
         if found is None:  # counted again, with room: queued in the queue's turn
             return await self._queue(owner, server, command, payload, key, deadline)
+        self._clear.pop(server, None)
         self._syncs.wake(server)
         return found
 
@@ -449,7 +455,11 @@ class Link:
         while True:
             # Watched before the read: a command queued between the two still wakes it.
             future = self._syncs.watch(server)
-            commands = await self._deliver(server, look_first=not woken)
+            clear = self._clear.get(server)
+            if not woken and clear is not None and self.clock.now() < clear:
+                commands = []  # nothing due, as this host knows: wait without a read
+            else:
+                commands = await self._deliver(server, look_first=not woken)
             remaining = until - loop.time()
             if commands or remaining <= 0:
                 self._syncs.forget(server, future)
@@ -468,8 +478,11 @@ class Link:
                 )
                 await conn.rollback()
             if not due:
+                self._clear[server] = now + REDELIVER_AFTER
                 return []
         due, moved = await self._writes.run(Deliver(server, now, now - REDELIVER_AFTER))
+        if len(due) < TAKE_LIMIT:  # all handed out: due again only after REDELIVER_AFTER
+            self._clear[server] = now + REDELIVER_AFTER
         return [
             {
                 "command": row.command,
@@ -490,6 +503,7 @@ class Link:
             ready = await link_rows.servers_with_queued(conn, servers, now=self.clock.now())
             answered = await link_rows.answered_among(conn, commands)
         for server in ready:
+            self._clear.pop(server, None)
             self._syncs.wake(server)
         for row in answered:
             self._answers.wake(row.id)
