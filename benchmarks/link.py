@@ -156,45 +156,35 @@ async def busy(
             assert process.stdin is not None
             process.stdin.write(json.dumps({"base": base, "tokens": tokens}).encode() + b"\n")
             await process.stdin.drain()
-        settled = time.monotonic() + 60
-        while host.link.held < agents and time.monotonic() < settled:
-            await asyncio.sleep(0.1)  # until every agent has synced once: up, and waiting
+        for _ in range(600):  # until every agent has synced once (a minute at most)
+            if host.link.held >= agents:
+                break
+            await asyncio.sleep(0.1)
         await asyncio.sleep(1)
         answered = 0
         until = time.monotonic() + seconds
 
-        async def caller(server: str) -> None:
+        async def caller(calls_for: list[str]) -> None:
+            """Call the servers ``calls_for`` names in turn, one command at a time."""
             nonlocal answered
+            turn = 0
             while time.monotonic() < until:
                 await host.link.call(
                     "bench",
-                    server,
+                    calls_for[turn % len(calls_for)],
                     "ping",
                     {"t": time.monotonic()},
                     key=uuid.uuid4().hex,
                     deadline=host.clock.now() + timedelta(seconds=30),
                 )
-                answered += 1
-
-        async def in_turn() -> None:
-            nonlocal answered
-            while time.monotonic() < until:
-                server = servers[answered % len(servers)]
-                await host.link.call(
-                    "bench",
-                    server,
-                    "ping",
-                    {"t": time.monotonic()},
-                    key=uuid.uuid4().hex,
-                    deadline=host.clock.now() + timedelta(seconds=30),
-                )
+                turn += 1
                 answered += 1
 
         began, cpu, loop_cpu = time.monotonic(), time.process_time(), time.thread_time()
         if one:
-            await in_turn()
+            await caller(servers)
         else:
-            await asyncio.gather(*(caller(s) for s in servers))
+            await asyncio.gather(*(caller([s]) for s in servers))
         took, cpu = time.monotonic() - began, time.process_time() - cpu
         loop_cpu = time.thread_time() - loop_cpu
         stop.set()

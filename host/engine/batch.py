@@ -45,6 +45,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import runlog, runs, steps
+from pageant.db.group import WriteQueue
 from pageant.db.shared import Batch, Look, Write
 
 if TYPE_CHECKING:
@@ -76,41 +77,18 @@ async def _look_ahead(group: Batch) -> None:
         await look.take(conn, cursors.get(look.run_id), now=now, group=group)
 
 
-class OutcomeBatch:
+class OutcomeBatch(WriteQueue[Write]):
     """One host's queue of outcome writes, committed together as they arrive."""
 
+    name = "pageant-outcomes"
+
     def __init__(self, host: Host) -> None:
+        super().__init__()
         self.host = host
-        self._queue: list[tuple[Write, asyncio.Future[Any]]] = []
-        self._writer: asyncio.Task[None] | None = None
-        #: How many transactions and writes went through (for benchmarks and /metrics).
-        self.transactions = 0
-        self.writes = 0
 
-    async def run(self, write: Write) -> Any:
-        """Run ``write`` in the next shared transaction; answers what it answered once that
-        transaction committed (or raises what it raised on its own)."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append((write, future))
-        # One writer, on either database: four shared transactions side by side on MariaDB
-        # were measured to deadlock with each other, and ran slower than one.
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._drain(), name="pageant-outcomes")
-        return await future
-
-    async def _drain(self) -> None:
-        size = self.host.settings.outcome_batch_size
-        while self._queue:
-            batch, self._queue = self._queue[:size], self._queue[size:]
-            try:
-                await self._commit(batch)
-            except BaseException as exc:
-                # Cancelled (the loop is closing): no waiter is left waiting for ever.
-                for _, future in batch + self._queue:
-                    if not future.done():
-                        future.set_exception(exc)
-                self._queue = []
-                raise
+    @property
+    def size(self) -> int:
+        return self.host.settings.outcome_batch_size
 
     async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
         answers: list[Any] = []

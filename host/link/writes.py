@@ -28,6 +28,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from pageant.db import link as link_rows
+from pageant.db.group import WriteQueue
 from pageant.hookspecs.link import NotDelivered
 
 log = logging.getLogger("pageant.link")
@@ -100,40 +101,15 @@ class _Kept:
     delivers: list[tuple[Deliver, asyncio.Future[Any]]] = field(default_factory=list)
 
 
-class LinkWrites:
+class LinkWrites(WriteQueue[Write]):
     """One host's queue of link writes, committed together as they arrive."""
 
+    name = "pageant-link-writes"
+    size = BATCH
+
     def __init__(self, db: AsyncEngine) -> None:
+        super().__init__()
         self.db = db
-        self._queue: list[tuple[Write, asyncio.Future[Any]]] = []
-        self._writer: asyncio.Task[None] | None = None
-        #: How many transactions and writes went through (for benchmarks and tests).
-        self.transactions = 0
-        self.writes = 0
-
-    async def run(self, write: Write) -> Any:
-        """Make ``write`` in the next shared transaction; answers its outcome once that
-        transaction committed (or raises what it raised on its own)."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append((write, future))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(
-                self._drain(), name="pageant-link-writes"
-            )
-        return await future
-
-    async def _drain(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue[:BATCH], self._queue[BATCH:]
-            try:
-                await self._commit(batch)
-            except BaseException as exc:
-                # Cancelled (the loop is closing): no caller is left waiting for ever.
-                for _, future in batch + self._queue:
-                    if not future.done():
-                        future.set_exception(exc)
-                self._queue = []
-                raise
 
     async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
         if len(batch) == 1:

@@ -73,6 +73,14 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
         return int(probe.getsockname()[1])
 
 
+def read_log(path: Path) -> str:
+    """What a process wrote to its log so far ("" before it wrote anything)."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
 class World:
     """One world and its server process (started by :meth:`start`, again after a stop)."""
 
@@ -145,10 +153,7 @@ class World:
         self.process = None
 
     def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return read_log(self.log_path)
 
     def ask(self, command: str, timeout: float = 30, **payload: Any) -> Any:
         """Run a test command in the world; its answer (raises on the mod's error)."""
@@ -266,10 +271,7 @@ class Player:
         self.process = None
 
     def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return read_log(self.log_path)
 
     def gravity(self) -> float:
         """The gravity of the player's physics, as the server holds it."""

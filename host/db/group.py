@@ -1,0 +1,65 @@
+"""Group commit's queue: writes handed in by many tasks, taken in turns by one writer.
+
+A task hands its write to :meth:`WriteQueue.run` and waits. Writes that arrive while a
+transaction is committing wait for the next one, which takes up to :attr:`WriteQueue.size`
+of them in arrival order: the subclass's :meth:`WriteQueue._commit` makes them in one
+transaction and answers each one's future. Nothing waits for a batch to fill: a lone write
+is committed at once. One writer at a time, on either database: shared transactions side by
+side on MariaDB were measured to deadlock with each other, and ran slower than one.
+
+The engine's step outcomes (:class:`pageant.engine.batch.OutcomeBatch`) and the game link's
+writes (:class:`pageant.link.writes.LinkWrites`) are its two queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Generic, TypeVar
+
+W = TypeVar("W")
+
+
+class WriteQueue(Generic[W]):
+    """One queue of writes of kind ``W``, committed together as they arrive."""
+
+    #: The name of the writer's task.
+    name = "pageant-writes"
+
+    def __init__(self) -> None:
+        self._queue: list[tuple[W, asyncio.Future[Any]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        #: How many transactions and writes went through (for benchmarks and /metrics).
+        self.transactions = 0
+        self.writes = 0
+
+    @property
+    def size(self) -> int:
+        """The most writes one transaction takes."""
+        raise NotImplementedError
+
+    async def run(self, write: W) -> Any:
+        """Make ``write`` in the next shared transaction; answers what it answered once that
+        transaction committed (or raises what it raised on its own)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queue.append((write, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._drain(), name=self.name)
+        return await future
+
+    async def _drain(self) -> None:
+        while self._queue:
+            size = self.size
+            batch, self._queue = self._queue[:size], self._queue[size:]
+            try:
+                await self._commit(batch)
+            except BaseException as exc:
+                # Cancelled (the loop is closing): no caller is left waiting for ever.
+                for _, future in batch + self._queue:
+                    if not future.done():
+                        future.set_exception(exc)
+                self._queue = []
+                raise
+
+    async def _commit(self, batch: list[tuple[W, asyncio.Future[Any]]]) -> None:
+        """Make ``batch`` (together, or each alone) and answer every future in it."""
+        raise NotImplementedError
