@@ -12,7 +12,9 @@ import ctypes
 import gc
 import json
 import logging
+import logging.handlers
 import os
+import queue
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -114,17 +116,43 @@ def limit_malloc_arenas(
     return bool(mallopt(_M_ARENA_MAX, count))
 
 
-def configure_logging(settings: Settings) -> None:
-    """Log to standard error in ``log_format`` at ``log_level``."""
+class LineQueueHandler(logging.handlers.QueueHandler):
+    """Hands a record to the log's thread with its message made, and nothing else done.
+
+    The standard ``QueueHandler.prepare`` formats the whole line where it is logged (on the
+    event loop, which is what the queue is for) and drops the exception, so the JSON line's
+    ``exc`` would be lost into ``msg``. Only the message is made here, so that arguments
+    changed after the call cannot change the line; the thread formats the rest.
+    """
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        record.msg = record.getMessage()
+        record.args = None
+        return record
+
+
+def configure_logging(settings: Settings) -> logging.handlers.QueueListener:
+    """Log to standard error in ``log_format`` at ``log_level``, from a thread of its own.
+
+    Every change of a run or a step is a line here as well as in the run log, so the lines
+    are written as the engine works: the root logger's one handler puts each record on a
+    queue, and a ``QueueListener`` formats and writes it off the event loop. Answers the
+    listener, started; the caller stops it (which writes every line still queued) once the
+    host has stopped.
+    """
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if settings.log_format == "json" else KeyValueFormatter())
+    lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    listener = logging.handlers.QueueListener(lines, handler, respect_handler_level=True)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [LineQueueHandler(lines)]
     root.setLevel(settings.log_level)
     # Alembic announces its dialect every time /healthz reads the schema revision, and
     # aiohttp's access log is a line per request: both are for debugging, not operating.
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    listener.start()
+    return listener
 
 
 async def serve_host(host: Any, settings: Settings, *, say: Callable[[str], Any] = print) -> None:
@@ -220,25 +248,30 @@ def serve(settings: Settings) -> None:
     from pageant.hosting import Host
     from pageant.plugins.loader import plugin_listing
 
-    configure_logging(settings)
-    limit_malloc_arenas()
-    host = Host(settings)
-
-    async def _check() -> None:
-        try:
-            check_sqlite_exists(settings.database_url)
-            await require_schema(host.db, settings.database_url)
-        finally:
-            await host.close()  # this loop ends here; the app opens its own pool
-
-    run(_check())
-
-    for line in plugin_lines(plugin_listing(host.plugins)):
-        click.echo(line, err=True)
-    # Noted once the database is known to be there, so a command run from another folder
-    # can say where it is (pageant.cli.running); marked stopped however serving ends.
-    noted = note_started(settings.database_url)
+    listener = configure_logging(settings)
     try:
-        run(serve_host(host, settings, say=click.echo))
+        limit_malloc_arenas()
+        host = Host(settings)
+
+        async def _check() -> None:
+            try:
+                check_sqlite_exists(settings.database_url)
+                await require_schema(host.db, settings.database_url)
+            finally:
+                await host.close()  # this loop ends here; the app opens its own pool
+
+        run(_check())
+
+        for line in plugin_lines(plugin_listing(host.plugins)):
+            click.echo(line, err=True)
+        # Noted once the database is known to be there, so a command run from another folder
+        # can say where it is (pageant.cli.running); marked stopped however serving ends.
+        noted = note_started(settings.database_url)
+        try:
+            run(serve_host(host, settings, say=click.echo))
+        finally:
+            note_stopped(noted)
     finally:
-        note_stopped(noted)
+        # The listener's thread is a daemon: lines still queued at exit would be lost
+        # without this (the last, "stopped cleanly", always is one).
+        listener.stop()
