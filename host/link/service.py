@@ -91,6 +91,12 @@ class Link:
         #: through another host is found by the periodic check, and a command handed out
         #: but not answered is due again after REDELIVER_AFTER, when the knowledge ends.
         self._clear: dict[str, datetime] = {}
+        #: server -> commands being queued through this host now: while any is, a sync
+        #: reads (the command may be committed before its queueing call hears so).
+        self._queueing_now: dict[str, int] = {}
+        #: server -> how many commands were queued through this host: a sync's look that
+        #: began before one was committed must not record "nothing due" after it.
+        self._queued_count: dict[str, int] = {}
         self._checker = Checker(self._check, lambda: len(self._syncs) + len(self._answers) > 0)
         self._returns: set[asyncio.Task[None]] = set()
         self._queueing: dict[str, asyncio.Lock] = {}
@@ -266,20 +272,30 @@ class Link:
         # One count-then-insert at a time per server on this host, so the bound holds here
         # exactly. Two hosts queueing at once may each pass the count and go one past it;
         # the bound is on memory and the agent's backlog, and one more is not a loss.
-        if self._full(server):
-            # Full when last counted: refused from one read (unless it is a retry of a
-            # command queued already), in parallel, not in the queue's turn.
-            found = await self._writes.run(Queue(values, False, self._refuse_if_full, self._room))
-        else:
-            async with lock:
+        self._queueing_now[server] = self._queueing_now.get(server, 0) + 1
+        self._clear.pop(server, None)
+        try:
+            if self._full(server):
+                # Full when last counted: refused from one read (unless it is a retry of a
+                # command queued already), in parallel, not in the queue's turn.
                 found = await self._writes.run(
-                    Queue(values, True, self._refuse_if_full, self._room)
+                    Queue(values, False, self._refuse_if_full, self._room)
                 )
+            else:
+                async with lock:
+                    found = await self._writes.run(
+                        Queue(values, True, self._refuse_if_full, self._room)
+                    )
+        finally:
+            self._queueing_now[server] -= 1
+            if not self._queueing_now[server]:
+                del self._queueing_now[server]
+            self._queued_count[server] = self._queued_count.get(server, 0) + 1
+            self._clear.pop(server, None)
         if isinstance(found, NotDelivered):
             raise found
         if found is None:  # counted again, with room: queued in the queue's turn
             return await self._queue(owner, server, command, payload, key, deadline)
-        self._clear.pop(server, None)
         self._syncs.wake(server)
         return found
 
@@ -456,7 +472,12 @@ class Link:
             # Watched before the read: a command queued between the two still wakes it.
             future = self._syncs.watch(server)
             clear = self._clear.get(server)
-            if not woken and clear is not None and self.clock.now() < clear:
+            if (
+                not woken
+                and clear is not None
+                and self.clock.now() < clear
+                and server not in self._queueing_now
+            ):
                 commands = []  # nothing due, as this host knows: wait without a read
             else:
                 commands = await self._deliver(server, look_first=not woken)
@@ -469,6 +490,7 @@ class Link:
 
     async def _deliver(self, server: str, *, look_first: bool) -> list[dict[str, Any]]:
         now = self.clock.now()
+        queued_before = self._queued_count.get(server, 0)
         if look_first:
             # Looked for with a read: a sync that finds nothing (most of them) writes
             # nothing. A sync woken by a command queued here goes straight to the write.
@@ -478,11 +500,11 @@ class Link:
                 )
                 await conn.rollback()
             if not due:
-                self._clear[server] = now + REDELIVER_AFTER
+                self._note_clear(server, now, queued_before)
                 return []
         due, moved = await self._writes.run(Deliver(server, now, now - REDELIVER_AFTER))
         if len(due) < TAKE_LIMIT:  # all handed out: due again only after REDELIVER_AFTER
-            self._clear[server] = now + REDELIVER_AFTER
+            self._note_clear(server, now, queued_before)
         return [
             {
                 "command": row.command,
@@ -493,6 +515,12 @@ class Link:
             for row in due
             if row.id in moved
         ]
+
+    def _note_clear(self, server: str, now: datetime, queued_before: int) -> None:
+        """Know that nothing is due for ``server`` until a redelivery could be, unless a
+        command was queued through this host since the look began, or is being queued."""
+        if self._queued_count.get(server, 0) == queued_before and server not in self._queueing_now:
+            self._clear[server] = now + REDELIVER_AFTER
 
     async def _check(self) -> None:
         """The periodic check: wake the syncs whose servers have commands queued through

@@ -13,6 +13,7 @@ from pageant.access.tokens import create_token, hash_token, principal_seen_withi
 from pageant.db import link as link_rows
 from pageant.db.tables import link_commands
 from pageant.link.service import Link
+from pageant.link.writes import LinkWrites, Queue
 
 
 def _link(db, clock, settings) -> Link:
@@ -143,3 +144,30 @@ async def test_a_hundred_syncs_on_one_unknown_token_read_it_once(db, clock, monk
     )
     assert reads == 1
     assert {who.name for who in found} == {"t"}
+
+
+async def test_a_sync_between_a_commands_commit_and_its_caller_hearing_so_takes_it(
+    db, clock, settings, monkeypatch
+):
+    """A sync that found nothing lets the next wait without a read, but not while a command
+    for its server is being queued: committed, it may be read before its caller hears so."""
+    link = _link(db, clock, settings)
+    await link.synced("a", ["bench"])
+    assert await link.take("a", 0) == []  # nothing due: known, for a while
+    committed = asyncio.Event()
+    real = LinkWrites.run
+
+    async def heard_late(self, write):
+        outcome = await real(self, write)
+        if isinstance(write, Queue):
+            committed.set()
+            await asyncio.sleep(0.3)  # the caller hears of its commit only now
+        return outcome
+
+    monkeypatch.setattr(LinkWrites, "run", heard_late)
+    call = asyncio.create_task(_call(link, clock, "a", "k-1"))
+    await committed.wait()
+    (command,) = await link.take("a", 0)
+    assert command["key"] == "k-1"
+    await link.record_results("a", [{"command": "ping", "key": "k-1", "answer": 7}])
+    assert await call == 7

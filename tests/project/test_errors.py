@@ -27,6 +27,8 @@ INTERNAL = {
     "host/engine/transitions.py:Lost",
     # Caught by batch.py: a kept step had moved, so the batch is retried one by one.
     "host/db/steps.py:Shortfall",
+    # Caught by LinkWrites: a bulk compare-and-set came up short, so each write runs alone.
+    "host/link/writes.py:Shortfall",
     # Caught by the engine's loop, which backs off.
     "host/engine/contention.py:ContentionPersisted",
     # A ValueError that api/window.py turns into a 400 and validators read as a ValueError.
