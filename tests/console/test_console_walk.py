@@ -198,6 +198,9 @@ def _axe(page: Any, found: dict[str, dict[str, int]]) -> None:
     assert blocking == [], f"axe-core on {page.url}: {blocking}"
 
 
+# The console's whole walk, every role and the keyboard: about 65 s alone, more than the
+# suite's 120 s on a machine busy with the rest of the suite.
+@pytest.mark.timeout(300)
 def test_staff_author_start_and_watch_an_event_in_chromium(
     server: dict[str, Any], browser: Any
 ) -> None:
