@@ -504,20 +504,26 @@ async def wait_done(db: AsyncEngine, runs: int, timeout: float) -> bool:
     return False
 
 
+async def tally(conn: Any) -> tuple[dict[str, int], datetime | None, int]:
+    """The runs by status, the last run's end, and how many steps are done."""
+    statuses = dict(
+        (
+            await conn.execute(
+                select(event_runs.c.status, func.count()).group_by(event_runs.c.status)
+            )
+        ).all()
+    )
+    last_end = (await conn.execute(select(func.max(event_runs.c.ended_at)))).scalar()
+    steps_done = (
+        await conn.execute(select(func.count()).where(event_run_steps.c.status == "done"))
+    ).scalar_one()
+    return statuses, last_end, steps_done
+
+
 async def outcome(db: AsyncEngine, workload: Workload, began: datetime, done: bool) -> dict:
     """What the database says happened: rate, statuses, lateness, start delay, doubles."""
     async with reader(db) as plain, plain.connect() as conn:
-        statuses = dict(
-            (
-                await conn.execute(
-                    select(event_runs.c.status, func.count()).group_by(event_runs.c.status)
-                )
-            ).all()
-        )
-        last_end = (await conn.execute(select(func.max(event_runs.c.ended_at)))).scalar()
-        steps_done = (
-            await conn.execute(select(func.count()).where(event_run_steps.c.status == "done"))
-        ).scalar_one()
+        statuses, last_end, steps_done = await tally(conn)
         starts = (
             await conn.execute(select(event_runs.c.created_at, event_runs.c.started_at))
         ).all()
@@ -1328,17 +1334,7 @@ async def fanout(mysql: str | None, servers: int, timeout: float) -> dict:
         finally:
             server.stop()
         async with reader(db) as plain, plain.connect() as conn:
-            statuses = dict(
-                (
-                    await conn.execute(
-                        select(event_runs.c.status, func.count()).group_by(event_runs.c.status)
-                    )
-                ).all()
-            )
-            last_end = (await conn.execute(select(func.max(event_runs.c.ended_at)))).scalar()
-            steps_done = (
-                await conn.execute(select(func.count()).where(event_run_steps.c.status == "done"))
-            ).scalar_one()
+            statuses, last_end, steps_done = await tally(conn)
             firsts = (
                 await conn.execute(
                     select(func.min(event_run_steps.c.started_at)).group_by(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Generic, TypeVar
 
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
 W = TypeVar("W")
 
 
@@ -25,7 +27,8 @@ class WriteQueue(Generic[W]):
     #: The name of the writer's task.
     name = "pageant-writes"
 
-    def __init__(self) -> None:
+    def __init__(self, db: AsyncEngine) -> None:
+        self.db = db
         self._queue: list[tuple[W, asyncio.Future[Any]]] = []
         self._writer: asyncio.Task[None] | None = None
         #: How many transactions and writes went through (for benchmarks and /metrics).
@@ -63,3 +66,21 @@ class WriteQueue(Generic[W]):
     async def _commit(self, batch: list[tuple[W, asyncio.Future[Any]]]) -> None:
         """Make ``batch`` (together, or each alone) and answer every future in it."""
         raise NotImplementedError
+
+    async def _one(self, conn: AsyncConnection, write: W) -> Any:
+        """Make ``write`` on its own in ``conn``'s transaction; answers its outcome."""
+        raise NotImplementedError
+
+    async def _alone(self, write: W, future: asyncio.Future[Any]) -> None:
+        """Make ``write`` in a transaction of its own and answer its future."""
+        try:
+            async with self.db.begin() as conn:
+                answer = await self._one(conn, write)
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+            return
+        self.transactions += 1
+        self.writes += 1
+        if not future.done():
+            future.set_result(answer)

@@ -44,6 +44,8 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from pageant.db import runlog, runs, steps
 from pageant.db.group import WriteQueue
 from pageant.db.shared import Batch, Look, Write
@@ -83,7 +85,7 @@ class OutcomeBatch(WriteQueue[Write]):
     name = "pageant-outcomes"
 
     def __init__(self, host: Host) -> None:
-        super().__init__()
+        super().__init__(host.db)
         self.host = host
 
     @property
@@ -93,7 +95,7 @@ class OutcomeBatch(WriteQueue[Write]):
     async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
         answers: list[Any] = []
         try:
-            async with self.host.db.begin() as conn:
+            async with self.db.begin() as conn:
                 group = Batch(conn)
                 for write, _ in batch:
                     answers.append(await write(conn, group))
@@ -120,15 +122,5 @@ class OutcomeBatch(WriteQueue[Write]):
             if not future.done():
                 future.set_result(answer)
 
-    async def _alone(self, write: Write, future: asyncio.Future[Any]) -> None:
-        try:
-            async with self.host.db.begin() as conn:
-                answer = await write(conn, None)
-        except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
-            return
-        self.transactions += 1
-        self.writes += 1
-        if not future.done():
-            future.set_result(answer)
+    async def _one(self, conn: AsyncConnection, write: Write) -> Any:
+        return await write(conn, None)

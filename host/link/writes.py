@@ -108,8 +108,7 @@ class LinkWrites(WriteQueue[Write]):
     size = BATCH
 
     def __init__(self, db: AsyncEngine) -> None:
-        super().__init__()
-        self.db = db
+        super().__init__(db)
 
     async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
         if len(batch) == 1:
@@ -144,18 +143,8 @@ class LinkWrites(WriteQueue[Write]):
             if not future.done():
                 future.set_result(outcome)
 
-    async def _alone(self, write: Write, future: asyncio.Future[Any]) -> None:
-        try:
-            async with self.db.begin() as conn:
-                outcome = await _one(conn, write)
-        except Exception as exc:
-            if not future.done():
-                future.set_exception(exc)
-            return
-        self.transactions += 1
-        self.writes += 1
-        if not future.done():
-            future.set_result(outcome)
+    async def _one(self, conn: AsyncConnection, write: Write) -> Any:
+        return await _one(conn, write)
 
 
 # ── each write alone, row by row ───────────────────────────────────────────────
