@@ -49,6 +49,18 @@ class WriteQueue(Generic[W]):
             self._writer = asyncio.get_running_loop().create_task(self._drain(), name=self.name)
         return await future
 
+    async def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the writes handed in so far to be made (a
+        writer stopped mid-transaction would leave its connection to the collector); then
+        cancel what is left, and wait for that."""
+        writer = self._writer
+        if writer is None or writer.done():
+            return
+        _, pending = await asyncio.wait({writer}, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
     async def _drain(self) -> None:
         while self._queue:
             size = self.size

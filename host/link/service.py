@@ -542,11 +542,13 @@ class Link:
         return len(self._syncs)
 
     async def close(self) -> None:
-        """Stop the periodic check, and let what a server's return began (its plugins'
-        reconcile) finish before the database goes: cancelled inside a database call, it left
-        the driver closing a connection that never closed. What is still going after
-        :data:`RETURN_GRACE_SECONDS` is cancelled, and waited for."""
+        """Stop the periodic check, let the link's writes handed in so far be made, and let
+        what a server's return began (its plugins' reconcile) finish before the database
+        goes: cancelled inside a database call, either left the driver closing a connection
+        that never closed. What is still going after :data:`RETURN_GRACE_SECONDS` is
+        cancelled, and waited for."""
         await self._checker.stop()
+        await self._writes.settle(RETURN_GRACE_SECONDS)
         if self._returns:
             _, going = await asyncio.wait(set(self._returns), timeout=RETURN_GRACE_SECONDS)
             for task in going:

@@ -262,7 +262,7 @@ def test_serve_leaves_the_api_serving_the_demo_with_a_printed_admin_token(
         assert status == 200
         assert (run["run"]["status"], run["run"]["cleanup_status"]) == ("completed", "complete")
         process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
+        assert process.wait(30) == 0, (tmp_path / "stderr").read_text()[-4000:]
     finally:
         if process.poll() is None:
             process.kill()

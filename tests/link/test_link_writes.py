@@ -171,3 +171,16 @@ async def test_a_sync_between_a_commands_commit_and_its_caller_hearing_so_takes_
     assert command["key"] == "k-1"
     await link.record_results("a", [{"command": "ping", "key": "k-1", "answer": 7}])
     assert await call == 7
+
+
+async def test_closing_the_link_lets_the_writes_handed_in_be_made(db, clock, settings):
+    link = _link(db, clock, settings)
+    await link.synced("a", ["bench"])
+    call = asyncio.create_task(_call(link, clock, "a", "k-1"))
+    await asyncio.sleep(0)  # the call has handed its command in, and waits
+    assert link._writes._writer is not None and not link._writes._writer.done()
+    await link.close()
+    assert link._writes._writer.done()
+    assert await _answered(db) == {"k-1": ("queued", None, False)}
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
