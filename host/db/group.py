@@ -51,15 +51,12 @@ class WriteQueue(Generic[W]):
 
     async def settle(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the writes handed in so far to be made (a
-        writer stopped mid-transaction would leave its connection to the collector); then
-        cancel what is left, and wait for that."""
+        writer stopped mid-transaction would leave its connection to the collector). Never
+        longer: a writer still going then is left to the loop's end, not cancelled and
+        awaited (a cancel swallowed inside a driver's call would make that wait for ever)."""
         writer = self._writer
-        if writer is None or writer.done():
-            return
-        _, pending = await asyncio.wait({writer}, timeout=timeout)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        if writer is not None and not writer.done():
+            await asyncio.wait({writer}, timeout=timeout)
 
     async def _drain(self) -> None:
         while self._queue:
