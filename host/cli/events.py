@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pageant.cli.common import as_json_text, json_option, settings_options, table, when, with_host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

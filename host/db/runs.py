@@ -30,7 +30,19 @@ from pageant.db import switchboard
 from pageant.db.engine_rows import RunState, StepRow
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.shared import Batch
-from pageant.db.states import (
+from pageant.db.tables import (
+    PRIMARY_KEY_HINT,
+    RUN_PHASE_STATUS_ORDER,
+    by_primary_key,
+    changed_one,
+    event_action_settings,
+    event_definitions,
+    event_run_steps,
+    event_runs,
+    event_versions,
+    status_in,
+)
+from pageant.states import (
     RUN_ACTIVE,
     RUN_CANCEL,
     RUN_END,
@@ -47,18 +59,6 @@ from pageant.db.states import (
     Health,
     RunStatus,
     StepStatus,
-)
-from pageant.db.tables import (
-    PRIMARY_KEY_HINT,
-    RUN_PHASE_STATUS_ORDER,
-    by_primary_key,
-    changed_one,
-    event_action_settings,
-    event_definitions,
-    event_run_steps,
-    event_runs,
-    event_versions,
-    status_in,
 )
 
 r = event_runs.c
@@ -425,7 +425,7 @@ async def end_run(
 ) -> bool:
     """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
     hold and waiting reason. Write-once: ``froms`` never names a terminal status. The move
-    must be one the table allows (:data:`~pageant.db.states.RUN_MOVES`); any other is a
+    must be one the table allows (:data:`~pageant.states.RUN_MOVES`); any other is a
     ValueError and writes nothing."""
     if not (froms and any(set(froms) <= set(m.froms) and to in m.to for m in RUN_MOVES)):
         raise ValueError(f"no move of a run from {', '.join(froms) or 'nothing'} to {to}")

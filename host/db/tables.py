@@ -26,8 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
-from pageant.db.states import RUN_ENDED, RUN_LIVE, RunStatus, StepStatus
 from pageant.db.types import BigId, UTCDateTime
+from pageant.states import RUN_ENDED, RUN_LIVE, RunStatus, StepStatus
 
 metadata = MetaData(
     naming_convention={

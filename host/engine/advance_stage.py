@@ -22,7 +22,6 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
@@ -32,6 +31,7 @@ from pageant.runs import params as run_params
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.options import check_run_values
 from pageant.runs.versions import phases_of
+from pageant.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

@@ -26,7 +26,6 @@ from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import RUN_ABORT
 from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke, settle_spend
@@ -37,6 +36,7 @@ from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
 from pageant.runs.holding import NotifyHold
+from pageant.states import RUN_ABORT
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pageant.clock import FakeClock
 from pageant.db import rehearsal as rows
 from pageant.db import runlog
 from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance_stage import advance
+from pageant.engine.muting import muted
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.authoring import validator as specs
@@ -36,12 +36,12 @@ from pageant.events.authoring.advance import parse_after
 from pageant.gates.conditions import check_payload
 from pageant.gates.phase import elapsed
 from pageant.hosting import Host
-from pageant.muting import muted
 from pageant.plugins.registry import Registry
 from pageant.runs import controls
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context, words
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ async def rehearse(
     rig.registry = dry_registry(host.registry)
     try:
         # The made-up run's log lines feed the report and never reach the host's log, where
-        # they would read as a real run's (:mod:`pageant.muting`).
+        # they would read as a real run's (:mod:`pageant.engine.muting`).
         with muted():
             async with throwaway.begin() as conn:
                 await rows.seed(

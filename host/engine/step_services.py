@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pageant.db.engine_rows import RunRow
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
-    from pageant.settings import Settings
+    from pageant.support.settings import Settings
 
 
 class StepServices:

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
-from pageant.db.states import Health
+from pageant.states import Health
 
 #: Answers why an owner's plugin is unavailable, or None (``Host.plugin_unavailable``).
 Unavailable = Callable[[str], "str | None"]

@@ -22,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
 from pageant.db.shared import Batch
-from pageant.db.states import RUN_ENDED, STEP_OPEN, STEP_TROUBLED
-from pageant.timefmt import iso
+from pageant.states import RUN_ENDED, STEP_OPEN, STEP_TROUBLED
+from pageant.support.timefmt import iso
 
 REASONS = (
     "not_due",

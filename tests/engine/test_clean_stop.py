@@ -103,7 +103,7 @@ async def test_the_grace_holds_on_both_sides(probe_host, engine, probe):
 
 
 async def test_the_grace_is_a_setting_with_a_30_second_default() -> None:
-    from pageant.settings import Settings, load_settings
+    from pageant.support.settings import Settings, load_settings
 
     assert Settings().stop_grace_seconds == 30
     assert load_settings(environ={"PAGEANT_STOP_GRACE_SECONDS": "5"}).stop_grace_seconds == 5

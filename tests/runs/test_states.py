@@ -1,4 +1,4 @@
-"""One state machine: the status words live in ``pageant.db.states``, its table of moves is
+"""One state machine: the status words live in ``pageant.states``, its table of moves is
 what the compare-and-sets act from, the contract's risks agree with its Risk, and
 ``docs/runs.md`` shows the same table."""
 
@@ -14,8 +14,10 @@ from typing import Any, get_args
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from pageant.db import runs, states
-from pageant.db.states import (
+from pageant import states
+from pageant.db import runs
+from pageant.hookspecs import models
+from pageant.states import (
     PARKED,
     RUN_CANCEL,
     RUN_MOVES,
@@ -30,7 +32,6 @@ from pageant.db.states import (
     RunStatus,
     StepStatus,
 )
-from pageant.hookspecs import models
 from tests.factories import publish_event, run_row
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_status_words_are_not_listed_outside_the_states_module() -> None:
     where = "; ".join(f"{path} {lines}" for path, lines in found.items())
     outside_contract = sum(len(v) for k, v in found.items() if not k.startswith("hookspecs/"))
     assert outside_contract <= BOUND, (
-        f"{outside_contract} lists of status words outside pageant.db.states ({where}); "
+        f"{outside_contract} lists of status words outside pageant.states ({where}); "
         "name the statuses through its enumerations and sets"
     )
     assert {path: len(lines) for path, lines in found.items()} == LEFT, where
@@ -250,8 +251,8 @@ async def test_the_engines_endings_are_moves_of_the_table(
 def test_the_runs_guide_shows_the_table_of_moves() -> None:
     text = RUNS_GUIDE.read_text(encoding="utf-8")
     assert states.render_doc(text) == text, (
-        "docs/runs.md's tables of moves differ from pageant.db.states; write them again "
-        "with `python -m pageant.db.states docs/runs.md`"
+        "docs/runs.md's tables of moves differ from pageant.states; write them again "
+        "with `python -m pageant.states docs/runs.md`"
     )
 
 

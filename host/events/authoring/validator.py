@@ -61,7 +61,7 @@ from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.recurrence import WEEKDAYS
-from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
+from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action

@@ -392,7 +392,7 @@ def render_doc(text: str) -> str:
     return text
 
 
-if __name__ == "__main__":  # python -m pageant.db.states docs/runs.md
+if __name__ == "__main__":  # python -m pageant.states docs/runs.md
     import sys
     from pathlib import Path
 
