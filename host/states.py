@@ -107,6 +107,61 @@ class Outcome(StrEnum):
         return self in (Outcome.COMPLETED, Outcome.FAILED)
 
 
+class WaitingReason(StrEnum):
+    """Why a run that is not ended waits (its ``waiting_reason``), as the run console and
+    the log say it (:mod:`pageant.runs.waiting` writes the sentences)."""
+
+    NOT_DUE = "not_due"
+    UNVERIFIED = "unverified"
+    CONCURRENCY = "concurrency"
+    BACKOFF = "backoff"
+    PARKED = "parked"
+    PAUSED = "paused"
+    GATE = "gate"
+    UNAVAILABLE = "unavailable"
+
+
+class ResourceStatus(StrEnum):
+    """A ledger row's status: what a run holds in the world, and how it was given back."""
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    REVERT_FAILED = "revert_failed"
+    REVERTED = "reverted"
+    DRIFTED = "drifted"
+    ORPHANED = "orphaned"
+
+    @property
+    def holding(self) -> bool:
+        """Still held in the world (given back later, or failed to be)."""
+        return self in (
+            ResourceStatus.PENDING,
+            ResourceStatus.CONFIRMED,
+            ResourceStatus.REVERT_FAILED,
+        )
+
+
+class Refusal(StrEnum):
+    """Why a claimed step's action may not run now (``may_invoke``'s code), layer by layer
+    (:mod:`pageant.engine.policy`)."""
+
+    UNAVAILABLE = "unavailable"
+    DISABLED = "disabled"
+    COST = "cost"
+    UNDECLARED = "undeclared"
+    UNBUDGETED = "unbudgeted"
+    CAP = "cap"
+
+
+class Dispatched(StrEnum):
+    """What dispatching one step came to, for the run's loop: go on to its next step, stop
+    this pass (a wait, a failure, a stop), or let go (another claimer holds the step)."""
+
+    CONTINUE = "continue"
+    STOP = "stop"
+    TAKEN = "taken"
+
+
 class Risk(StrEnum):
     """An action's risk, as the contract declares it (``pageant.hookspecs.models.Risk``), in
     rising order; a test keeps the two equal."""

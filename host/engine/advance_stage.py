@@ -16,14 +16,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from pageant.db import due, runlog, runs, steps
+from pageant.db import due, runlog, runs
 from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
+from pageant.engine import transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
-from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
+from pageant.engine.dispatch import Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -31,7 +32,15 @@ from pageant.runs import params as run_params
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.options import check_run_values
 from pageant.runs.versions import phases_of
-from pageant.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
+from pageant.states import (
+    OUTCOME_FINISHED,
+    Dispatched,
+    Health,
+    Outcome,
+    RunStatus,
+    StepStatus,
+    WaitingReason,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -39,10 +48,6 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
-
-#: Outcomes after which the run is done; its claim went with its last transition.
-#: The outcome of a run whose host began to stop: it claimed nothing more.
-STOPPING = "stopping"
 
 
 def stopping(host: Host) -> bool:
@@ -90,7 +95,7 @@ async def advance(host: Host, now: datetime) -> None:
 
 async def process_run(
     host: Host, run: RunRow, *, claimed: SetClaim | None = None
-) -> tuple[str, bool]:
+) -> tuple[Outcome, bool]:
     """Claim one run, move it, and hand the claim back if it is still in flight.
 
     ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
@@ -116,7 +121,7 @@ async def process_run(
         lost = await _claim_run(host, run, owner, now=now, lease=lease)
         if lost is not None:
             return lost, False
-    outcome = "error"
+    outcome = Outcome.ERROR
     try:
         outcome = await move_run(host, run, progress, lease_until=lease, ahead=ahead)
     finally:
@@ -127,62 +132,62 @@ async def process_run(
             await host.in_outcome_transaction(
                 lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
-    return outcome, progress.made or outcome == "bounded"
+    return outcome, progress.made or outcome is Outcome.BOUNDED
 
 
 async def _claim_run(
     host: Host, run: RunRow, owner: str, *, now: datetime, lease: datetime
-) -> str | None:
+) -> Outcome | None:
     """Claim ``run`` at ``now`` for this pass until ``lease`` (starting it when it is
     ``scheduled``); None once it is this host's, else why not."""
     if stopping(host):
-        return STOPPING
-    if run["status"] == "scheduled":
+        return Outcome.STOPPING
+    if run["status"] == RunStatus.SCHEDULED:
         not_started = await _start(host, run, now=now, owner=owner, lease=lease)
         if not_started is not None:
             return not_started
-        run["status"] = "starting"
+        run["status"] = RunStatus.STARTING
         return None
     # The engine's small writes share its outcome transaction: at a due instant a hundred
     # runs' claims commit together instead of queueing for a hundred commits.
     claimed = await host.in_outcome_transaction(
         lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
     )
-    return None if claimed else TAKEN
+    return None if claimed else Outcome.TAKEN
 
 
 async def _start(
     host: Host, run: RunRow, *, now: datetime, owner: str, lease: datetime
-) -> str | None:
+) -> Outcome | None:
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if is_late(run, now):
-        return "late"  # the missed sweep makes it terminal and visible
+        return Outcome.LATE  # the missed sweep makes it terminal and visible
     if waiting.held_unverified(run):
         # Held, not refused: it stays scheduled and its grace window decides, exactly like
         # a held concurrency key; a verify lifts the hold on the next tick.
-        if run["waiting_reason"] != "unverified":
+        if run["waiting_reason"] != WaitingReason.UNVERIFIED:
             held = waiting.describe(run, [], now=now, max_attempts=0)
             async with host.db.begin() as conn:
                 await waiting.note(conn, run["id"], held, now=now)
-        return "unverified"
+        return Outcome.UNVERIFIED
     if run["params"] and await _refused_values(host, run, now=now):
-        return "failed"
+        return Outcome.FAILED
     key = run["concurrency_key"]
     if key:
         async with host.db.connect() as conn:
             holder = await runs.concurrency_holder(conn, key, run["id"])
         if holder is not None:
             await _blocked(host, run, holder._mapping, now)
-            return "blocked"
+            return Outcome.BLOCKED
     if stopping(host):
-        return STOPPING
+        return Outcome.STOPPING
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await host.in_outcome_transaction(
             lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
         )
         if not started:
-            return TAKEN
+            return Outcome.TAKEN
     except IntegrityError:
         # Another run took the key between the look above and the claim: the unique index
         # on concurrency_lock, not the look, is what keeps two live holders apart.
@@ -190,7 +195,7 @@ async def _start(
             holder = await runs.concurrency_holder(conn, key or "", run["id"])
         if holder is not None:
             await _blocked(host, run, holder._mapping, now)
-        return "blocked"
+        return Outcome.BLOCKED
     return None
 
 
@@ -209,27 +214,15 @@ async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:
         return False
     because = "not started: " + "; ".join(problems)
     async with host.db.begin() as conn:
-        if not await runs.end_run(
-            conn, run["id"], froms=RUN_REFUSE.froms, to="failed", now=now, error=because
-        ):
+        if not await transitions.refuse_in(conn, run["id"], because, now=now):
             return False
-        cancelled = await steps.cancel_open_steps(conn, run["id"], now=now)
-        await runlog.run_status(
-            conn,
-            run["id"],
-            at=now,
-            from_="scheduled",
-            to="failed",
-            because=because,
-            cancelled_steps=cancelled,
-        )
     await lifecycle.announce(host, run["id"], lifecycle.RUN_FAILED)
     return True
 
 
 async def _blocked(host: Host, run: Record, holder: Record, now: datetime) -> None:
     # A held key keeps the run scheduled; its grace window decides whether it ever starts.
-    if run["waiting_reason"] == "concurrency":
+    if run["waiting_reason"] == WaitingReason.CONCURRENCY:
         return
     held = waiting.describe(run, [], now=now, max_attempts=0, holder=holder)
     async with host.db.begin() as conn:
@@ -249,7 +242,7 @@ async def _wait(
     now: datetime,
     gate: dict[str, Any] | None = None,
     unavailable: NotifyHold | None = None,
-) -> str:
+) -> Outcome:
     """Note why the run waits (once per change of reason); ``unavailable``: the hold on its
     next step, a notify step of a plugin that is down."""
     view = {**run, **state}
@@ -267,27 +260,15 @@ async def _wait(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
         )
-    return "waiting"
+    return Outcome.WAITING
 
 
-async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> str:
-    failed = False
+async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> Outcome:
     async with host.db.begin() as conn:
-        if failed := await runs.end_run(
-            conn,
-            run_id,
-            froms=RUN_FAIL.froms,
-            to="failed",
-            now=now,
-            error=because,
-        ):
-            cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-            await runlog.run_status(
-                conn, run_id, at=now, to="failed", because=because, cancelled_steps=cancelled
-            )
+        failed = await transitions.fail_in(conn, run_id, because, now=now)
     if failed:
         await lifecycle.announce(host, run_id, lifecycle.RUN_FAILED)
-    return "failed"
+    return Outcome.FAILED
 
 
 async def _complete(
@@ -297,7 +278,7 @@ async def _complete(
     now: datetime,
     last_phase: dict[str, Any] | None = None,
     index: int | None = None,
-) -> str:
+) -> Outcome:
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
 
@@ -308,18 +289,17 @@ async def _complete(
                 return None
             await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
             await runlog.phase_completed(conn, run_id, at=now, phase=last_phase["key"], index=index)
-            await runlog.run_status(conn, run_id, at=now, from_="running", to="ending")
+            await runlog.run_status(
+                conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING
+            )
         # The run passes straight through ``ending`` (a run found there after a crash
         # completes); what it holds in the world is given back by the cleanup stage once it
         # has ended, in this tick, from the ledger's rows.
-        completed = await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now)
-        if completed:
-            await runlog.run_status(conn, run_id, at=now, from_="ending", to="completed")
-        return completed
+        return await transitions.complete_in(conn, run_id, now=now)
 
     completed = await host.in_outcome_transaction(finish)
     if completed is None:
-        return TAKEN
+        return Outcome.TAKEN
     fired: list[lifecycle.Firing] = []
     if last_phase is not None:
         # This caller moved the run from its last phase into ``ending``: the cleanup of what
@@ -328,7 +308,7 @@ async def _complete(
     if completed:
         fired.append((run_id, lifecycle.RUN_COMPLETED, None))
     await lifecycle.announce_all(host, fired)
-    return "completed"
+    return Outcome.COMPLETED
 
 
 class _Entering(TypedDict):
@@ -388,7 +368,7 @@ async def move_run(
     *,
     lease_until: datetime,
     ahead: Ahead | None = None,
-) -> str:
+) -> Outcome:
     """Move one claimed run as far as it goes this pass (its steps, and its phases as their
     gates let it; :func:`goes_on` says how far); answers why it stopped.
     ``lease_until``: when the run's claim lapses; ``ahead``: what the run's claim already
@@ -404,13 +384,13 @@ async def move_run(
         )
     keys = {phase["key"]: i for i, phase in enumerate(phases)}
 
-    if run["status"] == "starting":
+    if run["status"] == RunStatus.STARTING:
         if not await _enter(
-            host, run_id, phases, 0, from_status="starting", old_phase=None, now=now
+            host, run_id, phases, 0, from_status=RunStatus.STARTING, old_phase=None, now=now
         ):
-            return TAKEN
+            return Outcome.TAKEN
         progress.made = True
-    elif run["status"] == "ending":
+    elif run["status"] == RunStatus.ENDING:
         progress.made = True
         return await _complete(host, run_id, now=now)
 
@@ -425,22 +405,22 @@ async def move_run(
             # running, unheld and waiting on nothing, and the step ready, when it was.
             ahead.remaining = int(goes_on(host, taken + 1, lease_until))
             outcome = await dispatch_step(host, run, claimed.step, ahead=ahead, claimed=claimed)
-            if outcome == TAKEN:
-                return TAKEN
+            if outcome is Dispatched.TAKEN:
+                return Outcome.TAKEN
             progress.made = True
-            if outcome != CONTINUE:
-                return "stopped"
+            if outcome is not Dispatched.CONTINUE:
+                return Outcome.STOPPED
             continue
         if not goes_on(host, taken, lease_until):
-            return "bounded"
+            return Outcome.BOUNDED
         if not seen:
             async with host.db.connect() as conn:
                 found = await read_cursor(conn, run_id)
         if found is None:
-            return "stopped"
+            return Outcome.STOPPED
         state, step = found
-        if state["status"] != "running":
-            return "stopped"  # paused, cancelled or failed underneath this tick
+        if state["status"] != RunStatus.RUNNING:
+            return Outcome.STOPPED  # paused, cancelled or failed underneath this tick
         index = keys.get(state["current_phase"])
         if index is None:
             progress.made = True
@@ -480,17 +460,17 @@ async def move_run(
                 run_id,
                 phases,
                 index + 1,
-                from_status="running",
+                from_status=RunStatus.RUNNING,
                 old_phase=phase["key"],
                 now=now,
             ):
-                return TAKEN
+                return Outcome.TAKEN
             continue
 
-        if step["status"] == "running":
+        if step["status"] == StepStatus.RUNNING:
             if step["lease_until"] is None:
                 return await _wait(host, run, state, [step], now=now)
-            return "in-flight"
+            return Outcome.IN_FLIGHT
         if step["due_at"] is not None and step["due_at"] > now:
             return await _wait(host, run, state, [step], now=now)
         if host.unavailable(step["action"]) is not None:
@@ -499,35 +479,33 @@ async def move_run(
             # until a plugin that reported itself down says it is back.
             if host.plugin_unavailable(step["action"].split(".", 1)[0]) is not None:
                 async with host.db.begin() as conn:
-                    if await runs.escalate_health(conn, run_id, "degraded"):
-                        await runlog.run_health(
-                            conn,
-                            run_id,
-                            at=now,
-                            to="degraded",
-                            because=f"{step['action']} is unavailable",
-                        )
+                    await runs.escalate_health(
+                        conn,
+                        run_id,
+                        Health.DEGRADED,
+                        because=f"{step['action']} is unavailable",
+                        at=now,
+                    )
             return await _wait(host, run, state, [step], now=now)
         notify = notify_hold(host, step, phase, state, now)
         if notify is not None and notify.waits:
             # A notify step of a plugin that is down: held for its hold_seconds, unclaimed.
             async with host.db.begin() as conn:
-                if await runs.escalate_health(conn, run_id, "degraded"):
-                    await runlog.run_health(
-                        conn, run_id, at=now, to="degraded", because=f"{step['action']} is held"
-                    )
+                await runs.escalate_health(
+                    conn, run_id, Health.DEGRADED, because=f"{step['action']} is held", at=now
+                )
             return await _wait(host, run, state, [step], now=now, unavailable=notify)
 
         if stopping(host):
-            return STOPPING  # the host is stopping: no new step, the claim goes back
+            return Outcome.STOPPING  # the host is stopping: no new step, the claim goes back
         ahead.remaining = int(goes_on(host, taken + 1, lease_until))
         # What the run waited on is cleared in the step's claim, one transaction for both.
         outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state, held=notify)
-        if outcome == TAKEN:
-            return TAKEN
+        if outcome is Dispatched.TAKEN:
+            return Outcome.TAKEN
         progress.made = True
-        if outcome != CONTINUE:
-            return "stopped"
+        if outcome is not Dispatched.CONTINUE:
+            return Outcome.STOPPED
     raise AssertionError("unreachable: the pass ends inside its loop")
 
 

@@ -28,7 +28,6 @@ from pageant.db import switchboard as board_rows
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance_stage import advance
-from pageant.engine.muting import muted
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
 from pageant.events.authoring import validator as specs
@@ -40,7 +39,9 @@ from pageant.plugins.registry import Registry
 from pageant.runs import controls
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context, words
+from pageant.states import Health
 from pageant.support.clock import FakeClock
+from pageant.support.muting import muted
 from pageant.support.settings import Settings
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
@@ -159,7 +160,7 @@ async def rehearse(
     rig.registry = dry_registry(host.registry)
     try:
         # The made-up run's log lines feed the report and never reach the host's log, where
-        # they would read as a real run's (:mod:`pageant.engine.muting`).
+        # they would read as a real run's (:mod:`pageant.support.muting`).
         with muted():
             async with throwaway.begin() as conn:
                 await rows.seed(
@@ -216,7 +217,7 @@ async def _drive(
                         rig, run_id, step_id, actor=ACTOR, note="confirmed by the rehearsal"
                     )
                 continue
-            if run.health == "stalled" and not pending:
+            if run.health == Health.STALLED and not pending:
                 break  # a gate that never opens: the run would wait here for a person
             candidates = [t for t in (following,) if t is not None and t > now]
             if pending:
@@ -268,7 +269,7 @@ async def _report(
                     "at_seconds": _offset(line.at, start),
                 }
             )
-        elif line.kind == LogKind.RUN_HEALTH and detail.get("to") == "stalled":
+        elif line.kind == LogKind.RUN_HEALTH and detail.get("to") == Health.STALLED:
             gate = detail.get("gate") or {}
             stalls.append(
                 {

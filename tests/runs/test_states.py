@@ -185,17 +185,17 @@ async def test_a_compare_and_set_acts_from_its_moves_statuses(
         assert after in {status, *move.to}, (move.name, status)
 
 
+#: A move the table does not have: completed runs are written once.
+_UNDONE = states.Move("undo", (RunStatus.COMPLETED,), (RunStatus.FAILED,), "nobody", "never")
+
+
 @pytest.mark.parametrize(
-    ("froms", "to"),
-    [
-        ((RunStatus.COMPLETED,), RunStatus.FAILED),
-        ((RunStatus.SCHEDULED,), RunStatus.COMPLETED),
-        ((RunStatus.PAUSED,), RunStatus.COMPLETED),
-        ((), RunStatus.MISSED),
-    ],
+    "move",
+    [_UNDONE, states.RUN_PAUSE, states.RUN_START, states.RUN_RESCHEDULE, states.RUN_END],
+    ids=lambda move: move.name,
 )
 async def test_an_ending_the_table_does_not_allow_is_refused(
-    db: AsyncEngine, froms: tuple[str, ...], to: str
+    db: AsyncEngine, move: states.Move
 ) -> None:
     event = await publish_event(db, NOW)
     async with db.begin() as conn:
@@ -206,27 +206,23 @@ async def test_an_ending_the_table_does_not_allow_is_refused(
                 "version_id": event.version_id,
                 "scheduled_for": NOW,
                 "source": "manual",
-                "status": froms[0] if froms else RunStatus.SCHEDULED,
+                "status": move.froms[0],
                 "created_at": NOW,
             },
         )
-    with pytest.raises(ValueError, match=f"no move of a run from .* to {to}"):
+    with pytest.raises(ValueError, match=f"{move.name} is not an ending of a run"):
         async with db.begin() as conn:
-            await runs.end_run(conn, run_id, froms=froms, to=to, now=NOW)
-    assert (await run_row(db, run_id)).status == (froms[0] if froms else "scheduled")
+            await runs.end_run(conn, run_id, move, now=NOW)
+    assert (await run_row(db, run_id)).status == move.froms[0]
 
 
 @pytest.mark.parametrize(
-    ("froms", "to"),
-    [
-        (states.RUN_MISS.froms, RunStatus.MISSED),
-        (states.RUN_FAIL.froms, RunStatus.FAILED),
-        (states.RUN_ABORT.froms, RunStatus.FAILED),
-        (states.RUN_COMPLETE.froms, RunStatus.COMPLETED),
-    ],
+    "move",
+    [states.RUN_MISS, states.RUN_REFUSE, states.RUN_FAIL, states.RUN_ABORT, states.RUN_COMPLETE],
+    ids=lambda move: move.name,
 )
 async def test_the_engines_endings_are_moves_of_the_table(
-    db: AsyncEngine, froms: tuple[str, ...], to: str
+    db: AsyncEngine, move: states.Move
 ) -> None:
     event = await publish_event(db, NOW)
     async with db.begin() as conn:
@@ -237,12 +233,13 @@ async def test_the_engines_endings_are_moves_of_the_table(
                 "version_id": event.version_id,
                 "scheduled_for": NOW,
                 "source": "manual",
-                "status": froms[-1],
+                "status": move.froms[-1],
                 "created_at": NOW,
             },
         )
-        assert await runs.end_run(conn, run_id, froms=froms, to=to, now=NOW)
-    assert (await run_row(db, run_id)).status == to
+        assert await runs.end_run(conn, run_id, move, now=NOW)
+        assert not await runs.end_run(conn, run_id, move, now=NOW)  # written once
+    assert (await run_row(db, run_id)).status == move.to[0]
 
 
 # ── the runs guide ─────────────────────────────────────────────────────────────
