@@ -153,6 +153,34 @@ class Refusal(StrEnum):
     CAP = "cap"
 
 
+class Readiness(StrEnum):
+    """What stands between a run's next step and its dispatch, in the order it is asked
+    (:func:`pageant.engine.readiness.readiness`)."""
+
+    #: The run is not running (scheduled, starting, paused, ending or ended).
+    NOT_RUNNING = "not_running"
+    #: The run carries a wait (``hold_until``); the run's loop clears one that ran out.
+    HELD = "held"
+    #: No step is left in the phase: its gate, or the next phase, is the run's loop's.
+    NO_STEP = "no_step"
+    #: The step runs under a live claim lease.
+    IN_FLIGHT = "in_flight"
+    #: The step is ``running`` with no lease: parked, waiting for a person.
+    PARKED = "parked"
+    #: The step's ``due_at`` has not come.
+    NOT_DUE = "not_due"
+    #: No loaded plugin may take the action now (``Host.unavailable``).
+    UNAVAILABLE = "unavailable"
+    #: The host began a clean stop: nothing new is claimed.
+    STOPPING = "stopping"
+    #: The action's plugin reported itself down, or the run holds the step for it: the run's
+    #: loop decides whether the step is held (a notify step's ``hold_seconds``) or goes to
+    #: its dispatch, where the plugin's being down refuses it.
+    PLUGIN_DOWN = "plugin_down"
+    #: Dispatch it.
+    READY = "ready"
+
+
 class Dispatched(StrEnum):
     """What dispatching one step came to, for the run's loop: go on to its next step, stop
     this pass (a wait, a failure, a stop), or let go (another claimer holds the step)."""

@@ -25,6 +25,7 @@ from pageant.db.shared import Batch
 from pageant.engine import transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import Ahead, dispatch_step
+from pageant.engine.readiness import readiness
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -37,8 +38,8 @@ from pageant.states import (
     Dispatched,
     Health,
     Outcome,
+    Readiness,
     RunStatus,
-    StepStatus,
     WaitingReason,
 )
 
@@ -467,13 +468,12 @@ async def move_run(
                 return Outcome.TAKEN
             continue
 
-        if step["status"] == StepStatus.RUNNING:
-            if step["lease_until"] is None:
-                return await _wait(host, run, state, [step], now=now)
+        ready = readiness(host, state, step, now)
+        if ready is Readiness.IN_FLIGHT:
             return Outcome.IN_FLIGHT
-        if step["due_at"] is not None and step["due_at"] > now:
+        if ready in (Readiness.PARKED, Readiness.NOT_DUE):
             return await _wait(host, run, state, [step], now=now)
-        if host.unavailable(step["action"]) is not None:
+        if ready is Readiness.UNAVAILABLE:
             # Not claimed, so nothing reaches any plugin and no attempt is spent; the run is
             # looked at again every poll until a restart settles who owns the action, or
             # until a plugin that reported itself down says it is back.
@@ -487,7 +487,13 @@ async def move_run(
                         at=now,
                     )
             return await _wait(host, run, state, [step], now=now)
-        notify = notify_hold(host, step, phase, state, now)
+        if ready is Readiness.STOPPING:
+            return Outcome.STOPPING  # the host is stopping: no new step, the claim goes back
+        if ready not in (Readiness.READY, Readiness.PLUGIN_DOWN):
+            return Outcome.STOPPED  # seen to above: the run changed under this pass
+        notify = (
+            notify_hold(host, step, phase, state, now) if ready is Readiness.PLUGIN_DOWN else None
+        )
         if notify is not None and notify.waits:
             # A notify step of a plugin that is down: held for its hold_seconds, unclaimed.
             async with host.db.begin() as conn:
@@ -496,8 +502,6 @@ async def move_run(
                 )
             return await _wait(host, run, state, [step], now=now, unavailable=notify)
 
-        if stopping(host):
-            return Outcome.STOPPING  # the host is stopping: no new step, the claim goes back
         ahead.remaining = int(goes_on(host, taken + 1, lease_until))
         # What the run waited on is cleared in the step's claim, one transaction for both.
         outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state, held=notify)

@@ -43,6 +43,7 @@ from pageant.db import runlog, runs, steps
 from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
+from pageant.engine.readiness import run_may_move
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
 from pageant.runs.options import takes_option_values
@@ -99,7 +100,7 @@ def candidates(host: Host, found: Sequence[RunRow], now: datetime) -> list[RunRo
     for row in found:
         if _startable(row, now):
             plain.append(row)
-        elif row["status"] == RunStatus.RUNNING and row["hold_until"] is None and room > 0:
+        elif run_may_move(row) and room > 0:
             plain.append(row)
             room -= 1
     return plain

@@ -30,6 +30,7 @@ from pageant.engine import transitions
 from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke, settle_spend
+from pageant.engine.readiness import readiness
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.ledger import cleanup as ledger
@@ -37,7 +38,7 @@ from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
 from pageant.runs.holding import NotifyHold
-from pageant.states import PARKED, Dispatched, Health, RunStatus, StepStatus, WaitingReason
+from pageant.states import PARKED, Dispatched, Health, Readiness, RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -137,19 +138,8 @@ class Ahead:
     ) -> bool:
         # Only the plain case: anything else (a hold, a wait to note, a gate, an unavailable
         # action, a stopping host) is the run's loop to look at, as ever.
-        return (
-            step is not None
-            and state["status"] == RunStatus.RUNNING
-            and state["hold_until"] is None
-            and (waiting_ok or state["waiting_reason"] is None)
-            and step["status"] == StepStatus.PENDING
-            and (step["due_at"] is None or step["due_at"] <= now)
-            and self.host.unavailable(step["action"]) is None
-            # A step of a plugin that is down, or one the run held for it: the run's loop
-            # decides whether it is held (pageant.engine.holding) or refused.
-            and self.host.plugin_unavailable(step["action"].split(".", 1)[0]) is None
-            and state["waiting_reason"] != WaitingReason.UNAVAILABLE
-            and not self.host.stopping
+        return readiness(self.host, state, step, now) is Readiness.READY and (
+            waiting_ok or state["waiting_reason"] is None
         )
 
 

@@ -38,8 +38,8 @@ def _file(path: str) -> Path:
 
 @cache
 def _defined(path: Path) -> frozenset[str]:
-    """Every function, class and method the file defines, by dotted name; a function nested
-    in another as ``outer.<locals>.inner``, as a stack shows it."""
+    """Every function, class, method and module-level name the file defines, by dotted name;
+    a function nested in another as ``outer.<locals>.inner``, as a stack shows it."""
     names: set[str] = set()
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -50,6 +50,9 @@ def _defined(path: Path) -> frozenset[str]:
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 names.add(prefix + child.name)
                 visit(child, prefix + child.name + ".<locals>.")
+            elif isinstance(child, ast.Assign | ast.AnnAssign) and not prefix:
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
             else:  # an if, a try, a with: what it holds is defined where it stands
                 visit(child, prefix)
 
