@@ -114,6 +114,7 @@ async def reconcile_schedule(
     registry: Registry | None,
     actor: str | None = None,
     supersede: bool = True,
+    publish_reason: str | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
     docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
@@ -128,6 +129,9 @@ async def reconcile_schedule(
     ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
     The expansion passes it: between two publishes the schedule does not change, so such a
     row was not made by the schedule, and only the publish that changed it may take it away.
+
+    ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
+    superseding ``run.status`` line it makes.
     """
     schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
     sets = schedule.get("params") or [{}]
@@ -150,6 +154,7 @@ async def reconcile_schedule(
             outcome=outcome,
             produce=True,
             made=made,
+            publish_reason=publish_reason,
         )
     await steps.flush_new(made)
     await runlog.flush(made)
@@ -169,6 +174,7 @@ async def reconcile_schedule(
                 supersede=True,
                 outcome=outcome,
                 produce=False,
+                publish_reason=publish_reason,
             )
     return outcome
 
@@ -187,6 +193,7 @@ async def _reconcile_scope(
     outcome: Outcome,
     produce: bool,
     made: Batch | None = None,
+    publish_reason: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded). The runs it creates keep their
@@ -213,6 +220,7 @@ async def _reconcile_scope(
         scope=scope,
         values=dict(values),
         made=made,
+        publish_reason=publish_reason,
     )
 
     rest = []
@@ -274,6 +282,8 @@ class _Work:
     values: dict[str, Any] | None = None
     #: Where a new run's steps and lines are kept for one insert (None: made at once).
     made: Batch | None = None
+    #: The reason the publish was given, for the lines of what it moves and supersedes.
+    publish_reason: str | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -306,6 +316,7 @@ class _Work:
             timezone=self.plan.timezone,
             version_id=self.plan.version_id,
             dst_adjusted=occ.dst_adjusted,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
         await self._repin(row.id)
@@ -341,6 +352,7 @@ class _Work:
             slot=row.occurrence_local,
             version_id=self.plan.version_id,
             cancelled_steps=cancelled,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
 
@@ -436,3 +448,9 @@ async def cancel_unstarted_runs(
             actor=actor,
         )
     return cancelled
+
+
+def earliest_touched(now: datetime, grace_seconds: int) -> datetime:
+    """The earliest instant of a row a reconcile at ``now`` reads, and so may change (a row
+    just before the grace window may be moved into it)."""
+    return now - timedelta(seconds=grace_seconds) - _SLOT_MARGIN
