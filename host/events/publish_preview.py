@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["preview_publish"]
 
 
-class _RolledBack(Exception):
-    """Leaves the preview's transaction, so it rolls back, carrying the answer out."""
-
-    def __init__(self, answer: dict[str, Any]) -> None:
-        super().__init__("preview")
-        self.answer = answer
-
-
 async def preview_publish(
     db: AsyncEngine,
     definition_id: int,
@@ -48,23 +40,23 @@ async def preview_publish(
     over the publish's own changes), with ``event_id`` and the ``version`` number it would
     become. Raises what the publish would raise (``Invalid``, ``Dormant``, ``Conflict``,
     ``NotFound``), except the want of a reason, which it reports (``reason_required``)."""
-    try:
-        async with db.begin() as conn:
-            published = await definitions.publish_and_compare(
-                conn, definition_id, registry, now=now, actor=actor, horizon_days=horizon_days
-            )
-            rows = [*published.before.values(), *published.after.values()]
-            version_ids = sorted({row.version_id for row in rows})
-            frame = preview.Frame(
-                zones=await preview.zones_of(conn, rows),
-                numbers=await occurrences.version_numbers(conn, version_ids),
-                before=published.before,
-                after=published.after,
-                now=now,
-                per_scope=per_scope,
-            )
-            answer = {"event_id": definition_id, "version": published.version.number}
-            answer |= preview.render(published.changes, frame)
-            raise _RolledBack(answer)
-    except _RolledBack as done:
-        return done.answer
+    async with db.begin() as conn:
+        published = await definitions.publish_and_compare(
+            conn, definition_id, registry, now=now, actor=actor, horizon_days=horizon_days
+        )
+        rows = [*published.before.values(), *published.after.values()]
+        version_ids = sorted({row.version_id for row in rows})
+        frame = preview.Frame(
+            zones=await preview.zones_of(conn, rows),
+            numbers=await occurrences.version_numbers(conn, version_ids),
+            before=published.before,
+            after=published.after,
+            now=now,
+            per_scope=per_scope,
+        )
+        answer = {"event_id": definition_id, "version": published.version.number}
+        answer |= preview.render(published.changes, frame)
+        # Everything the publish wrote goes: the transaction's block then has nothing left
+        # to commit.
+        await conn.rollback()
+    return answer
