@@ -220,7 +220,7 @@ def render(changes: Changes, frame: Frame) -> dict[str, Any]:
     }
     answer["counts"] = {name: len(items) for name, items in lists.items()}
     answer["reason_required"] = bool(changes.held)
-    answer["upcoming"] = _upcoming(frame)
+    answer["upcoming"] = _upcoming(frame, changes.held)
     return answer
 
 
@@ -252,7 +252,7 @@ def _per_scope(items: Sequence[dict[str, Any]], per_scope: int) -> list[dict[str
     return kept
 
 
-def _upcoming(frame: Frame) -> list[dict[str, Any]]:
+def _upcoming(frame: Frame, held: Mapping[int, list[str]]) -> list[dict[str, Any]]:
     """Per scope, its next ``per_scope`` scheduled occurrences from now: before the publish
     and after it."""
 
@@ -269,6 +269,7 @@ def _upcoming(frame: Frame) -> list[dict[str, Any]]:
         )
         return [
             _occurrence(row, frame, run_id=row.id if row.id in frame.before else None)
+            | {"held_by": held.get(row.id, []) if row.id in frame.before else []}
             for row in found[: frame.per_scope]
         ]
 

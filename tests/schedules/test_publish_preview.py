@@ -142,8 +142,14 @@ async def test_friday_20_to_saturday_19_across_the_october_change_is_the_hand_co
     assert answer["upcoming"] == [
         {
             "scope": "",
-            "before": [occurrence(fri_29.id, *friday_29), occurrence(fri_5.id, *friday_5)],
-            "after": [occurrence(None, *saturday_30), occurrence(None, *saturday_6)],
+            "before": [
+                occurrence(fri_29.id, *friday_29, held_by=[]),
+                occurrence(fri_5.id, *friday_5, held_by=[]),
+            ],
+            "after": [
+                occurrence(None, *saturday_30, held_by=[]),
+                occurrence(None, *saturday_6, held_by=[]),
+            ],
         }
     ]
     # The preview published nothing: every row as it was.
@@ -457,3 +463,33 @@ async def test_a_preview_is_refused_as_the_publish_would_be(client, tokens, db):
         client, "POST", f"{EVENTS}/{event['id']}/publish?preview=1", tokens["editor"]
     )
     assert status == 403, data
+
+
+# ── the document ────────────────────────────────────────────────────────────
+
+
+async def test_the_openapi_document_describes_the_preview_the_route_serves(
+    client, tokens, db, before_the_october_change
+):
+    response = await client.get("/api/v1/openapi.json")
+    doc = await response.json()
+    operation = doc["paths"]["/api/v1/admin/events/{id}/publish"]["post"]
+    params = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
+    assert params["occurrences"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 100}
+    assert set(params["preview"]["schema"]["enum"]) == {"0", "1", "false", "true"}
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert set(body["properties"]) == {"reason"} and body["additionalProperties"] is False
+    schemas = doc["components"]["schemas"]
+    answers = operation["responses"]["200"]["content"]["application/json"]["schema"]["anyOf"]
+    named = {ref["$ref"].rsplit("/", 1)[-1] for ref in answers}
+    assert named == {"EventOut", "PublishPreview"}
+
+    event_id = await weekly_event(client, tokens, FRIDAY_20)
+    await edit_schedule(client, tokens, event_id, timezone="Europe/London")
+    answer = await preview(client, tokens, event_id)
+    assert set(schemas["PublishPreview"]["properties"]) == set(answer)
+    assert set(schemas["PreviewMove"]["properties"]) == set(answer["moved"][0])
+    assert set(schemas["PreviewScope"]["properties"]) == set(answer["upcoming"][0])
+    assert set(schemas["PreviewOccurrence"]["properties"]) == set(
+        answer["upcoming"][0]["before"][0]
+    )
