@@ -321,8 +321,9 @@ async def publish_definition(
     A publish that would remove or move an occurrence people rely on — a person confirmed a
     step of it, its announcement went out, or it is on the public calendar
     (:func:`pageant.schedules.preview.held_runs`) — needs a ``reason``: without one it is a
-    :class:`Conflict` naming each such occurrence, and nothing is written. The reason, when
-    given, is written on the log lines of what the publish moves and supersedes.
+    :class:`Conflict` naming each such occurrence, raised inside the caller's transaction so
+    that nothing is written. The reason, when given, is written on the log lines of what the
+    publish moves and supersedes.
     """
     published = await publish_and_compare(
         conn,
@@ -340,7 +341,7 @@ async def publish_definition(
         )
         raise Conflict(
             f"publishing event {definition_id} would move or remove occurrences people rely "
-            "on; publish again with a reason (body.reason) to go ahead",
+            "on; publish again with a reason to go ahead",
             details=preview.held_details(published.changes, zones),
         )
     return published.version
