@@ -91,6 +91,7 @@ RUN_COLUMNS = (
     r.waiting_since,
     r.dst_adjusted,
     r.moved_from,
+    r.catch_up,
     r.created_at,
     r.started_at,
     r.ended_at,
