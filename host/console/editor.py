@@ -580,7 +580,11 @@ def _catch_up_view(raw: Any) -> dict[str, str]:
     within_n, within_unit = _after_parts(raw.get("within"))
     if not within_n:
         within_unit = "h"
-    return {"policy": str(raw.get("policy") or "none"), "within_n": within_n, "within_unit": within_unit}
+    return {
+        "policy": str(raw.get("policy") or "none"),
+        "within_n": within_n,
+        "within_unit": within_unit,
+    }
 
 
 # ── validation messages -> fields ──────────────────────────────────────────────

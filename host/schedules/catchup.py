@@ -62,6 +62,21 @@ class CatchUp:
 
 NONE = CatchUp()
 
+#: ``catch_up`` as the HTTP API documents it (the validator says more: the bounds in seconds).
+CATCH_UP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "what becomes of the occurrences whose grace window passed while no host "
+    "ran: none (missed), one (the latest inside the window runs late) or all (each runs late, "
+    'in order); within: the window, a duration such as "3h", from 1m to 7d, required for one '
+    "and all (docs/schedules.md)",
+    "properties": {
+        "policy": {"enum": list(POLICIES)},
+        "within": {"type": "string", "pattern": r"^[0-9]{1,6}[smhd]$"},
+    },
+    "required": ["policy"],
+    "additionalProperties": False,
+}
+
 
 def of_spec(spec: Any) -> CatchUp:
     """The catch-up policy of a (validated) spec; :data:`NONE` when it has none or it cannot

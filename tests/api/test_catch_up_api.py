@@ -150,3 +150,27 @@ async def test_an_event_published_through_the_api_catches_up_after_an_outage(
     assert [item["status"] for item in public["items"]][:3] == ["missed", "completed", "completed"]
     for item in public["items"]:
         assert "reason" not in item and "catching" not in str(item)
+
+
+async def test_the_served_openapi_document_describes_catch_up(client):
+    answer = await client.get("/api/v1/openapi.json")
+    assert answer.status == 200
+    document = await answer.json()
+    found = [schema["properties"]["catch_up"] for schema in _schemas_with_catch_up(document)]
+    assert found, "no spec schema in the OpenAPI document has catch_up"
+    for schema in found:
+        assert schema["properties"]["policy"]["enum"] == ["none", "one", "all"]
+        assert "within" in schema["properties"]
+
+
+def _schemas_with_catch_up(node: Any) -> list[dict[str, Any]]:
+    out = []
+    if isinstance(node, dict):
+        if isinstance(node.get("properties"), dict) and "catch_up" in node["properties"]:
+            out.append(node)
+        for value in node.values():
+            out += _schemas_with_catch_up(value)
+    elif isinstance(node, list):
+        for value in node:
+            out += _schemas_with_catch_up(value)
+    return out

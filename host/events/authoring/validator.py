@@ -60,7 +60,7 @@ from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
-from pageant.schedules.catchup import validate_catch_up
+from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -733,6 +733,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         },
+        "catch_up": CATCH_UP_SCHEMA,
     },
     "additionalProperties": False,
 }
