@@ -180,8 +180,8 @@ def decide(policy: CatchUp, late: Sequence[Late], now: datetime) -> list[Decisio
         return decisions
     *earlier, latest = inside
     superseded = (
-        f"the host was down past its grace window, and a later occurrence "
-        f"({latest.scheduled_for:%Y-%m-%d %H:%M} UTC) caught up instead ({policy.describe()})"
+        f"the host was down past its grace window, and a later occurrence (run "
+        f"{latest.run_id}) caught up instead ({policy.describe()})"
     )
     decisions += [Decision(occ.run_id, "missed", superseded) for occ in earlier]
     return [*decisions, Decision(latest.run_id, "catch_up", note)]

@@ -24,6 +24,7 @@ from pageant.db import runlog
 from pageant.db.tables import event_definitions, event_run_log, event_versions
 from pageant.engine import Engine
 from pageant.hosting import Host
+from pageant.runs import sentences
 from pageant.runs.create import create_run
 from pageant.schedules.calendar import calendar_items
 from tests.factories import set_run
@@ -246,12 +247,13 @@ async def test_one_runs_the_latest_late_and_misses_the_earlier_saying_why(
     )
     start = await start_line(db, late.id)
     assert start.detail["because"] == expected
+    assert sentences.text(start._mapping) == f"The run is starting (it was scheduled): {expected}"
     for at in (first, second):
         row = rows[at]
         assert row.started_at is None
         assert row.last_error == (
             "the host was down past its grace window, and a later occurrence "
-            f"({latest:%Y-%m-%d %H:%M} UTC) caught up instead (catch_up: one, within 3h)"
+            f"(run {late.id}) caught up instead (catch_up: one, within 3h)"
         )
         (line,) = await log_lines_of(db, row.id)
         assert line.detail["to"] == "missed"
