@@ -15,9 +15,45 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.states import RUN_LIVE, RunStatus
-from pageant.db.tables import by_primary_key, changed_one, event_runs, status_in
+from pageant.db.tables import (
+    by_primary_key,
+    changed_one,
+    event_definitions,
+    event_runs,
+    status_in,
+)
 
 r = event_runs.c
+d = event_definitions.c
+
+#: The most late runs of one event and scope one decision reads (a week of a daily event is
+#: seven; this is a paste guard, not a limit anyone meets).
+MAX_LATE = 1_000
+
+# Every late run of one event and scope, not only those in the sweep's batch: ``one`` must
+# see the latest of them, wherever the batch's limit cut.
+_LATE_OF = (
+    select(
+        r.id,
+        r.scheduled_for,
+        d.grace_seconds,
+        r.definition_id,
+        r.scope,
+        r.version_id,
+        r.waiting_reason,
+        r.catch_up,
+    )
+    .select_from(event_runs.join(event_definitions, d.id == r.definition_id))
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        r.scope == bindparam("scope"),
+        r.status == RunStatus.SCHEDULED,
+        r.scheduled_for <= bindparam("now"),
+        r.catch_up.is_(None),
+    )
+    .order_by(r.scheduled_for, r.id)
+    .limit(MAX_LATE)
+)
 
 _GRANT = by_primary_key(
     update(event_runs)
@@ -46,6 +82,13 @@ _AHEAD = (
     .order_by(r.scheduled_for, r.id)
     .limit(1)
 )
+
+
+async def late_of(conn: AsyncConnection, definition_id: int, scope: str, now: Any) -> list[Row]:
+    """The scheduled runs of one event and scope whose instant has passed and that no
+    catch-up let in yet (the columns of :func:`pageant.db.due.missed_candidates`)."""
+    params = {"definition_id": definition_id, "scope": scope, "now": now}
+    return list((await conn.execute(_LATE_OF, params)).all())
 
 
 async def grant_catch_up(conn: AsyncConnection, run_id: int, note: str) -> bool:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import catch_up as catch_up_rows
 from pageant.db import runlog, runs, steps
 from pageant.engine.contention import noted
+from pageant.engine.transitions import is_late
 from pageant.schedules import catchup
 
 if TYPE_CHECKING:
@@ -49,20 +50,28 @@ async def settle_late(host: Host, late: Sequence[Row], now: datetime) -> set[int
         if row.waiting_reason not in HELD:
             groups[(row.definition_id, row.scope)].append(row)
     taken: set[int] = set()
-    for (definition_id, scope), rows in groups.items():
+    for (definition_id, scope), seen in groups.items():
         try:
-            policy = await _policy_of(host, rows)
+            policy = await _policy_of(host, seen)
             if not policy.catches_up:
                 continue
+            # The whole group, not only the batch's part of it: "one" runs the latest.
+            async with host.db.connect() as conn:
+                found = await catch_up_rows.late_of(conn, definition_id, scope, now)
+            rows = [
+                row
+                for row in found
+                if is_late(row._mapping, now) and row.waiting_reason not in HELD
+            ]
             await _settle_group(host, policy, rows, now)
-            taken.update(row.id for row in rows)
+            taken.update(row.id for row in seen)
         except Exception as exc:
             if not noted(host, f"catching up event {definition_id}", exc):
                 log.exception(
                     "could not decide the catch-up of event %s (scope %r)", definition_id, scope
                 )
             # Undecided: left scheduled for the next tick rather than missed meanwhile.
-            taken.update(row.id for row in rows)
+            taken.update(row.id for row in seen)
     return taken
 
 

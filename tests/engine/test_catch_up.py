@@ -423,3 +423,23 @@ async def start_line(db: AsyncEngine, run_id: int) -> Any:
         line for line in await log_lines_of(db, run_id) if line.detail.get("to") == "starting"
     ]
     return line
+
+
+async def test_one_sees_the_whole_outage_however_the_sweep_s_batch_is_cut(settings, db, clock):
+    # Two late runs a tick: the sweep's first batch holds only the two earliest.
+    small = settings.model_copy(update={"runs_per_tick": 2})
+    host = Host(small, clock=clock, db=db)
+    engine = Engine(host)
+    try:
+        event = await hourly_event(host, BERLIN, catch_up("one", "3h"))
+        await outage(host, engine, BERLIN)
+        rows = by_hour(await settle(engine, db, event), BERLIN)
+    finally:
+        await engine.stop()
+        await host.close()
+    assert [rows[at].status for at in BERLIN.hours] == [
+        "missed",
+        "missed",
+        "completed",
+        "scheduled",
+    ]
