@@ -23,7 +23,8 @@ A publish applies all four; the expansion all but the third (see :func:`reconcil
 
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
-ever created: an outage does not manufacture history.
+ever created: an outage does not manufacture history. (The one exception is an event's own
+catch-up window, which its author asked for: ``catch_up_from``.)
 """
 
 from __future__ import annotations
