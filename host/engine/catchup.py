@@ -94,7 +94,7 @@ async def _settle_group(
     async with host.db.begin() as conn:
         for decision in decisions:
             row = by_id[decision.run_id]
-            if decision.outcome == "catch_up":
+            if decision.outcome is catchup.Outcome.CATCH_UP:
                 if await catch_up_rows.grant_catch_up(conn, row.id, decision.note):
                     log.info("run %s will start late: %s", row.id, decision.note)
                 continue

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from pageant.gates.durations import format_after, parse_after
@@ -138,13 +139,21 @@ class Late:
     scheduled_for: datetime
 
 
+class Outcome(StrEnum):
+    """What a catch-up decision makes of one late occurrence."""
+
+    #: It starts late; its note is the words its start and its calendar row say.
+    CATCH_UP = "catch_up"
+    #: It is missed; its note is the reason.
+    MISSED = "missed"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What becomes of one late occurrence: ``catch_up`` (it starts late, with ``note``, the
-    words its start and its calendar row say) or ``missed`` (``note`` is its reason)."""
+    """What becomes of one late occurrence, and the words that say why (``note``)."""
 
     run_id: int
-    outcome: str  # catch_up | missed
+    outcome: Outcome
     note: str
 
 
@@ -172,10 +181,10 @@ def decide(policy: CatchUp, late: Sequence[Late], now: datetime) -> list[Decisio
         f"the host was down past its grace window, and it is older than the catch-up window "
         f"({policy.describe()})"
     )
-    decisions = [Decision(occ.run_id, "missed", beyond) for occ in outside]
+    decisions = [Decision(occ.run_id, Outcome.MISSED, beyond) for occ in outside]
     note = caught_up_note(policy)
     if policy.policy == "all":
-        return [*decisions, *(Decision(occ.run_id, "catch_up", note) for occ in inside)]
+        return [*decisions, *(Decision(occ.run_id, Outcome.CATCH_UP, note) for occ in inside)]
     if not inside:
         return decisions
     *earlier, latest = inside
@@ -183,5 +192,5 @@ def decide(policy: CatchUp, late: Sequence[Late], now: datetime) -> list[Decisio
         f"the host was down past its grace window, and a later occurrence (run "
         f"{latest.run_id}) caught up instead ({policy.describe()})"
     )
-    decisions += [Decision(occ.run_id, "missed", superseded) for occ in earlier]
-    return [*decisions, Decision(latest.run_id, "catch_up", note)]
+    decisions += [Decision(occ.run_id, Outcome.MISSED, superseded) for occ in earlier]
+    return [*decisions, Decision(latest.run_id, Outcome.CATCH_UP, note)]

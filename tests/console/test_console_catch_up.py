@@ -7,8 +7,10 @@ import re
 from html import unescape
 from typing import Any
 
+from pageant.engine import Engine
 from tests.api.test_events_api import EVENTS, call
 from tests.console.test_console import form_of, sign_in
+from tests.engine.test_catch_up import BERLIN, catch_up, hourly_event, outage, settle
 from tests.factories import announce, phase, publish_event, spec
 
 
@@ -87,3 +89,17 @@ async def test_a_window_past_the_bound_or_missing_is_named_at_its_field(client, 
         assert re.search(r'id="catch-up-within-n"[^>]*aria-invalid="true"', page), page
     _, event = await call(client, "GET", f"{EVENTS}/{event_id}", tokens["admin"])
     assert "catch_up" not in event["spec"]  # nothing was saved
+
+
+async def test_the_console_calendar_shows_each_decision_s_reason(client, tokens, host):
+    event = await hourly_event(host, BERLIN, catch_up("one", "3h"))
+    engine = Engine(host)
+    try:
+        await outage(host, engine, BERLIN)
+        await settle(engine, host.db, event)
+    finally:
+        await engine.stop()
+    await sign_in(client, tokens["moderator"])
+    page = unescape(await (await client.get("/calendar?view=agenda&month=2026-10")).text())
+    assert page.count("a later occurrence (run ") == 2
+    assert "started 45 min late, catching up after the host was down" in page
