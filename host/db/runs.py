@@ -528,6 +528,8 @@ _RESCHEDULE = by_primary_key(
     .ordered_values(
         (r.moved_from, func.coalesce(r.moved_from, r.scheduled_for)),
         (r.scheduled_for, bindparam("to")),
+        # A person's new instant is no longer a catch-up: it starts, or is missed, as any.
+        (r.catch_up, None),
     )
 )
 

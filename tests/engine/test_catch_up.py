@@ -27,6 +27,7 @@ from pageant.hosting import Host
 from pageant.runs import sentences
 from pageant.runs.create import create_run
 from pageant.schedules.calendar import calendar_items
+from tests.api.test_events_api import call
 from tests.factories import set_run
 from tests.scheduling import MAIN, runs_of, utc, weekly
 
@@ -443,3 +444,29 @@ async def test_one_sees_the_whole_outage_however_the_sweep_s_batch_is_cut(settin
         "completed",
         "scheduled",
     ]
+
+
+async def test_a_catch_up_a_person_reschedules_is_an_ordinary_run_again(
+    client, tokens, host, engine_of_host, db
+):
+    event = await hourly_event(host, BERLIN, catch_up("all", "3h"))
+    await outage(host, engine_of_host, BERLIN)
+    await engine_of_host.tick(only=frozenset({"expand", "sweep_missed"}))  # decided, not run
+    rows = by_hour(await runs_of(db, event), BERLIN)
+    waiting = rows[BERLIN.hours[2]]
+    assert (waiting.status, waiting.catch_up) == (
+        "scheduled",
+        "catching up after the host was down (catch_up: all, within 3h)",
+    )
+    later = BERLIN.down + OUTAGE + timedelta(hours=5)
+    status, moved = await call(
+        client,
+        "POST",
+        f"/api/v1/admin/runs/{waiting.id}/reschedule",
+        tokens["admin"],
+        {"scheduled_for": later.isoformat(), "reason": "after the server restart"},
+    )
+    assert status == 200, moved
+    rows = {r.id: r for r in await runs_of(db, event)}
+    assert rows[waiting.id].catch_up is None
+    assert rows[waiting.id].scheduled_for == later
