@@ -55,6 +55,8 @@ _LATE_OF = (
     .limit(MAX_LATE)
 )
 
+# ``catch_up IS NULL`` is in the WHERE clause so that on MariaDB, whose driver reports matched
+# rows, a match is a change: the second host deciding the same run matches nothing.
 _GRANT = by_primary_key(
     update(event_runs)
     .where(
