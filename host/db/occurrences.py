@@ -147,6 +147,9 @@ CALENDAR_COLUMNS = (
     r.status,
     r.dst_adjusted,
     r.moved_from,
+    r.last_error,
+    r.catch_up,
+    r.started_at,
     d.title,
     event_versions.c.timezone,
 )
