@@ -234,6 +234,27 @@ async def test_an_occurrence_put_in_the_october_fold_is_listed_under_dst(
     ]
 
 
+async def test_the_preview_of_a_first_publish_adds_every_occurrence_and_leaves_a_draft(
+    client, tokens, db, before_the_october_change
+):
+    event = await create(client, tokens["admin"], timezone=BERLIN, spec=spec_with(FRIDAY_20))
+    untouched = await rows_of_every_table(db)
+
+    answer = await preview(client, tokens, event["id"])
+
+    assert answer["version"] == 1
+    assert [(a["run_id"], a["scheduled_for"]) for a in answer["added"]] == [
+        (None, "2027-10-29T18:00:00Z"),
+        (None, "2027-11-05T19:00:00Z"),
+    ]
+    assert answer["upcoming"] == [
+        {"scope": "", "before": [], "after": answer["added"]},
+    ]
+    assert await rows_of_every_table(db) == untouched
+    status, data = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert (status, data["state"], data["current_version"]) == (200, "draft", None)
+
+
 # ── what runs keep ──────────────────────────────────────────────────────────
 
 
