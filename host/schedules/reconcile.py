@@ -118,6 +118,7 @@ async def reconcile_schedule(
     actor: str | None = None,
     supersede: bool = True,
     catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
     docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
@@ -137,6 +138,9 @@ async def reconcile_schedule(
     rule 4 makes the missing occurrences from there rather than from ``now - grace``. They
     are the ones no host materialised because none ran; the missed sweep hands them to the
     catch-up decision at once. The other rules keep to ``now - grace``.
+
+    ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
+    superseding ``run.status`` line it makes.
     """
     schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
     sets = schedule.get("params") or [{}]
@@ -160,6 +164,7 @@ async def reconcile_schedule(
             produce=True,
             made=made,
             catch_up_from=catch_up_from,
+            publish_reason=publish_reason,
         )
     await steps.flush_new(made)
     await runlog.flush(made)
@@ -179,6 +184,7 @@ async def reconcile_schedule(
                 supersede=True,
                 outcome=outcome,
                 produce=False,
+                publish_reason=publish_reason,
             )
     return outcome
 
@@ -198,6 +204,7 @@ async def _reconcile_scope(
     produce: bool,
     made: Batch | None = None,
     catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded). The runs it creates keep their
@@ -228,6 +235,7 @@ async def _reconcile_scope(
         scope=scope,
         values=dict(values),
         made=made,
+        publish_reason=publish_reason,
     )
 
     rest = []
@@ -289,6 +297,8 @@ class _Work:
     values: dict[str, Any] | None = None
     #: Where a new run's steps and lines are kept for one insert (None: made at once).
     made: Batch | None = None
+    #: The reason the publish was given, for the lines of what it moves and supersedes.
+    publish_reason: str | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -321,6 +331,7 @@ class _Work:
             timezone=self.plan.timezone,
             version_id=self.plan.version_id,
             dst_adjusted=occ.dst_adjusted,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
         await self._repin(row.id)
@@ -356,6 +367,7 @@ class _Work:
             slot=row.occurrence_local,
             version_id=self.plan.version_id,
             cancelled_steps=cancelled,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
 
@@ -451,3 +463,9 @@ async def cancel_unstarted_runs(
             actor=actor,
         )
     return cancelled
+
+
+def earliest_touched(now: datetime, grace_seconds: int) -> datetime:
+    """The earliest instant of a row a reconcile at ``now`` reads, and so may change (a row
+    just before the grace window may be moved into it)."""
+    return now - timedelta(seconds=grace_seconds) - _SLOT_MARGIN
