@@ -142,6 +142,7 @@ async def test_a_countdown_walk_from_authoring_to_a_cancel(client, tokens, engin
 
     async def announced() -> list[str]:
         status, view = await call(client, "GET", f"{RUNS}/{run['id']}", admin)
+        assert status == 200, view
         return [line["detail"]["message"] for line in view["log"] if line["kind"] == "announce"]
 
     made = await rungs()
