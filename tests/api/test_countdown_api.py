@@ -166,3 +166,42 @@ async def test_a_countdown_walk_from_authoring_to_a_cancel(client, tokens, engin
         await engine.tick()
     assert await announced() == ["The muster starts in 30 minutes"]
     assert [st["status"] for st in await rungs()] == ["done", "cancelled", "cancelled"]
+
+
+async def test_the_rehearsal_shows_the_countdown_before_the_start(client, tokens):
+    body = counted(["15m", "5m"], ["core.log", "core.webhook"], "Muster in {remaining}")
+    event = await create(client, tokens["editor"], spec=body)
+    status, data = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    assert status == 200, data
+    status, report = await call(
+        client, "POST", f"{EVENTS}/{event['id']}/rehearse", tokens["editor"], {}
+    )
+    assert status == 200, report
+    assert report["timeline"]["countdown"] == [
+        {
+            "at_seconds": -900,
+            "leg": "core.log",
+            "label": "Countdown: 15 minutes before (core.log)",
+            "message": "Muster in 15 minutes",
+        },
+        {
+            "at_seconds": -900,
+            "leg": "core.webhook",
+            "label": "Countdown: 15 minutes before (core.webhook)",
+            "message": "Muster in 15 minutes",
+        },
+        {
+            "at_seconds": -300,
+            "leg": "core.log",
+            "label": "Countdown: 5 minutes before (core.log)",
+            "message": "Muster in 5 minutes",
+        },
+        {
+            "at_seconds": -300,
+            "leg": "core.webhook",
+            "label": "Countdown: 5 minutes before (core.webhook)",
+            "message": "Muster in 5 minutes",
+        },
+    ]
+    # The rehearsed run starts at once: its own rungs, passed, are not its timeline's steps.
+    assert [st["phase"] for st in report["timeline"]["steps"]] == ["muster"]
