@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from pageant import hookimpl
+from pageant.db import due
 from pageant.db.countdown import COUNTDOWN_PHASE
 from pageant.db.tables import event_run_steps
 from pageant.runs import controls
@@ -254,3 +255,15 @@ async def test_moving_a_run_closer_skips_the_rungs_it_passes(
     assert made[0].note == "the run was moved and its time has passed"
     await tick_at(engine, clock, sooner - timedelta(minutes=5))
     assert horn.messages() == ["The Frenzy starts in 5 minutes"]
+
+
+async def test_the_engine_sleeps_until_the_next_rung_and_wakes_the_countdown_for_it(
+    horn_host: Any, engine: Any, clock: Any
+) -> None:
+    clock.set(utc(2027, 3, 1, 12, 0))
+    await scheduled_run(horn_host, engine, frenzy(["30m", "5m"]))
+    async with horn_host.db.connect() as conn:
+        at, stages = await due.next_instant_and_stages(conn, utc(2027, 3, 1, 12, 29, 50))
+    assert at == START - timedelta(minutes=30)
+    assert "countdown" in stages
+    assert await engine.next_sleep(utc(2027, 3, 1, 12, 29, 50)) == 10.0
