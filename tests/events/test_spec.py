@@ -494,7 +494,7 @@ def test_phase_shape_errors(registry: Registry) -> None:
     )
     assert errors_of(raw, registry) == [
         "spec.phases[0]: expected an object",
-        'spec.phases[1]: unknown key "announce"; expected key, label, steps, advance',
+        'spec.phases[1]: unknown key "announce"; expected key, label, steps, advance, countdown',
         "spec.phases[2].steps: expected a list of steps",
         "spec.phases[3].steps: expected a list of steps",
     ]
@@ -774,7 +774,8 @@ def test_on_gate_where_is_validated_by_the_condition_grammar(registry: Registry)
         ),
         (
             {"on": "wisps.caught", "timeout": "1h"},
-            'unknown key "timeout" for an "on" gate; expected on, where, count, dormant',
+            'unknown key "timeout" for an "on" gate; '
+            "expected on, where, count, dormant, public, label",
         ),
     ],
 )
