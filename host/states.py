@@ -93,6 +93,7 @@ class Outcome(StrEnum):
     WAITING = "waiting"
     BLOCKED = "blocked"
     LATE = "late"
+    CATCHING_UP = "catching_up"
     UNVERIFIED = "unverified"
     STOPPING = "stopping"
     STOPPED = "stopped"

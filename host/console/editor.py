@@ -230,8 +230,28 @@ def _advance_from_form(
         count = _get(form, f"{prefix}-count")
         gate["count"] = _typed("integer", count) if count else 1
         gate["where"] = _conditions_from_form(form, prefix, registry, trigger_id)
+        if _get(form, f"{prefix}-public"):
+            gate["public"] = True
+        label = _get(form, f"{prefix}-public-label")
+        if label:
+            gate["label"] = label
         return gate
     return None
+
+
+def _listed(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _countdown_from_form(form: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+    """A phase's countdown from its three fields (None when all are blank): the times and
+    the legs each a comma-separated list, as the page shows them."""
+    before = _get(form, f"{prefix}-countdown-before")
+    legs = _get(form, f"{prefix}-countdown-legs")
+    message = _get(form, f"{prefix}-countdown-message")
+    if not (before or legs or message):
+        return None
+    return {"before": _listed(before), "legs": _listed(legs), "message": message}
 
 
 def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
@@ -252,6 +272,9 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
         advance = _advance_from_form(form, prefix, registry)
         if advance is not None:
             phase["advance"] = advance
+        countdown = _countdown_from_form(form, prefix)
+        if countdown is not None:
+            phase["countdown"] = countdown
         phases.append(phase)
     declared = run_params_from_form(form)
     out: dict[str, Any] = {"schedule": schedule_from_form(form, declared), "phases": phases}
@@ -265,7 +288,22 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     acknowledged = form.getall("acknowledge", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if acknowledged:
         out["acknowledge"] = [a.strip() if isinstance(a, str) else a for a in acknowledged]
+    catch_up = catch_up_from_form(form)
+    if catch_up is not None:
+        out["catch_up"] = catch_up
     return out
+
+
+def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec's ``catch_up`` from its select and window fields; None for "none" (the
+    window is then not sent: only "one" and "all" have one)."""
+    policy = _get(form, "catch-up") or "none"
+    if policy == "none":
+        return None
+    amount = _get(form, "catch-up-within-n")
+    unit = _get(form, "catch-up-within-unit") or "h"
+    # A blank amount is a blank window, not the unit alone: the validator asks for one.
+    return {"policy": policy, "within": f"{amount}{unit}" if amount else ""}
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -455,6 +493,22 @@ def _picker(value: Any, type_: str, declared: list[dict[str, Any]]) -> dict[str,
     return {"choices": choices, "ref": ref}
 
 
+def _countdown_view(raw: Any, path: str) -> dict[str, Any]:
+    """A phase's countdown as its fields show it (each blank without one)."""
+    countdown = raw if isinstance(raw, dict) else {}
+
+    def listed(value: Any) -> str:
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
+
+    return {
+        "before": listed(countdown.get("before")),
+        "legs": listed(countdown.get("legs")),
+        "message": _shown(countdown.get("message")),
+        "shown": bool(countdown),
+        "path": f"{path}.countdown",
+    }
+
+
 def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
     """The spec laid out for the editor's template: every field's name, path and value."""
     raw_params = spec.get("params")
@@ -504,6 +558,8 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             kind = "on"
             view_gate["on"] = gate.get("on") or ""
             view_gate["count"] = gate.get("count") or 1
+            view_gate["public"] = gate.get("public") is True
+            view_gate["public_label"] = gate.get("label") or ""
         leaves = leaves_of(gate.get("where")) if kind == "on" else []
         trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
         var_types = {v.name: v.type for v in trigger.variables} if trigger else {}
@@ -531,6 +587,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
                 "label": phase.get("label") or "",
                 "steps": steps,
                 "gate": view_gate,
+                "countdown": _countdown_view(phase.get("countdown"), path),
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})
@@ -554,6 +611,21 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "schedule": schedule,
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
+        "catch_up": _catch_up_view(spec.get("catch_up")),
+    }
+
+
+def _catch_up_view(raw: Any) -> dict[str, str]:
+    """The catch-up control's values: the policy, and its window as an amount and a unit."""
+    if not isinstance(raw, Mapping):
+        return {"policy": "none", "within_n": "", "within_unit": "h"}
+    within_n, within_unit = _after_parts(raw.get("within"))
+    if not within_n:
+        within_unit = "h"
+    return {
+        "policy": str(raw.get("policy") or "none"),
+        "within_n": within_n,
+        "within_unit": within_unit,
     }
 
 
@@ -589,6 +661,7 @@ _PART_WORDS = {
     "all": "condition",
     "where": "conditions",
     "schedule": "Schedule",
+    "catch_up": "Catch-up",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

@@ -13,9 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.engine_rows import StepRow, step_row
-from pageant.engine import transitions
+from pageant.engine import catchup, transitions
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
+from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.transitions import is_late
@@ -138,11 +139,15 @@ async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> bool:
 
 async def sweep_missed(host: Host, now: datetime) -> None:
     """Scheduled runs whose grace window passed become ``missed``: terminal and visible,
-    never started late and silently."""
+    never started late and silently. Those of an event that catches up are decided by its
+    policy instead (:mod:`pageant.engine.catchup`): let in to start late, said so, or
+    missed with the reason."""
     async with host.db.connect() as conn:
         candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
-    for row in candidates:
-        if not is_late(row._mapping, now):
+    late = [row for row in candidates if is_late(row._mapping, now)]
+    caught = await catchup.settle_late(host, late, now) if late else set()
+    for row in late:
+        if row.id in caught:
             continue
         try:
             async with host.db.begin() as conn:
@@ -172,5 +177,6 @@ async def prune(host: Host, now: datetime) -> None:
 
 
 #: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
-#: the same one.
-STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, advance, cleanup, prune)
+#: the same one; the countdown goes before advance, so a rung still pending at its run's
+#: instant is passed over before the run starts.
+STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, countdown, advance, cleanup, prune)

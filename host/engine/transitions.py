@@ -41,7 +41,11 @@ class Lost(Exception):
 
 
 def is_late(run: Mapping[Any, Any], now: datetime) -> bool:
-    """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's."""
+    """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's.
+    A run its event's catch-up policy let in (``catch_up`` set) is never late: it starts
+    when its turn comes (:mod:`pageant.engine.catchup`)."""
+    if run.get("catch_up"):
+        return False
     return bool(now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]))
 
 
@@ -53,14 +57,22 @@ async def start_in(
     lease: datetime,
     now: datetime,
     batch: Batch | None = None,
+    because: str | None = None,
 ) -> bool:
     """``scheduled -> starting`` under ``owner``'s claim lease, in ``conn``; False when another
     claimer got there first. Raises IntegrityError when the run's concurrency key is held
-    by another live run. Its log lines are kept for ``batch``'s one insert when given."""
+    by another live run. Its log lines are kept for ``batch``'s one insert when given;
+    ``because`` is what its ``run.status`` line says of why it starts (a catch-up's)."""
     if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
         return False
     await runlog.run_status(
-        conn, run["id"], at=now, from_=RunStatus.SCHEDULED, to=RunStatus.STARTING, batch=batch
+        conn,
+        run["id"],
+        at=now,
+        from_=RunStatus.SCHEDULED,
+        to=RunStatus.STARTING,
+        because=because,
+        batch=batch,
     )
     if run["waiting_reason"] is not None:
         await waiting.note(conn, run["id"], None, now=now, batch=batch)
@@ -144,14 +156,18 @@ async def end_in(
     return True
 
 
-async def miss_in(conn: AsyncConnection, run: Mapping[Any, Any], *, now: datetime) -> bool:
-    """``scheduled -> missed``: its grace window passed before it could start."""
+async def miss_in(
+    conn: AsyncConnection, run: Mapping[Any, Any], *, now: datetime, because: str | None = None
+) -> bool:
+    """``scheduled -> missed``: its grace window passed before it could start (``because``:
+    what else a catch-up policy says of it)."""
     return await end_in(
         conn,
         run["id"],
         RUN_MISS,
         now=now,
-        error=MISSED_BECAUSE,
+        because=because,
+        error=because or MISSED_BECAUSE,
         from_=RunStatus.SCHEDULED,
         scheduled_for=run["scheduled_for"],
         grace_seconds=run["grace_seconds"],

@@ -1,9 +1,10 @@
 """Creating runs: start-now, and the functions the schedule expansion shares with it.
 
 A run pins a published version and has its first phase's steps materialised when it is
-created. Both inserts are idempotent through unique keys — the occurrence key (definition,
-scope, scheduled_for) for the run and (run, phase, seq) for each step — so two writers can
-never make two runs of one occurrence or two rows of one step.
+created, with its countdown's rungs (:mod:`pageant.runs.countdown`). Both inserts are
+idempotent through unique keys — the occurrence key (definition, scope, scheduled_for) for
+the run and (run, phase, seq) for each step — so two writers can never make two runs of one
+occurrence or two rows of one step.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
 from pageant.errors import Conflict, Invalid, NotFound, PageantError
+from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
-from pageant.runs import waiting
 from pageant.runs.options import check_run_values, takes_option_values
 from pageant.switchboard.board import pin_run_budget
 
@@ -165,6 +166,9 @@ async def create_run(
     if not created:
         return run_id, False
     await _first_phase(conn, run_id, spec, registry, values, scope, batch=batch)
+    await countdown.materialise_rungs(
+        conn, run_id=run_id, spec=spec, start=scheduled_for, now=now, registry=registry
+    )
     await runlog.run_created(
         conn,
         run_id,
@@ -226,6 +230,11 @@ async def rematerialise_first_phase(
     await budgets.unpin_budget(conn, run_id)
     scope, values = await runs.param_values(conn, run_id)
     await _first_phase(conn, run_id, spec, registry, values, scope)
+    run = await runs.get_run(conn, run_id)
+    if run is not None:
+        await countdown.materialise_rungs(
+            conn, run_id=run_id, spec=spec, start=run.scheduled_for, now=now, registry=registry
+        )
     await runlog.run_repinned(conn, run_id, at=now, version_id=version_id, actor=actor)
     return True
 

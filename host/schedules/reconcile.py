@@ -15,13 +15,16 @@ owns. An occurrence is known by its UTC instant *and* by its authored local slot
    any other (a person's cancel, a run that happened, an occurrence a person rescheduled —
    ``moved_from`` set) keeps the slot, so nothing is added and nothing is moved back;
 3. a scheduled row the schedule no longer produces is cancelled, reason ``superseded``;
-4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one.
+4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one
+   (from further back when the expansion asks, for an event that catches up: see
+   :func:`reconcile_schedule`'s ``catch_up_from``).
 
 A publish applies all four; the expansion all but the third (see :func:`reconcile_schedule`).
 
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
-ever created: an outage does not manufacture history.
+ever created: an outage does not manufacture history. (The one exception is an event's own
+catch-up window, which its author asked for: ``catch_up_from``.)
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, runlog, steps
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.shared import Batch
+from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
-from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
 from pageant.schedules import recurrence
 
@@ -114,6 +117,8 @@ async def reconcile_schedule(
     registry: Registry | None,
     actor: str | None = None,
     supersede: bool = True,
+    catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
     docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
@@ -128,6 +133,14 @@ async def reconcile_schedule(
     ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
     The expansion passes it: between two publishes the schedule does not change, so such a
     row was not made by the schedule, and only the publish that changed it may take it away.
+
+    ``catch_up_from`` (the expansion's, for an event whose catch-up policy asks for it):
+    rule 4 makes the missing occurrences from there rather than from ``now - grace``. They
+    are the ones no host materialised because none ran; the missed sweep hands them to the
+    catch-up decision at once. The other rules keep to ``now - grace``.
+
+    ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
+    superseding ``run.status`` line it makes.
     """
     schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
     sets = schedule.get("params") or [{}]
@@ -150,6 +163,8 @@ async def reconcile_schedule(
             outcome=outcome,
             produce=True,
             made=made,
+            catch_up_from=catch_up_from,
+            publish_reason=publish_reason,
         )
     await steps.flush_new(made)
     await runlog.flush(made)
@@ -169,6 +184,7 @@ async def reconcile_schedule(
                 supersede=True,
                 outcome=outcome,
                 produce=False,
+                publish_reason=publish_reason,
             )
     return outcome
 
@@ -187,15 +203,21 @@ async def _reconcile_scope(
     outcome: Outcome,
     produce: bool,
     made: Batch | None = None,
+    catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded). The runs it creates keep their
     steps and lines for ``made`` when given."""
     start = now - timedelta(seconds=plan.grace_seconds)
-    rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN, scope)
+    # Rule 4's own start: earlier only for a catch-up's missing occurrences.
+    create_from = min(start, catch_up_from) if catch_up_from is not None else start
+    rows = await occurrences.occurrence_rows(
+        conn, plan.definition_id, create_from - _SLOT_MARGIN, scope
+    )
     upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
     produced = (
-        recurrence.occurrences(plan.schedule, plan.timezone, start - _SLOT_MARGIN, upper)
+        recurrence.occurrences(plan.schedule, plan.timezone, create_from - _SLOT_MARGIN, upper)
         if produce
         else []
     )
@@ -213,6 +235,7 @@ async def _reconcile_scope(
         scope=scope,
         values=dict(values),
         made=made,
+        publish_reason=publish_reason,
     )
 
     rest = []
@@ -251,7 +274,7 @@ async def _reconcile_scope(
             await work.supersede(row, "the published schedule no longer produces it")
 
     for occ in produced:
-        if start <= occ.at < end and occ.slot not in taken and occ.at not in held:
+        if create_from <= occ.at < end and occ.slot not in taken and occ.at not in held:
             held.add(occ.at)
             await work.create(occ)
 
@@ -274,6 +297,8 @@ class _Work:
     values: dict[str, Any] | None = None
     #: Where a new run's steps and lines are kept for one insert (None: made at once).
     made: Batch | None = None
+    #: The reason the publish was given, for the lines of what it moves and supersedes.
+    publish_reason: str | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -295,6 +320,9 @@ class _Work:
         ):
             return False
         self.outcome.moved += 1
+        await countdown.follow_move(
+            self.conn, row.id, old=row.scheduled_for, new=occ.at, now=self.now
+        )
         await runlog.run_moved(
             self.conn,
             row.id,
@@ -306,6 +334,7 @@ class _Work:
             timezone=self.plan.timezone,
             version_id=self.plan.version_id,
             dst_adjusted=occ.dst_adjusted,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
         await self._repin(row.id)
@@ -341,6 +370,7 @@ class _Work:
             slot=row.occurrence_local,
             version_id=self.plan.version_id,
             cancelled_steps=cancelled,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
 
@@ -365,6 +395,14 @@ class _Work:
                 registry=self.registry,
                 values=run_params.with_scope(self.values, self.scope),
             )
+        await countdown.materialise_rungs(
+            self.conn,
+            run_id=row.id,
+            spec=self.plan.spec,
+            start=occ.at,
+            now=self.now,
+            registry=self.registry,
+        )
         await runlog.run_status(
             self.conn,
             row.id,
@@ -436,3 +474,9 @@ async def cancel_unstarted_runs(
             actor=actor,
         )
     return cancelled
+
+
+def earliest_touched(now: datetime, grace_seconds: int) -> datetime:
+    """The earliest instant of a row a reconcile at ``now`` reads, and so may change (a row
+    just before the grace window may be moved into it)."""
+    return now - timedelta(seconds=grace_seconds) - _SLOT_MARGIN

@@ -196,7 +196,7 @@ async def test_a_rescheduled_occurrence_is_moved_not_shown_as_cancelled(
 ):
     made = await event(client, tokens)
     await edit(client, tokens, made["id"], spec=spec_with(weekly("friday", at="21:00")))
-    await publish(client, tokens, made["id"])
+    await publish(client, tokens, made["id"], reason="an hour later from now on")
     await ticking.tick()
 
     # Staff see the superseded rows; players see the event at its new time only.
@@ -469,6 +469,7 @@ async def test_an_event_page_shows_its_next_ten_occurrences(client, tokens, tick
         "series": {"slug": "winter-invasion", "title": "Winter Invasion"},
         "next_occurrence": "2027-03-26T19:00:00Z",
         "last_completed": None,
+        "progress": [],
     }
     # Ten last-Fridays reach past a month and past the horizon: all forecasts but none skipped.
     assert [(i["local_time"], i["kind"]) for i in shown["upcoming"]] == [

@@ -58,8 +58,10 @@ from pageant.events.authoring.announce import MAX_BODY as MAX_TEMPLATE_BODY
 from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
+from pageant.events.authoring.countdown import validate_countdown
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
+from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -69,7 +71,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -82,7 +84,7 @@ SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
 MONTHLY_NTH = (1, 2, 3, 4, -1)
-PHASE_KEYS = ("key", "label", "steps", "advance")
+PHASE_KEYS = ("key", "label", "steps", "advance", "countdown")
 #: ``action_version`` and ``dormant`` are output-only: accepted back, then recomputed.
 STEP_KEYS = (
     "action",
@@ -209,6 +211,7 @@ def validate(
     phases = _phases(raw.get("phases"), registry, kept, types, by_name, errors)
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     acknowledged = validate_acknowledged(raw.get("acknowledge"), "spec.acknowledge", errors)
+    catch_up = validate_catch_up(raw.get("catch_up"), "spec.catch_up", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -219,6 +222,9 @@ def validate(
         out["announcement"] = template
     if acknowledged:
         out["acknowledge"] = acknowledged
+    # Omitted for "none", so a spec without catch-up reads as it always did.
+    if catch_up:
+        out["catch_up"] = catch_up
     return out
 
 
@@ -392,6 +398,11 @@ def _phases(
         # make the first gate anyone adds look like an edit to every phase.
         if advance is not None:
             phase["advance"] = advance
+        countdown = validate_countdown(
+            raw_phase.get("countdown"), f"{ppath}.countdown", registry, errors, index=i, key=key
+        )
+        if countdown is not None:
+            phase["countdown"] = countdown
         phases.append(phase)
     if total_steps > MAX_STEPS:
         errors.append(
@@ -728,6 +739,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         },
+        "catch_up": CATCH_UP_SCHEMA,
     },
     "additionalProperties": False,
 }
