@@ -53,6 +53,7 @@ from pageant.api.routing import (
     respond,
     whole_number,
 )
+from pageant.db.states import Overlap
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
@@ -101,6 +102,18 @@ def _key_template(value: str) -> str:
     return value
 
 
+#: What a run does when it becomes due while another run holds its concurrency key. Not
+#: strict: a JSON body carries the policy as its word, which names the enumeration's member.
+OverlapPolicy = Annotated[
+    Overlap,
+    Field(
+        strict=False,
+        description="What a run does when it becomes due while another run still holds its "
+        "concurrency key: hold (wait for the key), skip (end as skipped), replace (cancel "
+        "the run holding it, then start) or allow (start beside it).",
+    ),
+]
+
 ConcurrencyKey = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY),
@@ -126,6 +139,7 @@ class EventCreate(BaseModel):
     timezone: Timezone = definitions.DEFAULT_TIMEZONE
     grace_seconds: Grace = definitions.DEFAULT_GRACE_SECONDS
     concurrency_key: ConcurrencyKey | None = None
+    overlap: OverlapPolicy = Overlap.HOLD
     series_id: Id | None = None
     visibility: Visibility = "staff"
     spec: SpecBody = Field(None, description="The empty spec (one phase, main) when absent.")
@@ -149,6 +163,7 @@ class EventUpdate(BaseModel):
     timezone: Timezone = None  # type: ignore[assignment]  # None: absent, see above
     grace_seconds: Grace = None  # type: ignore[assignment]  # None: absent, see above
     concurrency_key: ConcurrencyKey | None = None
+    overlap: OverlapPolicy = None  # type: ignore[assignment]  # None: absent, see above
     series_id: Id | None = None
     visibility: Visibility = None  # type: ignore[assignment]  # None: absent, see above
     spec: SpecBody = None
@@ -194,6 +209,7 @@ class EventOut(BaseModel):
     timezone: str
     grace_seconds: int
     concurrency_key: str | None
+    overlap: Overlap
     series_id: int | None
     visibility: Visibility
     state: Literal["draft", "ready", "archived"]
@@ -497,6 +513,7 @@ async def create_event(request: web.Request) -> web.Response:
             timezone=body.timezone,
             grace_seconds=body.grace_seconds,
             concurrency_key=body.concurrency_key,
+            overlap=body.overlap,
             series_id=body.series_id,
             visibility=body.visibility,
         )
