@@ -6,7 +6,6 @@ live where the policy allows one."""
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,8 +18,8 @@ from pageant.engine.overlap import SKIP_REASON
 from pageant.runs.create import create_run, start_now
 from pageant.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
-from tests.ledger.games import forge
 from tests.factories import log_lines, make_host, phase, publish_event, run_row, spec, wait
+from tests.ledger.games import forge
 
 LONG = spec(phase("p", wait(600)))
 SERVER = {"name": "server", "type": "string", "label": "Server", "required": True}
