@@ -6,6 +6,7 @@ live where the policy allows one."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pageant.engine.overlap import SKIP_REASON
 from pageant.runs.create import create_run, start_now
 from pageant.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
+from tests.conftest import bearer
 from tests.factories import log_lines, make_host, phase, publish_event, run_row, spec, wait
 from tests.ledger.games import forge
 
@@ -181,6 +183,32 @@ async def test_a_free_key_starts_the_newcomer_whatever_its_overlap(probe_host, e
         row = await run_row(probe_host.db, run_id)
         assert (row.status, row.concurrency_key) == ("running", f"free-{overlap}")
         assert await log_lines(probe_host.db, run_id, "run.overlap") == []
+
+
+async def test_staff_see_the_skip_and_why_and_players_only_that_it_did_not_happen(
+    client, tokens, host, host_engine, clock
+):
+    holder, newcomer = await _holder_and_newcomer(host, host_engine, clock, "skip")
+    async with host.db.begin() as conn:
+        await conn.execute(update(event_definitions).values(visibility="public"))
+    window = {
+        "from": iso(clock.now() - timedelta(hours=1)),
+        "to": iso(clock.now() + timedelta(hours=1)),
+    }
+    response = await client.get(
+        "/api/v1/admin/calendar", params=window, headers=bearer(tokens["moderator"])
+    )
+    assert response.status == 200
+    staff = {i["run_id"]: i for i in (await response.json())["items"]}
+    assert (staff[newcomer]["status"], staff[newcomer]["reason"]) == ("skipped", SKIP_REASON)
+    assert (staff[holder]["status"], staff[holder]["reason"]) == ("running", None)
+
+    response = await client.get("/api/v1/public/events", params=window)
+    assert response.status == 200
+    told = await response.text()
+    assert SKIP_REASON not in told and "reason" not in told and "skipped" not in told
+    statuses = sorted(i["status"] for i in (await response.json())["items"])
+    assert statuses == ["cancelled", "running"]
 
 
 # ── two hosts at once ─────────────────────────────────────────────────────────
