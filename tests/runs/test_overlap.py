@@ -20,6 +20,7 @@ from pageant.runs.create import create_run, start_now
 from pageant.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
 from tests.conftest import bearer
+from tests.console.test_console import form_of, sign_in
 from tests.factories import log_lines, make_host, phase, publish_event, run_row, spec, wait
 from tests.ledger.games import forge
 
@@ -389,3 +390,27 @@ async def test_a_bad_overlap_is_a_400_naming_the_field_and_changes_nothing(clien
 async def test_each_overlap_is_taken(client, tokens, good):
     event = await create(client, tokens["admin"], title="Raid", overlap=good)
     assert event["overlap"] == good
+
+
+# ── the console's editor ──────────────────────────────────────────────────────
+
+
+async def test_the_editor_shows_the_overlap_and_saves_a_new_one(client, tokens):
+    event = await create(client, tokens["admin"], title="Frenzy", concurrency_key="frenzy")
+    await sign_in(client, tokens["editor"])
+    path = f"/events/{event['id']}"
+    html = await (await client.get(path)).text()
+    assert dict(form_of(html))["overlap"] == "hold"
+    fields = [(k, v) for k, v in form_of(html) if k not in ("op", "overlap")]
+    answer = await client.post(
+        path, data=[*fields, ("overlap", "skip"), ("op", "save")], allow_redirects=False
+    )
+    assert answer.status == 303, await answer.text()
+    status, saved = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert (status, saved["overlap"]) == (200, "skip")
+    # A word the select does not offer is named and saves nothing.
+    answer = await client.post(path, data=[*fields, ("overlap", "twice"), ("op", "save")])
+    assert answer.status == 400
+    assert "&#39;twice&#39; is not one of hold, skip, replace, allow" in await answer.text()
+    status, saved = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert saved["overlap"] == "skip"
