@@ -66,7 +66,7 @@ from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
-from pageant.runs.params import PLACEHOLDER
+from pageant.runs.params import PLACEHOLDER, key_problems
 from pageant.schedules import preview
 from pageant.schedules.recurrence import zone
 
@@ -113,6 +113,23 @@ OverlapPolicy = Annotated[
         "the run holding it, then start) or allow (start beside it).",
     ),
 ]
+
+
+def check_key_names(checked: Checked[Any], spec: Any, *, otherwise: Any) -> None:
+    """A concurrency key sent in this request must name only params of the spec it is saved
+    beside (``spec``, the one sent with it, else ``otherwise``, the stored one): each
+    placeholder that names none is a problem of ``body.concurrency_key``. A spec sent that
+    failed its own check says nothing of params, so nothing is checked against it. A spec
+    saved without the key is left to publish, which checks the two together
+    (:func:`pageant.events.definitions.publish_definition`)."""
+    key = checked.given.get("concurrency_key")
+    if spec is None:
+        spec = None if "spec" in checked.sent else otherwise
+    if not key or not isinstance(spec, dict):
+        return
+    for problem in key_problems(key, spec.get("params")):
+        checked.fail(f"body.{problem}")
+
 
 ConcurrencyKey = Annotated[
     str,
@@ -496,6 +513,7 @@ async def create_event(request: web.Request) -> web.Response:
     spec = await check_spec(checked, request, stored=None)
     async with host.db.begin() as conn:
         await check_fields(conn, checked)
+        check_key_names(checked, spec, otherwise=specs.empty_spec())
         checked.raise_if_invalid()
         body = checked.body
         assert body is not None
@@ -560,6 +578,7 @@ async def update_event(request: web.Request) -> web.Response:
                 )
             except Invalid as exc:
                 checked.details.extend(exc.details)
+        check_key_names(checked, spec, otherwise=row.spec)
         checked.raise_if_invalid()
         changes = dict(checked.given)
         if spec is not None:
