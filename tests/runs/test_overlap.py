@@ -16,6 +16,7 @@ from pageant.db.states import RUN_LIVE
 from pageant.db.tables import event_definitions, event_runs
 from pageant.engine import Engine
 from pageant.engine.overlap import SKIP_REASON
+from pageant.runs import sentences
 from pageant.runs.create import create_run, start_now
 from pageant.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
@@ -123,6 +124,15 @@ async def test_skip_ends_the_newcomer_as_skipped_and_says_why_on_both_runs(
         holder,
     )
     assert (theirs.detail["newcomer"], theirs.detail["other_run_id"]) == (False, newcomer)
+    # Each says it in words a person reads, naming the other run.
+    assert sentences.text(mine._mapping) == (
+        f"Run {holder}, due at 12:00, was still going, so this run was skipped "
+        "(concurrency key “arena”, overlap skip) (by engine:overlap)"
+    )
+    assert sentences.text(theirs._mapping) == (
+        f"Run {newcomer}, due at 12:01, was skipped: this run was still going "
+        "(concurrency key “arena”, overlap skip) (by engine:overlap)"
+    )
     # Terminal: later passes leave it as it is.
     clock.advance(60)
     await engine.tick()
