@@ -22,6 +22,7 @@ from pageant.states import (
     RUN_FAIL,
     RUN_MISS,
     RUN_REFUSE,
+    RUN_SKIP,
     Move,
     RunStatus,
 )
@@ -198,3 +199,23 @@ async def complete_in(conn: AsyncConnection, run_id: int, *, now: datetime) -> b
     return await end_in(
         conn, run_id, RUN_COMPLETE, now=now, cancel_steps=False, from_=RunStatus.ENDING
     )
+
+
+async def skip_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
+    """``scheduled -> skipped``: another run holds its concurrency key and its event's
+    overlap is ``skip``. The reason is the run's ``cancel_reason`` (it never started, like a
+    cancelled one), so this ending makes its own compare-and-set; the rest is
+    :func:`end_in`'s."""
+    if not await runs.skip_run(conn, run_id, reason=because, now=now):
+        return False
+    cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+    await runlog.run_status(
+        conn,
+        run_id,
+        at=now,
+        from_=RunStatus.SCHEDULED,
+        to=RUN_SKIP.to[0],
+        because=because,
+        cancelled_steps=cancelled,
+    )
+    return True

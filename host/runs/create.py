@@ -24,6 +24,7 @@ from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
 from pageant.runs.options import check_run_values, takes_option_values
+from pageant.states import Overlap
 from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:
@@ -101,6 +102,12 @@ async def materialise_phase(
 #: What a concurrency key may say in braces: the run's scope, or any param (``{server}``).
 SCOPE_PLACEHOLDER = "{scope}"
 _KEY_LENGTH = 100
+
+
+#: The overlaps under which a start now is refused while its key is held: the person is
+#: told at once rather than left a run that could only wait, or be skipped. Under
+#: ``replace`` and ``allow`` the start is made and the engine does what the overlap says.
+REFUSED_WHEN_HELD = (Overlap.HOLD, Overlap.SKIP)
 
 
 def run_key(
@@ -371,7 +378,7 @@ async def _plan(
     values = run_params.values_for(spec.get("params"), given)
     scope = run_params.scope_of(values)
     key = run_key(definition.concurrency_key, scope, values)
-    if key:
+    if key and Overlap(definition.overlap) in REFUSED_WHEN_HELD:
         # A run due now that has not started will hold the key in a moment: two starts of
         # one key sent together (one transaction, or two just apart) make one run, not a
         # second that could only wait for the first.

@@ -244,6 +244,7 @@ async def test_a_persons_cancel_reading_superseded_is_still_shown(client, tokens
         ("failed", "cancelled"),
         ("cancelled", "cancelled"),
         ("missed", "missed"),
+        ("skipped", "cancelled"),
     ],
 )
 async def test_every_run_status_is_told_in_players_words(client, tokens, db, run_status, told):
