@@ -31,10 +31,14 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    #: It falls inside a blackout it subscribes to and never starts (the blackout's name is
+    #: its ``cancel_reason``); the one ended status the schedule may take back.
+    BLACKED_OUT = "blacked_out"
 
     @property
     def ended(self) -> bool:
-        """Terminal: written once, never changed again."""
+        """Terminal: it never starts or runs again (only :data:`RUN_LIFT` takes a
+        ``blacked_out`` run back to ``scheduled``, when its blackout no longer covers it)."""
         return self in RUN_ENDED
 
     @property
@@ -130,6 +134,7 @@ class PublicStatus(StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    BLACKED_OUT = "blacked_out"
 
 
 class PublicEnd(StrEnum):
@@ -138,6 +143,7 @@ class PublicEnd(StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    BLACKED_OUT = "blacked_out"
 
 
 _PUBLIC = {
@@ -150,12 +156,19 @@ _PUBLIC = {
     RunStatus.FAILED: PublicStatus.CANCELLED,
     RunStatus.CANCELLED: PublicStatus.CANCELLED,
     RunStatus.MISSED: PublicStatus.MISSED,
+    RunStatus.BLACKED_OUT: PublicStatus.BLACKED_OUT,
 }
 
 # ── the sets a reader asks about ───────────────────────────────────────────────
 
 #: The statuses of a run that has ended for good, in the order messages name them.
-RUN_ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.MISSED)
+RUN_ENDED = (
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+    RunStatus.MISSED,
+    RunStatus.BLACKED_OUT,
+)
 #: The statuses of a run that has not ended.
 RUN_NOT_ENDED = tuple(s for s in RunStatus if s not in RUN_ENDED)
 #: The statuses of a run under way, live in the world: it holds its concurrency key.
@@ -285,6 +298,21 @@ RUN_ADVANCE = Move(
     "a person",
     "someone forced its current phase's gate",
 )
+RUN_BLACK_OUT = Move(
+    "black out",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.BLACKED_OUT,),
+    "the schedule",
+    "its instant falls inside a period of a blackout its event subscribes to",
+)
+RUN_LIFT = Move(
+    "lift",
+    (RunStatus.BLACKED_OUT,),
+    (RunStatus.SCHEDULED,),
+    "the schedule",
+    "no blackout its event subscribes to covers its instant any more (a period edited out, "
+    "the blackout archived, the event unsubscribed)",
+)
 RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its cleanup again")
 #: Every move of a run, in the order a run lives them.
 RUN_MOVES = (
@@ -300,6 +328,8 @@ RUN_MOVES = (
     RUN_RESUME,
     RUN_CANCEL,
     RUN_RESCHEDULE,
+    RUN_BLACK_OUT,
+    RUN_LIFT,
     RUN_ADVANCE,
     RUN_CLEANUP,
 )

@@ -43,6 +43,8 @@ class CalendarItem(BaseModel):
     dst_adjusted: DstAdjusted | None
     #: Set when a person rescheduled the occurrence: the instant it was moved from.
     moved_from: datetime | None
+    #: The name of the blackout that holds a ``blacked_out`` run; null otherwise.
+    blackout: str | None = None
 
 
 class CalendarList(BaseModel):

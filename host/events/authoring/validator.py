@@ -59,6 +59,12 @@ from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.subscriptions import (
+    MAX_BLACKOUTS,
+    validate_blackouts,
+    validate_stagger,
+)
+from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
@@ -69,15 +75,15 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "blackouts")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
 SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
     "manual": (),
-    "once": ("at", "params"),
-    "weekly": ("days", "time", "params"),
-    "monthly": ("nth", "weekday", "time", "params"),
+    "once": ("at", "params", "stagger"),
+    "weekly": ("days", "time", "params", "stagger"),
+    "monthly": ("nth", "weekday", "time", "params", "stagger"),
 }
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
@@ -203,6 +209,10 @@ def validate(
     fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
     if fan_out is not None:
         schedule["params"] = fan_out
+    staggered = validate_stagger(raw.get("schedule"), fan_out, errors)
+    if staggered is not None:
+        schedule["stagger"] = staggered
+    subscribed = validate_blackouts(raw.get("blackouts"), "spec.blackouts", errors)
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
@@ -219,6 +229,8 @@ def validate(
         out["announcement"] = template
     if acknowledged:
         out["acknowledge"] = acknowledged
+    if subscribed:
+        out["blackouts"] = subscribed
     return out
 
 
@@ -619,6 +631,12 @@ def _closed(properties: dict[str, Any], required: list[str], **extra: Any) -> di
 
 
 _TIME = {"type": "string", "pattern": f"^{TIME.pattern}$", "description": "24-hour HH:MM"}
+_STAGGER = {
+    "type": "string",
+    "pattern": "^[0-9]{1,6}[smhd]$",
+    "description": "a fan-out's runs spread over this window (1s to 1d), each param set at "
+    "its own stable offset; only with schedule.params",
+}
 _SCHEDULES = [
     _closed({"kind": {"const": "manual"}}, ["kind"], description="started by hand only"),
     _closed(
@@ -629,6 +647,7 @@ _SCHEDULES = [
                 "pattern": f"^{AT.pattern}$",
                 "description": f"a local date and time in the event's zone, {SUPPORTED}",
             },
+            "stagger": _STAGGER,
         },
         ["kind", "at"],
     ),
@@ -641,6 +660,7 @@ _SCHEDULES = [
                 "items": {"enum": list(WEEKDAYS)},
             },
             "time": _TIME,
+            "stagger": _STAGGER,
         },
         ["kind", "days", "time"],
     ),
@@ -650,6 +670,7 @@ _SCHEDULES = [
             "nth": {"enum": list(MONTHLY_NTH), "description": "-1 is the last"},
             "weekday": {"enum": list(WEEKDAYS)},
             "time": _TIME,
+            "stagger": _STAGGER,
         },
         ["kind", "nth", "weekday", "time"],
     ),
@@ -710,6 +731,14 @@ SPEC_SCHEMA: dict[str, Any] = {
                 },
                 ["key"],
             ),
+        },
+        "blackouts": {
+            "type": "array",
+            "maxItems": MAX_BLACKOUTS,
+            "items": {"type": "string", "pattern": SLUG_RE.pattern, "maxLength": MAX_SLUG},
+            "description": "the slugs of the blackouts the event subscribes to "
+            "(GET /api/v1/admin/blackouts); an occurrence inside one of their periods is "
+            "blacked out, never run",
         },
         "acknowledge": {
             "type": "array",
