@@ -537,5 +537,6 @@ ALL_TABLES = (
     event_versions,
     event_definitions,
     event_series,
+    event_blackouts,
     api_tokens,
 )
