@@ -87,7 +87,7 @@ def test_every_problem_is_named_with_its_path():
     assert check_periods(periods, "body.periods", errors) == []
     assert errors == [
         'body.periods[0].extra: not a field of a "weekly" period',
-        "body.periods[0].days[0]: \"fri\" is not a weekday; expected one of monday, tuesday, "
+        'body.periods[0].days[0]: "fri" is not a weekday; expected one of monday, tuesday, '
         "wednesday, thursday, friday, saturday, sunday",
         'body.periods[0].start: expected a 24-hour time as "HH:MM"; got "25:00"',
         'body.periods[1].start: "2027-02-30" is not a real date',
@@ -172,9 +172,7 @@ async def expand(db: Any, host: Any, published: Any, now: Any) -> reconcile.Outc
         )
 
 
-async def test_occurrences_in_the_spring_forward_window_are_blacked_out_and_named(
-    db, host, clock
-):
+async def test_occurrences_in_the_spring_forward_window_are_blacked_out_and_named(db, host, clock):
     clock.advance(timedelta(days=20).total_seconds())  # Sunday 21 March 2027, 12:00Z
     now = clock.now()
     await add_blackout(db, now, "maintenance", "Sunday maintenance", SUNDAY_NIGHT)
@@ -207,9 +205,7 @@ async def test_an_occurrence_outside_every_window_stays_scheduled(db, host, cloc
     assert {r.status for r in await runs_of(db, event.id)} == {"scheduled"}
 
 
-async def test_a_blackout_added_over_the_horizon_remarks_and_archiving_gives_back(
-    db, host, clock
-):
+async def test_a_blackout_added_over_the_horizon_remarks_and_archiving_gives_back(db, host, clock):
     now = clock.now()
     friday = weekly("friday", at="20:00")
     event = await subscribed_event(db, now, friday, "tournament")  # named before it exists
@@ -220,8 +216,12 @@ async def test_a_blackout_added_over_the_horizon_remarks_and_archiving_gives_bac
     async with db.begin() as conn:
         blackout_id, remarked = await staff.create_blackout(
             conn,
-            {"slug": "tournament", "name": "Tournament night", "timezone": "Europe/Berlin",
-             "periods": [night]},
+            {
+                "slug": "tournament",
+                "name": "Tournament night",
+                "timezone": "Europe/Berlin",
+                "periods": [night],
+            },
             now=now,
             registry=host.registry,
             horizon_days=14,
