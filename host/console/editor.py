@@ -139,6 +139,9 @@ def schedule_from_form(
     sets = _fan_out_from_form(form, declared or [])
     if sets:
         schedule["params"] = sets
+    stagger = _get(form, "schedule-stagger")
+    if stagger:
+        schedule["stagger"] = stagger
     return schedule
 
 
@@ -265,6 +268,10 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     acknowledged = form.getall("acknowledge", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if acknowledged:
         out["acknowledge"] = [a.strip() if isinstance(a, str) else a for a in acknowledged]
+    # The blackouts it keeps out of: a box for each blackout there is.
+    blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
+    if blackouts:
+        out["blackouts"] = [b for b in blackouts if isinstance(b, str)]
     return out
 
 
@@ -554,6 +561,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "schedule": schedule,
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
+        "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
     }
 
 

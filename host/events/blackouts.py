@@ -26,6 +26,7 @@ from pageant.db.schedules import published_schedules
 from pageant.errors import Conflict, NotFound
 from pageant.schedules import blackouts as periods
 from pageant.schedules import reconcile as schedule
+from pageant.schedules.recurrence import is_zone
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
@@ -34,6 +35,7 @@ __all__ = [
     "Remarked",
     "archive_blackout",
     "blackout_object",
+    "check_zone_and_periods",
     "create_blackout",
     "require_blackout",
     "unknown_blackouts",
@@ -75,6 +77,20 @@ async def unknown_blackouts(conn: AsyncConnection, slugs: list[str]) -> list[str
     nothing until it is edited back, and an event may keep naming it)."""
     known = {row.slug for row in await rows.blackouts_by_slug(conn, slugs)}
     return [slug for slug in slugs if slug not in known]
+
+
+def check_zone_and_periods(given: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """``given`` with its ``timezone`` checked and its ``periods`` normalised (each absent
+    one left alone); every problem is added to ``errors`` as ``body.<field>...: ...``."""
+    out = dict(given)
+    tz = out.get("timezone")
+    if tz is not None and not is_zone(tz):
+        errors.append(
+            f'body.timezone: "{tz}" is not a known IANA time zone, such as "Europe/Berlin" or "UTC"'
+        )
+    if "periods" in out:
+        out["periods"] = periods.check_periods(out["periods"], "body.periods", errors)
+    return out
 
 
 def _taken(slug: str) -> Conflict:

@@ -24,8 +24,8 @@ from pageant.db.blackouts import ACTIVE, ARCHIVED, list_blackouts
 from pageant.errors import Invalid
 from pageant.events import blackouts
 from pageant.runs import lifecycle
-from pageant.schedules.blackouts import MAX_NAME, MAX_PERIODS, PERIOD_KINDS, check_periods
-from pageant.schedules.recurrence import WEEKDAYS, is_zone
+from pageant.schedules.blackouts import MAX_NAME, MAX_PERIODS, PERIOD_KINDS
+from pageant.schedules.recurrence import WEEKDAYS
 
 routes = RouteTable("blackouts")
 
@@ -111,15 +111,7 @@ def _now(request: web.Request) -> datetime:
 def _check_fields(checked: Checked[Any]) -> dict[str, Any]:
     """The fields that passed the model, with the zone and the periods checked too (their
     problems added to ``checked``, each with its path)."""
-    given = dict(checked.given)
-    tz = given.get("timezone")
-    if tz is not None and not is_zone(tz):
-        checked.fail(
-            f'body.timezone: "{tz}" is not a known IANA time zone, such as "Europe/Berlin" or "UTC"'
-        )
-    if "periods" in given:
-        given["periods"] = check_periods(given["periods"], "body.periods", checked.details)
-    return given
+    return blackouts.check_zone_and_periods(checked.given, checked.details)
 
 
 async def _answer(
