@@ -55,6 +55,9 @@ PERIODS_SCHEMA: dict[str, Any] = {
 }
 
 
+Periods = Annotated[list[dict[str, Any]], Field(json_schema_extra=PERIODS_SCHEMA)]
+
+
 class BlackoutCreate(BaseModel):
     """A new blackout: its slug (what events name), name, zone and periods."""
 
@@ -63,7 +66,7 @@ class BlackoutCreate(BaseModel):
     slug: str = Field(json_schema_extra=SLUG_SCHEMA)
     name: Name
     timezone: str = Field("UTC", description="the IANA zone its periods are read in")
-    periods: list[dict[str, Any]] = Field(json_schema_extra=PERIODS_SCHEMA)
+    periods: Periods
 
     _slug = field_validator("slug")(check_slug)
 
@@ -77,7 +80,7 @@ class BlackoutUpdate(BaseModel):
     slug: str = Field(None, json_schema_extra=SLUG_SCHEMA)  # type: ignore[assignment]  # None: absent
     name: Name = None  # type: ignore[assignment]  # None: absent, see above
     timezone: str = None  # type: ignore[assignment]  # None: absent, see above
-    periods: list[dict[str, Any]] = Field(None, json_schema_extra=PERIODS_SCHEMA)  # type: ignore[assignment]  # None: absent
+    periods: Periods = None  # type: ignore[assignment]  # None: absent, see above
 
     _slug = field_validator("slug")(check_slug)
 
