@@ -255,6 +255,19 @@ _LIFT = by_primary_key(
 )
 
 
+# Its ending was written when it was blacked out; only the status and the reason change.
+_WITHDRAW_BLACKED_OUT = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.BLACKED_OUT)
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"))
+)
+
+
+async def withdraw_blacked_out(conn: AsyncConnection, run_id: int, *, reason: str) -> bool:
+    """CAS blacked_out -> cancelled with ``reason`` (a republish's ``superseded``)."""
+    return await changed_one(conn, _WITHDRAW_BLACKED_OUT, {"run_id": run_id, "why": reason})
+
+
 async def black_out(conn: AsyncConnection, run_id: int, *, name: str, now: datetime) -> bool:
     """CAS scheduled -> blacked_out, the blackout's ``name`` as its reason; True if it moved."""
     return await changed_one(conn, _BLACK_OUT, {"run_id": run_id, "name": name, "now": now})

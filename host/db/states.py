@@ -313,6 +313,13 @@ RUN_LIFT = Move(
     "no blackout its event subscribes to covers its instant any more (a period edited out, "
     "the blackout archived, the event unsubscribed)",
 )
+RUN_WITHDRAW = Move(
+    "withdraw",
+    (RunStatus.BLACKED_OUT,),
+    (RunStatus.CANCELLED,),
+    "the schedule",
+    "a publish no longer produces it (reason `superseded`, as a scheduled one's)",
+)
 RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its cleanup again")
 #: Every move of a run, in the order a run lives them.
 RUN_MOVES = (
@@ -330,6 +337,7 @@ RUN_MOVES = (
     RUN_RESCHEDULE,
     RUN_BLACK_OUT,
     RUN_LIFT,
+    RUN_WITHDRAW,
     RUN_ADVANCE,
     RUN_CLEANUP,
 )

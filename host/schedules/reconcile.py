@@ -292,13 +292,21 @@ async def _reconcile_scope(
             elif row.scheduled_for >= start:
                 taken.add(occ.slot)
                 await work.supersede(row, "its new instant has already passed")
+        elif row.status == RunStatus.BLACKED_OUT and supersede:
+            # Its instant moved (a new zone): withdrawn below, and the occurrence is made
+            # again at its new instant, where the blackouts are asked afresh.
+            unmatched.append(row)
         elif not _superseded(row):
             # A person's cancel, or a run that happened: the slot had its occurrence.
             taken.add(occ.slot)
 
     for row in unmatched if supersede else ():
-        if row.source == "schedule" and row.status == "scheduled" and row.scheduled_for >= start:
+        if row.source != "schedule" or row.scheduled_for < start:
+            continue
+        if row.status == "scheduled":
             await work.supersede(row, "the published schedule no longer produces it")
+        elif row.status == RunStatus.BLACKED_OUT:
+            await work.withdraw(row, "the published schedule no longer produces it")
 
     for occ in produced:
         if start <= occ.at < end and occ.slot not in taken and occ.at not in held:
@@ -498,6 +506,25 @@ class _Work:
             slot=row.occurrence_local,
             version_id=self.plan.version_id,
             cancelled_steps=cancelled,
+            actor=self.actor,
+        )
+
+    async def withdraw(self, row: Row, why: str) -> None:
+        """A blacked-out occurrence the schedule no longer produces: ``superseded``, as a
+        scheduled one would be (players are not shown it; a later version may revive it)."""
+        if not await occurrences.withdraw_blacked_out(self.conn, row.id, reason=SUPERSEDED):
+            return
+        self.outcome.superseded += 1
+        await runlog.run_status(
+            self.conn,
+            row.id,
+            at=self.now,
+            from_=RunStatus.BLACKED_OUT,
+            to=RunStatus.CANCELLED,
+            reason=SUPERSEDED,
+            because=why,
+            slot=row.occurrence_local,
+            version_id=self.plan.version_id,
             actor=self.actor,
         )
 

@@ -205,6 +205,9 @@ async def test_a_blackout_over_a_published_event_shows_on_both_calendars_and_arc
         ("blacked_out", "Tournament night"),
     ]
 
+    metrics = await client.get("/metrics", headers={"Authorization": f"Bearer {tokens['admin']}"})
+    assert 'pageant_runs{status="blacked_out"} 2.0' in await metrics.text()
+
     path = f"{BLACKOUTS}/{tournament['id']}/archive"
     status, archived = await call(client, "POST", path, tokens["admin"])
     assert (status, archived["remarked"]) == (200, 1)  # 5 March back; 12 March still held
@@ -241,3 +244,34 @@ async def test_a_blackout_added_later_remarks_the_horizon_and_counts(client, tok
     assert (status, edited["remarked"]) == (200, 0)
     items = await calendar(client, tokens["admin"], event_id)
     assert {i["blackout"] for i in items} == {"Cup night"}
+
+
+async def test_a_republish_at_another_time_withdraws_the_old_marks(client, tokens):
+    await make_blackout(client, tokens["admin"])
+    spec = {**spec_with(weekly("friday", at="20:00")), "blackouts": ["tournament-night"]}
+    event_id = await published_event(client, tokens, spec)
+    status, data = await call(
+        client, "PUT", f"{EVENTS}/{event_id}", tokens["admin"], {"visibility": "public"}
+    )
+    assert status == 200, data
+    later = {**spec_with(weekly("friday", at="23:00")), "blackouts": ["tournament-night"]}
+    status, data = await call(
+        client, "PUT", f"{EVENTS}/{event_id}", tokens["admin"], {"spec": later}
+    )
+    assert status == 200, data
+    status, data = await call(client, "POST", f"{EVENTS}/{event_id}/publish", tokens["admin"])
+    assert status == 200, data
+
+    items = await calendar(client, tokens["admin"], event_id)
+    assert [(i["scheduled_for"][:16], i["status"], i["blackout"]) for i in items] == [
+        ("2027-03-05T19:00", "cancelled", None),  # withdrawn: superseded
+        ("2027-03-05T22:00", "scheduled", None),  # 23:00 is the period's end: it runs
+        ("2027-03-12T19:00", "cancelled", None),
+        ("2027-03-12T22:00", "scheduled", None),
+    ]
+    window = "from=2027-03-01T00:00:00Z&to=2027-03-13T00:00:00Z"
+    status, public = await call(client, "GET", f"/api/v1/public/events?{window}", None)
+    assert [(i["scheduled_for"][:16], i["status"]) for i in public["items"]] == [
+        ("2027-03-05T22:00", "scheduled"),
+        ("2027-03-12T22:00", "scheduled"),
+    ]
