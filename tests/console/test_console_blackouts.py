@@ -42,7 +42,7 @@ async def test_an_author_makes_edits_and_archives_a_blackout_on_its_page(client,
     assert (made.status, made.headers["Location"]) == (303, "/blackouts?made=0")
     page = unescape(await (await client.get("/blackouts?made=0")).text())
     assert "Made. 0 occurrences of the subscribed events moved." in page
-    assert "Friday 18:00–23:00" in page
+    assert "Friday 18:00\N{EN DASH}23:00" in page
     (blackout,) = await _listed(client, tokens)
     assert (blackout["name"], blackout["periods"]) == ("Tournament night", [NIGHT])
 
@@ -115,6 +115,7 @@ async def test_the_editor_subscribes_an_event_and_the_calendar_names_the_blackou
     )
     assert saved.status == 303, await saved.text()
     status, stored = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert status == 200
     assert stored["spec"]["blackouts"] == ["tournament-night"]
     html = await (await client.get(f"/events/{event['id']}")).text()
     assert 'name="blackouts" value="tournament-night" checked>' in html
@@ -154,4 +155,5 @@ async def test_the_editor_sets_a_fan_outs_stagger_and_names_a_bad_one(client, to
     )
     assert answer.status == 303, await answer.text()
     status, stored = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    assert status == 200
     assert stored["spec"]["schedule"]["stagger"] == "5m"
