@@ -275,3 +275,26 @@ async def test_a_republish_at_another_time_withdraws_the_old_marks(client, token
         ("2027-03-05T22:00", "scheduled"),
         ("2027-03-12T22:00", "scheduled"),
     ]
+
+
+async def test_changing_the_slug_unsubscribes_the_events_that_name_the_old_one(client, tokens):
+    made = await make_blackout(client, tokens["admin"])
+    spec = {**spec_with(weekly("friday", at="20:00")), "blackouts": ["tournament-night"]}
+    event_id = await published_event(client, tokens, spec)
+    assert {i["status"] for i in await calendar(client, tokens["admin"], event_id)} == {
+        "blacked_out"
+    }
+    path = f"{BLACKOUTS}/{made['blackout']['id']}"
+    status, edited = await call(client, "PUT", path, tokens["admin"], {"slug": "cup-night"})
+    assert (status, edited["remarked"]) == (200, 2)
+    assert {i["status"] for i in await calendar(client, tokens["admin"], event_id)} == {"scheduled"}
+    status, data = await call(
+        client, "PUT", f"{EVENTS}/{event_id}", tokens["admin"], {"spec": spec}
+    )
+    assert (status, data["error"]["details"]) == (
+        400,
+        [
+            'spec.blackouts[0]: no blackout "tournament-night" '
+            "(GET /api/v1/admin/blackouts lists them)"
+        ],
+    )
