@@ -32,10 +32,14 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
     MISSED = "missed"
     SKIPPED = "skipped"
+    #: It falls inside a blackout it subscribes to and never starts (the blackout's name is
+    #: its ``cancel_reason``); the one ended status the schedule may take back.
+    BLACKED_OUT = "blacked_out"
 
     @property
     def ended(self) -> bool:
-        """Terminal: written once, never changed again."""
+        """Terminal: it never starts or runs again (only :data:`RUN_LIFT` takes a
+        ``blacked_out`` run back to ``scheduled``, when its blackout no longer covers it)."""
         return self in RUN_ENDED
 
     @property
@@ -231,6 +235,7 @@ class PublicStatus(StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    BLACKED_OUT = "blacked_out"
 
 
 class PublicEnd(StrEnum):
@@ -239,6 +244,7 @@ class PublicEnd(StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    BLACKED_OUT = "blacked_out"
 
 
 _PUBLIC = {
@@ -253,6 +259,7 @@ _PUBLIC = {
     RunStatus.MISSED: PublicStatus.MISSED,
     # Players are told an occurrence did not happen, not why (the reason is staff's).
     RunStatus.SKIPPED: PublicStatus.CANCELLED,
+    RunStatus.BLACKED_OUT: PublicStatus.BLACKED_OUT,
 }
 
 # ── the sets a reader asks about ───────────────────────────────────────────────
@@ -264,6 +271,7 @@ RUN_ENDED = (
     RunStatus.CANCELLED,
     RunStatus.MISSED,
     RunStatus.SKIPPED,
+    RunStatus.BLACKED_OUT,
 )
 #: The statuses of a run that has not ended.
 RUN_NOT_ENDED = tuple(s for s in RunStatus if s not in RUN_ENDED)
@@ -402,6 +410,28 @@ RUN_ADVANCE = Move(
     "a person",
     "someone forced its current phase's gate",
 )
+RUN_BLACK_OUT = Move(
+    "black out",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.BLACKED_OUT,),
+    "the schedule",
+    "its instant falls inside a period of a blackout its event subscribes to",
+)
+RUN_LIFT = Move(
+    "lift",
+    (RunStatus.BLACKED_OUT,),
+    (RunStatus.SCHEDULED,),
+    "the schedule",
+    "no blackout its event subscribes to covers its instant any more (a period edited out, "
+    "the blackout archived, the event unsubscribed)",
+)
+RUN_WITHDRAW = Move(
+    "withdraw",
+    (RunStatus.BLACKED_OUT,),
+    (RunStatus.CANCELLED,),
+    "the schedule",
+    "a publish no longer produces it (reason `superseded`, as a scheduled one's)",
+)
 RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its cleanup again")
 #: Every move of a run, in the order a run lives them.
 RUN_MOVES = (
@@ -418,6 +448,9 @@ RUN_MOVES = (
     RUN_RESUME,
     RUN_CANCEL,
     RUN_RESCHEDULE,
+    RUN_BLACK_OUT,
+    RUN_LIFT,
+    RUN_WITHDRAW,
     RUN_ADVANCE,
     RUN_CLEANUP,
 )

@@ -45,6 +45,7 @@ PAGE_MODULES = (
     "events",
     "announcement",
     "calendar",
+    "blackouts",
     "switchboard",
     "plugins",
     "tokens",

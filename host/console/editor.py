@@ -139,6 +139,9 @@ def schedule_from_form(
     sets = _fan_out_from_form(form, declared or [])
     if sets:
         schedule["params"] = sets
+    stagger = _get(form, "schedule-stagger")
+    if stagger:
+        schedule["stagger"] = stagger
     return schedule
 
 
@@ -291,6 +294,10 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     catch_up = catch_up_from_form(form)
     if catch_up is not None:
         out["catch_up"] = catch_up
+    # The blackouts it keeps out of: a box for each blackout there is.
+    blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
+    if blackouts:
+        out["blackouts"] = [b for b in blackouts if isinstance(b, str)]
     return out
 
 
@@ -612,6 +619,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
         "catch_up": _catch_up_view(spec.get("catch_up")),
+        "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
     }
 
 

@@ -23,10 +23,12 @@ from pageant.console.cautions import cautions_view
 from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
+from pageant.db.blackouts import ACTIVE, list_blackouts
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
+from pageant.events.blackouts import unknown_blackouts
 from pageant.events.publish_preview import preview_publish
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.slugs import slugify
@@ -39,10 +41,13 @@ from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
 from pageant.runs.grid import grid
 from pageant.runs.params import PARAM_TYPES, values_from_text
+from pageant.schedules.blackouts import subscribed
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
 from pageant.states import Overlap
 
 routes = web.RouteTableDef()
+#: The most blackouts the editor offers as boxes (far more than a community keeps).
+SHOWN_BLACKOUTS = 500
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 4000
@@ -212,6 +217,12 @@ async def _editor(
     runs, _ids = await runs_page(host, event["id"], after_id=0, limit=50)
     async with host.db.connect() as conn:
         published = await definitions.published_version(conn, event["id"])
+        subscribed_to = set(subscribed(spec))
+        blackouts = [
+            b
+            for b in await list_blackouts(conn, limit=SHOWN_BLACKOUTS)
+            if b.state == ACTIVE or b.slug in subscribed_to
+        ]
     published_spec = published.spec if published is not None else None
     fields = fields or {
         "title": event["title"],
@@ -250,6 +261,7 @@ async def _editor(
         runs=runs,
         dormant=specs.dormant_items(event["spec"]),
         start_params=(published_spec or {}).get("params") or [],
+        blackouts=blackouts,
         **extra,
     )
 
@@ -347,6 +359,15 @@ async def save_event(request: web.Request) -> web.Response:
                 raise Invalid(
                     "The event was not saved; fix the fields marked below.", details=exc.details
                 ) from None
+            unknown = await unknown_blackouts(conn, subscribed(checked))
+            if unknown:
+                slugs = subscribed(checked)
+                raise Invalid(
+                    "The event was not saved; fix the fields marked below.",
+                    details=[
+                        f'spec.blackouts[{slugs.index(s)}]: no blackout "{s}"' for s in unknown
+                    ],
+                )
             check_role_floor(session.principal.role, row.spec, checked, host.registry)
             definitions.refuse_unless_open(row, "edited")
             await definitions.update_definition(

@@ -26,6 +26,7 @@ NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/runs", "Runs", STAFF),
     ("/events", "Events", STAFF),
     ("/calendar", "Calendar", STAFF),
+    ("/blackouts", "Blackouts", STAFF),
     ("/switchboard", "Switchboard", STAFF),
     ("/plugins", "Plugins", STAFF),
     ("/tokens", "Tokens", ADMIN),

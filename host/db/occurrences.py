@@ -232,6 +232,69 @@ async def revive_superseded(
     return await changed_one(conn, _REVIVE, params)
 
 
+# A blackout's mark: only a run that has not started, so one that began meanwhile runs on.
+_BLACK_OUT = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.SCHEDULED)
+    .values(status=RunStatus.BLACKED_OUT, cancel_reason=bindparam("name"), **ENDED_VALUES)
+)
+# A blacked-out run's blackout renamed, or another of its event's blackouts covering it now.
+_RENAME_BLACKOUT = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.BLACKED_OUT)
+    .values(cancel_reason=bindparam("name"))
+)
+_LIFT = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.BLACKED_OUT)
+    .values(
+        status=RunStatus.SCHEDULED,
+        cancel_reason=None,
+        ended_at=None,
+        version_id=bindparam("version_id"),
+        occurrence_local=bindparam("slot"),
+        dst_adjusted=bindparam("dst"),
+    )
+)
+
+
+# Its ending was written when it was blacked out; only the status and the reason change.
+_WITHDRAW_BLACKED_OUT = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.BLACKED_OUT)
+    .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"))
+)
+
+
+async def withdraw_blacked_out(conn: AsyncConnection, run_id: int, *, reason: str) -> bool:
+    """CAS blacked_out -> cancelled with ``reason`` (a republish's ``superseded``)."""
+    return await changed_one(conn, _WITHDRAW_BLACKED_OUT, {"run_id": run_id, "why": reason})
+
+
+async def black_out(conn: AsyncConnection, run_id: int, *, name: str, now: datetime) -> bool:
+    """CAS scheduled -> blacked_out, the blackout's ``name`` as its reason; True if it moved."""
+    return await changed_one(conn, _BLACK_OUT, {"run_id": run_id, "name": name, "now": now})
+
+
+async def rename_blackout(conn: AsyncConnection, run_id: int, *, name: str) -> bool:
+    """Write the name of the blackout that now covers a blacked-out run."""
+    return await changed_one(conn, _RENAME_BLACKOUT, {"run_id": run_id, "name": name})
+
+
+async def lift_blackout(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    version_id: int,
+    slot: str,
+    dst_adjusted: dict[str, Any] | None,
+) -> bool:
+    """CAS a blacked-out run back to ``scheduled`` on ``version_id``: no blackout covers its
+    occurrence any more, and the row that holds its key must carry it again."""
+    params = {"run_id": run_id, "version_id": version_id, "slot": slot, "dst": dst_adjusted}
+    return await changed_one(conn, _LIFT, params)
+
+
 async def unstarted_schedule_runs(conn: AsyncConnection, definition_id: int) -> list[Row]:
     """A definition's scheduled runs that came from its schedule, earliest first."""
     return list(

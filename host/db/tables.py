@@ -98,6 +98,22 @@ event_series = Table(
     Column("updated_at", UTCDateTime, nullable=False),
 )
 
+#: A blackout: a named, shared calendar of periods that the events subscribing to it do not
+#: run in (``pageant.schedules.blackouts``). ``periods`` is its checked list, read in its
+#: own ``timezone``; an archived one applies to nothing.
+event_blackouts = Table(
+    "event_blackouts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("slug", String(100), nullable=False, unique=True),
+    Column("name", String(200), nullable=False),
+    Column("timezone", String(64), nullable=False),
+    Column("periods", JSON, nullable=False),
+    Column("state", String(10), nullable=False, server_default="active"),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 event_definitions = Table(
     "event_definitions",
     metadata,
@@ -526,5 +542,6 @@ ALL_TABLES = (
     event_versions,
     event_definitions,
     event_series,
+    event_blackouts,
     api_tokens,
 )

@@ -181,6 +181,7 @@ STATUS_WORDS = {
     "cancelled": "was cancelled",
     "aborted": "was aborted",
     "missed": "was missed",
+    "blacked_out": "was blacked out",
     "done": "is done",
     "pending": "is waiting its turn",
     "skipped": "was skipped",

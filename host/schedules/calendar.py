@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
-from pageant.schedules import catchup, recurrence
-from pageant.schedules.reconcile import NEVER
+from pageant.schedules import blackouts, catchup, recurrence, stagger
+from pageant.schedules.reconcile import NEVER, calendars_of
 from pageant.states import RunStatus
 
 log = logging.getLogger("pageant.schedules.calendar")
@@ -61,6 +61,8 @@ def _materialised(row: Row) -> dict[str, Any]:
         "dst_adjusted": row.dst_adjusted,
         "moved_from": row.moved_from,
         "reason": staff_reason(row),
+        # The name of the blackout that holds it: a blacked-out occurrence is shown, named.
+        "blackout": row.cancel_reason if row.status == RunStatus.BLACKED_OUT else None,
     }
 
 
@@ -87,8 +89,12 @@ _CANCEL_IS_REASON = (RunStatus.CANCELLED, RunStatus.SKIPPED)
 
 
 def _projected(
-    definition: Row, occ: recurrence.Occurrence, values: dict[str, Any]
+    definition: Row,
+    occ: recurrence.Occurrence,
+    values: dict[str, Any],
+    calendars: Sequence[blackouts.Calendar] = (),
 ) -> dict[str, Any]:
+    covered = blackouts.covering(calendars, occ.at)
     return {
         "definition_id": definition.id,
         "title": definition.title,
@@ -103,6 +109,8 @@ def _projected(
         "dst_adjusted": occ.dst_adjusted,
         "moved_from": None,
         "reason": None,
+        # Forecast as its run will be marked once the horizon reaches it.
+        "blackout": covered.name if covered is not None else None,
     }
 
 
@@ -179,12 +187,16 @@ async def _project(
     for definition in definitions:
         schedule = definition.spec.get("schedule") if isinstance(definition.spec, dict) else None
         sets = (schedule or {}).get("params") or [{}]
+        window = stagger.window_of(schedule)
+        calendars = await calendars_of(conn, definition.spec or {})
         for occ in _projection(definition, projected_from, end):
             if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
                 continue
-            # A fan-out's occurrence is one row per param set, as its runs will be.
+            # A fan-out's occurrence is one row per param set, as its runs will be: each at
+            # its stagger offset, when the schedule staggers.
             for values in sets:
-                items.append(_projected(definition, occ, values))
+                at = stagger.shifted(occ, stagger.offset(scope_of(values), window))
+                items.append(_projected(definition, at, values, calendars))
             if len(items) > MAX_ITEMS:
                 raise _too_many()
 

@@ -69,6 +69,7 @@ def _occurrence(item: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
         "kind": item["kind"],
         # The declared params (the server, say); a bare scope stays staff data.
         "params": {k: v for k, v in (item.get("params") or {}).items() if k != "scope"},
+        "blackout": item.get("blackout"),
     }
 
 

@@ -21,6 +21,12 @@ owns. An occurrence is known by its UTC instant *and* by its authored local slot
 
 A publish applies all four; the expansion all but the third (see :func:`reconcile_schedule`).
 
+Two more rules read the event's blackouts (:mod:`pageant.schedules.blackouts`, the spec's
+``blackouts``): an occurrence inside a period of one is marked ``blacked_out`` with the
+blackout's name (made so when its row is created, marked when it was ``scheduled``), and a
+``blacked_out`` row no blackout covers any more is ``scheduled`` again. A fan-out with a
+``stagger`` runs each set's occurrence at its own offset (:mod:`pageant.schedules.stagger`).
+
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
 ever created: an outage does not manufacture history. (The one exception is an event's own
@@ -37,13 +43,16 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db import blackouts as blackout_rows
 from pageant.db import occurrences, runlog, steps
+from pageant.db.blackouts import ACTIVE
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.shared import Batch
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
-from pageant.schedules import recurrence
+from pageant.schedules import blackouts, recurrence, stagger
+from pageant.states import RunStatus
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
@@ -98,14 +107,55 @@ class Outcome:
     moved: int = 0
     superseded: int = 0
     revived: int = 0
+    #: Occurrences a blackout took (a row marked, or made marked) or gave back.
+    blacked_out: int = 0
+    lifted: int = 0
+    #: Runs just made inside a blackout, marked once their steps are written.
+    made_blacked_out: list[tuple[int, blackouts.Calendar, str]] = field(default_factory=list)
+
+    @property
+    def remarked(self) -> int:
+        """How many occurrences a blackout marked or gave back."""
+        return self.blacked_out + self.lifted
 
 
 def expanded_until(plan: Plan, end: datetime) -> datetime:
     """The ``expanded_until`` after expanding to ``end``: the first occurrence at or past
     ``end`` (it has no row yet), or :data:`NEVER`. Raises ValueError for a schedule or zone
-    the recurrence cannot read."""
-    found = recurrence.next_occurrence(plan.schedule, plan.timezone, end)
-    return found.at if found is not None else NEVER
+    the recurrence cannot read.
+
+    With a stagger, the first of every set's staggered occurrences at or past ``end``: a set
+    whose offset carries its run past ``end`` still needs its row made."""
+    window = stagger.window_of(plan.schedule)
+    if not window:
+        found = recurrence.next_occurrence(plan.schedule, plan.timezone, end)
+        return found.at if found is not None else NEVER
+    firsts = []
+    for scope in _scopes(plan):
+        by = stagger.offset(scope, window)
+        found = recurrence.next_occurrence(plan.schedule, plan.timezone, end - by)
+        if found is not None:
+            firsts.append(found.at + by)
+    return min(firsts, default=NEVER)
+
+
+def _scopes(plan: Plan) -> dict[str, dict[str, Any]]:
+    """The scope each of the schedule's param sets makes, with its values (one empty scope
+    without a fan-out)."""
+    schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
+    sets = schedule.get("params") or [{}]
+    return {run_params.scope_of(values): values for values in sets}
+
+
+async def calendars_of(conn: AsyncConnection, spec: Mapping[str, Any]) -> list[blackouts.Calendar]:
+    """The active blackouts ``spec`` subscribes to, in the order it names them."""
+    slugs = blackouts.subscribed(spec)
+    found = [
+        blackouts.Calendar(row.slug, row.name, row.timezone, tuple(row.periods or ()))
+        for row in await blackout_rows.blackouts_by_slug(conn, slugs)
+        if row.state == ACTIVE
+    ]
+    return blackouts.in_order(found, slugs)
 
 
 async def reconcile_schedule(
@@ -142,10 +192,9 @@ async def reconcile_schedule(
     ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
     superseding ``run.status`` line it makes.
     """
-    schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
-    sets = schedule.get("params") or [{}]
-    scoped = {run_params.scope_of(values): values for values in sets}
+    scoped = _scopes(plan)
     outcome = Outcome()
+    calendars = await calendars_of(conn, plan.spec)
     # The runs it makes (every set's, every occurrence's) keep their steps and lines for one
     # insert each, made below before anything else can read them.
     made = Batch(conn)
@@ -165,9 +214,11 @@ async def reconcile_schedule(
             made=made,
             catch_up_from=catch_up_from,
             publish_reason=publish_reason,
+            calendars=calendars,
         )
     await steps.flush_new(made)
     await runlog.flush(made)
+    await _black_out_made(conn, plan, outcome, now=now, actor=actor)
     if supersede:
         start = now - timedelta(seconds=plan.grace_seconds)
         gone = await occurrences.scheduled_scopes(conn, plan.definition_id, start)
@@ -205,10 +256,11 @@ async def _reconcile_scope(
     made: Batch | None = None,
     catch_up_from: datetime | None = None,
     publish_reason: str | None = None,
+    calendars: list[blackouts.Calendar] | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
-    longer makes, whose scheduled rows are all superseded). The runs it creates keep their
-    steps and lines for ``made`` when given."""
+    longer makes, whose scheduled rows are all superseded), and the blackouts' two. The runs
+    it creates keep their steps and lines for ``made`` when given."""
     start = now - timedelta(seconds=plan.grace_seconds)
     # Rule 4's own start: earlier only for a catch-up's missing occurrences.
     create_from = min(start, catch_up_from) if catch_up_from is not None else start
@@ -216,11 +268,7 @@ async def _reconcile_scope(
         conn, plan.definition_id, create_from - _SLOT_MARGIN, scope
     )
     upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
-    produced = (
-        recurrence.occurrences(plan.schedule, plan.timezone, create_from - _SLOT_MARGIN, upper)
-        if produce
-        else []
-    )
+    produced = _produced(plan, scope, create_from - _SLOT_MARGIN, upper) if produce else []
     by_instant = {occ.at: occ for occ in produced}
     by_slot = {occ.slot: occ for occ in produced}
     taken: set[str] = set()  # slots whose occurrence has its row
@@ -236,6 +284,7 @@ async def _reconcile_scope(
         values=dict(values),
         made=made,
         publish_reason=publish_reason,
+        calendars=calendars or [],
     )
 
     rest = []
@@ -262,21 +311,82 @@ async def _reconcile_scope(
                 if await work.move(row, occ):
                     held.discard(row.scheduled_for)
                     held.add(occ.at)
+                    await work.mark_if_covered(row.id, occ)
             elif row.scheduled_for >= start:
                 taken.add(occ.slot)
                 await work.supersede(row, "its new instant has already passed")
+        elif row.status == RunStatus.BLACKED_OUT and supersede:
+            # Its instant moved (a new zone): withdrawn below, and the occurrence is made
+            # again at its new instant, where the blackouts are asked afresh.
+            unmatched.append(row)
         elif not _superseded(row):
             # A person's cancel, or a run that happened: the slot had its occurrence.
             taken.add(occ.slot)
 
     for row in unmatched if supersede else ():
-        if row.source == "schedule" and row.status == "scheduled" and row.scheduled_for >= start:
+        if row.source != "schedule" or row.scheduled_for < start:
+            continue
+        if row.status == "scheduled":
             await work.supersede(row, "the published schedule no longer produces it")
+        elif row.status == RunStatus.BLACKED_OUT:
+            await work.withdraw(row, "the published schedule no longer produces it")
 
     for occ in produced:
         if create_from <= occ.at < end and occ.slot not in taken and occ.at not in held:
             held.add(occ.at)
             await work.create(occ)
+
+
+def _produced(
+    plan: Plan, scope: str, start: datetime, end: datetime
+) -> list[recurrence.Occurrence]:
+    """The schedule's occurrences for ``scope`` with ``start <= at < end``, each at its
+    stagger offset when the schedule staggers."""
+    window = stagger.window_of(plan.schedule)
+    by = stagger.offset(scope, window)
+    found = recurrence.occurrences(plan.schedule, plan.timezone, start - by, end - by)
+    return [stagger.shifted(occ, by) for occ in found]
+
+
+async def _black_out_made(
+    conn: AsyncConnection, plan: Plan, outcome: Outcome, *, now: datetime, actor: str | None
+) -> None:
+    """Mark the runs just made inside a blackout (made first, their steps and lines written,
+    so the mark is the run's second line): they are never announced as scheduled."""
+    for run_id, calendar, slot in outcome.made_blacked_out:
+        if await _mark(conn, plan, run_id, calendar, now=now, actor=actor, slot=slot):
+            outcome.blacked_out += 1
+            outcome.created_runs.remove(run_id)
+
+
+async def _mark(
+    conn: AsyncConnection,
+    plan: Plan,
+    run_id: int,
+    calendar: blackouts.Calendar,
+    *,
+    now: datetime,
+    actor: str | None,
+    slot: str,
+) -> bool:
+    """scheduled -> blacked_out, with its line; False when the run is no longer scheduled."""
+    if not await occurrences.black_out(conn, run_id, name=calendar.name, now=now):
+        return False
+    cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+    await runlog.run_status(
+        conn,
+        run_id,
+        at=now,
+        from_=RunStatus.SCHEDULED,
+        to=RunStatus.BLACKED_OUT,
+        reason=calendar.name,
+        because=f'it falls inside the blackout "{calendar.name}" ({calendar.slug})',
+        slot=slot,
+        version_id=plan.version_id,
+        cancelled_steps=cancelled,
+        actor=actor,
+    )
+    return True
 
 
 def _superseded(row: Row) -> bool:
@@ -299,15 +409,70 @@ class _Work:
     made: Batch | None = None
     #: The reason the publish was given, for the lines of what it moves and supersedes.
     publish_reason: str | None = None
+    #: The active blackouts the event subscribes to, in the order its spec names them.
+    calendars: list[blackouts.Calendar] = field(default_factory=list)
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
+        covered = blackouts.covering(self.calendars, occ.at)
         if row.status == "scheduled":
             if row.occurrence_local != occ.slot or row.dst_adjusted != occ.dst_adjusted:
                 await self.move(row, occ)  # a new zone gave the instant another slot
             else:
                 await self._repin(row.id)
+            await self.mark_if_covered(row.id, occ)
+        elif row.status == RunStatus.BLACKED_OUT:
+            if covered is None:
+                await self._lift(row, occ)
+            elif row.cancel_reason != covered.name:
+                await occurrences.rename_blackout(self.conn, row.id, name=covered.name)
         elif _superseded(row):
             await self._revive(row, occ)
+            await self.mark_if_covered(row.id, occ)
+
+    async def mark_if_covered(self, run_id: int, occ: recurrence.Occurrence) -> None:
+        """Black out a scheduled run whose occurrence a subscribed blackout covers."""
+        covered = blackouts.covering(self.calendars, occ.at)
+        if covered is not None and await _mark(
+            self.conn, self.plan, run_id, covered, now=self.now, actor=self.actor, slot=occ.slot
+        ):
+            self.outcome.blacked_out += 1
+
+    async def _lift(self, row: Row, occ: recurrence.Occurrence) -> None:
+        if not await occurrences.lift_blackout(
+            self.conn,
+            row.id,
+            version_id=self.plan.version_id,
+            slot=occ.slot,
+            dst_adjusted=occ.dst_adjusted,
+        ):
+            return
+        self.outcome.lifted += 1
+        await self._rematerialise(row.id)
+        await runlog.run_status(
+            self.conn,
+            row.id,
+            at=self.now,
+            from_=RunStatus.BLACKED_OUT,
+            to=RunStatus.SCHEDULED,
+            because=f'the blackout "{row.cancel_reason}" no longer covers it',
+            slot=occ.slot,
+            version_id=self.plan.version_id,
+            actor=self.actor,
+        )
+        await _note_not_due(self.conn, row.id, occ.at, self.now)
+
+    async def _rematerialise(self, run_id: int) -> None:
+        # Its steps were cancelled with it and never ran (attempts 0): make them again.
+        await steps.delete_unstarted_steps(self.conn, run_id)
+        phases = self.plan.spec.get("phases") or []
+        if phases:
+            await materialise_phase(
+                self.conn,
+                run_id=run_id,
+                phase=phases[0],
+                registry=self.registry,
+                values=run_params.with_scope(self.values, self.scope),
+            )
 
     async def move(self, row: Row, occ: recurrence.Occurrence) -> bool:
         if not await occurrences.move_occurrence(
@@ -374,6 +539,25 @@ class _Work:
             actor=self.actor,
         )
 
+    async def withdraw(self, row: Row, why: str) -> None:
+        """A blacked-out occurrence the schedule no longer produces: ``superseded``, as a
+        scheduled one would be (players are not shown it; a later version may revive it)."""
+        if not await occurrences.withdraw_blacked_out(self.conn, row.id, reason=SUPERSEDED):
+            return
+        self.outcome.superseded += 1
+        await runlog.run_status(
+            self.conn,
+            row.id,
+            at=self.now,
+            from_=RunStatus.BLACKED_OUT,
+            to=RunStatus.CANCELLED,
+            reason=SUPERSEDED,
+            because=why,
+            slot=row.occurrence_local,
+            version_id=self.plan.version_id,
+            actor=self.actor,
+        )
+
     async def _revive(self, row: Row, occ: recurrence.Occurrence) -> None:
         if not await occurrences.revive_superseded(
             self.conn,
@@ -437,6 +621,9 @@ class _Work:
         if created:
             self.outcome.created += 1
             self.outcome.created_runs.append(run_id)
+            covered = blackouts.covering(self.calendars, occ.at)
+            if covered is not None:
+                self.outcome.made_blacked_out.append((run_id, covered, occ.slot))
 
 
 async def _note_not_due(conn: AsyncConnection, run_id: int, at: datetime, now: datetime) -> None:

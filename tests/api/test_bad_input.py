@@ -38,8 +38,8 @@ def envelope(data: Any) -> dict[str, Any]:
 async def ids(
     client: Any, tokens: dict[str, str], host: Any, db: Any, clock: Any
 ) -> dict[str, Any]:
-    """Real ids for every path parameter: an event with a run whose step ran, a series, and a
-    game link's server with a game token that may speak for it."""
+    """Real ids for every path parameter: an event with a run whose step ran, a series, a
+    blackout, and a game link's server with a game token that may speak for it."""
     admin = tokens["admin"]
     event = await create(client, admin, title="Probe", spec=spec_of(WAIT))
     status, _ = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", admin)
@@ -49,8 +49,12 @@ async def ids(
     await Engine(host).tick()
     _, console = await call(client, "GET", f"/api/v1/admin/runs/{run['id']}", admin)
     _, series = await call(client, "POST", SERIES, admin, {"title": "Probe"})
+    night = {"kind": "weekly", "days": ["friday"], "start": "18:00", "end": "23:00"}
+    blackout = {"slug": "probe", "name": "Probe", "periods": [night]}
+    _, made = await call(client, "POST", "/api/v1/admin/blackouts", admin, blackout)
     return {
         "series": series["id"],
+        "blackout": made["blackout"]["id"],
         "id": event["id"],
         "run_id": run["id"],
         "step_id": console["steps"][0]["id"],
@@ -71,10 +75,13 @@ def caller(template: str, ids: dict[str, Any], tokens: dict[str, str]) -> str:
 
 
 def fill(template: str, ids: dict[str, Any], **raw: str) -> str:
-    """``template`` with real ids (``{id}`` is a series' under /series, else an event's),
+    """``template`` with real ids (``{id}`` is a series' under /series, a blackout's under
+    /blackouts, else an event's),
     and ``raw`` text for the parameters it names."""
     if template.startswith(SERIES):
         ids = {**ids, "id": ids["series"]}
+    if template.startswith("/api/v1/admin/blackouts"):
+        ids = {**ids, "id": ids["blackout"]}
     ids = {**ids, **raw}
     return re.sub(r"{(\w+)}", lambda m: str(ids[m.group(1)]), template)
 

@@ -17,6 +17,7 @@ from pageant.db import definitions
 from pageant.db.tables import (
     event_action_settings,
     event_action_settings_history,
+    event_blackouts,
     event_definitions,
     event_run_steps,
     event_runs,
@@ -51,6 +52,7 @@ async def snapshot(db: Any) -> dict[str, list[dict[str, Any]]]:
             event_definitions,
             event_versions,
             event_series,
+            event_blackouts,
             event_action_settings,
             event_action_settings_history,
         ):

@@ -135,6 +135,7 @@ async def test_the_calendar_needs_no_token_and_shows_rows_then_projections(clien
         "status": "scheduled",
         "kind": "materialised",
         "params": {},
+        "blackout": None,
     }
     # Inside the 14-day horizon rows, past it forecasts; summer time moves the instant only.
     assert [(i["local_time"], i["kind"], i["status"]) for i in found] == [

@@ -103,6 +103,10 @@ class Server:
                     return await response.json()
 
             series = await send("POST", "/series", {"title": "Probe", "visibility": "public"})
+            night = {"kind": "weekly", "days": ["friday"], "start": "18:00", "end": "23:00"}
+            blackout = await send(
+                "POST", "/blackouts", {"slug": "probe", "name": "Probe", "periods": [night]}
+            )
             event = await send(
                 "POST",
                 "/events",
@@ -129,7 +133,7 @@ class Server:
         }
         # The ids are fixed before the server exists (the operations are collected from
         # the document at import), so a fresh database must number exactly so.
-        assert series["id"] == event["id"]
+        assert series["id"] == event["id"] == blackout["blackout"]["id"]
         assert seeded == IDS, seeded
 
     def start(self) -> None:

@@ -52,6 +52,8 @@ class CalendarItem(BaseModel):
             "host was down ...)"
         ),
     )
+    #: The name of the blackout that holds a ``blacked_out`` run; null otherwise.
+    blackout: str | None = None
 
 
 class CalendarList(BaseModel):

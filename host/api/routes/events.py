@@ -58,6 +58,7 @@ from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.params import PARAM_NAME
+from pageant.events.blackouts import unknown_blackouts
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.events.publish_preview import preview_publish
 from pageant.events.saving import savable_spec, still_savable
@@ -67,6 +68,7 @@ from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER, key_problems
 from pageant.schedules import preview
+from pageant.schedules.blackouts import subscribed
 from pageant.schedules.recurrence import zone
 from pageant.states import Overlap
 
@@ -446,6 +448,21 @@ async def check_fields(conn: AsyncConnection, checked: Checked[Any]) -> None:
         checked.fail(f"body.series_id: no series {series_id}")
 
 
+async def check_blackouts(
+    conn: AsyncConnection, checked: Checked[Any], spec: dict[str, Any] | None
+) -> None:
+    """Every blackout the spec subscribes to must exist: an unknown slug is a problem added
+    to ``checked``, named by its place in ``spec.blackouts``."""
+    if spec is None:
+        return
+    slugs = subscribed(spec)
+    for slug in await unknown_blackouts(conn, slugs):
+        checked.fail(
+            f'spec.blackouts[{slugs.index(slug)}]: no blackout "{slug}" '
+            "(GET /api/v1/admin/blackouts lists them)"
+        )
+
+
 def _now(request: web.Request) -> datetime:
     return request.app[HOST].clock.now()
 
@@ -514,6 +531,7 @@ async def create_event(request: web.Request) -> web.Response:
     async with host.db.begin() as conn:
         await check_fields(conn, checked)
         check_key_names(checked, spec, otherwise=specs.empty_spec())
+        await check_blackouts(conn, checked, spec)
         checked.raise_if_invalid()
         body = checked.body
         assert body is not None
@@ -579,6 +597,7 @@ async def update_event(request: web.Request) -> web.Response:
             except Invalid as exc:
                 checked.details.extend(exc.details)
         check_key_names(checked, spec, otherwise=row.spec)
+        await check_blackouts(conn, checked, spec)
         checked.raise_if_invalid()
         changes = dict(checked.given)
         if spec is not None:

@@ -55,6 +55,8 @@ class PublicOccurrence(BaseModel):
     kind: Literal["materialised", "projected"]
     #: The run's params: which server, say, when a schedule fans out over several.
     params: dict[str, Any] = Field(default_factory=dict)
+    #: The name of the blackout an occurrence is ``blacked_out`` by; null otherwise.
+    blackout: str | None = None
 
 
 class PublicCalendar(BaseModel):

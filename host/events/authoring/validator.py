@@ -60,6 +60,12 @@ from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.countdown import validate_countdown
 from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.subscriptions import (
+    MAX_BLACKOUTS,
+    validate_blackouts,
+    validate_stagger,
+)
+from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
@@ -71,15 +77,15 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up", "blackouts")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
 SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
     "manual": (),
-    "once": ("at", "params"),
-    "weekly": ("days", "time", "params"),
-    "monthly": ("nth", "weekday", "time", "params"),
+    "once": ("at", "params", "stagger"),
+    "weekly": ("days", "time", "params", "stagger"),
+    "monthly": ("nth", "weekday", "time", "params", "stagger"),
 }
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
@@ -205,6 +211,10 @@ def validate(
     fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
     if fan_out is not None:
         schedule["params"] = fan_out
+    staggered = validate_stagger(raw.get("schedule"), fan_out, errors)
+    if staggered is not None:
+        schedule["stagger"] = staggered
+    subscribed = validate_blackouts(raw.get("blackouts"), "spec.blackouts", errors)
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
     )
@@ -225,6 +235,8 @@ def validate(
     # Omitted for "none", so a spec without catch-up reads as it always did.
     if catch_up:
         out["catch_up"] = catch_up
+    if subscribed:
+        out["blackouts"] = subscribed
     return out
 
 
@@ -630,6 +642,12 @@ def _closed(properties: dict[str, Any], required: list[str], **extra: Any) -> di
 
 
 _TIME = {"type": "string", "pattern": f"^{TIME.pattern}$", "description": "24-hour HH:MM"}
+_STAGGER = {
+    "type": "string",
+    "pattern": "^[0-9]{1,6}[smhd]$",
+    "description": "a fan-out's runs spread over this window (1s to 1d), each param set at "
+    "its own stable offset; only with schedule.params",
+}
 _SCHEDULES = [
     _closed({"kind": {"const": "manual"}}, ["kind"], description="started by hand only"),
     _closed(
@@ -640,6 +658,7 @@ _SCHEDULES = [
                 "pattern": f"^{AT.pattern}$",
                 "description": f"a local date and time in the event's zone, {SUPPORTED}",
             },
+            "stagger": _STAGGER,
         },
         ["kind", "at"],
     ),
@@ -652,6 +671,7 @@ _SCHEDULES = [
                 "items": {"enum": list(WEEKDAYS)},
             },
             "time": _TIME,
+            "stagger": _STAGGER,
         },
         ["kind", "days", "time"],
     ),
@@ -661,6 +681,7 @@ _SCHEDULES = [
             "nth": {"enum": list(MONTHLY_NTH), "description": "-1 is the last"},
             "weekday": {"enum": list(WEEKDAYS)},
             "time": _TIME,
+            "stagger": _STAGGER,
         },
         ["kind", "nth", "weekday", "time"],
     ),
@@ -721,6 +742,14 @@ SPEC_SCHEMA: dict[str, Any] = {
                 },
                 ["key"],
             ),
+        },
+        "blackouts": {
+            "type": "array",
+            "maxItems": MAX_BLACKOUTS,
+            "items": {"type": "string", "pattern": SLUG_RE.pattern, "maxLength": MAX_SLUG},
+            "description": "the slugs of the blackouts the event subscribes to "
+            "(GET /api/v1/admin/blackouts); an occurrence inside one of their periods is "
+            "blacked out, never run",
         },
         "acknowledge": {
             "type": "array",

@@ -1,0 +1,63 @@
+"""Stagger: a fan-out's runs spread over a window instead of all starting at one instant.
+
+A schedule that fans out across servers (``schedule.params``) makes one run per param set
+at each occurrence. With ``"stagger": "5m"`` each set's run starts later than the occurrence
+by its own offset inside that window. The offset is a fraction of the window taken from a
+hash of the set's scope (:func:`pageant.runs.params.scope_of`), never from the order of the
+sets, the clock or the host: the same server starts at the same offset every week, on every
+host, and after any re-expansion, so the rows the reconciliation matches are the rows it
+made. An occurrence keeps its authored slot as its identity; only its instant moves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from pageant.gates.durations import AFTER, AFTER_UNIT_SECONDS
+from pageant.schedules.recurrence import Occurrence
+
+#: The widest window a stagger may spread runs over: a day. Wider would carry one
+#: occurrence's runs past the next day's occurrence of a daily rhythm.
+MAX_STAGGER_SECONDS = 86_400
+MIN_STAGGER_SECONDS = 1
+
+
+def parse_stagger(text: Any) -> int | None:
+    """``"5m"`` -> 300 (the ``after`` gates' grammar: one whole number and one unit);
+    ``None`` for anything outside the grammar or the bounds."""
+    if not isinstance(text, str):
+        return None
+    match = AFTER.fullmatch(text)
+    if match is None:
+        return None
+    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
+    if not MIN_STAGGER_SECONDS <= seconds <= MAX_STAGGER_SECONDS:
+        return None
+    return seconds
+
+
+def window_of(schedule: Any) -> int:
+    """The stagger window of a (validated) schedule in seconds; 0 for none."""
+    if not isinstance(schedule, dict):
+        return 0
+    return parse_stagger(schedule.get("stagger")) or 0
+
+
+def offset(scope: str, window_seconds: int) -> timedelta:
+    """Where in a window of ``window_seconds`` the run of ``scope`` starts: whole seconds in
+    ``[0, window)``, from the first eight bytes of the SHA-256 of the scope."""
+    if window_seconds <= 0:
+        return timedelta(0)
+    fraction = int.from_bytes(hashlib.sha256(scope.encode()).digest()[:8], "big") / 2**64
+    return timedelta(seconds=int(fraction * window_seconds))
+
+
+def shifted(occurrence: Occurrence, by: timedelta) -> Occurrence:
+    """``occurrence`` run ``by`` later: the same slot, a later instant and local time."""
+    if not by:
+        return occurrence
+    at = occurrence.at + by
+    return replace(occurrence, at=at, local=at.astimezone(occurrence.local.tzinfo))
