@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pageant.events.authoring import validator as specs
+from pageant.events.authoring.params import MAX_PARAM_SETS
 from pageant.gates.conditions import OPERATORS, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.plugins.registry import Registry
@@ -39,9 +40,9 @@ _DURATION = re.compile(r"([0-9]+)([smhd])")
 _PATH = re.compile(r"^([A-Za-z_.\[\]0-9]+): (.*)$", re.S)
 _PARAM_NAME = re.compile(r'^"([a-z][a-z0-9_]*)"')
 #: The most run params and fan-out sets the form reads (the validator's own bounds are
-#: lower; past them it names the problem).
+#: lower; past them it names the problem, so a set past the bound is never dropped unsaid).
 _MAX_RUN_PARAMS = 50
-_MAX_SETS = 100
+_MAX_SETS = MAX_PARAM_SETS + 1
 
 
 def _get(form: Mapping[str, Any], name: str) -> str:

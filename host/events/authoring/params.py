@@ -31,7 +31,7 @@ MAX_PARAMS = 20
 MAX_PARAM_NAME = 64
 MAX_PARAM_LABEL = 200
 #: The most param sets one schedule fans out over (runs per occurrence).
-MAX_PARAM_SETS = 50
+MAX_PARAM_SETS = 1000
 
 
 def validate_declarations(raw: Any, registry: Registry, errors: list[str]) -> list[dict[str, Any]]:
