@@ -29,7 +29,7 @@ from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
-from pageant.schedules import calendar
+from pageant.schedules import calendar, fan_out
 from pageant.schedules import reconcile as schedule
 
 STATES = ("draft", "ready", "archived")
@@ -391,6 +391,10 @@ async def publish_definition(
         raise Invalid(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
+    if fan_out.for_each_of(plan.schedule) is not None:
+        # Its values are a plugin's answer, never asked inside this transaction: the
+        # engine's next expansion reads them (the publish keeps the sets it has runs for).
+        until = min(until, now)
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
     outcome = await schedule.reconcile_schedule(
         conn, plan, now=now, end=end, registry=registry, actor=actor

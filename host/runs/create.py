@@ -377,7 +377,9 @@ async def plan_start(
     return PlannedStart(version.id, spec, scope, values, definition.concurrency_key)
 
 
-async def start_facts(conn: AsyncConnection, definition_id: int, batch: Batch | None) -> tuple[Any, Any]:
+async def start_facts(
+    conn: AsyncConnection, definition_id: int, batch: Batch | None
+) -> tuple[Any, Any]:
     """An event's definition row and its current version's (None for what is not there)."""
     if batch is not None and definition_id in batch.start_facts:
         return batch.start_facts[definition_id]

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
-from pageant.schedules import recurrence
+from pageant.schedules import fan_out, recurrence
 from pageant.schedules.reconcile import NEVER
 
 log = logging.getLogger("pageant.schedules.calendar")
@@ -153,7 +153,8 @@ async def _project(
     held = await _held(conn, rows, projected_from, end, ids)
     for definition in definitions:
         schedule = definition.spec.get("schedule") if isinstance(definition.spec, dict) else None
-        sets = (schedule or {}).get("params") or [{}]
+        # A fan-out over an option source is read only when expanded: one row forecast.
+        sets = fan_out.listed_sets(schedule)
         for occ in _projection(definition, projected_from, end):
             if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
                 continue

@@ -40,7 +40,7 @@ from pageant.db.shared import Batch
 from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
-from pageant.schedules import recurrence
+from pageant.schedules import fan_out, recurrence
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
@@ -105,6 +105,12 @@ def expanded_until(plan: Plan, end: datetime) -> datetime:
     return found.at if found is not None else NEVER
 
 
+def produces_after(plan: Plan, instant: datetime) -> bool:
+    """Whether the schedule has an occurrence at or after ``instant`` (False for a manual
+    one, or a ``once`` that has passed)."""
+    return recurrence.next_occurrence(plan.schedule, plan.timezone, instant) is not None
+
+
 async def reconcile_schedule(
     conn: AsyncConnection,
     plan: Plan,
@@ -114,6 +120,7 @@ async def reconcile_schedule(
     registry: Registry | None,
     actor: str | None = None,
     supersede: bool = True,
+    read: fan_out.Read | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
     docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
@@ -128,9 +135,15 @@ async def reconcile_schedule(
     ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
     The expansion passes it: between two publishes the schedule does not change, so such a
     row was not made by the schedule, and only the publish that changed it may take it away.
+
+    A fan-out over an option source (:mod:`pageant.schedules.fan_out`) makes the sets of
+    ``read``, the source's values read before this transaction: the scheduled rows of a
+    scope the source no longer offers are superseded (at an expansion too), each with the
+    reason. Without a ``read`` of values (a publish, or a source that could not be read),
+    it keeps the sets of the runs it has scheduled and supersedes none of them.
     """
-    schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
-    sets = schedule.get("params") or [{}]
+    start = now - timedelta(seconds=plan.grace_seconds)
+    sets, drop_gone = await _sets(conn, plan, read, since=start, supersede=supersede)
     scoped = {run_params.scope_of(values): values for values in sets}
     outcome = Outcome()
     # The runs it makes (every set's, every occurrence's) keep their steps and lines for one
@@ -153,8 +166,7 @@ async def reconcile_schedule(
         )
     await steps.flush_new(made)
     await runlog.flush(made)
-    if supersede:
-        start = now - timedelta(seconds=plan.grace_seconds)
+    if drop_gone:
         gone = await occurrences.scheduled_scopes(conn, plan.definition_id, start)
         for scope in sorted(gone - set(scoped)):
             await _reconcile_scope(
@@ -169,8 +181,27 @@ async def reconcile_schedule(
                 supersede=True,
                 outcome=outcome,
                 produce=False,
+                gone_because=read.gone_because(scope) if read is not None else None,
             )
     return outcome
+
+
+async def _sets(
+    conn: AsyncConnection,
+    plan: Plan,
+    read: fan_out.Read | None,
+    *,
+    since: datetime,
+    supersede: bool,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The param sets the schedule makes, and whether the scheduled rows of a scope it no
+    longer makes are superseded."""
+    if fan_out.for_each_of(plan.schedule) is None:
+        return fan_out.listed_sets(plan.schedule), supersede
+    if read is not None and read.sets is not None:
+        return read.sets, True
+    # Not read now: the last known values, the sets of the runs the fan-out has scheduled.
+    return await occurrences.scheduled_param_sets(conn, plan.definition_id, since), False
 
 
 async def _reconcile_scope(
@@ -187,6 +218,7 @@ async def _reconcile_scope(
     outcome: Outcome,
     produce: bool,
     made: Batch | None = None,
+    gone_because: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded). The runs it creates keep their
@@ -248,7 +280,9 @@ async def _reconcile_scope(
 
     for row in unmatched if supersede else ():
         if row.source == "schedule" and row.status == "scheduled" and row.scheduled_for >= start:
-            await work.supersede(row, "the published schedule no longer produces it")
+            await work.supersede(
+                row, gone_because or "the published schedule no longer produces it"
+            )
 
     for occ in produced:
         if start <= occ.at < end and occ.slot not in taken and occ.at not in held:

@@ -46,7 +46,9 @@ async def _batch(api: Any, tokens: dict[str, str], event_id: Any, body: Any, rol
 
 
 async def _single(api: Any, tokens: dict[str, str], event_id: int, body: Any):
-    response = await api.post(_path(event_id, batch=False), json=body, headers=bearer(tokens["admin"]))
+    response = await api.post(
+        _path(event_id, batch=False), json=body, headers=bearer(tokens["admin"])
+    )
     return response.status, await response.json()
 
 

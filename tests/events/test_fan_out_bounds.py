@@ -30,7 +30,9 @@ async def test_a_schedule_fans_out_over_1000_sets_and_1001_are_refused_naming_th
     event = await create(client, admin, title="Everywhere", spec=_fanned(1000))
     assert len(event["spec"]["schedule"]["params"]) == 1000
 
-    status, data = await call(client, "PUT", f"{EVENTS}/{event['id']}", admin, {"spec": _fanned(1001)})
+    status, data = await call(
+        client, "PUT", f"{EVENTS}/{event['id']}", admin, {"spec": _fanned(1001)}
+    )
     assert status == 400
     assert data["error"]["details"] == [
         "spec.schedule.params: at most 1000 param sets; this one has 1001"
@@ -49,7 +51,7 @@ async def test_the_editor_saves_every_one_of_1000_sets_and_the_view_sums_them_up
         f"/events/{event['id']}", data=[*fields, ("op", "save")], allow_redirects=False
     )
     assert answer.status == 303, await answer.text()
-    status, data = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
+    _, data = await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"])
     assert data["spec"]["schedule"]["params"] == _fanned(1000)["schedule"]["params"]
 
     client.session.cookie_jar.clear()  # signed out: a moderator reads it

@@ -200,7 +200,7 @@ def validate(
     types = run_params.declared_types(declared)
     by_name = {param["name"]: param for param in declared}
     schedule = _schedule(raw.get("schedule"), errors)
-    fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
+    fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors, registry)
     if fan_out is not None:
         schedule["params"] = fan_out
     kept = frozenset(
@@ -223,11 +223,21 @@ def validate(
 
 
 def _fan_out(
-    raw: Any, schedule: dict[str, Any], declared: list[dict[str, Any]], errors: list[str]
-) -> list[dict[str, Any]] | None:
-    """A schedule's ``params``: the param sets each occurrence makes one run of."""
+    raw: Any,
+    schedule: dict[str, Any],
+    declared: list[dict[str, Any]],
+    errors: list[str],
+    registry: Registry,
+) -> list[dict[str, Any]] | dict[str, Any] | None:
+    """A schedule's ``params``: the param sets each occurrence makes one run of, or the
+    option source whose values it fans out over (``{"for_each": {param: source}}``)."""
     if not isinstance(raw, dict) or schedule["kind"] == "manual":
         return None
+    over = raw.get("params")
+    if isinstance(over, dict) and run_params.FOR_EACH in over:
+        return run_params.validate_for_each(
+            over, declared, registry, "spec.schedule.params", errors
+        )
     return run_params.validate_param_sets(
         raw.get("params"), declared, "spec.schedule.params", errors
     )
