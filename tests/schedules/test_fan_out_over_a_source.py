@@ -19,6 +19,7 @@ from pageant.api.app import make_app
 from pageant.engine import Engine
 from pageant.schedules.fan_out import REFRESH
 from tests.api.test_events_api import EVENTS, call
+from tests.console.test_console import form_of, sign_in
 from tests.factories import make_host, phase, step
 from tests.runs.test_run_param_options import ROOM, Rooms
 
@@ -226,3 +227,36 @@ async def test_a_bad_fan_out_over_a_source_is_refused_naming_the_field(
     assert any(d.startswith(detail) for d in data["error"]["details"]), data
     status, data = await call(client, "GET", f"{EVENTS}/{event['id']}", admin)
     assert data["spec"]["schedule"]["params"] == [{"room": "hall"}]  # as it was
+
+
+async def test_the_console_shows_a_fan_out_over_a_source_and_its_editor_keeps_it(rooms_api, tokens):
+    client, _, _ = rooms_api
+    admin = tokens["admin"]
+    status, event = await call(client, "POST", EVENTS, admin, _body({"for_each": {"room": SOURCE}}))
+    assert status == 201, event
+    await sign_in(client, admin)
+    html = await (await client.get(f"/events/{event['id']}")).text()
+    assert f"One run for each value of <code>{SOURCE}</code>" in html
+    fields = form_of(html)
+    answer = await client.post(
+        f"/events/{event['id']}", data=[*fields, ("op", "save")], allow_redirects=False
+    )
+    assert answer.status == 303, await answer.text()
+    _, data = await call(client, "GET", f"{EVENTS}/{event['id']}", admin)
+    assert data["spec"]["schedule"]["params"] == {"for_each": {"room": SOURCE}}
+
+    # "Fan out by hand instead" takes it away; saved, each occurrence is one run again.
+    part = await client.post(
+        f"/events/{event['id']}",
+        data=[*fields, ("op", "remove-fan:0")],
+        headers={"HX-Request": "true"},
+    )
+    assert part.status == 200
+    answer = await client.post(
+        f"/events/{event['id']}",
+        data=[*form_of(await part.text()), ("op", "save")],
+        allow_redirects=False,
+    )
+    assert answer.status == 303, await answer.text()
+    _, data = await call(client, "GET", f"{EVENTS}/{event['id']}", admin)
+    assert "params" not in data["spec"]["schedule"]
