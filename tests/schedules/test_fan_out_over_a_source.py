@@ -129,6 +129,14 @@ async def test_a_fan_out_follows_the_sources_values_from_one_expansion_to_the_ne
         f"the run's set (room=crypt) is no longer among the values of {SOURCE}"
     )
 
+    # Put back, the crypt's superseded runs come back (the same runs).
+    rooms.rooms = ["hall", "attic", "crypt"]
+    clock.advance(REFRESH.total_seconds() + 1)
+    await _tick(host)
+    back = await _runs(client, admin, event["id"])
+    assert _live(back) == {(room, at) for room in ("hall", "attic", "crypt") for at in FRIDAYS}
+    assert {r["id"] for r in gone} <= {r["id"] for r in back if r["status"] == "scheduled"}
+
 
 async def test_a_source_that_cannot_be_read_keeps_the_last_known_values(
     rooms_api, tokens, clock, caplog
