@@ -13,6 +13,7 @@ import importlib
 import inspect
 import pkgutil
 from collections.abc import AsyncIterator
+from typing import Any
 
 from aiohttp import web
 
@@ -43,7 +44,7 @@ def all_routes() -> list[Route]:
 MAX_FORM_FIELDS = 50_000
 
 
-def _form_fields() -> dict[str, int]:
+def _form_fields() -> dict[str, Any]:
     """The app's bound on a form's fields, where the installed aiohttp has one (3.14 on)."""
     if "client_max_fields" in inspect.signature(web.Application).parameters:
         return {"client_max_fields": MAX_FORM_FIELDS}
