@@ -8,7 +8,9 @@ concurrency key), and every accepted item's run is made in **one** transaction �
 of the engine's group commit, so their steps are one insert and their log lines another.
 
 A refused item writes nothing and refuses nothing else: its own error stands in its place
-in the answer. Two items of one batch are two starts at the same instant, so they meet the
+in the answer. (An item of the wrong shape — a scope that is not text, an unknown field — is
+the caller's mistake, not a start to judge: it refuses the whole batch at the door, as any
+malformed body is.) Two items of one batch are two starts at the same instant, so they meet the
 same rules two starts sent together meet: an identical item answers the same run, a second
 item of a held concurrency key is refused naming the first's run, and an item that starts
 a scope an earlier item already starts with other params is refused (one event's runs at
@@ -63,13 +65,12 @@ class Started:
 async def start_many(
     host: Host,
     definition_id: int,
-    starts: Sequence[Start | PageantError],
+    starts: Sequence[Start],
     *,
     actor: str,
 ) -> list[Started | PageantError]:
     """Start a run of ``definition_id``'s published version now for each of ``starts``;
-    answers, in order, each item's run or the error that refused it (an item given as an
-    error — its body did not parse — is answered with that error and not looked at).
+    answers, in order, each item's run or the error that refused it.
 
     Each item is refused exactly as :func:`pageant.runs.create.start_now` would refuse it
     (NotFound, Invalid, Conflict); the accepted ones' runs commit in one transaction, and
@@ -82,9 +83,6 @@ async def start_many(
         answers: list[Started | PageantError] = []
         scopes: dict[str, tuple[int, dict[str, Any]]] = {}
         for index, start in enumerate(starts):
-            if isinstance(start, PageantError):
-                answers.append(start)
-                continue
             try:
                 answers.append(await _start_one(conn, batch, index, start, scopes))
             except PageantError as refusal:
@@ -145,7 +143,7 @@ async def start_many(
 
 
 async def _check_option_values(
-    host: Host, definition_id: int, starts: Sequence[Start | PageantError]
+    host: Host, definition_id: int, starts: Sequence[Start]
 ) -> tuple[int | None, dict[int, PageantError]]:
     """The published version the items' values were checked against (None: none is
     published), and each item whose values its option sources refuse now, by index.
@@ -159,8 +157,6 @@ async def _check_option_values(
     answers = Answers(host.registry)
     refused: dict[int, PageantError] = {}
     for index, start in enumerate(starts):
-        if isinstance(start, PageantError):
-            continue
         given = dict(start.params)
         if start.scope:
             given[run_params.SCOPE] = start.scope

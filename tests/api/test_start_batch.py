@@ -88,7 +88,7 @@ async def test_a_refused_item_answers_a_single_starts_error_in_its_place_and_wri
     event = await publish_event(host.db, clock.now(), _colours())
     items = [
         {"scope": "a", "params": {"colour": "north"}},
-        {"scope": 7},
+        {"scope": "x", "params": {"colour": 7}},
         {"scope": "b", "params": {"colour": "violet"}},
         {"scope": "c", "params": {}},
         {"scope": "d", "params": {"colour": "south"}},
@@ -109,7 +109,7 @@ async def test_a_refused_item_answers_a_single_starts_error_in_its_place_and_wri
             single,
         )
     assert answers[1]["http_status"] == 400
-    assert "body.scope: Input should be a valid string" in answers[1]["error"]["details"]
+    assert answers[1]["error"]["details"] == ["params.colour: must be a string; got 7"]
     assert answers[2]["error"]["details"] == [
         'params.colour: "violet" is not a value of wisps.options.colours (it offers "north", '
         '"south", "ember" now), which the param "colour" takes'
@@ -178,6 +178,16 @@ async def test_a_batch_checks_role_then_event_then_body(api, tokens, host, clock
     assert (status, data["error"]["details"]) == (400, ["body.more: is not a known field"])
     status, data = await _batch(api, tokens, event.id, {"runs": ["a"]})
     assert status == 400 and data["error"]["details"][0].startswith("body.runs[0]")
+    # An item of the wrong shape is a malformed body: the whole batch is refused.
+    bad = {"runs": [{"scope": "a"}, {"scope": 7}, {"scope": "b", "colour": "north"}]}
+    status, data = await _batch(api, tokens, event.id, bad)
+    assert (status, data["error"]["details"]) == (
+        400,
+        [
+            "body.runs[1].scope: Input should be a valid string",
+            "body.runs[2].colour: is not a known field",
+        ],
+    )
     assert await _count_runs(host.db, event.id) == 0
 
     draft = await publish_event(host.db, clock.now(), published=False, title="draft")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
@@ -22,10 +22,9 @@ from pageant.api.routing import (
     principal,
     read_body,
     respond,
-    validation_details,
 )
 from pageant.db.states import Health, RunStatus, StepStatus
-from pageant.errors import Forbidden, Invalid, NotFound, PageantError
+from pageant.errors import Forbidden, NotFound, PageantError
 from pageant.events import definitions
 from pageant.revalidation import tag_of, tagged
 from pageant.runs import controls, listing
@@ -250,15 +249,10 @@ class StartBody(_Body):
 
 
 class BatchBody(_Body):
-    """Runs to start now, in one transaction: each item is what a single start's body says."""
+    """Runs to start now, in one transaction: each item is what a single start's body says.
+    An item of the wrong shape refuses the whole batch (400 naming ``body.runs[i]``)."""
 
     runs: list[StartBody] = Field(min_length=1, max_length=MAX_BATCH)
-
-
-class _BatchItems(_Body):
-    """A batch as read: its items are judged one by one, each as a single start's body."""
-
-    runs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH)
 
 
 class ItemError(BaseModel):
@@ -384,23 +378,13 @@ async def start_run(request: web.Request) -> web.Response:
 async def start_runs(request: web.Request) -> web.Response:
     host = request.app[HOST]
     definition_id = await _require_event(request)
-    body = await read_body(request, _BatchItems)
-    answers = await start_many(
-        host, definition_id, [_item(raw) for raw in body.runs], actor=principal(request).actor
-    )
+    body = await read_body(request, BatchBody)
+    starts = [Start(scope=item.scope, params=item.params) for item in body.runs]
+    answers = await start_many(host, definition_id, starts, actor=principal(request).actor)
     views = await run_views_of(host, [a.run_id for a in answers if isinstance(a, Started)])
     return respond(
         {"runs": [views[a.run_id] if isinstance(a, Started) else _refused(a) for a in answers]}
     )
-
-
-def _item(raw: dict[str, Any]) -> Start | PageantError:
-    """One batch item as a single start's body reads it, or the 400 that body would get."""
-    try:
-        item = StartBody.model_validate(raw)
-    except ValidationError as exc:
-        return Invalid("invalid request body", details=validation_details(exc))
-    return Start(scope=item.scope, params=item.params)
 
 
 def _refused(error: PageantError) -> dict[str, Any]:

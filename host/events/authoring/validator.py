@@ -665,6 +665,36 @@ _SCHEDULES = [
     ),
 ]
 
+#: A schedule's fan-out (``schedule.params``), as the HTTP API documents it.
+_FAN_OUT = {
+    "description": "one run per param set at every occurrence: a list of sets, or the "
+    "values of an option source (docs/schedules.md)",
+    "oneOf": [
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": run_params.MAX_PARAM_SETS,
+            "items": {"type": "object", "description": "a value for each declared param"},
+        },
+        _closed(
+            {
+                run_params.FOR_EACH: {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1,
+                    "additionalProperties": {"type": "string"},
+                    "description": "the param and the option source whose values it takes, "
+                    'e.g. {"server": "openarena.options.servers"}',
+                }
+            },
+            [run_params.FOR_EACH],
+        ),
+    ],
+}
+for _shape in _SCHEDULES:
+    if _shape["properties"]["kind"] != {"const": "manual"}:
+        _shape["properties"]["params"] = _FAN_OUT
+
 #: The spec's shape, as the HTTP API documents it. The validator checks more than a schema
 #: can say (each action and its params against the registry, conditions, the bounds across
 #: phases), and answers every problem with its path.
