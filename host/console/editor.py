@@ -282,7 +282,22 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     acknowledged = form.getall("acknowledge", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if acknowledged:
         out["acknowledge"] = [a.strip() if isinstance(a, str) else a for a in acknowledged]
+    catch_up = catch_up_from_form(form)
+    if catch_up is not None:
+        out["catch_up"] = catch_up
     return out
+
+
+def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec's ``catch_up`` from its select and window fields; None for "none" (the
+    window is then not sent: only "one" and "all" have one)."""
+    policy = _get(form, "catch-up") or "none"
+    if policy == "none":
+        return None
+    amount = _get(form, "catch-up-within-n")
+    unit = _get(form, "catch-up-within-unit") or "h"
+    # A blank amount is a blank window, not the unit alone: the validator asks for one.
+    return {"policy": policy, "within": f"{amount}{unit}" if amount else ""}
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -589,6 +604,21 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "schedule": schedule,
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
+        "catch_up": _catch_up_view(spec.get("catch_up")),
+    }
+
+
+def _catch_up_view(raw: Any) -> dict[str, str]:
+    """The catch-up control's values: the policy, and its window as an amount and a unit."""
+    if not isinstance(raw, Mapping):
+        return {"policy": "none", "within_n": "", "within_unit": "h"}
+    within_n, within_unit = _after_parts(raw.get("within"))
+    if not within_n:
+        within_unit = "h"
+    return {
+        "policy": str(raw.get("policy") or "none"),
+        "within_n": within_n,
+        "within_unit": within_unit,
     }
 
 
@@ -624,6 +654,7 @@ _PART_WORDS = {
     "all": "condition",
     "where": "conditions",
     "schedule": "Schedule",
+    "catch_up": "Catch-up",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

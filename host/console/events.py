@@ -27,6 +27,7 @@ from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
+from pageant.events.publish_preview import preview_publish
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.slugs import slugify
 from pageant.gates.conditions import OPERATORS
@@ -399,6 +400,39 @@ async def _editor_refusing(
     )
 
 
+@routes.post("/events/{id}/publish-preview")
+async def publish_preview(request: web.Request) -> web.Response:
+    """The editor with what publishing the saved working copy would change, and a publish
+    form asking for the reason when the change needs one."""
+    session = require(request, ADMIN)
+    host = host_of(request)
+    definition_id = _event_id(request)
+    try:
+        changes = await preview_publish(
+            host.db,
+            definition_id,
+            host.registry,
+            now=host.clock.now(),
+            actor=session.principal.actor,
+            horizon_days=host.settings.horizon_days,
+        )
+    except PageantError as exc:
+        return await _refused(request, definition_id, exc)
+    event = await _event(request, definition_id)
+    return await _editor(request, event, event["spec"], publish_preview=changes)
+
+
+def _publish_reason(form: Any) -> str | None:
+    """The publish form's reason: None when left empty; longer than allowed is refused."""
+    text = str(form.get("reason") or "").strip()
+    if len(text) > definitions.MAX_PUBLISH_REASON:
+        raise Invalid(
+            "the publish's reason is too long",
+            details=[f"reason: at most {definitions.MAX_PUBLISH_REASON} characters"],
+        )
+    return text or None
+
+
 @routes.post("/events/{id}/publish")
 async def publish(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
@@ -406,6 +440,7 @@ async def publish(request: web.Request) -> web.Response:
     definition_id = _event_id(request)
     scheduled: list[int] = []
     try:
+        reason = _publish_reason(await request.post())
         async with host.db.begin() as conn:
             await definitions.publish_definition(
                 conn,
@@ -415,6 +450,7 @@ async def publish(request: web.Request) -> web.Response:
                 actor=session.principal.actor,
                 horizon_days=host.settings.horizon_days,
                 created=scheduled,
+                reason=reason,
             )
     except PageantError as exc:
         return await _refused(request, definition_id, exc)

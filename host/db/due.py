@@ -123,9 +123,23 @@ _DUE_ACTIVE = (
 )
 
 _MISSED_CANDIDATES = (
-    select(r.id, r.scheduled_for, d.grace_seconds)
+    select(
+        r.id,
+        r.scheduled_for,
+        d.grace_seconds,
+        r.definition_id,
+        r.scope,
+        r.version_id,
+        r.waiting_reason,
+        r.catch_up,
+    )
     .select_from(event_runs.join(event_definitions, d.id == r.definition_id))
-    .where(r.status == RunStatus.SCHEDULED, r.scheduled_for <= bindparam("now"))
+    .where(
+        r.status == RunStatus.SCHEDULED,
+        r.scheduled_for <= bindparam("now"),
+        # A run let in to catch up is the advance stage's to start, never the sweep's to miss.
+        r.catch_up.is_(None),
+    )
     .order_by(r.scheduled_for, r.id)
     .limit(bindparam("limit"))
 )
@@ -195,7 +209,8 @@ async def find_due(
 
 
 async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:
-    """Scheduled runs whose instant has passed, earliest first, with their grace."""
+    """Scheduled runs whose instant has passed and that no catch-up let in, earliest first,
+    with their grace and what the catch-up decision reads (event, scope, version, waiting)."""
     return list((await conn.execute(_MISSED_CANDIDATES, {"now": now, "limit": limit})).all())
 
 

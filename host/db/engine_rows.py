@@ -73,6 +73,7 @@ class RunRow(TypedDict):
     waiting_since: datetime | None
     dst_adjusted: bool
     moved_from: datetime | None
+    catch_up: str | None
     created_at: datetime
     started_at: datetime | None
     ended_at: datetime | None

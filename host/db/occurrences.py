@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.runs import ENDED_VALUES, d, r
-from pageant.db.states import RunStatus
+from pageant.db.states import RUN_LIVE, RunStatus
 from pageant.db.tables import (
     RUN_STATUSES,
     by_primary_key,
@@ -159,6 +159,9 @@ CALENDAR_COLUMNS = (
     r.status,
     r.dst_adjusted,
     r.moved_from,
+    r.last_error,
+    r.catch_up,
+    r.started_at,
     d.title,
     event_versions.c.timezone,
 )
@@ -430,3 +433,46 @@ async def calendar_rows(
     return list(
         (await conn.execute(_in_window(statement, start, end, definition_ids, statuses))).all()
     )
+
+
+# ── A publish's preview ─────────────────────────────────────────────────────────────────────
+
+#: What a publish preview compares of a run, before the publish and after it.
+PREVIEW_COLUMNS = (
+    r.id,
+    r.scope,
+    r.scheduled_for,
+    r.occurrence_local,
+    r.dst_adjusted,
+    r.source,
+    r.status,
+    r.version_id,
+    r.cancel_reason,
+)
+
+# Every row a publish's reconcile may touch (from ``since`` on) and every run under way,
+# whatever its instant: those a publish keeps on their version.
+_PREVIEW_ROWS = (
+    select(*PREVIEW_COLUMNS)
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        (r.scheduled_for >= bindparam("since")) | r.status.in_([s.value for s in RUN_LIVE]),
+    )
+    .order_by(r.scheduled_for, r.scope, r.id)
+)
+
+
+async def preview_rows(conn: AsyncConnection, definition_id: int, since: datetime) -> list[Row]:
+    """The definition's runs from ``since`` on, and its runs under way (started, not
+    ended), in instant order: what a publish preview reads before and after the publish."""
+    params = {"definition_id": definition_id, "since": since}
+    return list((await conn.execute(_PREVIEW_ROWS, params)).all())
+
+
+async def version_numbers(conn: AsyncConnection, version_ids: list[int]) -> dict[int, int]:
+    """Each version's number, by version id."""
+    if not version_ids:
+        return {}
+    v = event_versions.c
+    rows = await conn.execute(select(v.id, v.number).where(v.id.in_(version_ids)))
+    return {row.id: row.number for row in rows}

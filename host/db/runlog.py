@@ -241,12 +241,14 @@ async def run_status(
     scheduled_for: datetime | None = None,
     grace_seconds: int | None = None,
     cancelled_steps: int | None = None,
+    publish_reason: str | None = None,
     phase: str | None = None,
     actor: str | None = None,
     batch: Batch | None = None,
 ) -> None:
     """A run changes status; each optional field is written when given, but ``slot``
-    (which may be null) goes with ``version_id``: a schedule's reconcile names both."""
+    (which may be null) goes with ``version_id``: a schedule's reconcile names both
+    (``publish_reason``: the reason the publish behind it was given)."""
     detail = _given({}, **{"from": from_}) | {"to": to}
     detail = _given(detail, reason=reason, because=because)
     if version_id is not None:
@@ -256,6 +258,7 @@ async def run_status(
         scheduled_for=scheduled_for,
         grace_seconds=grace_seconds,
         cancelled_steps=cancelled_steps,
+        publish_reason=publish_reason,
     )
     kind = LogKind.RUN_STATUS
     await write(conn, run_id, kind, at=at, phase=phase, detail=detail, actor=actor, batch=batch)
@@ -318,9 +321,11 @@ async def run_moved(
     timezone: str,
     version_id: int,
     dst_adjusted: Mapping[str, Any] | None = None,
+    publish_reason: str | None = None,
     actor: str | None = None,
 ) -> None:
-    """An occurrence moves to a new instant; ``dst_adjusted`` when daylight saving did."""
+    """An occurrence moves to a new instant; ``dst_adjusted`` when daylight saving did,
+    ``publish_reason`` when the publish that moved it was given one."""
     detail = {
         "from": from_,
         "to": to,
@@ -329,7 +334,7 @@ async def run_moved(
         "timezone": timezone,
         "version_id": version_id,
     }
-    detail = _given(detail, dst_adjusted=dst_adjusted or None)
+    detail = _given(detail, dst_adjusted=dst_adjusted or None, publish_reason=publish_reason)
     await write(conn, run_id, LogKind.RUN_MOVED, at=at, detail=detail, actor=actor)
 
 
@@ -845,3 +850,27 @@ async def creators(conn: AsyncConnection, run_ids: list[int]) -> dict[int, str |
         )
     )
     return {row.run_id: row.actor for row in rows}
+
+
+# Which of some runs have lines of some kinds (the (run_id, id) index finds each run's).
+_KINDS_OF = (
+    select(g.run_id, g.kind)
+    .where(
+        g.run_id.in_(bindparam("run_ids", expanding=True)),
+        g.kind.in_(bindparam("kinds", expanding=True)),
+    )
+    .distinct()
+)
+
+
+async def kinds_written(
+    conn: AsyncConnection, run_ids: Sequence[int], kinds: Sequence[LogKind]
+) -> dict[int, set[LogKind]]:
+    """For each of ``run_ids`` whose log has a line of one of ``kinds``, those kinds."""
+    found: dict[int, set[LogKind]] = {}
+    if not run_ids or not kinds:
+        return found
+    params = {"run_ids": list(run_ids), "kinds": [str(kind) for kind in kinds]}
+    for row in await conn.execute(_KINDS_OF, params):
+        found.setdefault(row.run_id, set()).add(LogKind(row.kind))
+    return found

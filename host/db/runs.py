@@ -91,6 +91,7 @@ RUN_COLUMNS = (
     r.waiting_since,
     r.dst_adjusted,
     r.moved_from,
+    r.catch_up,
     r.created_at,
     r.started_at,
     r.ended_at,
@@ -535,6 +536,8 @@ _RESCHEDULE = by_primary_key(
     .ordered_values(
         (r.moved_from, func.coalesce(r.moved_from, r.scheduled_for)),
         (r.scheduled_for, bindparam("to")),
+        # A person's new instant is no longer a catch-up: it starts, or is missed, as any.
+        (r.catch_up, None),
     )
 )
 

@@ -183,6 +183,9 @@ event_runs = Table(
     # The current answer to "why is this run not advancing", logged once per change.
     Column("waiting_reason", String(20), nullable=True),
     Column("waiting_since", UTCDateTime, nullable=True),
+    # Set when the event's catch-up policy let this run start after its grace passed while
+    # no host ran: why it may still start (its words, for the start's line and the calendar).
+    Column("catch_up", String(200), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("started_at", UTCDateTime, nullable=True),
     Column("ended_at", UTCDateTime, nullable=True),

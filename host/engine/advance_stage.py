@@ -23,6 +23,7 @@ from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
 from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
+from pageant.engine import catchup
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
@@ -157,6 +158,8 @@ async def _start(
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if is_late(run, now):
         return "late"  # the missed sweep makes it terminal and visible
+    if run["catch_up"] and await catchup.turn(host, run) is not None:
+        return "catching_up"  # after the one ahead of it; see pageant.engine.catchup
     if waiting.held_unverified(run):
         # Held, not refused: it stays scheduled and its grace window decides, exactly like
         # a held concurrency key; a verify lifts the hold on the next tick.
@@ -179,7 +182,14 @@ async def _start(
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await host.in_outcome_transaction(
-            lambda conn, _: start_in(conn, run, owner=owner, lease=lease, now=now)
+            lambda conn, _: start_in(
+                conn,
+                run,
+                owner=owner,
+                lease=lease,
+                now=now,
+                because=catchup.started_because(run, now),
+            )
         )
         if not started:
             return TAKEN

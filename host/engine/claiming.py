@@ -78,10 +78,11 @@ class SetClaim:
 
 
 def _startable(row: RunRow, now: datetime) -> bool:
-    # Only the plain start: lateness, an unverified hold and a concurrency key (whose holder
-    # must be looked up and told) are the run's own task to see to, as ever.
+    # Only the plain start: lateness, an unverified hold, a concurrency key (whose holder
+    # must be looked up and told) and a catch-up's turn are the run's own task to see to.
     return (
         row["status"] == "scheduled"
+        and not row["catch_up"]
         and not is_late(row, now)
         and not waiting.held_unverified(row)
         and not row["concurrency_key"]

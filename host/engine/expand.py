@@ -1,5 +1,7 @@
 """The expand stage: every ``ready`` definition's published schedule into ``scheduled`` runs,
-from ``now - grace`` to the horizon (``horizon_days``).
+from ``now - grace`` to the horizon (``horizon_days``) — or from further back, inside its
+catch-up window, for an event that catches up the occurrences no host materialised while
+none ran (:func:`catch_up_from`).
 
 Cheap when nothing is new. After expanding a definition its ``expanded_until`` is set to the
 instant of its first occurrence *past* the horizon, so the stage reads it again only once that
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import schedules
 from pageant.engine.contention import noted
 from pageant.runs import lifecycle
-from pageant.schedules import fan_out
+from pageant.schedules import catchup, fan_out
 from pageant.schedules import reconcile as schedule
 
 if TYPE_CHECKING:
@@ -75,12 +77,30 @@ async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetim
         ):
             return False
         outcome = await schedule.reconcile_schedule(
-            conn, plan, now=now, end=end, registry=host.registry, supersede=False, read=read
+            conn,
+            plan,
+            now=now,
+            end=end,
+            registry=host.registry,
+            supersede=False,
+            catch_up_from=catch_up_from(plan, row.expanded_until, now),
+            read=read,
         )
     if outcome.created or outcome.moved:
         log.debug("expanded event %s to %s: %s", row.id, end, outcome)
     await lifecycle.announce_scheduled(host, outcome.created_runs)
     return True
+
+
+def catch_up_from(plan: schedule.Plan, seen: datetime | None, now: datetime) -> datetime | None:
+    """Where the expansion makes missing occurrences from for an event that catches up:
+    back to its window (``now - within``), but never before what an earlier expansion already
+    reached (``seen``: every occurrence before it has its row, or never had one because the
+    event was not yet published). None: from ``now - grace`` as ever."""
+    policy = catchup.of_spec(plan.spec)
+    if not policy.catches_up or seen is None:
+        return None
+    return max(now - policy.within, seen)
 
 
 async def _set_aside(host: Host, row: Any, until: datetime) -> None:

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.engine_rows import StepRow, step_row
+from pageant.engine import catchup
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import Claim, fail_step
@@ -137,11 +138,15 @@ async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> bool:
 
 async def sweep_missed(host: Host, now: datetime) -> None:
     """Scheduled runs whose grace window passed become ``missed``: terminal and visible,
-    never started late and silently."""
+    never started late and silently. Those of an event that catches up are decided by its
+    policy instead (:mod:`pageant.engine.catchup`): let in to start late, said so, or
+    missed with the reason."""
     async with host.db.connect() as conn:
         candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
-    for row in candidates:
-        if not is_late(row._mapping, now):
+    late = [row for row in candidates if is_late(row._mapping, now)]
+    caught = await catchup.settle_late(host, late, now) if late else set()
+    for row in late:
+        if row.id in caught:
             continue
         try:
             async with host.db.begin() as conn:

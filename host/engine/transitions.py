@@ -25,7 +25,11 @@ class Lost(Exception):
 
 
 def is_late(run: Mapping[Any, Any], now: datetime) -> bool:
-    """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's."""
+    """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's.
+    A run its event's catch-up policy let in (``catch_up`` set) is never late: it starts
+    when its turn comes (:mod:`pageant.engine.catchup`)."""
+    if run.get("catch_up"):
+        return False
     return bool(now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]))
 
 
@@ -37,13 +41,17 @@ async def start_in(
     lease: datetime,
     now: datetime,
     batch: Batch | None = None,
+    because: str | None = None,
 ) -> bool:
     """``scheduled -> starting`` under ``owner``'s claim lease, in ``conn``; False when another
     claimer got there first. Raises IntegrityError when the run's concurrency key is held
-    by another live run. Its log lines are kept for ``batch``'s one insert when given."""
+    by another live run. Its log lines are kept for ``batch``'s one insert when given;
+    ``because`` is what its ``run.status`` line says of why it starts (a catch-up's)."""
     if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
         return False
-    await runlog.run_status(conn, run["id"], at=now, from_="scheduled", to="starting", batch=batch)
+    await runlog.run_status(
+        conn, run["id"], at=now, from_="scheduled", to="starting", because=because, batch=batch
+    )
     if run["waiting_reason"] is not None:
         await waiting.note(conn, run["id"], None, now=now, batch=batch)
     return True

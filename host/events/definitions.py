@@ -14,6 +14,7 @@ check, write and read back its answer in one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
-from pageant.schedules import calendar, fan_out
+from pageant.schedules import calendar, fan_out, preview
 from pageant.schedules import reconcile as schedule
 
 STATES = ("draft", "ready", "archived")
@@ -39,6 +40,8 @@ DEFAULT_TIMEZONE = "UTC"
 DEFAULT_GRACE_SECONDS = 300
 #: The grace window's bounds: a start may be late by up to a day, never negative.
 MIN_GRACE_SECONDS, MAX_GRACE_SECONDS = 0, 86_400
+#: The longest reason a publish may be given.
+MAX_PUBLISH_REASON = 500
 
 # ── Reading ─────────────────────────────────────────────────────────────────────────────────
 
@@ -310,8 +313,66 @@ async def publish_definition(
     actor: str | None,
     horizon_days: int,
     created: list[int] | None = None,
+    reason: str | None = None,
 ) -> AnyRow:
-    """Freeze the working copy into the next numbered version and answer its row.
+    """Freeze the working copy into the next numbered version and answer its row
+    (:func:`publish_and_compare`, then the reason rule).
+
+    A publish that would remove or move an occurrence people rely on — a person confirmed a
+    step of it, its announcement went out, or it is on the public calendar
+    (:func:`pageant.schedules.preview.held_runs`) — needs a ``reason``: without one it is a
+    :class:`Conflict` naming each such occurrence, raised inside the caller's transaction so
+    that nothing is written. The reason, when given, is written on the log lines of what the
+    publish moves and supersedes.
+    """
+    published = await publish_and_compare(
+        conn,
+        definition_id,
+        registry,
+        now=now,
+        actor=actor,
+        horizon_days=horizon_days,
+        created=created,
+        reason=reason,
+    )
+    if published.changes.held and not reason:
+        zones = await preview.zones_of(
+            conn, [*published.before.values(), *published.after.values()]
+        )
+        raise Conflict(
+            f"publishing event {definition_id} would move or remove occurrences people rely "
+            "on; publish again with a reason to go ahead",
+            details=preview.held_details(published.changes, zones),
+        )
+    return published.version
+
+
+@dataclass(frozen=True)
+class Published:
+    """A publish and what it changed in the definition's runs."""
+
+    version: AnyRow
+    changes: preview.Changes
+    #: The rows the publish may touch, before and after it (:func:`preview.snapshot`).
+    before: preview.Snapshot
+    after: preview.Snapshot
+
+
+async def publish_and_compare(
+    conn: AsyncConnection,
+    definition_id: int,
+    registry: Registry,
+    *,
+    now: datetime,
+    actor: str | None,
+    horizon_days: int,
+    created: list[int] | None = None,
+    reason: str | None = None,
+) -> Published:
+    """Freeze the working copy into the next numbered version and answer it with what the
+    switch changed in the runs (:func:`pageant.schedules.preview.compare`), including which
+    removed or moved runs ask for a reason. Refuses nothing for want of a reason: that is
+    :func:`publish_definition`'s rule, and a preview's to report.
 
     ``created``, when given, receives the ids of the runs the new schedule made: the caller
     fires ``core.run.scheduled`` for them once its transaction has committed.
@@ -395,15 +456,22 @@ async def publish_definition(
         # Its values are a plugin's answer, never asked inside this transaction: the
         # engine's next expansion reads them (the publish keeps the sets it has runs for).
         until = min(until, now)
+    since = schedule.earliest_touched(now, row.grace_seconds)
+    before = await preview.snapshot(conn, definition_id, since)
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)
     outcome = await schedule.reconcile_schedule(
-        conn, plan, now=now, end=end, registry=registry, actor=actor
+        conn, plan, now=now, end=end, registry=registry, actor=actor, publish_reason=reason
     )
     if created is not None:
         created.extend(outcome.created_runs)
     found = await get_version_by_id(conn, version_id)
     assert found is not None
-    return found
+    after = await preview.snapshot(conn, definition_id, since)
+    changes = preview.compare(before, after)
+    # An event players can read about: what it had published is on the public calendar.
+    public = row.visibility == "public" and row.current_version_id is not None
+    changes.held = await preview.held_runs(conn, changes, public=public)
+    return Published(version=found, changes=changes, before=before, after=after)
 
 
 async def create_and_publish(

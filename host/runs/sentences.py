@@ -282,7 +282,10 @@ def _run_status(line: Mapping[str, Any], d: Detail, ctx: Context) -> list[Part]:
     text = f"The run {_status(d.get('to'))}"
     if d.get("from"):
         text += f" (it was {_was(d['from'])})"
-    if d.get("because"):
+    if d.get("because") and d.get("to") == "starting":
+        # A start's is a sentence of its own: "started 40 min late, catching up after ...".
+        text += f": {d['because']}"
+    elif d.get("because"):
         text += f", because {d['because']}"
     text += _reason(d)
     if d.get("cancelled_steps"):

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
-from pageant.schedules import fan_out, recurrence
+from pageant.schedules import catchup, fan_out, recurrence
 from pageant.schedules.reconcile import NEVER
 
 log = logging.getLogger("pageant.schedules.calendar")
@@ -59,7 +59,20 @@ def _materialised(row: Row) -> dict[str, Any]:
         "status": row.status,
         "dst_adjusted": row.dst_adjusted,
         "moved_from": row.moved_from,
+        "reason": staff_reason(row),
     }
+
+
+def staff_reason(row: Row) -> str | None:
+    """Why a run is as the calendar shows it, for staff: a catch-up's words (how late it
+    started, once it has) and a missed run's reason; None for any other."""
+    if row.catch_up:
+        if row.started_at is None:
+            return f"to start late, {row.catch_up}"
+        return catchup.started_late(row.catch_up, row.scheduled_for, row.started_at)
+    if row.status == "missed":
+        return str(row.last_error) if row.last_error else None
+    return None
 
 
 def _projected(
@@ -78,6 +91,7 @@ def _projected(
         "status": None,
         "dst_adjusted": occ.dst_adjusted,
         "moved_from": None,
+        "reason": None,
     }
 
 

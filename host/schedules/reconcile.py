@@ -15,13 +15,16 @@ owns. An occurrence is known by its UTC instant *and* by its authored local slot
    any other (a person's cancel, a run that happened, an occurrence a person rescheduled —
    ``moved_from`` set) keeps the slot, so nothing is added and nothing is moved back;
 3. a scheduled row the schedule no longer produces is cancelled, reason ``superseded``;
-4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one.
+4. every produced occurrence left without a row, from ``now - grace`` to the horizon, gets one
+   (from further back when the expansion asks, for an event that catches up: see
+   :func:`reconcile_schedule`'s ``catch_up_from``).
 
 A publish applies all four; the expansion all but the third (see :func:`reconcile_schedule`).
 
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
-ever created: an outage does not manufacture history.
+ever created: an outage does not manufacture history. (The one exception is an event's own
+catch-up window, which its author asked for: ``catch_up_from``.)
 """
 
 from __future__ import annotations
@@ -120,6 +123,8 @@ async def reconcile_schedule(
     registry: Registry | None,
     actor: str | None = None,
     supersede: bool = True,
+    catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
     read: fan_out.Read | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
@@ -135,6 +140,14 @@ async def reconcile_schedule(
     ``supersede=False`` leaves alone a scheduled row the schedule does not produce (rule 3).
     The expansion passes it: between two publishes the schedule does not change, so such a
     row was not made by the schedule, and only the publish that changed it may take it away.
+
+    ``catch_up_from`` (the expansion's, for an event whose catch-up policy asks for it):
+    rule 4 makes the missing occurrences from there rather than from ``now - grace``. They
+    are the ones no host materialised because none ran; the missed sweep hands them to the
+    catch-up decision at once. The other rules keep to ``now - grace``.
+
+    ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
+    superseding ``run.status`` line it makes.
 
     A fan-out over an option source (:mod:`pageant.schedules.fan_out`) makes the sets of
     ``read``, the source's values read before this transaction: the scheduled rows of a
@@ -163,6 +176,8 @@ async def reconcile_schedule(
             outcome=outcome,
             produce=True,
             made=made,
+            catch_up_from=catch_up_from,
+            publish_reason=publish_reason,
         )
     await steps.flush_new(made)
     await runlog.flush(made)
@@ -182,6 +197,7 @@ async def reconcile_schedule(
                 outcome=outcome,
                 produce=False,
                 gone_because=read.gone_because(scope) if read is not None else None,
+                publish_reason=publish_reason,
             )
     return outcome
 
@@ -218,16 +234,22 @@ async def _reconcile_scope(
     outcome: Outcome,
     produce: bool,
     made: Batch | None = None,
+    catch_up_from: datetime | None = None,
+    publish_reason: str | None = None,
     gone_because: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded). The runs it creates keep their
     steps and lines for ``made`` when given."""
     start = now - timedelta(seconds=plan.grace_seconds)
-    rows = await occurrences.occurrence_rows(conn, plan.definition_id, start - _SLOT_MARGIN, scope)
+    # Rule 4's own start: earlier only for a catch-up's missing occurrences.
+    create_from = min(start, catch_up_from) if catch_up_from is not None else start
+    rows = await occurrences.occurrence_rows(
+        conn, plan.definition_id, create_from - _SLOT_MARGIN, scope
+    )
     upper = max(end, rows[-1].scheduled_for + _SLOT_MARGIN) if rows else end
     produced = (
-        recurrence.occurrences(plan.schedule, plan.timezone, start - _SLOT_MARGIN, upper)
+        recurrence.occurrences(plan.schedule, plan.timezone, create_from - _SLOT_MARGIN, upper)
         if produce
         else []
     )
@@ -245,6 +267,7 @@ async def _reconcile_scope(
         scope=scope,
         values=dict(values),
         made=made,
+        publish_reason=publish_reason,
     )
 
     rest = []
@@ -285,7 +308,7 @@ async def _reconcile_scope(
             )
 
     for occ in produced:
-        if start <= occ.at < end and occ.slot not in taken and occ.at not in held:
+        if create_from <= occ.at < end and occ.slot not in taken and occ.at not in held:
             held.add(occ.at)
             await work.create(occ)
 
@@ -308,6 +331,8 @@ class _Work:
     values: dict[str, Any] | None = None
     #: Where a new run's steps and lines are kept for one insert (None: made at once).
     made: Batch | None = None
+    #: The reason the publish was given, for the lines of what it moves and supersedes.
+    publish_reason: str | None = None
 
     async def keep(self, row: Row, occ: recurrence.Occurrence) -> None:
         if row.status == "scheduled":
@@ -340,6 +365,7 @@ class _Work:
             timezone=self.plan.timezone,
             version_id=self.plan.version_id,
             dst_adjusted=occ.dst_adjusted,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
         await self._repin(row.id)
@@ -375,6 +401,7 @@ class _Work:
             slot=row.occurrence_local,
             version_id=self.plan.version_id,
             cancelled_steps=cancelled,
+            publish_reason=self.publish_reason,
             actor=self.actor,
         )
 
@@ -470,3 +497,9 @@ async def cancel_unstarted_runs(
             actor=actor,
         )
     return cancelled
+
+
+def earliest_touched(now: datetime, grace_seconds: int) -> datetime:
+    """The earliest instant of a row a reconcile at ``now`` reads, and so may change (a row
+    just before the grace window may be moved into it)."""
+    return now - timedelta(seconds=grace_seconds) - _SLOT_MARGIN

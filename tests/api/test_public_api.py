@@ -196,7 +196,7 @@ async def test_a_rescheduled_occurrence_is_moved_not_shown_as_cancelled(
 ):
     made = await event(client, tokens)
     await edit(client, tokens, made["id"], spec=spec_with(weekly("friday", at="21:00")))
-    await publish(client, tokens, made["id"])
+    await publish(client, tokens, made["id"], reason="an hour later from now on")
     await ticking.tick()
 
     # Staff see the superseded rows; players see the event at its new time only.

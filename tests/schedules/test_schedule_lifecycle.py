@@ -38,9 +38,14 @@ async def engine_of_host(host: Any) -> Any:
         await engine.stop()
 
 
-async def publish(client: Any, tokens: dict[str, str], event_id: int) -> dict[str, Any]:
-    """Publish, then verify (scheduled occurrences start only from a verified version)."""
-    status, data = await call(client, "POST", f"{EVENTS}/{event_id}/publish", tokens["admin"])
+async def publish(
+    client: Any, tokens: dict[str, str], event_id: int, reason: str | None = None
+) -> dict[str, Any]:
+    """Publish (with ``reason``, which moving a public event's occurrences needs), then
+    verify (scheduled occurrences start only from a verified version)."""
+    body = {"reason": reason} if reason is not None else None
+    path = f"{EVENTS}/{event_id}/publish"
+    status, data = await call(client, "POST", path, tokens["admin"], body)
     assert status == 200, data
     status, verified = await call(client, "POST", f"{EVENTS}/{event_id}/verify", tokens["admin"])
     assert status == 200, verified

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from pageant.access.roles import STAFF
 from pageant.api.keys import HOST
@@ -43,6 +43,13 @@ class CalendarItem(BaseModel):
     dst_adjusted: DstAdjusted | None
     #: Set when a person rescheduled the occurrence: the instant it was moved from.
     moved_from: datetime | None
+    reason: str | None = Field(
+        default=None,
+        description=(
+            "why the run is as it is, for staff: a missed run's reason, or a catch-up's "
+            "words (started 40 min late, catching up after the host was down ...)"
+        ),
+    )
 
 
 class CalendarList(BaseModel):

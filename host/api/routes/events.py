@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    RootModel,
     StringConstraints,
     WithJsonSchema,
     field_validator,
@@ -50,6 +51,7 @@ from pageant.api.routing import (
     principal,
     read_body,
     respond,
+    whole_number,
 )
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
@@ -57,12 +59,14 @@ from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
+from pageant.events.publish_preview import preview_publish
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER
+from pageant.schedules import preview
 from pageant.schedules.recurrence import zone
 
 routes = RouteTable("events")
@@ -73,6 +77,12 @@ MAX_CONCURRENCY_KEY = 100
 # ── Shapes ──────────────────────────────────────────────────────────────────────────────────
 
 Timezone = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TIMEZONE)]
+PublishReason = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=definitions.MAX_PUBLISH_REASON
+    ),
+]
 Grace = Annotated[int, Field(ge=MIN_GRACE_SECONDS, le=MAX_GRACE_SECONDS)]
 
 
@@ -281,6 +291,91 @@ class VersionList(BaseModel):
     next_cursor: str | None
 
 
+class PublishBody(BaseModel):
+    """Why this publish changes what people rely on: needed when it would remove or move an
+    occurrence a person confirmed, that was announced, or that is on the public calendar."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reason: PublishReason | None = None
+
+
+class PreviewOccurrence(BaseModel):
+    """One occurrence in a publish preview. ``run_id`` is null for a run the publish would
+    make; ``held_by`` says why changing it asks for a reason (``confirmed``, ``announced``,
+    ``public``)."""
+
+    run_id: int | None
+    scope: str
+    slot: str | None
+    scheduled_for: datetime
+    local_time: str
+    timezone: str
+    status: str
+    dst_adjusted: dict[str, Any] | None
+    held_by: list[str] = Field(default_factory=list)
+
+
+class PreviewMove(BaseModel):
+    """An occurrence the publish would move: its old and new instants and wall times."""
+
+    run_id: int
+    scope: str
+    slot: str | None
+    from_: datetime = Field(alias="from")
+    to: datetime
+    from_local: str
+    to_local: str
+    from_timezone: str
+    timezone: str
+    dst_adjusted: dict[str, Any] | None
+    held_by: list[str]
+
+
+class PreviewKept(BaseModel):
+    """A run under way: the publish leaves it on the version it started with."""
+
+    run_id: int
+    scope: str
+    slot: str | None
+    scheduled_for: datetime
+    local_time: str
+    timezone: str
+    status: str
+    dst_adjusted: dict[str, Any] | None
+    version: int | None
+
+
+class PreviewScope(BaseModel):
+    """One scope's next occurrences from now, as they are and as they would be."""
+
+    scope: str
+    before: list[PreviewOccurrence]
+    after: list[PreviewOccurrence]
+
+
+class PublishPreview(BaseModel):
+    """What publishing would change (``preview=1``); nothing is written. Each list holds the
+    first ``occurrences`` of each scope, in instant order; ``counts`` how many it holds in all.
+    ``blacked_out`` lists runs the publish would put in a blackout."""
+
+    event_id: int
+    version: int
+    added: list[PreviewOccurrence]
+    removed: list[PreviewOccurrence]
+    moved: list[PreviewMove]
+    blacked_out: list[PreviewOccurrence]
+    dst: list[PreviewOccurrence]
+    kept: list[PreviewKept]
+    counts: dict[str, int]
+    reason_required: bool
+    upcoming: list[PreviewScope]
+
+
+class PublishAnswer(RootModel[EventOut | PublishPreview]):
+    """The event as published, or (``preview=1``) what publishing would change."""
+
+
 # ── Checks shared by create and edit ────────────────────────────────────────────────────────
 
 
@@ -459,15 +554,72 @@ async def update_event(request: web.Request) -> web.Response:
     return respond(event)
 
 
+PUBLISH_QUERY = {
+    "preview": Query(
+        "1: publish nothing, answer what publishing would change (0, the default: publish)",
+        {"type": "string", "enum": ["0", "1", "false", "true"]},
+    ),
+    "occurrences": Query(
+        f"with preview=1: how many occurrences each list shows per scope, 1 to "
+        f"{preview.MAX_PER_SCOPE} (default {preview.DEFAULT_PER_SCOPE})",
+        {"type": "integer", "minimum": 1, "maximum": preview.MAX_PER_SCOPE},
+    ),
+}
+
+
+def _publish_query(request: web.Request) -> tuple[bool, int]:
+    """``preview`` and ``occurrences`` as read; every problem a 400 naming its parameter."""
+    problems = []
+    raw_preview = request.query.get("preview", "0")
+    previewing = raw_preview in ("1", "true")
+    if raw_preview not in ("0", "1", "false", "true"):
+        problems.append(f"query.preview: expected 1 or 0 (true or false); got {raw_preview!r}")
+    per_scope = preview.DEFAULT_PER_SCOPE
+    raw_count = request.query.get("occurrences")
+    if raw_count is not None:
+        count = whole_number(raw_count)
+        if count is None or not 1 <= count <= preview.MAX_PER_SCOPE:
+            problems.append(
+                f"query.occurrences: expected a whole number from 1 to {preview.MAX_PER_SCOPE}; "
+                f"got {raw_count!r}"
+            )
+        elif not previewing and not problems:
+            problems.append("query.occurrences: only read with preview=1")
+        else:
+            per_scope = count
+    if problems:
+        raise Invalid("invalid query", details=problems)
+    return previewing, per_scope
+
+
 @routes.post(
     "/api/v1/admin/events/{id}/publish",
     roles=ADMIN,
-    summary="Publish the working copy as the next numbered version",
-    response=EventOut,
+    summary="Publish the working copy as the next numbered version (preview=1: only say what "
+    "it would change)",
+    body=PublishBody,
+    body_optional=True,
+    response=PublishAnswer,
+    query=PUBLISH_QUERY,
 )
 async def publish_event(request: web.Request) -> web.Response:
     definition_id = int_param(request, "id", "event")
     host = request.app[HOST]
+    async with host.db.connect() as conn:
+        await definitions.require_definition(conn, definition_id)
+    previewing, per_scope = _publish_query(request)
+    body = await read_body(request, PublishBody, optional=True)
+    if previewing:
+        answer = await preview_publish(
+            host.db,
+            definition_id,
+            host.registry,
+            now=_now(request),
+            actor=principal(request).actor,
+            horizon_days=host.settings.horizon_days,
+            per_scope=per_scope,
+        )
+        return respond(answer)
     scheduled: list[int] = []
     async with host.db.begin() as conn:
         await definitions.publish_definition(
@@ -478,6 +630,7 @@ async def publish_event(request: web.Request) -> web.Response:
             actor=principal(request).actor,
             horizon_days=host.settings.horizon_days,
             created=scheduled,
+            reason=body.reason,
         )
         event = await _event(request, conn, definition_id)
     await lifecycle.announce_scheduled(host, scheduled)

@@ -60,6 +60,7 @@ from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
+from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
 
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge")
+SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up")
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -209,6 +210,7 @@ def validate(
     phases = _phases(raw.get("phases"), registry, kept, types, by_name, errors)
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     acknowledged = validate_acknowledged(raw.get("acknowledge"), "spec.acknowledge", errors)
+    catch_up = validate_catch_up(raw.get("catch_up"), "spec.catch_up", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -219,6 +221,9 @@ def validate(
         out["announcement"] = template
     if acknowledged:
         out["acknowledge"] = acknowledged
+    # Omitted for "none", so a spec without catch-up reads as it always did.
+    if catch_up:
+        out["catch_up"] = catch_up
     return out
 
 
@@ -768,6 +773,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         },
+        "catch_up": CATCH_UP_SCHEMA,
     },
     "additionalProperties": False,
 }
