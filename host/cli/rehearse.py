@@ -119,6 +119,8 @@ def read_firings(text: str) -> list[dict[str, Any]]:
 
 def _print_rehearsal(report: dict[str, Any]) -> None:
     click.echo(f"event {report['event_id']} version {report['version']['number']}, rehearsed")
+    for rung in report["timeline"].get("countdown") or []:
+        click.echo(f"{rung['at_seconds']:>9g}s  countdown on {rung['leg']}: {rung['message']}")
     for told in report["story"]:
         by = f" (by {told['actor']})" if told["actor"] else ""
         click.echo(f"{_seconds(told['at_seconds']):>10}  {told['sentence']}{by}")

@@ -247,8 +247,28 @@ def _advance_from_form(
         count = _get(form, f"{prefix}-count")
         gate["count"] = _typed("integer", count) if count else 1
         gate["where"] = _conditions_from_form(form, prefix, registry, trigger_id)
+        if _get(form, f"{prefix}-public"):
+            gate["public"] = True
+        label = _get(form, f"{prefix}-public-label")
+        if label:
+            gate["label"] = label
         return gate
     return None
+
+
+def _listed(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _countdown_from_form(form: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+    """A phase's countdown from its three fields (None when all are blank): the times and
+    the legs each a comma-separated list, as the page shows them."""
+    before = _get(form, f"{prefix}-countdown-before")
+    legs = _get(form, f"{prefix}-countdown-legs")
+    message = _get(form, f"{prefix}-countdown-message")
+    if not (before or legs or message):
+        return None
+    return {"before": _listed(before), "legs": _listed(legs), "message": message}
 
 
 def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
@@ -269,6 +289,9 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
         advance = _advance_from_form(form, prefix, registry)
         if advance is not None:
             phase["advance"] = advance
+        countdown = _countdown_from_form(form, prefix)
+        if countdown is not None:
+            phase["countdown"] = countdown
         phases.append(phase)
     declared = run_params_from_form(form)
     out: dict[str, Any] = {"schedule": schedule_from_form(form, declared), "phases": phases}
@@ -500,6 +523,22 @@ def _picker(value: Any, type_: str, declared: list[dict[str, Any]]) -> dict[str,
     return {"choices": choices, "ref": ref}
 
 
+def _countdown_view(raw: Any, path: str) -> dict[str, Any]:
+    """A phase's countdown as its fields show it (each blank without one)."""
+    countdown = raw if isinstance(raw, dict) else {}
+
+    def listed(value: Any) -> str:
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
+
+    return {
+        "before": listed(countdown.get("before")),
+        "legs": listed(countdown.get("legs")),
+        "message": _shown(countdown.get("message")),
+        "shown": bool(countdown),
+        "path": f"{path}.countdown",
+    }
+
+
 def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
     """The spec laid out for the editor's template: every field's name, path and value."""
     raw_params = spec.get("params")
@@ -549,6 +588,8 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             kind = "on"
             view_gate["on"] = gate.get("on") or ""
             view_gate["count"] = gate.get("count") or 1
+            view_gate["public"] = gate.get("public") is True
+            view_gate["public_label"] = gate.get("label") or ""
         leaves = leaves_of(gate.get("where")) if kind == "on" else []
         trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
         var_types = {v.name: v.type for v in trigger.variables} if trigger else {}
@@ -576,6 +617,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
                 "label": phase.get("label") or "",
                 "steps": steps,
                 "gate": view_gate,
+                "countdown": _countdown_view(phase.get("countdown"), path),
             }
         )
     schedule = dict(spec.get("schedule") or {"kind": "manual"})

@@ -23,6 +23,7 @@ from pageant.console.cautions import cautions_view
 from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
+from pageant.db.states import Overlap
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
@@ -45,6 +46,8 @@ routes = web.RouteTableDef()
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 4000
+#: The overlap policies the editor's select offers, in the order it lists them.
+OVERLAPS = tuple(Overlap)
 #: How many occurrences the schedule preview shows.
 PREVIEW = 5
 RISK_WORDS = {
@@ -83,6 +86,11 @@ async def events_page(request: web.Request) -> web.Response:
 
 
 # ── a new event ────────────────────────────────────────────────────────────────
+
+
+def _check_overlap(value: str, problems: list[str]) -> None:
+    if value not in OVERLAPS:
+        problems.append(f"overlap: {value!r} is not one of {', '.join(OVERLAPS)}")
 
 
 def _check_fields(title: str, timezone: str, description: str, problems: list[str]) -> None:
@@ -209,6 +217,7 @@ async def _editor(
         "title": event["title"],
         "timezone": event["timezone"],
         "description": event["description"],
+        "overlap": event["overlap"],
     }
     return render(
         request,
@@ -229,6 +238,7 @@ async def _editor(
         param_types=PARAM_TYPES,
         option_sources=sorted(registry.option_sources.values(), key=lambda o: o.id),
         risk_words=RISK_WORDS,
+        overlaps=OVERLAPS,
         weekdays=WEEKDAYS,
         on_failure=specs.ON_FAILURE,
         units=editor.AFTER_UNITS,
@@ -296,6 +306,8 @@ async def save_event(request: web.Request) -> web.Response:
         "title": _field(form, "title"),
         "timezone": _field(form, "timezone") or "UTC",
         "description": _field(form, "description"),
+        # A form without the select (one posted by a script) leaves the policy as it is.
+        "overlap": _field(form, "overlap") or event["overlap"],
     }
     op = _field(form, "op") or "save"
     if op != "save":
@@ -312,6 +324,7 @@ async def save_event(request: web.Request) -> web.Response:
         )
     problems: list[str] = []
     _check_fields(fields["title"], fields["timezone"], fields["description"], problems)
+    _check_overlap(fields["overlap"], problems)
     try:
         async with host.db.connect() as conn:
             checked_with = (await definitions.require_definition(conn, definition_id)).spec

@@ -23,6 +23,7 @@ from pageant.console.clock import page_clock
 from pageant.console.filters import at
 from pageant.console.keys import host_of, render, render_tagged, require, see_other
 from pageant.db import phase_gates
+from pageant.db.countdown import COUNTDOWN_PHASE
 from pageant.db.states import (
     RUN_ADVANCE,
     RUN_CANCEL,
@@ -226,6 +227,8 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
         "budget": data.get("budget") or [],
         "participants": data.get("participants") or [],
         "results": data.get("results") or [],
+        # The countdown's rungs, sent before the run began: ahead of its phases, unnumbered.
+        "countdown": made.get(COUNTDOWN_PHASE, []),
         **ledger,
     }
 

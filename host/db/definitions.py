@@ -51,9 +51,11 @@ _GET = select(defs).where(defs.c.id == bindparam("definition_id"))
 # both read the same highest version number); SQLite renders no FOR UPDATE and needs none,
 # since every transaction there begins IMMEDIATE and so already holds the write lock.
 _GET_LOCKED = _GET.with_for_update()
+#: What a run whose concurrency key is held needs of its event: the policy it follows.
+_OVERLAP = select(defs.c.overlap).where(defs.c.id == bindparam("definition_id"))
 #: What a start-now needs of a definition, and no more.
 _START_FACTS = select(
-    defs.c.id, defs.c.state, defs.c.current_version_id, defs.c.concurrency_key
+    defs.c.id, defs.c.state, defs.c.current_version_id, defs.c.concurrency_key, defs.c.overlap
 ).where(defs.c.id == bindparam("definition_id"))
 
 #: Runs waiting on a person, per definition (the rule is the run list's summary's).
@@ -101,8 +103,15 @@ async def get_definition(
 
 
 async def start_facts(conn: AsyncConnection, definition_id: int) -> AnyRow | None:
-    """``(id, state, current_version_id, concurrency_key)`` of a definition, or None."""
+    """``(id, state, current_version_id, concurrency_key, overlap)`` of a definition, or
+    None."""
     return (await conn.execute(_START_FACTS, {"definition_id": definition_id})).first()
+
+
+async def overlap_of(conn: AsyncConnection, definition_id: int) -> str:
+    """The event's overlap policy (``hold`` for an event that is not there)."""
+    found = await conn.scalar(_OVERLAP, {"definition_id": definition_id})
+    return str(found) if found is not None else "hold"
 
 
 async def list_view(

@@ -19,6 +19,7 @@ class LogKind(StrEnum):
     RUN_WAITING = "run.waiting"
     RUN_REPINNED = "run.repinned"
     RUN_MOVED = "run.moved"
+    RUN_OVERLAP = "run.overlap"
     STEP_STATUS = "step.status"
     STEP_RETRY = "step.retry"
     STEP_REFUSED = "step.refused"

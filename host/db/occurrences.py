@@ -162,6 +162,7 @@ CALENDAR_COLUMNS = (
     r.last_error,
     r.catch_up,
     r.started_at,
+    r.cancel_reason,
     d.title,
     event_versions.c.timezone,
 )

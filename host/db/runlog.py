@@ -338,6 +338,32 @@ async def run_moved(
     await write(conn, run_id, LogKind.RUN_MOVED, at=at, detail=detail, actor=actor)
 
 
+@_writes(LogKind.RUN_OVERLAP)
+async def run_overlap(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    overlap: str,
+    key: str,
+    newcomer: bool,
+    other_run_id: int,
+    other_scheduled_for: datetime,
+    actor: str | None = None,
+) -> None:
+    """Two runs of one concurrency key met: written on both, ``newcomer`` true on the run
+    that became due while ``other_run_id`` held ``key``, and ``overlap`` the newcomer's
+    event's policy (what was done about it)."""
+    detail = {
+        "overlap": overlap,
+        "key": key,
+        "newcomer": newcomer,
+        "other_run_id": other_run_id,
+        "other_scheduled_for": other_scheduled_for,
+    }
+    await write(conn, run_id, LogKind.RUN_OVERLAP, at=at, detail=detail, actor=actor)
+
+
 @_writes(LogKind.STEP_STATUS, reads=("action",))
 async def step_status(
     conn: AsyncConnection,

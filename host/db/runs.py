@@ -42,6 +42,7 @@ from pageant.db.states import (
     RUN_PAUSE,
     RUN_RESCHEDULE,
     RUN_RESUME,
+    RUN_SKIP,
     RUN_START,
     CleanupStatus,
     Health,
@@ -236,6 +237,22 @@ _CANCEL = by_primary_key(
     .values(status=RunStatus.CANCELLED, cancel_reason=bindparam("why"), **ENDED_VALUES)
 )
 
+# Only from scheduled: an overlap is decided before the run starts, and two hosts deciding
+# it for the same run write it once.
+_SKIP = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), status_in(r.status, RUN_SKIP.froms))
+    .values(status=RunStatus.SKIPPED, cancel_reason=bindparam("why"), **ENDED_VALUES)
+)
+
+# A run that starts beside the key's holder (overlap ``allow``) cannot hold the key too: the
+# unique index on concurrency_lock admits one live holder, so it lets go of it first.
+_LET_GO_OF_KEY = by_primary_key(
+    update(event_runs)
+    .where(r.id == bindparam("run_id"), r.status == RunStatus.SCHEDULED)
+    .values(concurrency_key=None)
+)
+
 _ESCALATE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), r.health.in_(bindparam("below", expanding=True)))
@@ -270,7 +287,7 @@ _REPIN = by_primary_key(
     .values(version_id=bindparam("new_version"))
 )
 
-_HOLDER = select(r.id, r.status).where(
+_HOLDER = select(r.id, r.status, r.scheduled_for).where(
     r.concurrency_lock == bindparam("key"), r.id != bindparam("run_id")
 )
 
@@ -456,6 +473,17 @@ async def resume_run(conn: AsyncConnection, run_id: int) -> bool:
 async def cancel_run(conn: AsyncConnection, run_id: int, *, reason: str, now: datetime) -> bool:
     """CAS scheduled|starting|running|paused -> cancelled."""
     return await changed_one(conn, _CANCEL, {"run_id": run_id, "why": reason, "now": now})
+
+
+async def skip_run(conn: AsyncConnection, run_id: int, *, reason: str, now: datetime) -> bool:
+    """CAS scheduled -> skipped, with the reason it never started."""
+    return await changed_one(conn, _SKIP, {"run_id": run_id, "why": reason, "now": now})
+
+
+async def let_go_of_key(conn: AsyncConnection, run_id: int) -> bool:
+    """CAS: a scheduled run stops naming a concurrency key (it will start beside the run
+    holding it); False once it is no longer scheduled."""
+    return await changed_one(conn, _LET_GO_OF_KEY, {"run_id": run_id})
 
 
 async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:

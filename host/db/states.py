@@ -31,6 +31,7 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     MISSED = "missed"
+    SKIPPED = "skipped"
 
     @property
     def ended(self) -> bool:
@@ -93,6 +94,7 @@ class Outcome(StrEnum):
     WAITING = "waiting"
     BLOCKED = "blocked"
     LATE = "late"
+    SKIPPED = "skipped"
     UNVERIFIED = "unverified"
     STOPPING = "stopping"
     STOPPED = "stopped"
@@ -120,6 +122,21 @@ class Risk(StrEnum):
     def changes_world(self) -> bool:
         """The contract's :func:`~pageant.hookspecs.models.changes_world` of this risk."""
         return changes_world(self)
+
+
+class Overlap(StrEnum):
+    """What a run does when it is due and another run still holds its concurrency key: the
+    event's ``overlap``, read from the newcomer's event at the instant it would start."""
+
+    #: It stays scheduled and starts once the key is free; its grace window decides.
+    HOLD = "hold"
+    #: It ends at once as ``skipped``; the run holding the key goes on.
+    SKIP = "skip"
+    #: The run holding the key is cancelled (its cleanup runs as any cancel's); it starts
+    #: once that run has let go of the key.
+    REPLACE = "replace"
+    #: It starts beside the run holding the key.
+    ALLOW = "allow"
 
 
 class PublicStatus(StrEnum):
@@ -150,12 +167,20 @@ _PUBLIC = {
     RunStatus.FAILED: PublicStatus.CANCELLED,
     RunStatus.CANCELLED: PublicStatus.CANCELLED,
     RunStatus.MISSED: PublicStatus.MISSED,
+    # Players are told an occurrence did not happen, not why (the reason is staff's).
+    RunStatus.SKIPPED: PublicStatus.CANCELLED,
 }
 
 # ── the sets a reader asks about ───────────────────────────────────────────────
 
 #: The statuses of a run that has ended for good, in the order messages name them.
-RUN_ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.MISSED)
+RUN_ENDED = (
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+    RunStatus.MISSED,
+    RunStatus.SKIPPED,
+)
 #: The statuses of a run that has not ended.
 RUN_NOT_ENDED = tuple(s for s in RunStatus if s not in RUN_ENDED)
 #: The statuses of a run under way, live in the world: it holds its concurrency key.
@@ -211,6 +236,13 @@ RUN_MISS = Move(
     (RunStatus.MISSED,),
     "the engine",
     "its grace window passed before it could start",
+)
+RUN_SKIP = Move(
+    "skip",
+    (RunStatus.SCHEDULED,),
+    (RunStatus.SKIPPED,),
+    "the engine",
+    "at its instant, another run holds its concurrency key and its event's overlap is `skip`",
 )
 RUN_REFUSE = Move(
     "refuse",
@@ -268,8 +300,9 @@ RUN_CANCEL = Move(
     "cancel",
     (RunStatus.SCHEDULED, RunStatus.STARTING, RunStatus.RUNNING, RunStatus.PAUSED),
     (RunStatus.CANCELLED,),
-    "a person, or the schedule",
-    "someone cancelled it, or the schedule no longer produces it",
+    "a person, the schedule, or the engine",
+    "someone cancelled it, the schedule no longer produces it, or a run of its concurrency "
+    "key whose event's overlap is `replace` became due",
 )
 RUN_RESCHEDULE = Move(
     "reschedule",
@@ -290,6 +323,7 @@ RUN_CLEANUP = Move("cleanup", RUN_ENDED, (), "an admin", "someone asked for its 
 RUN_MOVES = (
     RUN_START,
     RUN_MISS,
+    RUN_SKIP,
     RUN_REFUSE,
     RUN_ENTER,
     RUN_END,

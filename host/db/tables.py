@@ -108,6 +108,8 @@ event_definitions = Table(
     Column("timezone", String(64), nullable=False, server_default="UTC"),
     Column("grace_seconds", Integer, nullable=False, server_default="300"),
     Column("concurrency_key", String(100), nullable=True),
+    # What a run does when it becomes due while another run holds its key (states.Overlap).
+    Column("overlap", String(10), nullable=False, server_default="hold"),
     Column("series_id", Integer, ForeignKey("event_series.id"), nullable=True, index=True),
     Column("visibility", String(10), nullable=False, server_default="staff"),
     Column("state", String(10), nullable=False, server_default="draft"),

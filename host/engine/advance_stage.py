@@ -22,8 +22,8 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE
-from pageant.engine import catchup
+from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE, Outcome, Overlap
+from pageant.engine import catchup, overlap
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
@@ -171,12 +171,17 @@ async def _start(
     if run["params"] and await _refused_values(host, run, now=now):
         return "failed"
     key = run["concurrency_key"]
+    beside: overlap.Meeting | None = None
     if key:
         async with host.db.connect() as conn:
             holder = await runs.concurrency_holder(conn, key, run["id"])
         if holder is not None:
-            await _blocked(host, run, holder._mapping, now)
-            return "blocked"
+            meeting = overlap.Meeting(run, holder._mapping, await overlap.policy_of(host, run), key)
+            met = await _overlap(host, meeting, now)
+            if met is not None:
+                return met
+            if meeting.policy is Overlap.ALLOW:
+                beside = meeting
     if stopping(host):
         return STOPPING
     try:
@@ -193,6 +198,8 @@ async def _start(
         )
         if not started:
             return TAKEN
+        if beside is not None:
+            await beside.note(host, now)
     except IntegrityError:
         # Another run took the key between the look above and the claim: the unique index
         # on concurrency_lock, not the look, is what keeps two live holders apart.
@@ -202,6 +209,30 @@ async def _start(
             await _blocked(host, run, holder._mapping, now)
         return "blocked"
     return None
+
+
+async def _overlap(host: Host, meeting: overlap.Meeting, now: datetime) -> str | None:
+    """What the run's event's overlap does about the run holding its key: the outcome when
+    the run does not start now, None when it goes on to its start (the key freed by a
+    replace, or let go of to start beside the holder)."""
+    run, holder = meeting.run, meeting.holder
+    if meeting.policy is Overlap.SKIP:
+        return Outcome.SKIPPED if await overlap.skip(host, meeting, now) else TAKEN
+    if meeting.policy is Overlap.REPLACE:
+        await overlap.replace(host, meeting, now)
+        async with host.db.connect() as conn:
+            still = await runs.concurrency_holder(conn, meeting.key, run["id"])
+        if still is None:
+            return None
+        # Ending (it lets go of the key by itself), or another newcomer took it meanwhile.
+        holder = still._mapping
+    elif meeting.policy is Overlap.ALLOW:
+        if await overlap.go_beside(host, meeting):
+            run["concurrency_key"] = None
+            return None
+        return TAKEN
+    await _blocked(host, run, holder, now)
+    return "blocked"
 
 
 async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:

@@ -6,7 +6,8 @@ switchboard's current rows copied in (so enablement and caps bite as they would)
 clock jumped from one due instant to the next instead of slept. Gates are fed by simulated
 firings (``{"after": "5m", "trigger": ..., "payload": {...}}``, offsets from the start). A
 parked step is confirmed at once, as a person would. The answer is the timeline (each
-phase's entry and exit, each step's virtual start and end, as offsets from the occurrence),
+phase's entry and exit, each step's virtual start and end, as offsets from the occurrence,
+and the countdown's rungs before it),
 the worst-case spend per dimension against the current caps, every refusal the real run
 would meet, and the instant a run would turn ``stalled`` on a gate that never opens.
 
@@ -26,6 +27,7 @@ from pageant.clock import FakeClock
 from pageant.db import rehearsal as rows
 from pageant.db import runlog
 from pageant.db import switchboard as board_rows
+from pageant.db.countdown import COUNTDOWN_PHASE
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
 from pageant.engine.advance_stage import advance
@@ -39,6 +41,7 @@ from pageant.hosting import Host
 from pageant.muting import muted
 from pageant.plugins.registry import Registry
 from pageant.runs import controls
+from pageant.runs.countdown import ladder
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context, words
 from pageant.settings import Settings
@@ -312,6 +315,7 @@ async def _report(
         },
         "timeline": {
             "phases": list(phases.values()),
+            "countdown": rehearsed_countdown(spec),
             "steps": [
                 {
                     "phase": st.phase,
@@ -323,6 +327,9 @@ async def _report(
                     "finished_seconds": _offset(st.finished_at, start),
                 }
                 for st in steps
+                # A rung is rehearsed as the ladder says (above): the rehearsal's run starts
+                # at once, so every rung of its own would be one whose time had passed.
+                if st.phase != COUNTDOWN_PHASE
             ],
         },
         "spend": spend,
@@ -330,6 +337,20 @@ async def _report(
         "stalls": stalls,
         "story": _story(lines, steps, labels, start),
     }
+
+
+def rehearsed_countdown(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The countdown a run of ``spec`` sends before it begins: each rung's offset from the
+    start (negative), leg, label and message, earliest first."""
+    return [
+        {
+            "at_seconds": -rung.before,
+            "leg": rung.leg,
+            "label": rung.label,
+            "message": rung.message,
+        }
+        for rung in ladder(spec)
+    ]
 
 
 def _story(

@@ -16,6 +16,7 @@ from pageant.db.engine_rows import StepRow, step_row
 from pageant.engine import catchup
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
+from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.transitions import is_late
@@ -194,5 +195,6 @@ async def prune(host: Host, now: datetime) -> None:
 
 
 #: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
-#: the same one.
-STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, advance, cleanup, prune)
+#: the same one; the countdown goes before advance, so a rung still pending at its run's
+#: instant is passed over before the run starts.
+STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, countdown, advance, cleanup, prune)

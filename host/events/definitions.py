@@ -212,6 +212,7 @@ def event_object(
         "timezone": row.timezone,
         "grace_seconds": row.grace_seconds,
         "concurrency_key": row.concurrency_key,
+        "overlap": row.overlap,
         "series_id": row.series_id,
         "visibility": row.visibility,
         "state": row.state,

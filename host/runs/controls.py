@@ -39,7 +39,7 @@ from pageant.db.states import (
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.cleanup import give_back, leave_in_world
-from pageant.runs import lifecycle, waiting
+from pageant.runs import countdown, lifecycle, waiting
 from pageant.runs.versions import phases_of, read_pinned
 from pageant.timefmt import iso
 
@@ -189,6 +189,9 @@ async def reschedule(
             scope = before.scope
             if not await runs.reschedule(conn, run_id, scheduled_for):
                 raise await _run_conflict(conn, run_id, RUN_RESCHEDULE)
+            await countdown.follow_move(
+                conn, run_id, old=before.scheduled_for, new=scheduled_for, now=now
+            )
             await runlog.control_reschedule(
                 conn,
                 run_id,

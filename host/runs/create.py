@@ -1,9 +1,10 @@
 """Creating runs: start-now, and the functions the schedule expansion shares with it.
 
 A run pins a published version and has its first phase's steps materialised when it is
-created. Both inserts are idempotent through unique keys — the occurrence key (definition,
-scope, scheduled_for) for the run and (run, phase, seq) for each step — so two writers can
-never make two runs of one occurrence or two rows of one step.
+created, with its countdown's rungs (:mod:`pageant.runs.countdown`). Both inserts are
+idempotent through unique keys — the occurrence key (definition, scope, scheduled_for) for
+the run and (run, phase, seq) for each step — so two writers can never make two runs of one
+occurrence or two rows of one step.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
+from pageant.db.states import Overlap
 from pageant.errors import Conflict, Invalid, NotFound, PageantError
+from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
-from pageant.runs import waiting
 from pageant.runs.options import check_run_values, takes_option_values
 from pageant.switchboard.board import pin_run_budget
 
@@ -102,6 +104,12 @@ SCOPE_PLACEHOLDER = "{scope}"
 _KEY_LENGTH = 100
 
 
+#: The overlaps under which a start now is refused while its key is held: the person is
+#: told at once rather than left a run that could only wait, or be skipped. Under
+#: ``replace`` and ``allow`` the start is made and the engine does what the overlap says.
+REFUSED_WHEN_HELD = (Overlap.HOLD, Overlap.SKIP)
+
+
 def run_key(
     template: str | None, scope: str, params: Mapping[str, Any] | None = None
 ) -> str | None:
@@ -165,6 +173,9 @@ async def create_run(
     if not created:
         return run_id, False
     await _first_phase(conn, run_id, spec, registry, values, scope, batch=batch)
+    await countdown.materialise_rungs(
+        conn, run_id=run_id, spec=spec, start=scheduled_for, now=now, registry=registry
+    )
     await runlog.run_created(
         conn,
         run_id,
@@ -226,6 +237,11 @@ async def rematerialise_first_phase(
     await budgets.unpin_budget(conn, run_id)
     scope, values = await runs.param_values(conn, run_id)
     await _first_phase(conn, run_id, spec, registry, values, scope)
+    run = await runs.get_run(conn, run_id)
+    if run is not None:
+        await countdown.materialise_rungs(
+            conn, run_id=run_id, spec=spec, start=run.scheduled_for, now=now, registry=registry
+        )
     await runlog.run_repinned(conn, run_id, at=now, version_id=version_id, actor=actor)
     return True
 
@@ -362,7 +378,7 @@ async def plan_start(
     values = run_params.values_for(spec.get("params"), given)
     scope = run_params.scope_of(values)
     key = run_key(definition.concurrency_key, scope, values)
-    if key:
+    if key and Overlap(definition.overlap) in REFUSED_WHEN_HELD:
         # A run due now that has not started will hold the key in a moment: two starts of
         # one key sent together (one transaction, or two just apart) make one run, not a
         # second that could only wait for the first.

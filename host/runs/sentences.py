@@ -353,6 +353,30 @@ def _run_moved(line: Mapping[str, Any], d: Detail, ctx: Context) -> list[Part]:
     return out
 
 
+#: What an overlap did, as told on the run that became due (its newcomer) and on the run
+#: that held the key: the words before and after the other run's "run 12, due at 20:00".
+_OVERLAP_WORDS = {
+    ("skip", True): ("", " was still going, so this run was skipped"),
+    ("skip", False): ("", " was skipped: this run was still going"),
+    ("replace", True): ("", " was cancelled to let this run start"),
+    ("replace", False): ("", " replaced this run"),
+    ("allow", True): ("This run started beside ", ""),
+    ("allow", False): ("", " started beside this run"),
+}
+
+
+def _run_overlap(line: Mapping[str, Any], d: Detail, ctx: Context) -> list[Part]:
+    policy = str(d.get("overlap"))
+    before, after = _OVERLAP_WORDS.get((policy, bool(d.get("newcomer"))), ("", " met this run"))
+    other = f"run {d.get('other_run_id')}"
+    due = _when(d.get("other_scheduled_for"))
+    out: list[Part] = [before + (other if before else _cap(other))]
+    if due:
+        out += [", due at ", *due, "," if after else ""]
+    out.append(f"{after} (concurrency key {_quoted(d.get('key'))}, overlap {policy})")
+    return out
+
+
 def _step_status(line: Mapping[str, Any], d: Detail, ctx: Context) -> list[Part]:
     to = d.get("to")
     text = f"{ctx.step(line, d)} {_status(to)}"
@@ -589,6 +613,7 @@ SAY: dict[LogKind, Say] = {
     LogKind.RUN_WAITING: _run_waiting,
     LogKind.RUN_REPINNED: _run_repinned,
     LogKind.RUN_MOVED: _run_moved,
+    LogKind.RUN_OVERLAP: _run_overlap,
     LogKind.STEP_STATUS: _step_status,
     LogKind.STEP_RETRY: _step_retry,
     LogKind.STEP_REFUSED: _step_refused,

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, schedules
+from pageant.db.states import RunStatus
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
 from pageant.schedules import catchup, fan_out, recurrence
@@ -65,14 +66,24 @@ def _materialised(row: Row) -> dict[str, Any]:
 
 def staff_reason(row: Row) -> str | None:
     """Why a run is as the calendar shows it, for staff: a catch-up's words (how late it
-    started, once it has) and a missed run's reason; None for any other."""
+    started, once it has), a missed or failed run's reason, a cancelled or skipped run's
+    (an overlap's names the run that replaced it, or says the previous run was still
+    going); None for any other."""
     if row.catch_up:
         if row.started_at is None:
             return f"to start late, {row.catch_up}"
         return catchup.started_late(row.catch_up, row.scheduled_for, row.started_at)
-    if row.status == "missed":
+    if row.status in _ERROR_IS_REASON:
         return str(row.last_error) if row.last_error else None
+    if row.status in _CANCEL_IS_REASON:
+        return str(row.cancel_reason) if row.cancel_reason else None
     return None
+
+
+#: The ended statuses whose reason is their ``last_error``, and those whose is the reason
+#: they were cancelled or skipped (an overlap's, a person's, the schedule's ``superseded``).
+_ERROR_IS_REASON = (RunStatus.MISSED, RunStatus.FAILED)
+_CANCEL_IS_REASON = (RunStatus.CANCELLED, RunStatus.SKIPPED)
 
 
 def _projected(

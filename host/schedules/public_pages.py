@@ -23,9 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
+from pageant.db import public_progress as progress_db
 from pageant.db.rows import AnyRow
 from pageant.db.states import RunStatus
 from pageant.errors import NotFound
+from pageant.runs.versions import phases_of, read_pinned
 from pageant.schedules import calendar
 
 #: The public calendar's window when the query names no ``to``.
@@ -141,7 +143,57 @@ async def event_page(conn: AsyncConnection, slug: str, *, now: datetime) -> dict
         "next_occurrence": following[row.id],
         "upcoming": await _upcoming(conn, [row], now=now),
         "last_completed": await _last_completed(conn, row),
+        "progress": await _progress(conn, row),
     }
+
+
+async def event_progress(conn: AsyncConnection, slug: str, *, now: datetime) -> dict[str, Any]:
+    """A public event's progress alone (``{"items": [...]}``, as :func:`_progress`), for a
+    page that polls it; the same :class:`NotFound` as the event's page."""
+    row = await public_db.public_event(conn, slug)
+    if row is None:
+        raise NotFound(f"no event {slug!r}")
+    return {"items": await _progress(conn, row)}
+
+
+async def _progress(conn: AsyncConnection, event: AnyRow) -> list[dict[str, Any]]:
+    """The public count gates of the event's runs under way, each ``{label, count, target,
+    reached, scheduled_for, local_time, params}``: what the gate's ``label`` (or its
+    phase's) counts, its tally and how many it takes. Only a gate its run's pinned spec
+    marks ``"public": true`` is told, and of it nothing but these: no trigger, condition,
+    phase key or run id (:mod:`pageant.events.authoring.progress`)."""
+    shown: dict[int, dict[str, str]] = {}
+    items = []
+    for gate in await progress_db.count_gates_under_way(conn, event.id):
+        if gate.version_id not in shown:
+            shown[gate.version_id] = await _public_gates(conn, gate.version_id)
+        label = shown[gate.version_id].get(gate.phase)
+        if label is None:
+            continue
+        items.append(
+            {
+                "label": label,
+                "count": gate.tally,
+                "target": gate.needed,
+                "reached": gate.tally >= gate.needed,
+                "scheduled_for": gate.scheduled_for,
+                "local_time": calendar.local_time(gate.scheduled_for, event.timezone),
+                # As on the calendar: the declared params, a bare scope staying staff data.
+                "params": {k: v for k, v in (gate.params or {}).items() if k != "scope"},
+            }
+        )
+    return items
+
+
+async def _public_gates(conn: AsyncConnection, version_id: int) -> dict[str, str]:
+    """Phase key -> the label players read, for each public count gate of a version."""
+    pinned = await read_pinned(conn, version_id)
+    out = {}
+    for phase in (phases_of(pinned.spec) if pinned else None) or []:
+        advance = phase.get("advance") or {}
+        if advance.get("on") and advance.get("public") is True:
+            out[phase["key"]] = str(advance.get("label") or phase.get("label") or phase["key"])
+    return out
 
 
 async def _last_completed(conn: AsyncConnection, event: AnyRow) -> dict[str, Any] | None:

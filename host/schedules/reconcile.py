@@ -40,8 +40,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, runlog, steps
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.shared import Batch
+from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
-from pageant.runs import waiting
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
 from pageant.schedules import fan_out, recurrence
 
@@ -354,6 +354,9 @@ class _Work:
         ):
             return False
         self.outcome.moved += 1
+        await countdown.follow_move(
+            self.conn, row.id, old=row.scheduled_for, new=occ.at, now=self.now
+        )
         await runlog.run_moved(
             self.conn,
             row.id,
@@ -426,6 +429,14 @@ class _Work:
                 registry=self.registry,
                 values=run_params.with_scope(self.values, self.scope),
             )
+        await countdown.materialise_rungs(
+            self.conn,
+            run_id=row.id,
+            spec=self.plan.spec,
+            start=occ.at,
+            now=self.now,
+            registry=self.registry,
+        )
         await runlog.run_status(
             self.conn,
             row.id,

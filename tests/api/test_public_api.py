@@ -244,6 +244,7 @@ async def test_a_persons_cancel_reading_superseded_is_still_shown(client, tokens
         ("failed", "cancelled"),
         ("cancelled", "cancelled"),
         ("missed", "missed"),
+        ("skipped", "cancelled"),
     ],
 )
 async def test_every_run_status_is_told_in_players_words(client, tokens, db, run_status, told):
@@ -469,6 +470,7 @@ async def test_an_event_page_shows_its_next_ten_occurrences(client, tokens, tick
         "series": {"slug": "winter-invasion", "title": "Winter Invasion"},
         "next_occurrence": "2027-03-26T19:00:00Z",
         "last_completed": None,
+        "progress": [],
     }
     # Ten last-Fridays reach past a month and past the horizon: all forecasts but none skipped.
     assert [(i["local_time"], i["kind"]) for i in shown["upcoming"]] == [

@@ -141,3 +141,13 @@ def test_rehearse_takes_params_as_a_run_would_have(migrated_url, tmp_path) -> No
     assert "run completed" in done.stdout
     stalled = rehearse(migrated_url, event.slug, "--param", "colour=south", "--firings", path)
     assert stalled.exit_code == 3, stalled.output
+
+
+def test_the_countdown_is_printed_before_the_run(migrated_url) -> None:
+    first = phase("muster", announce("Gather"))
+    first["countdown"] = {"before": ["15m"], "legs": ["core.log"], "message": "In {remaining}"}
+    (event,) = seed(migrated_url, ("Counted", spec(first)))
+    done = rehearse(migrated_url, event.slug)
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[1] == "     -900s  countdown on core.log: In 15 minutes"

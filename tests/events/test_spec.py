@@ -282,7 +282,7 @@ def test_a_spec_must_be_an_object(raw: Any, registry: Registry) -> None:
 def test_unknown_top_level_key_is_refused_naming_it(registry: Registry) -> None:
     assert error_of(make(announcements=[]), registry) == (
         'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
-        "acknowledge"
+        "acknowledge, catch_up"
     )
 
 
@@ -494,7 +494,7 @@ def test_phase_shape_errors(registry: Registry) -> None:
     )
     assert errors_of(raw, registry) == [
         "spec.phases[0]: expected an object",
-        'spec.phases[1]: unknown key "announce"; expected key, label, steps, advance',
+        'spec.phases[1]: unknown key "announce"; expected key, label, steps, advance, countdown',
         "spec.phases[2].steps: expected a list of steps",
         "spec.phases[3].steps: expected a list of steps",
     ]
@@ -774,7 +774,8 @@ def test_on_gate_where_is_validated_by_the_condition_grammar(registry: Registry)
         ),
         (
             {"on": "wisps.caught", "timeout": "1h"},
-            'unknown key "timeout" for an "on" gate; expected on, where, count, dormant',
+            'unknown key "timeout" for an "on" gate; '
+            "expected on, where, count, dormant, public, label",
         ),
     ],
 )
@@ -817,7 +818,7 @@ def test_every_error_is_reported_at_once(registry: Registry) -> None:
     }
     assert errors_of(raw, registry) == [
         'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
-        "acknowledge",
+        "acknowledge, catch_up",
         'spec.schedule.time: expected a 24-hour time as "HH:MM"; got "8pm"',
         'spec.phases[0].key: "Muster" is not a phase key; expected a slug such as "wind-down" '
         "(lowercase letters and digits, words joined by - or _)",

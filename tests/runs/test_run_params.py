@@ -11,7 +11,7 @@ import pytest
 
 from pageant.errors import Invalid
 from pageant.events.authoring import validator as specs
-from tests.api.test_events_api import EVENTS, call, create
+from tests.api.test_events_api import EVENTS, call, create, snapshot
 from tests.events.test_spec import _registry
 from tests.factories import announce, log_lines, phase, step_rows
 
@@ -162,14 +162,46 @@ def test_a_bad_declaration_or_reference_is_refused_with_its_place(
 
 async def test_a_concurrency_key_naming_an_undeclared_param_is_refused_at_publish(client, tokens):
     event = await create(
-        client, tokens["admin"], title="Hunt", spec=_gated(), concurrency_key="hunt:{server}"
+        client, tokens["admin"], title="Hunt", spec=_gated(), concurrency_key="hunt:{rounds}"
     )
-    status, data = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", tokens["admin"])
+    # The spec saved alone, without the param the key names: left to publish to refuse.
+    without_rounds = _gated()
+    without_rounds["params"] = [SERVER]
+    path = f"{EVENTS}/{event['id']}"
+    status, _ = await call(client, "PUT", path, tokens["admin"], {"spec": without_rounds})
+    assert status == 200
+    status, data = await call(client, "POST", f"{path}/publish", tokens["admin"])
     assert status == 400
-    assert data["error"]["details"] == ["concurrency_key: {server} names no param of this event"]
+    assert data["error"]["details"] == ["concurrency_key: {rounds} names no param of this event"]
     assert (await call(client, "GET", f"{EVENTS}/{event['id']}", tokens["admin"]))[1][
         "current_version"
     ] is None
+
+
+async def test_a_concurrency_key_naming_an_undeclared_param_is_refused_at_save(client, tokens, db):
+    admin = tokens["admin"]
+    body = {"title": "Hunt", "spec": _gated(), "concurrency_key": "hunt:{server}"}
+    status, data = await call(client, "POST", EVENTS, admin, body)
+    assert status == 400
+    assert data["error"]["details"] == [
+        "body.concurrency_key: {server} names no param of this event"
+    ]
+    assert (await snapshot(db))["event_definitions"] == []
+    # Sent alone, the key is checked against the stored spec; sent with a spec, against it.
+    event = await create(client, admin, title="Hunt", spec=_gated())
+    path = f"{EVENTS}/{event['id']}"
+    status, data = await call(client, "PUT", path, admin, {"concurrency_key": "hunt:{server}"})
+    assert status == 400
+    assert data["error"]["details"] == [
+        "body.concurrency_key: {server} names no param of this event"
+    ]
+    status, data = await call(client, "PUT", path, admin, {"concurrency_key": "hunt:{colour}"})
+    assert (status, data["concurrency_key"]) == (200, "hunt:{colour}")
+    with_server = _gated()
+    with_server["params"] = [*with_server["params"], {**SERVER, "name": "server"}]
+    both = {"spec": with_server, "concurrency_key": "hunt:{server}"}
+    status, data = await call(client, "PUT", path, admin, both)
+    assert (status, data["concurrency_key"]) == (200, "hunt:{server}")
 
 
 # ── starting a run with values ────────────────────────────────────────────────

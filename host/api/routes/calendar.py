@@ -46,8 +46,10 @@ class CalendarItem(BaseModel):
     reason: str | None = Field(
         default=None,
         description=(
-            "why the run is as it is, for staff: a missed run's reason, or a catch-up's "
-            "words (started 40 min late, catching up after the host was down ...)"
+            "why the run is as it is, for staff: a missed or failed run's reason, a cancelled "
+            "or skipped run's (replaced by run 42 ..., the previous run of this key was "
+            "still going), or a catch-up's words (started 40 min late, catching up after the "
+            "host was down ...)"
         ),
     )
 

@@ -53,6 +53,7 @@ from pageant.api.routing import (
     respond,
     whole_number,
 )
+from pageant.db.states import Overlap
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
@@ -65,7 +66,7 @@ from pageant.events.series import get_series
 from pageant.events.slugs import slugify
 from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
-from pageant.runs.params import PLACEHOLDER
+from pageant.runs.params import PLACEHOLDER, key_problems
 from pageant.schedules import preview
 from pageant.schedules.recurrence import zone
 
@@ -101,6 +102,35 @@ def _key_template(value: str) -> str:
     return value
 
 
+#: What a run does when it becomes due while another run holds its concurrency key. Not
+#: strict: a JSON body carries the policy as its word, which names the enumeration's member.
+OverlapPolicy = Annotated[
+    Overlap,
+    Field(
+        strict=False,
+        description="What a run does when it becomes due while another run still holds its "
+        "concurrency key: hold (wait for the key), skip (end as skipped), replace (cancel "
+        "the run holding it, then start) or allow (start beside it).",
+    ),
+]
+
+
+def check_key_names(checked: Checked[Any], spec: Any, *, otherwise: Any) -> None:
+    """A concurrency key sent in this request must name only params of the spec it is saved
+    beside (``spec``, the one sent with it, else ``otherwise``, the stored one): each
+    placeholder that names none is a problem of ``body.concurrency_key``. A spec sent that
+    failed its own check says nothing of params, so nothing is checked against it. A spec
+    saved without the key is left to publish, which checks the two together
+    (:func:`pageant.events.definitions.publish_definition`)."""
+    key = checked.given.get("concurrency_key")
+    if spec is None:
+        spec = None if "spec" in checked.sent else otherwise
+    if not key or not isinstance(spec, dict):
+        return
+    for problem in key_problems(key, spec.get("params")):
+        checked.fail(f"body.{problem}")
+
+
 ConcurrencyKey = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_CONCURRENCY_KEY),
@@ -126,6 +156,7 @@ class EventCreate(BaseModel):
     timezone: Timezone = definitions.DEFAULT_TIMEZONE
     grace_seconds: Grace = definitions.DEFAULT_GRACE_SECONDS
     concurrency_key: ConcurrencyKey | None = None
+    overlap: OverlapPolicy = Overlap.HOLD
     series_id: Id | None = None
     visibility: Visibility = "staff"
     spec: SpecBody = Field(None, description="The empty spec (one phase, main) when absent.")
@@ -149,6 +180,7 @@ class EventUpdate(BaseModel):
     timezone: Timezone = None  # type: ignore[assignment]  # None: absent, see above
     grace_seconds: Grace = None  # type: ignore[assignment]  # None: absent, see above
     concurrency_key: ConcurrencyKey | None = None
+    overlap: OverlapPolicy = None  # type: ignore[assignment]  # None: absent, see above
     series_id: Id | None = None
     visibility: Visibility = None  # type: ignore[assignment]  # None: absent, see above
     spec: SpecBody = None
@@ -194,6 +226,7 @@ class EventOut(BaseModel):
     timezone: str
     grace_seconds: int
     concurrency_key: str | None
+    overlap: Overlap
     series_id: int | None
     visibility: Visibility
     state: Literal["draft", "ready", "archived"]
@@ -480,6 +513,7 @@ async def create_event(request: web.Request) -> web.Response:
     spec = await check_spec(checked, request, stored=None)
     async with host.db.begin() as conn:
         await check_fields(conn, checked)
+        check_key_names(checked, spec, otherwise=specs.empty_spec())
         checked.raise_if_invalid()
         body = checked.body
         assert body is not None
@@ -497,6 +531,7 @@ async def create_event(request: web.Request) -> web.Response:
             timezone=body.timezone,
             grace_seconds=body.grace_seconds,
             concurrency_key=body.concurrency_key,
+            overlap=body.overlap,
             series_id=body.series_id,
             visibility=body.visibility,
         )
@@ -543,6 +578,7 @@ async def update_event(request: web.Request) -> web.Response:
                 )
             except Invalid as exc:
                 checked.details.extend(exc.details)
+        check_key_names(checked, spec, otherwise=row.spec)
         checked.raise_if_invalid()
         changes = dict(checked.given)
         if spec is not None:

@@ -24,6 +24,8 @@ from pageant.schedules import public_pages as public
 routes = RouteTable("public")
 
 CACHE_CONTROL = "public, max-age=60"
+#: Progress moves with every firing: a page that polls it is told within seconds.
+PROGRESS_CACHE_CONTROL = "public, max-age=5"
 
 
 class PublicSeriesRef(BaseModel):
@@ -82,13 +84,32 @@ class PublicLastCompleted(BaseModel):
     results: list[PublicResults]
 
 
+class PublicProgress(BaseModel):
+    """A count gate of a run under way that its event shows players: "Bosses slain
+    tonight: 37 of 50"."""
+
+    label: str = Field(description="what is counted, as the gate's label (or its phase's) says")
+    count: int = Field(description="how many have been counted so far")
+    target: int = Field(description="how many the gate takes")
+    reached: bool = Field(description="whether count has reached target")
+    scheduled_for: datetime = Field(description="the instant of the run it belongs to")
+    local_time: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class PublicProgressList(BaseModel):
+    items: list[PublicProgress]
+
+
 class PublicEventPage(PublicEvent):
-    """A public event's page: the event, its next occurrence and the ones after it, and how
-    its latest completed occurrence ended (null when none has)."""
+    """A public event's page: the event, its next occurrence and the ones after it, how
+    its latest completed occurrence ended (null when none has), and the progress of its
+    runs under way."""
 
     next_occurrence: datetime | None
     upcoming: list[PublicOccurrence]
     last_completed: PublicLastCompleted | None
+    progress: list[PublicProgress]
 
 
 class PublicPastOccurrence(BaseModel):
@@ -177,6 +198,21 @@ _page(
     PublicEventPage,
     public.event_page,
 )
+
+
+@routes.get(
+    "/api/v1/public/events/{slug}/progress",
+    roles=None,
+    summary="A public event's progress: the count gates its runs under way show players",
+    response=PublicProgressList,
+)
+async def event_progress(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    async with host.db.connect() as conn:
+        found = await public.event_progress(conn, request.match_info["slug"], now=host.clock.now())
+    response = respond(found)
+    response.headers["Cache-Control"] = PROGRESS_CACHE_CONTROL
+    return response
 
 
 @routes.get(

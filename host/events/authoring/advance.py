@@ -5,6 +5,9 @@ Two shapes, exactly one per gate::
     {"after": "30m"}
     {"on": "wisps.caught", "where": {...}, "count": 2}
 
+An ``on`` gate may also be shown to players (``"public": true``, and the ``label`` they
+read): :mod:`pageant.events.authoring.progress`.
+
 :func:`validate_advance` is called by :func:`pageant.events.authoring.validator.validate` for every
 phase; the engine reads a duration through :func:`~pageant.gates.durations.parse_after` and the
 console writes one through :func:`~pageant.gates.durations.format_after`, so neither grows an
@@ -19,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.progress import validate_public
 
 # The duration grammar is the gates' (a phase gate reads it every tick); its names stay
 # importable from here, where the spec validator uses them.
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 ADVANCE_KINDS = ("after", "on")
 AFTER_GATE_KEYS = ("after",)
 #: ``dormant`` is output-only: accepted back, then recomputed against the registry.
-ON_GATE_KEYS = ("on", "where", "count", "dormant")
+ON_GATE_KEYS = ("on", "where", "count", "dormant", "public", "label")
 
 #: "count: 100000" is a phase that never advances written as one that eventually does.
 MAX_ADVANCE_COUNT = 1000
@@ -92,6 +96,7 @@ def validate_advance(
     if not isinstance(trigger_id, str) or not trigger_id:
         errors.append(f"{path}.on: expected a trigger id; got {show(trigger_id)}")
         return None
+    shown = validate_public(raw, path, errors)
     count = raw.get("count")
     if count is None:
         count = 1
@@ -109,11 +114,11 @@ def validate_advance(
         # Dormant, like a step's unregistered action. ``where`` is kept as written: there is
         # nothing to check it against, and dropping it would delete the author's predicate
         # the moment a plugin was uninstalled.
-        return {"on": trigger_id, "where": where, "count": count, "dormant": True}
+        return {"on": trigger_id, "where": where, "count": count, "dormant": True, **shown}
     # Imported here: the grammar is its own module, needed only once a gate names a trigger.
     from pageant.gates.conditions import validate_condition
 
     where, problems = validate_condition(trigger, where, f"{path}.where", params=params)
     errors.extend(problems)
     # ``where`` is always written, null for "every firing counts", so a gate has one shape.
-    return {"on": trigger_id, "where": where, "count": count, "dormant": False}
+    return {"on": trigger_id, "where": where, "count": count, "dormant": False, **shown}

@@ -58,6 +58,7 @@ from pageant.events.authoring.announce import MAX_BODY as MAX_TEMPLATE_BODY
 from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
+from pageant.events.authoring.countdown import validate_countdown
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
@@ -83,7 +84,7 @@ SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
 MONTHLY_NTH = (1, 2, 3, 4, -1)
-PHASE_KEYS = ("key", "label", "steps", "advance")
+PHASE_KEYS = ("key", "label", "steps", "advance", "countdown")
 #: ``action_version`` and ``dormant`` are output-only: accepted back, then recomputed.
 STEP_KEYS = (
     "action",
@@ -407,6 +408,11 @@ def _phases(
         # make the first gate anyone adds look like an edit to every phase.
         if advance is not None:
             phase["advance"] = advance
+        countdown = validate_countdown(
+            raw_phase.get("countdown"), f"{ppath}.countdown", registry, errors, index=i, key=key
+        )
+        if countdown is not None:
+            phase["countdown"] = countdown
         phases.append(phase)
     if total_steps > MAX_STEPS:
         errors.append(
