@@ -33,8 +33,9 @@ Measures, on SQLite and (with ``--mysql``) MariaDB, each case on a fresh scratch
   1,000 param sets (a run on each of 1,000 servers at one instant; ``--quick`` 100), each run
   five no-op steps, no stagger, run by one ``pageant serve``; how late each run's first step
   began against the occurrence's instant (p50/p99), and how long after the instant the last
-  run ended. The host refuses more than 50 sets a schedule, so the benchmark authors this one
-  with that bound lifted, in its own process, through the real admin app (see ``fanout``).
+  run ended. The host takes up to 1,000 sets a schedule; a larger ``--servers`` count is
+  authored with that bound lifted, in its own process, through the real admin app (see
+  ``fanout``).
 - ``idle``: the idle tick in an empty database and beside N finished runs (``idle_tick.py``).
 - ``memory``: ``pageant serve``'s resident memory (VmRSS): idle, with 1,000 runs waiting on
   gates (a phase that advances on ``wisps.caught``, which never comes), and as N more runs of
@@ -1288,7 +1289,7 @@ def fanout_spec(at: datetime, servers: int) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def param_sets_up_to(count: int) -> Any:
-    """Lift the bound on a schedule's param sets (50) to ``count`` in this process only."""
+    """Lift the bound on a schedule's param sets (1,000) to ``count`` in this process only."""
     kept = authoring_params.MAX_PARAM_SETS
     authoring_params.MAX_PARAM_SETS = max(kept, count)
     try:

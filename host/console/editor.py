@@ -27,10 +27,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pageant.events.authoring import validator as specs
+from pageant.events.authoring.params import MAX_PARAM_SETS
 from pageant.gates.conditions import OPERATORS, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.plugins.registry import Registry
-from pageant.runs.params import PARAM_TYPES, is_reference
+from pageant.runs.params import FOR_EACH, PARAM_TYPES, is_reference
 from pageant.schedules.recurrence import WEEKDAYS
 
 AFTER_UNITS = ("s", "m", "h", "d")
@@ -39,9 +40,9 @@ _DURATION = re.compile(r"([0-9]+)([smhd])")
 _PATH = re.compile(r"^([A-Za-z_.\[\]0-9]+): (.*)$", re.S)
 _PARAM_NAME = re.compile(r'^"([a-z][a-z0-9_]*)"')
 #: The most run params and fan-out sets the form reads (the validator's own bounds are
-#: lower; past them it names the problem).
+#: lower; past them it names the problem, so a set past the bound is never dropped unsaid).
 _MAX_RUN_PARAMS = 50
-_MAX_SETS = 100
+_MAX_SETS = MAX_PARAM_SETS + 1
 
 
 def _get(form: Mapping[str, Any], name: str) -> str:
@@ -136,13 +137,29 @@ def schedule_from_form(
         }
     else:
         return {"kind": kind}
+    over = _for_each_from_form(form)
     sets = _fan_out_from_form(form, declared or [])
-    if sets:
+    if over is not None:
+        schedule["params"] = over
+    elif sets:
         schedule["params"] = sets
     stagger = _get(form, "schedule-stagger")
     if stagger:
         schedule["stagger"] = stagger
     return schedule
+
+
+def _for_each_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A fan-out over an option source, kept as the form carried it (the editor shows it
+    and can take it away; the validator checks it)."""
+    raw = _get(form, "fanout-for-each")
+    if not raw:
+        return None
+    try:
+        over = json.loads(raw)
+    except ValueError:
+        return None
+    return {FOR_EACH: over} if isinstance(over, dict) else None
 
 
 def _reference(form: Mapping[str, Any], name: str) -> dict[str, str] | None:
@@ -339,6 +356,8 @@ def apply_op(spec: dict[str, Any], op: str, form: Mapping[str, Any], registry: R
         schedule = spec.setdefault("schedule", {"kind": "manual"})
         if schedule.get("kind", "manual") == "manual":
             return "A manual event has no schedule to fan out; choose another kind first."
+        if isinstance(schedule.get("params"), dict):
+            return _for_each_op(schedule, name)
         sets = schedule.setdefault("params", [])
         if name == "add-fan":
             sets.append({})
@@ -426,6 +445,17 @@ def focus_after(spec: dict[str, Any], op: str) -> str:
     if name in ("add-step", "add-phase", "add-cond", "add-param", "add-fan", "refresh"):
         return "op-" + op.replace(":", "-")
     return "notice"
+
+
+def _for_each_op(schedule: dict[str, Any], name: str) -> str:
+    """``add-fan`` / ``remove-fan`` on a schedule that fans out over an option source."""
+    if name == "add-fan":
+        return (
+            "Each occurrence already makes one run for each value of an option source; "
+            "fan out by hand instead to list the runs."
+        )
+    schedule.pop("params")
+    return "Each occurrence makes one run again; add runs to list them by hand, and save."
 
 
 # ── spec -> the editor's view ──────────────────────────────────────────────────
@@ -611,10 +641,15 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         }
         for k, values in enumerate(raw_sets if isinstance(raw_sets, list) else [])
     ]
+    over = raw_sets.get(FOR_EACH) if isinstance(raw_sets, dict) else None
     announce = spec.get("announcement")
     return {
         "params": declared,
         "fanout": fanout,
+        "for_each": [
+            {"param": str(param), "source": str(source), "kept": json.dumps({param: source})}
+            for param, source in (over.items() if isinstance(over, dict) else ())
+        ],
         "schedule": schedule,
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},

@@ -66,6 +66,18 @@ _SCHEDULED_SCOPES = (
     .distinct()
 )
 
+# The params of those runs, newest first: a fan-out's last known param sets.
+_SCHEDULED_SETS = (
+    select(r.scope, r.params)
+    .where(
+        r.definition_id == bindparam("definition_id"),
+        r.source == "schedule",
+        r.status == RunStatus.SCHEDULED,
+        r.scheduled_for >= bindparam("since"),
+    )
+    .order_by(r.scheduled_for.desc(), r.id.desc())
+)
+
 _MOVE = by_primary_key(
     update(event_runs)
     .where(
@@ -184,6 +196,18 @@ async def scheduled_scopes(conn: AsyncConnection, definition_id: int, since: dat
     """The scopes of the definition's scheduled runs, made by its schedule, from ``since``."""
     params = {"definition_id": definition_id, "since": since}
     return {row.scope for row in await conn.execute(_SCHEDULED_SCOPES, params)}
+
+
+async def scheduled_param_sets(
+    conn: AsyncConnection, definition_id: int, since: datetime
+) -> list[dict[str, Any]]:
+    """The param sets of the definition's scheduled runs, made by its schedule, from
+    ``since``: one a scope, as its latest run has it, in scope order."""
+    params = {"definition_id": definition_id, "since": since}
+    found: dict[str, dict[str, Any]] = {}
+    for row in await conn.execute(_SCHEDULED_SETS, params):
+        found.setdefault(row.scope, dict(row.params or {}))
+    return [found[scope] for scope in sorted(found)]
 
 
 async def move_occurrence(

@@ -335,6 +335,14 @@ async def get_run(conn: AsyncConnection, run_id: int) -> Row | None:
     return (await conn.execute(_RUN, {"run_id": run_id})).first()
 
 
+async def get_runs(conn: AsyncConnection, run_ids: Sequence[int]) -> dict[int, Row]:
+    """The runs of ``run_ids`` (as :func:`get_run` reads each) by id, in one statement."""
+    if not run_ids:
+        return {}
+    query = select(*RUN_COLUMNS).select_from(RUN_FROM).where(r.id.in_(sorted(set(run_ids))))
+    return {row.id: row for row in (await conn.execute(query)).all()}
+
+
 def _count_where(condition: Any) -> Any:
     return func.coalesce(func.sum(case((condition, 1), else_=0)), 0)
 

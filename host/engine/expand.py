@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import schedules
 from pageant.engine.contention import noted
 from pageant.runs import lifecycle
-from pageant.schedules import catchup
+from pageant.schedules import catchup, fan_out
 from pageant.schedules import reconcile as schedule
 
 if TYPE_CHECKING:
@@ -65,7 +65,12 @@ async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetim
     ``end``; False when another host got there first or the definition changed since it was
     read (a publish or an archive, which do their own)."""
     plan = schedule.Plan.of(row)
+    # A fan-out over an option source: its values are read here, outside the transaction,
+    # and read again within fan_out.REFRESH however far off the next occurrence is.
+    read = await fan_out.read_sets(plan.spec, host.registry, event=row.id)
     until = schedule.expanded_until(plan, end)
+    if read is not None and schedule.produces_after(plan, now):
+        until = min(until, end + fan_out.REFRESH)
     async with host.db.begin() as conn:
         if not await schedules.claim_expansion(
             conn, row.id, version_id=row.current_version_id, seen=row.expanded_until, until=until
@@ -79,6 +84,7 @@ async def expand_definition(host: Host, row: Any, *, now: datetime, end: datetim
             registry=host.registry,
             supersede=False,
             catch_up_from=catch_up_from(plan, row.expanded_until, now),
+            read=read,
         )
     if outcome.created or outcome.moved:
         log.debug("expanded event %s to %s: %s", row.id, end, outcome)

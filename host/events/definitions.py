@@ -30,7 +30,7 @@ from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
 from pageant.plugins.registry import Registry
 from pageant.runs.params import key_problems
-from pageant.schedules import calendar, preview
+from pageant.schedules import calendar, fan_out, preview
 from pageant.schedules import reconcile as schedule
 
 STATES = ("draft", "ready", "archived")
@@ -453,6 +453,10 @@ async def publish_and_compare(
         raise Invalid(
             f"event {definition_id}'s schedule cannot be computed", details=[f"timezone: {exc}"]
         ) from None
+    if fan_out.for_each_of(plan.schedule) is not None:
+        # Its values are a plugin's answer, never asked inside this transaction: the
+        # engine's next expansion reads them (the publish keeps the sets it has runs for).
+        until = min(until, now)
     since = schedule.earliest_touched(now, row.grace_seconds)
     before = await preview.snapshot(conn, definition_id, since)
     await rows.set_current_version(conn, definition_id, version_id, expanded_until=until, now=now)

@@ -281,7 +281,7 @@ async def start_now(
         conn: AsyncConnection, batch: Batch | None
     ) -> tuple[int, bool] | _Refusal | _Unchecked:
         try:
-            planned = await _plan(conn, definition_id, scope, params, now, batch)
+            planned = await plan_start(conn, definition_id, scope, params, now, batch)
         except PageantError as refusal:
             # Nothing of this start is written yet: the transaction it shares goes on.
             return _Refusal(refusal)
@@ -342,7 +342,7 @@ class _Refusal:
 
 
 @dataclass(frozen=True)
-class _Planned:
+class PlannedStart:
     version_id: int
     spec: dict[str, Any]
     scope: str
@@ -350,17 +350,17 @@ class _Planned:
     concurrency_key: str | None
 
 
-async def _plan(
+async def plan_start(
     conn: AsyncConnection,
     definition_id: int,
     scope: str,
     params: Mapping[str, Any] | None,
     now: datetime,
     batch: Batch | None,
-) -> _Planned:
+) -> PlannedStart:
     """What a start of ``definition_id`` now makes, or the refusal it raises (reads only;
     the event's rows read once for ``batch``, whose starts all commit at one instant)."""
-    definition, version = await _facts(conn, definition_id, batch)
+    definition, version = await start_facts(conn, definition_id, batch)
     if definition is None:
         raise NotFound(f"no such event: {definition_id}")
     if definition.current_version_id is None:
@@ -390,10 +390,12 @@ async def _plan(
                 f'the concurrency key "{key}" is held by run {holder.id} ({holder.status})',
                 details=[f"holder_run_id: {holder.id}"],
             )
-    return _Planned(version.id, spec, scope, values, definition.concurrency_key)
+    return PlannedStart(version.id, spec, scope, values, definition.concurrency_key)
 
 
-async def _facts(conn: AsyncConnection, definition_id: int, batch: Batch | None) -> tuple[Any, Any]:
+async def start_facts(
+    conn: AsyncConnection, definition_id: int, batch: Batch | None
+) -> tuple[Any, Any]:
     """An event's definition row and its current version's (None for what is not there)."""
     if batch is not None and definition_id in batch.start_facts:
         return batch.start_facts[definition_id]

@@ -110,15 +110,19 @@ def takes_option_values(
 
 
 async def check_run_values(
-    spec: Mapping[str, Any], values: Mapping[str, Any], registry: Registry
+    spec: Mapping[str, Any],
+    values: Mapping[str, Any],
+    registry: Registry,
+    answers: Answers | None = None,
 ) -> tuple[list[str], list[str]]:
     """``(problems, warnings)`` for a run of ``spec`` started with ``values`` (its checked
     params, :func:`pageant.runs.params.values_for`; ``scope`` among them when given).
 
     A problem reads ``params.server: "arena3" is not a value of openarena.options.servers
     (the servers it offers now: "arena1", "arena2"), which the param "server" takes``.
-    A param with no value (optional, no default) is not checked."""
-    answers = Answers(registry)
+    A param with no value (optional, no default) is not checked. ``answers`` (given when
+    many runs' values are checked together) asks each source once for them all."""
+    answers = answers if answers is not None else Answers(registry)
     problems: list[str] = []
     warnings: list[str] = []
     for name, sources in _sources_by_param(spec, registry).items():

@@ -35,6 +35,10 @@ from pageant.support.typedtext import read_words
 PARAM_TYPES = ("string", "integer", "number", "boolean")
 #: The longest text value a run param may have.
 MAX_PARAM_TEXT = 200
+#: The most param sets one schedule fans out over (runs per occurrence).
+MAX_PARAM_SETS = 1000
+#: The key of a fan-out over an option source's values: ``{"for_each": {param: source}}``.
+FOR_EACH = "for_each"
 #: The param every event has: the run's scope.
 SCOPE = "scope"
 #: A run's scope is a column of 100 characters (the occurrence key).

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
-from pageant.schedules import blackouts, catchup, recurrence, stagger
+from pageant.schedules import blackouts, catchup, fan_out, recurrence, stagger
 from pageant.schedules.reconcile import NEVER, calendars_of
 from pageant.states import RunStatus
 
@@ -186,7 +186,8 @@ async def _project(
     held = await _held(conn, rows, projected_from, end, ids)
     for definition in definitions:
         schedule = definition.spec.get("schedule") if isinstance(definition.spec, dict) else None
-        sets = (schedule or {}).get("params") or [{}]
+        # A fan-out over an option source is read only when expanded: one row forecast.
+        sets = fan_out.listed_sets(schedule)
         window = stagger.window_of(schedule)
         calendars = await calendars_of(conn, definition.spec or {})
         for occ in _projection(definition, projected_from, end):

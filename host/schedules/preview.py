@@ -14,7 +14,8 @@ Each run lands in at most one of:
   brought back;
 - **removed**: a scheduled row it cancelled (``superseded``);
 - **moved**: a scheduled row at another instant now, with both instants;
-- **blacked_out**: a row whose status became :data:`BLACKED_OUT`;
+- **blacked_out**: a row whose status became ``blacked_out`` (a blackout the event subscribes
+  to covers it);
 - **kept**: a run under way, which keeps the version it started with.
 
 ``dst`` lists, besides, every scheduled row whose daylight-saving adjustment is new: an
@@ -36,9 +37,6 @@ from pageant.db.log_kinds import LogKind
 from pageant.schedules.calendar import local_time
 from pageant.states import RUN_LIVE, RunStatus
 
-#: The status an occurrence inside a blackout is given by the reconcile. No reconcile gives
-#: it yet: until one does, no preview lists a row as blacked out.
-BLACKED_OUT = "blacked_out"
 #: How many occurrences each list shows per scope when the caller names no number, and the
 #: most it may name.
 DEFAULT_PER_SCOPE, MAX_PER_SCOPE = 10, 100
@@ -90,8 +88,8 @@ def compare(before: Snapshot, after: Snapshot) -> Changes:
         if new.status in RUN_LIVE:
             changes.kept.append(new)
             continue
-        if new.status == BLACKED_OUT:
-            if old is None or old.status != BLACKED_OUT:
+        if new.status == RunStatus.BLACKED_OUT:
+            if old is None or old.status != RunStatus.BLACKED_OUT:
                 changes.blacked_out.append((old, new))
             continue
         scheduled = new.status == RunStatus.SCHEDULED

@@ -51,7 +51,7 @@ from pageant.db.shared import Batch
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
-from pageant.schedules import blackouts, recurrence, stagger
+from pageant.schedules import blackouts, fan_out, recurrence, stagger
 from pageant.states import RunStatus
 
 if TYPE_CHECKING:
@@ -142,9 +142,7 @@ def expanded_until(plan: Plan, end: datetime) -> datetime:
 def _scopes(plan: Plan) -> dict[str, dict[str, Any]]:
     """The scope each of the schedule's param sets makes, with its values (one empty scope
     without a fan-out)."""
-    schedule = plan.schedule if isinstance(plan.schedule, Mapping) else {}
-    sets = schedule.get("params") or [{}]
-    return {run_params.scope_of(values): values for values in sets}
+    return {run_params.scope_of(values): values for values in fan_out.listed_sets(plan.schedule)}
 
 
 async def calendars_of(conn: AsyncConnection, spec: Mapping[str, Any]) -> list[blackouts.Calendar]:
@@ -158,6 +156,12 @@ async def calendars_of(conn: AsyncConnection, spec: Mapping[str, Any]) -> list[b
     return blackouts.in_order(found, slugs)
 
 
+def produces_after(plan: Plan, instant: datetime) -> bool:
+    """Whether the schedule has an occurrence at or after ``instant`` (False for a manual
+    one, or a ``once`` that has passed)."""
+    return recurrence.next_occurrence(plan.schedule, plan.timezone, instant) is not None
+
+
 async def reconcile_schedule(
     conn: AsyncConnection,
     plan: Plan,
@@ -169,6 +173,7 @@ async def reconcile_schedule(
     supersede: bool = True,
     catch_up_from: datetime | None = None,
     publish_reason: str | None = None,
+    read: fan_out.Read | None = None,
 ) -> Outcome:
     """Make the definition's rows agree with ``plan`` up to ``end`` (see the module
     docstring); answers what changed. Raises ValueError when the schedule or zone cannot be
@@ -191,8 +196,16 @@ async def reconcile_schedule(
 
     ``publish_reason``, the reason a publish was given, is written on each ``run.moved`` and
     superseding ``run.status`` line it makes.
+
+    A fan-out over an option source (:mod:`pageant.schedules.fan_out`) makes the sets of
+    ``read``, the source's values read before this transaction: the scheduled rows of a
+    scope the source no longer offers are superseded (at an expansion too), each with the
+    reason. Without a ``read`` of values (a publish, or a source that could not be read),
+    it keeps the sets of the runs it has scheduled and supersedes none of them.
     """
-    scoped = _scopes(plan)
+    start = now - timedelta(seconds=plan.grace_seconds)
+    sets, drop_gone = await _sets(conn, plan, read, since=start, supersede=supersede)
+    scoped = {run_params.scope_of(values): values for values in sets}
     outcome = Outcome()
     calendars = await calendars_of(conn, plan.spec)
     # The runs it makes (every set's, every occurrence's) keep their steps and lines for one
@@ -219,8 +232,7 @@ async def reconcile_schedule(
     await steps.flush_new(made)
     await runlog.flush(made)
     await _black_out_made(conn, plan, outcome, now=now, actor=actor)
-    if supersede:
-        start = now - timedelta(seconds=plan.grace_seconds)
+    if drop_gone:
         gone = await occurrences.scheduled_scopes(conn, plan.definition_id, start)
         for scope in sorted(gone - set(scoped)):
             await _reconcile_scope(
@@ -235,9 +247,28 @@ async def reconcile_schedule(
                 supersede=True,
                 outcome=outcome,
                 produce=False,
+                gone_because=read.gone_because(scope) if read is not None else None,
                 publish_reason=publish_reason,
             )
     return outcome
+
+
+async def _sets(
+    conn: AsyncConnection,
+    plan: Plan,
+    read: fan_out.Read | None,
+    *,
+    since: datetime,
+    supersede: bool,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The param sets the schedule makes, and whether the scheduled rows of a scope it no
+    longer makes are superseded."""
+    if fan_out.for_each_of(plan.schedule) is None:
+        return fan_out.listed_sets(plan.schedule), supersede
+    if read is not None and read.sets is not None:
+        return read.sets, True
+    # Not read now: the last known values, the sets of the runs the fan-out has scheduled.
+    return await occurrences.scheduled_param_sets(conn, plan.definition_id, since), False
 
 
 async def _reconcile_scope(
@@ -257,6 +288,7 @@ async def _reconcile_scope(
     catch_up_from: datetime | None = None,
     publish_reason: str | None = None,
     calendars: list[blackouts.Calendar] | None = None,
+    gone_because: str | None = None,
 ) -> None:
     """The four rules over one scope's rows (``produce=False``: a scope the schedule no
     longer makes, whose scheduled rows are all superseded), and the blackouts' two. The runs
@@ -327,7 +359,9 @@ async def _reconcile_scope(
         if row.source != "schedule" or row.scheduled_for < start:
             continue
         if row.status == "scheduled":
-            await work.supersede(row, "the published schedule no longer produces it")
+            await work.supersede(
+                row, gone_because or "the published schedule no longer produces it"
+            )
         elif row.status == RunStatus.BLACKED_OUT:
             await work.withdraw(row, "the published schedule no longer produces it")
 

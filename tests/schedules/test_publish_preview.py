@@ -514,3 +514,35 @@ async def test_the_openapi_document_describes_the_preview_the_route_serves(
     assert set(schemas["PreviewOccurrence"]["properties"]) == set(
         answer["upcoming"][0]["before"][0]
     )
+
+
+# ── blackouts ────────────────────────────────────────────────────────────────
+
+
+async def test_a_move_into_a_blackout_is_listed_as_newly_blacked_out(
+    client, tokens, db, before_the_october_change
+):
+    event_id = await weekly_event(client, tokens, FRIDAY_20)
+    saturday_nights = {
+        "slug": "saturday-nights",
+        "name": "Saturday nights",
+        "timezone": BERLIN,
+        "periods": [{"kind": "weekly", "days": ["saturday"], "start": "18:00", "end": "23:00"}],
+    }
+    status, data = await call(
+        client, "POST", "/api/v1/admin/blackouts", tokens["admin"], saturday_nights
+    )
+    assert status == 201, data
+    moved = {**spec_with(SATURDAY_19), "blackouts": ["saturday-nights"]}
+    await edit_schedule(client, tokens, event_id, spec=moved)
+    untouched = await rows_of_every_table(db)
+
+    answer = await preview(client, tokens, event_id)
+
+    # Both Saturdays fall inside the blackout: they would be made blacked out, never run.
+    assert [(i["slot"], i["status"]) for i in answer["blacked_out"]] == [
+        ("2027-10-30T19:00", "blacked_out"),
+        ("2027-11-06T19:00", "blacked_out"),
+    ]
+    assert answer["counts"]["blacked_out"] == 2
+    assert await rows_of_every_table(db) == untouched

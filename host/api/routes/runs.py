@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
+from pageant.api.openapi import ErrorBody
 from pageant.api.pagination import encode_cursor, page_from
 from pageant.api.routing import (
     CURSOR,
@@ -22,10 +23,11 @@ from pageant.api.routing import (
     read_body,
     respond,
 )
-from pageant.errors import Forbidden, NotFound
+from pageant.errors import Forbidden, NotFound, PageantError
 from pageant.events import definitions
 from pageant.runs import controls, listing
-from pageant.runs.console import console, run_view, runs_page, step_view
+from pageant.runs.batch import MAX_BATCH, Start, Started, start_many
+from pageant.runs.console import console, run_view, run_views_of, runs_page, step_view
 from pageant.runs.create import start_now
 from pageant.runs.waiting import REASONS
 from pageant.states import Health, RunStatus, StepStatus
@@ -246,6 +248,26 @@ class StartBody(_Body):
     )
 
 
+class BatchBody(_Body):
+    """Runs to start now, in one transaction: each item is what a single start's body says.
+    An item of the wrong shape refuses the whole batch (400 naming ``body.runs[i]``)."""
+
+    runs: list[StartBody] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class ItemError(BaseModel):
+    """An item the batch refused, in its place: the error a single start would answer."""
+
+    error: ErrorBody
+    http_status: int = Field(description="the status a single start would have answered")
+
+
+class BatchOut(BaseModel):
+    runs: list[RunOut | ItemError] = Field(
+        description="in the order of the request's items: each item's run, or its error"
+    )
+
+
 class ReasonBody(_Body):
     """Optional: why, kept in the control's log line."""
 
@@ -343,6 +365,33 @@ async def start_run(request: web.Request) -> web.Response:
         host, definition_id, scope=body.scope, params=body.params, actor=principal(request).actor
     )
     return respond(await run_view(host, run_id), status=201 if created else 200)
+
+
+@routes.post(
+    "/api/v1/admin/events/{id}/runs:batch",
+    roles=ADMIN,
+    summary=f"Start up to {MAX_BATCH} runs of the published version now, in one transaction; "
+    "200 with each item's run or its own error, in order",
+    body=BatchBody,
+    response=BatchOut,
+)
+async def start_runs(request: web.Request) -> web.Response:
+    host = request.app[HOST]
+    definition_id = await _require_event(request)
+    body = await read_body(request, BatchBody)
+    starts = [Start(scope=item.scope, params=item.params) for item in body.runs]
+    answers = await start_many(host, definition_id, starts, actor=principal(request).actor)
+    views = await run_views_of(host, [a.run_id for a in answers if isinstance(a, Started)])
+    return respond(
+        {"runs": [views[a.run_id] if isinstance(a, Started) else _refused(a) for a in answers]}
+    )
+
+
+def _refused(error: PageantError) -> dict[str, Any]:
+    return {
+        "error": {"code": error.code, "message": error.message, "details": error.details},
+        "http_status": error.status,
+    }
 
 
 # ── what is running now ───────────────────────────────────────────────────────

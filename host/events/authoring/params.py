@@ -13,6 +13,8 @@ from pageant.errors import Invalid
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.runs.params import (
+    FOR_EACH,
+    MAX_PARAM_SETS,
     MAX_PARAM_TEXT,
     PARAM_TYPES,
     SCOPE,
@@ -30,8 +32,6 @@ PARAM_NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_PARAMS = 20
 MAX_PARAM_NAME = 64
 MAX_PARAM_LABEL = 200
-#: The most param sets one schedule fans out over (runs per occurrence).
-MAX_PARAM_SETS = 50
 
 
 def validate_declarations(raw: Any, registry: Registry, errors: list[str]) -> list[dict[str, Any]]:
@@ -159,6 +159,12 @@ def validate_param_sets(
     (and the sets told apart by the scope each makes). None when absent."""
     if raw is None:
         return None
+    if isinstance(raw, dict) and raw:
+        errors.append(
+            f'{path}: expected a list of param sets, or {{"for_each": {{param: option '
+            f"source}}}}; got {show(raw)}"
+        )
+        return None
     if not isinstance(raw, list) or not raw:
         errors.append(f"{path}: expected a non-empty list of param sets; got {show(raw)}")
         return None
@@ -182,7 +188,56 @@ def validate_param_sets(
     return sets
 
 
+def validate_for_each(
+    raw: Any, declarations: list[dict[str, Any]], registry: Registry, path: str, errors: list[str]
+) -> dict[str, Any] | None:
+    """A fan-out over an option source, ``{"for_each": {"server": "<source id>"}}``:
+    one run per value the source offers when the occurrence is expanded
+    (:mod:`pageant.schedules.fan_out`). The param must be declared; the source registered,
+    and the one the param declares where it declares one; every other param must have a
+    default or be optional, since the source gives only the one. None (with the problem in
+    ``errors``) when it does not hold; the normalised form when it does."""
+    unknown = sorted(set(raw) - {FOR_EACH})
+    if unknown:
+        errors.append(f'{path}.{unknown[0]}: is not a known field (a fan-out says "for_each")')
+        return None
+    over = raw[FOR_EACH]
+    where = f"{path}.{FOR_EACH}"
+    if not isinstance(over, dict) or len(over) != 1:
+        errors.append(
+            f"{where}: expected one param and the option source it fans out over, e.g. "
+            f'{{"server": "openarena.options.servers"}}; got {show(over)}'
+        )
+        return None
+    ((name, source),) = over.items()
+    where = f"{where}.{name}"
+    declared = {param["name"]: param for param in declarations}
+    if name not in declared:
+        known = ", ".join(sorted(declared)) or "none"
+        errors.append(f"{where}: not a param of this event (it declares {known})")
+        return None
+    if not isinstance(source, str) or source not in registry.option_sources:
+        errors.append(f"{where}: expected an option source a plugin registers; got {show(source)}")
+        return None
+    own = declared[name].get("option_source")
+    if own is not None and own != source:
+        errors.append(
+            f'{where}: the param "{name}" takes its values from {own}; fan out over that '
+            f"source, not {source}"
+        )
+        return None
+    for param in declarations:
+        if param["name"] != name and param.get("required") and "default" not in param:
+            errors.append(
+                f'{where}: the param "{param["name"]}" is required and has no default, and a '
+                f'fan-out over {source} gives each run only "{name}"'
+            )
+            return None
+    return {FOR_EACH: {name: source}}
+
+
 __all__ = [
+    "FOR_EACH",
     "MAX_PARAMS",
     "MAX_PARAM_SETS",
     "PARAM_KEYS",
@@ -191,5 +246,6 @@ __all__ = [
     "fits",
     "is_reference",
     "validate_declarations",
+    "validate_for_each",
     "validate_param_sets",
 ]

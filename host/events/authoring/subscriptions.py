@@ -37,10 +37,11 @@ def validate_blackouts(raw: Any, path: str, errors: list[str]) -> list[str]:
 
 
 def validate_stagger(
-    raw_schedule: Any, fan_out: list[dict[str, Any]] | None, errors: list[str]
+    raw_schedule: Any, fan_out: list[dict[str, Any]] | dict[str, Any] | None, errors: list[str]
 ) -> str | None:
     """A schedule's ``stagger`` (``"5m"``), or None when it has none. A stagger spreads a
-    fan-out's runs, so a schedule without ``params`` may not carry one."""
+    fan-out's runs (listed sets, or a ``for_each`` over an option source's values), so a
+    schedule without ``params`` may not carry one."""
     if not isinstance(raw_schedule, dict) or raw_schedule.get("stagger") is None:
         return None
     path = "spec.schedule.stagger"

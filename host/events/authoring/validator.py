@@ -208,7 +208,7 @@ def validate(
     types = run_params.declared_types(declared)
     by_name = {param["name"]: param for param in declared}
     schedule = _schedule(raw.get("schedule"), errors)
-    fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors)
+    fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors, registry)
     if fan_out is not None:
         schedule["params"] = fan_out
     staggered = validate_stagger(raw.get("schedule"), fan_out, errors)
@@ -241,11 +241,21 @@ def validate(
 
 
 def _fan_out(
-    raw: Any, schedule: dict[str, Any], declared: list[dict[str, Any]], errors: list[str]
-) -> list[dict[str, Any]] | None:
-    """A schedule's ``params``: the param sets each occurrence makes one run of."""
+    raw: Any,
+    schedule: dict[str, Any],
+    declared: list[dict[str, Any]],
+    errors: list[str],
+    registry: Registry,
+) -> list[dict[str, Any]] | dict[str, Any] | None:
+    """A schedule's ``params``: the param sets each occurrence makes one run of, or the
+    option source whose values it fans out over (``{"for_each": {param: source}}``)."""
     if not isinstance(raw, dict) or schedule["kind"] == "manual":
         return None
+    over = raw.get("params")
+    if isinstance(over, dict) and run_params.FOR_EACH in over:
+        return run_params.validate_for_each(
+            over, declared, registry, "spec.schedule.params", errors
+        )
     return run_params.validate_param_sets(
         raw.get("params"), declared, "spec.schedule.params", errors
     )
@@ -686,6 +696,36 @@ _SCHEDULES = [
         ["kind", "nth", "weekday", "time"],
     ),
 ]
+
+#: A schedule's fan-out (``schedule.params``), as the HTTP API documents it.
+_FAN_OUT = {
+    "description": "one run per param set at every occurrence: a list of sets, or the "
+    "values of an option source (docs/schedules.md)",
+    "oneOf": [
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": run_params.MAX_PARAM_SETS,
+            "items": {"type": "object", "description": "a value for each declared param"},
+        },
+        _closed(
+            {
+                run_params.FOR_EACH: {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1,
+                    "additionalProperties": {"type": "string"},
+                    "description": "the param and the option source whose values it takes, "
+                    'e.g. {"server": "openarena.options.servers"}',
+                }
+            },
+            [run_params.FOR_EACH],
+        ),
+    ],
+}
+for _shape in _SCHEDULES:
+    if _shape["properties"]["kind"] != {"const": "manual"}:
+        _shape["properties"]["params"] = _FAN_OUT
 
 #: The spec's shape, as the HTTP API documents it. The validator checks more than a schema
 #: can say (each action and its params against the registry, conditions, the bounds across
