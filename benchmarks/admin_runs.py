@@ -24,10 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
-from pageant.clock import FakeClock
 from pageant.db.tables import event_run_steps, event_runs
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 LIVE = 200
 QUERIES = (

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
-from pageant.clock import FakeClock
 from pageant.db.tables import (
     event_definitions,
     event_run_log,
@@ -41,7 +40,8 @@ from pageant.db.tables import (
     event_versions,
 )
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 LIVE = 20
 #: Every how many seeded runs one is marked failed (what the history's filter finds).

@@ -28,11 +28,11 @@ from benchdb import scratch_database
 from sqlalchemy import event, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import FakeClock
 from pageant.db.tables import event_definitions, event_runs, event_versions
 from pageant.engine.expand import expand
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 ZONES = ("Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC")

@@ -22,7 +22,6 @@ from benchdb import scratch_database
 from sqlalchemy import event, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import FakeClock
 from pageant.db.tables import (
     event_definitions,
     event_run_log,
@@ -32,7 +31,8 @@ from pageant.db.tables import (
 )
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 DEFINITIONS = 100

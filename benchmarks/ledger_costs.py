@@ -29,7 +29,6 @@ from sqlalchemy import event, insert, select
 from step_statements import Meter, _publish
 
 from pageant import hookimpl
-from pageant.clock import FakeClock
 from pageant.db.tables import event_run_resources, event_runs
 from pageant.engine import Engine
 from pageant.engine.tick import STAGES
@@ -37,7 +36,8 @@ from pageant.hosting import Host
 from pageant.ledger.cleanup import cleanup
 from pageant.plugins.loader import candidate_for
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from pageant.switchboard import board
 
 CHUNK = 2_000

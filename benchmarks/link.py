@@ -39,7 +39,7 @@ from procstat import rss_mib
 from pageant.access.tokens import MAX_BINDINGS, create_token
 from pageant.api.app import make_app
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -60,7 +60,7 @@ async def _tokens(db: Any, servers: list[str]) -> dict[str, str]:
 
 
 def _now() -> Any:
-    from pageant.clock import SystemClock
+    from pageant.support.clock import SystemClock
 
     return SystemClock().now()
 

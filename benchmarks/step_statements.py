@@ -26,7 +26,6 @@ from benchdb import scratch_database
 from sqlalchemy import event, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import FakeClock
 from pageant.db.tables import (
     TERMINAL_RUN_STATUSES,
     event_definitions,
@@ -36,7 +35,8 @@ from pageant.db.tables import (
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from pageant.switchboard import board
 
 STEPS = {

@@ -28,13 +28,13 @@ from step_statements import _publish
 
 import pageant
 import pageant.builtin_plugins as builtin_plugins
-from pageant.clock import FakeClock
 from pageant.db import steps
 from pageant.engine import Engine, dispatch
 from pageant.engine import batch as batch_module
 from pageant.hosting import Host
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 #: The folders whose functions are the walk (the host, and the built-in plugins).
 ROOTS = (Path(pageant.__file__).resolve().parent, Path(builtin_plugins.__file__).resolve().parent)

@@ -117,7 +117,7 @@ from pageant.engine import Engine
 from pageant.events.authoring import params as authoring_params
 from pageant.hosting import Host
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 PEER = HERE / "apscheduler_peer.py"

@@ -16,13 +16,13 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from pageant.clock import Clock, SystemClock
 from pageant.hookspecs.models import changes_world
 from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
-from pageant.recent import RecentAnswers
-from pageant.settings import Settings
+from pageant.support.clock import Clock, SystemClock
+from pageant.support.recent import RecentAnswers
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
     import asyncio
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
     from pageant.link.service import Link as GameLinkService
-    from pageant.metrics import Metrics
+    from pageant.support.metrics import Metrics
 
 log = logging.getLogger("pageant")
 
@@ -156,9 +156,9 @@ class Host:
 
     @property
     def metrics(self) -> Metrics:
-        """This host's :class:`pageant.metrics.Metrics` (made on first use)."""
+        """This host's :class:`pageant.support.metrics.Metrics` (made on first use)."""
         if self._metrics is None:
-            from pageant.metrics import Metrics
+            from pageant.support.metrics import Metrics
 
             self._metrics = Metrics()
             self._metrics.count_plugins(self.plugins.records)
@@ -177,7 +177,7 @@ class Host:
     @property
     def recent_consoles(self) -> RecentAnswers:
         """The run consoles read in the last ``console_max_age_ms``, shared by their readers
-        (made on first use; :mod:`pageant.recent`). The API and the web console's run pages
+        (made on first use; :mod:`pageant.support.recent`). The API and the web console's run pages
         read through it; the CLI, the kit and the tests read :func:`pageant.runs.console.console`
         afresh."""
         if self._recent_consoles is None:

@@ -33,7 +33,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pageant.clock import FakeClock
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.hookspecs.envelope import classify
 from pageant.hookspecs.models import WORLD_CHANGING_RISKS, changes_world
@@ -41,7 +40,8 @@ from pageant.hosting import Host
 from pageant.link.agent import FakeAgent
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import Candidate, candidate_for, find_candidates
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 __all__ = [
     "FakeAgent",

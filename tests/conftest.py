@@ -24,11 +24,11 @@ from sqlalchemy import delete, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import FakeClock
 from pageant.db.engine import create_engine
 from pageant.db.migrate import upgrade
 from pageant.db.tables import ALL_TABLES
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 
 #: Fixtures more than one folder uses: the ledger's games and their hosts.
 pytest_plugins = ["tests.ledger.games"]

@@ -19,7 +19,7 @@ from pageant.db.tables import event_definitions, event_runs, event_versions
 from pageant.hookspecs import ActionContext
 from pageant.hosting import Host
 from pageant.plugins.loader import candidate_for
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 _slugs = itertools.count(1)
 

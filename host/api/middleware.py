@@ -25,8 +25,8 @@ from pageant.api.keys import HOST
 from pageant.api.routing import AUTH_PROBLEM_KEY, PRINCIPAL_KEY, Handler, respond
 from pageant.db.errors import OperationalError, is_retryable_conflict, is_unavailable
 from pageant.errors import PageantError, Unauthenticated
-from pageant.pacing import Pace
-from pageant.recent import reads_console
+from pageant.support.pacing import Pace
+from pageant.support.recent import reads_console
 
 log = logging.getLogger("pageant.api")
 
@@ -53,7 +53,7 @@ def readers_pace(per_second: int) -> Pace:
 def admission(limit: int, pace: Pace | None = None, *, read_ahead: float = 0.0) -> Middleware:
     """A middleware that lets at most ``limit`` requests be handled at once, the rest waiting
     their turn in arrival order (an asyncio semaphore's queue), and run console reads
-    (:func:`pageant.recent.reads_console`) apart from them, each answered at its turn of
+    (:func:`pageant.support.recent.reads_console`) apart from them, each answered at its turn of
     ``pace``.
 
     The engine shares the host's event loop and its database pool with every request: fifty

@@ -57,7 +57,7 @@ def _no_controls(schema: Any) -> Any:
     return schema
 
 
-#: The headers of a revalidated answer (:func:`pageant.revalidation.tagged`): on its
+#: The headers of a revalidated answer (:func:`pageant.support.revalidation.tagged`): on its
 #: 200 and on its 304 alike.
 REVALIDATED_HEADERS = {
     "ETag": {

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pageant import jsoncodec
 from pageant.errors import Forbidden, Invalid, Unauthenticated, UnsupportedMediaType
-from pageant.timefmt import iso
+from pageant.support import jsoncodec
+from pageant.support.timefmt import iso
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # aiohttp 3.14 warns on a plain string request key (an error under filterwarnings=error,
@@ -59,7 +59,7 @@ class Route:
     media_type: str = "application/json"
     #: Other answers the route gives with a body of their own shape (status -> its model).
     also: dict[int, type[BaseModel]] = field(default_factory=dict)
-    #: True where the route answers with :func:`pageant.revalidation.tagged`: its success
+    #: True where the route answers with :func:`pageant.support.revalidation.tagged`: its success
     #: answer carries an ``ETag`` and ``Cache-Control: no-cache``, and a request whose
     #: ``If-None-Match`` names the tag answers 304 with no body.
     revalidated: bool = False

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from aiohttp import web
 
 from pageant.schedules import calendar
-from pageant.timefmt import OutOfRange, parse_instant
+from pageant.support.timefmt import OutOfRange, parse_instant
 
 
 def instant(

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from pageant.cli.demo_text import stream_lines
-from pageant.clock import SystemClock
 from pageant.db.migrate import upgrade
-from pageant.db.states import RUN_ENDED
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context
-from pageant.settings import Settings
+from pageant.states import RUN_ENDED
+from pageant.support.clock import SystemClock
+from pageant.support.settings import Settings
 
 from .showcase import (
     STAFF_ACTOR,

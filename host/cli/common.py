@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from pageant.errors import Invalid, PageantError
-from pageant.settings import ENV_PREFIX, Settings, load_settings
-from pageant.timefmt import iso
+from pageant.support.settings import ENV_PREFIX, Settings, load_settings
+from pageant.support.timefmt import iso
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

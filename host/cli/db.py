@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from pageant.cli.common import run, settings_options
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 @click.group()

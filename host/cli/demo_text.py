@@ -19,7 +19,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
 from pageant.runs import sentences
 from pageant.runs.sentences import NO_CONTEXT, Context, resources_words
-from pageant.timefmt import instant_or_none
+from pageant.support.timefmt import instant_or_none
 
 #: The widest line the demo prints: a 120-column terminal shows each on one row.
 WIDTH = 120

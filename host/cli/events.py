@@ -16,7 +16,7 @@ from pageant.cli.common import (
     with_host,
 )
 from pageant.schedules.preview import DEFAULT_PER_SCOPE, MAX_PER_SCOPE
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

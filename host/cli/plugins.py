@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from pageant.cli.common import json_option, quiet_plugin_log, run, settings_options
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 @click.command()

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from pageant.cli.common import as_json_text, event_id, json_option, settings_options, with_host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 @click.command()

@@ -17,8 +17,8 @@ from pageant.cli.common import (
     table,
     with_host,
 )
-from pageant.db.states import RUN_ENDED
-from pageant.settings import Settings
+from pageant.states import RUN_ENDED
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

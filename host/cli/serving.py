@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 from pageant.cli.common import require_schema, run, settings_options
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 log = logging.getLogger("pageant")
 

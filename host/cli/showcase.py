@@ -40,7 +40,6 @@ from pageant.db.contents import foreign_tables_and_counts
 from pageant.db.engine import shown_url
 from pageant.db.errors import DatabaseError
 from pageant.db.migrate import upgrade
-from pageant.db.states import RUN_ENDED
 from pageant.errors import PageantError
 from pageant.events import definitions
 from pageant.hosting import Host
@@ -48,14 +47,15 @@ from pageant.runs import controls
 from pageant.runs.console import console
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context
-from pageant.settings import Settings
+from pageant.states import RUN_ENDED
+from pageant.support.settings import Settings
 from pageant.switchboard import board
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from pageant.clock import Clock
     from pageant.plugins.loader import Candidate
+    from pageant.support.clock import Clock
 
 TITLE = "Champion Muster"
 #: Who the demo acts as: an admin opens the switchboard, authors, publishes and starts;

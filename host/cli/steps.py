@@ -8,7 +8,7 @@ import click
 
 from pageant.cli.common import actor, as_json_text, json_option, settings_options, with_host
 from pageant.errors import NotFound
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

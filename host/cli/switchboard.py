@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from pageant.cli.common import actor, as_json_text, json_option, settings_options, with_host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 def _line(item: dict[str, Any]) -> str:

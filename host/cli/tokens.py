@@ -16,7 +16,7 @@ from pageant.cli.common import (
     when,
     with_host,
 )
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 @click.group()

@@ -14,7 +14,7 @@ from pageant.cli.common import (
     settings_options,
     with_host,
 )
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 
 @click.command()

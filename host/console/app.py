@@ -31,7 +31,7 @@ from pageant.console.session import COOKIE, CSRF_FIELD, SESSION_KEY, Sessions, c
 from pageant.db.errors import OperationalError, is_retryable_conflict
 from pageant.errors import PageantError
 from pageant.hosting import Host
-from pageant.recent import reads_console
+from pageant.support.recent import reads_console
 
 log = logging.getLogger("pageant.console")
 

@@ -24,7 +24,6 @@ from pageant.console.clock import page_clock
 from pageant.console.keys import host_of, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.db.blackouts import ACTIVE, list_blackouts
-from pageant.db.states import Overlap
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, verify
@@ -44,6 +43,7 @@ from pageant.runs.grid import grid
 from pageant.runs.params import PARAM_TYPES, values_from_text
 from pageant.schedules.blackouts import subscribed
 from pageant.schedules.recurrence import WEEKDAYS, next_occurrence, zone
+from pageant.states import Overlap
 
 routes = web.RouteTableDef()
 #: The most blackouts the editor offers as boxes (far more than a community keeps).

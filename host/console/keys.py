@@ -12,7 +12,7 @@ from pageant.console.clock import page_clock
 from pageant.console.session import CSRF_FIELD, Session, Sessions, signed_in
 from pageant.errors import Forbidden
 from pageant.hosting import Host
-from pageant.revalidation import tagged
+from pageant.support.revalidation import tagged
 
 HOST = web.AppKey("console_host", Host)
 SESSIONS = web.AppKey("console_sessions", Sessions)
@@ -137,7 +137,7 @@ def render_error(
 
 def render_tagged(request: web.Request, template: str, **values: Any) -> web.Response:
     """``template`` rendered as :func:`render` does, revalidated
-    (:func:`pageant.revalidation.tagged`): an ``ETag`` that is a digest of the HTML sent
+    (:func:`pageant.support.revalidation.tagged`): an ``ETag`` that is a digest of the HTML sent
     (the CSRF token and the role's buttons in it included, so the tag is exact per
     response), ``Cache-Control: no-cache``, and 304 with no body to an ``If-None-Match``
     that names the tag.

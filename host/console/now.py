@@ -16,9 +16,9 @@ from aiohttp import web
 from pageant.access.roles import STAFF
 from pageant.console.keys import host_of, render, render_tagged, require
 from pageant.db import runs as run_rows
-from pageant.db.states import RUN_LIVE
 from pageant.events import definitions
 from pageant.runs.listing import RunFilter, list_runs
+from pageant.states import RUN_LIVE
 
 routes = web.RouteTableDef()
 

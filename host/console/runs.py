@@ -24,7 +24,14 @@ from pageant.console.filters import at
 from pageant.console.keys import host_of, render, render_tagged, require, see_other
 from pageant.db import phase_gates
 from pageant.db.countdown import COUNTDOWN_PHASE
-from pageant.db.states import (
+from pageant.errors import Conflict, Invalid, NotFound
+from pageant.events import definitions
+from pageant.runs import controls, sentences
+from pageant.runs.console import console, pinned_spec
+from pageant.runs.sentences import Context
+from pageant.runs.versions import phases_of
+from pageant.schedules.recurrence import zone
+from pageant.states import (
     RUN_ADVANCE,
     RUN_CANCEL,
     RUN_ENDED,
@@ -33,13 +40,6 @@ from pageant.db.states import (
     RUN_RESUME,
     STEP_OPEN,
 )
-from pageant.errors import Conflict, Invalid, NotFound
-from pageant.events import definitions
-from pageant.runs import controls, sentences
-from pageant.runs.console import console, pinned_spec
-from pageant.runs.sentences import Context
-from pageant.runs.versions import phases_of
-from pageant.schedules.recurrence import zone
 
 routes = web.RouteTableDef()
 

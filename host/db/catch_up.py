@@ -14,7 +14,6 @@ from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.states import RUN_LIVE, RunStatus
 from pageant.db.tables import (
     by_primary_key,
     changed_one,
@@ -22,6 +21,7 @@ from pageant.db.tables import (
     event_runs,
     status_in,
 )
+from pageant.states import RUN_LIVE, RunStatus
 
 r = event_runs.c
 d = event_definitions.c

@@ -15,8 +15,8 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.states import StepStatus
 from pageant.db.tables import RUN_PHASE_ORDER, by_primary_key, changed_one, event_run_steps
+from pageant.states import StepStatus
 
 #: The phase every rung row carries: parentheses never pass the phase-key grammar.
 COUNTDOWN_PHASE = "(countdown)"

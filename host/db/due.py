@@ -14,7 +14,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.runs import RUN_COLUMNS, RUN_FROM, r
-from pageant.db.states import RUN_ACTIVE, STEP_OPEN, Health, RunStatus, StepStatus
 from pageant.db.tables import (
     LIVE_RUN_STATUSES,
     RUN_PHASE_ORDER,
@@ -24,6 +23,7 @@ from pageant.db.tables import (
     event_run_steps,
     event_runs,
 )
+from pageant.states import RUN_ACTIVE, STEP_OPEN, Health, RunStatus, StepStatus
 
 d = event_definitions.c
 _st = event_run_steps.c

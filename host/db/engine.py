@@ -16,8 +16,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from pageant import jsoncodec
 from pageant.db import sqlite_driver
+from pageant.support import jsoncodec
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
@@ -202,7 +202,7 @@ def create_engine(
     is given up after :data:`MARIADB_CONNECT_SECONDS`, and (asyncmy) a statement after
     ``statement_seconds`` (None: never; a migration's ``ALTER TABLE`` may take long).
     """
-    # JSON columns are read through orjson (pageant.jsoncodec): the same values, faster.
+    # JSON columns are read through orjson (pageant.support.jsoncodec): the same values, faster.
     kwargs.setdefault("json_deserializer", jsoncodec.loads)
     if "poolclass" not in kwargs and make_url(url).database not in (None, "", ":memory:"):
         # Connections kept open between uses; up to MAX_OVERFLOW more are opened under a

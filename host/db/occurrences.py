@@ -18,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.log_kinds import LogKind
 from pageant.db.runs import ENDED_VALUES, d, r
-from pageant.db.states import RUN_LIVE, RunStatus
 from pageant.db.tables import (
     RUN_STATUSES,
     by_primary_key,
@@ -28,6 +27,7 @@ from pageant.db.tables import (
     event_runs,
     event_versions,
 )
+from pageant.states import RUN_LIVE, RunStatus
 
 #: What the schedule reconciliation reads of a row.
 OCCURRENCE_COLUMNS = (

@@ -16,8 +16,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing
-from pageant.db.states import RUN_ENDED, RunStatus
 from pageant.db.tables import event_run_participants, event_run_results, event_runs
+from pageant.states import RUN_ENDED, RunStatus
 
 p = event_run_participants.c
 res = event_run_results.c

@@ -15,9 +15,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.log_kinds import LogKind
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.rows import AnyRow
-from pageant.db.states import RunStatus
 from pageant.db.tables import event_definitions, event_run_log, event_runs, event_series
 from pageant.db.tables import event_versions as versions
+from pageant.states import RunStatus
 
 d = event_definitions.c
 s = event_series.c

@@ -1,6 +1,6 @@
 """SQL behind the progress players see: the count gates of an event's runs under way.
 
-A run is under way while it is live (:data:`pageant.db.states.RUN_LIVE`: starting, running,
+A run is under way while it is live (:data:`pageant.states.RUN_LIVE`: starting, running,
 paused, ending); each ``on`` gate it has entered is a row of ``event_run_phase_gates``. Which
 of them players may see is the run's pinned spec's to say (``"public": true``), read above
 this module; this one only answers the rows, through the ``(definition_id, status)`` index.
@@ -12,8 +12,8 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db.states import RUN_LIVE
 from pageant.db.tables import event_run_phase_gates, event_runs
+from pageant.states import RUN_LIVE
 
 r = event_runs.c
 g = event_run_phase_gates.c

@@ -12,7 +12,6 @@ from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from pageant.db.engine import create_engine
 from pageant.db.rows import AnyRow
-from pageant.db.states import RUN_ENDED, RunStatus, StepStatus
 from pageant.db.tables import (
     event_action_settings,
     event_definitions,
@@ -22,6 +21,7 @@ from pageant.db.tables import (
     event_versions,
     metadata,
 )
+from pageant.states import RUN_ENDED, RunStatus, StepStatus
 
 #: Where a rehearsal stops: a run that has ended, or one stopped for a person.
 STOPPED = (*RUN_ENDED, RunStatus.PAUSED)

@@ -19,7 +19,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import inserted_id
-from pageant.db.states import CleanupStatus
 from pageant.db.tables import (
     HOLDING_RESOURCE_STATUSES,
     HOLDING_SQL,
@@ -30,6 +29,7 @@ from pageant.db.tables import (
     event_run_steps,
     event_runs,
 )
+from pageant.states import CleanupStatus
 
 x = event_run_resources.c
 

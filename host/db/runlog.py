@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.log_kinds import LogKind
 from pageant.db.shared import Batch
 from pageant.db.tables import TERMINAL_RUN_STATUSES, event_run_log, event_runs
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 
 g = event_run_log.c
 

@@ -26,11 +26,23 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from pageant.db import switchboard
+from pageant.db import runlog, switchboard
 from pageant.db.engine_rows import RunState, StepRow
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
 from pageant.db.shared import Batch
-from pageant.db.states import (
+from pageant.db.tables import (
+    PRIMARY_KEY_HINT,
+    RUN_PHASE_STATUS_ORDER,
+    by_primary_key,
+    changed_one,
+    event_action_settings,
+    event_definitions,
+    event_run_steps,
+    event_runs,
+    event_versions,
+    status_in,
+)
+from pageant.states import (
     RUN_ACTIVE,
     RUN_CANCEL,
     RUN_END,
@@ -46,20 +58,9 @@ from pageant.db.states import (
     RUN_START,
     CleanupStatus,
     Health,
+    Move,
     RunStatus,
     StepStatus,
-)
-from pageant.db.tables import (
-    PRIMARY_KEY_HINT,
-    RUN_PHASE_STATUS_ORDER,
-    by_primary_key,
-    changed_one,
-    event_action_settings,
-    event_definitions,
-    event_run_steps,
-    event_runs,
-    event_versions,
-    status_in,
 )
 
 r = event_runs.c
@@ -443,21 +444,19 @@ async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
 async def end_run(
     conn: AsyncConnection,
     run_id: int,
+    move: Move,
     *,
-    froms: tuple[str, ...],
-    to: str,
     now: datetime,
     error: str | None = None,
 ) -> bool:
-    """CAS a run from one of ``froms`` into the terminal status ``to``, dropping its claim,
-    hold and waiting reason. Write-once: ``froms`` never names a terminal status. The move
-    must be one the table allows (:data:`~pageant.db.states.RUN_MOVES`); any other is a
+    """CAS a run by ``move``, one of the table's endings (:data:`~pageant.states.RUN_MOVES`,
+    into a terminal status), dropping its claim, hold and waiting reason. Write-once: no
+    ending acts from a terminal status. A move that is not an ending of the table is a
     ValueError and writes nothing."""
-    if not (froms and any(set(froms) <= set(m.froms) and to in m.to for m in RUN_MOVES)):
-        raise ValueError(f"no move of a run from {', '.join(froms) or 'nothing'} to {to}")
-    return await changed_one(
-        conn, _END, {"run_id": run_id, "froms": list(froms), "to": to, "now": now, "error": error}
-    )
+    if not (move in RUN_MOVES and len(move.to) == 1 and move.to[0] in RUN_ENDED):
+        raise ValueError(f"{move.name} is not an ending of a run the table allows")
+    params = {"run_id": run_id, "froms": list(move.froms), "to": move.to[0]}
+    return await changed_one(conn, _END, params | {"now": now, "error": error})
 
 
 async def pause_run(conn: AsyncConnection, run_id: int, *, error: str | None = None) -> bool:
@@ -486,10 +485,24 @@ async def let_go_of_key(conn: AsyncConnection, run_id: int) -> bool:
     return await changed_one(conn, _LET_GO_OF_KEY, {"run_id": run_id})
 
 
-async def escalate_health(conn: AsyncConnection, run_id: int, to: str) -> bool:
-    """Raise health to ``to`` (ok < degraded < stalled); never lowers it. True if it changed."""
+async def escalate_health(
+    conn: AsyncConnection,
+    run_id: int,
+    to: Health,
+    *,
+    because: str,
+    at: datetime,
+    **detail: Any,
+) -> bool:
+    """Raise health to ``to`` (ok < degraded < stalled), never lowering it, and log the
+    change (``run.health``, with ``detail``: a stalled gate's ``waited_seconds``, ``gate``,
+    ``phase``) only when this call made it: escalation is a compare-and-set, so a run's
+    health line is written once however many find the same trouble. True if it changed."""
     below = list(Health(to).below)
-    return await changed_one(conn, _ESCALATE, {"run_id": run_id, "below": below, "to": to})
+    if not await changed_one(conn, _ESCALATE, {"run_id": run_id, "below": below, "to": to}):
+        return False
+    await runlog.run_health(conn, run_id, at=at, to=to, because=because, **detail)
+    return True
 
 
 async def release_hold(conn: AsyncConnection, run_id: int, until: datetime) -> bool:

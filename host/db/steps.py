@@ -22,7 +22,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing
 from pageant.db.shared import Batch
-from pageant.db.states import (
+from pageant.db.tables import (
+    RUN_PHASE_ORDER,
+    by_primary_key,
+    changed_one,
+    event_run_steps,
+    status_in,
+)
+from pageant.states import (
     PARKED,
     STEP_CANCEL,
     STEP_CLAIM,
@@ -33,13 +40,6 @@ from pageant.db.states import (
     STEP_SKIP,
     Move,
     StepStatus,
-)
-from pageant.db.tables import (
-    RUN_PHASE_ORDER,
-    by_primary_key,
-    changed_one,
-    event_run_steps,
-    status_in,
 )
 
 s = event_run_steps.c

@@ -26,8 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
-from pageant.db.states import RUN_ENDED, RUN_LIVE, RunStatus, StepStatus
 from pageant.db.types import BigId, UTCDateTime
+from pageant.states import RUN_ENDED, RUN_LIVE, ResourceStatus, RunStatus, StepStatus
 
 metadata = MetaData(
     naming_convention={
@@ -48,8 +48,8 @@ TERMINAL_STEP_STATUSES = tuple(s for s in StepStatus if s.ended)
 #: placeholder written before a dispatch, ``revert_failed`` is out there with nothing left
 #: to try) and releases it once it is not (``reverted``, ``drifted``: someone else changed
 #: it, ``orphaned``: the plugin no longer reports it).
-HOLDING_RESOURCE_STATUSES = ("pending", "confirmed", "revert_failed")
-RELEASED_RESOURCE_STATUSES = ("reverted", "drifted", "orphaned")
+HOLDING_RESOURCE_STATUSES = tuple(s for s in ResourceStatus if s.holding)
+RELEASED_RESOURCE_STATUSES = tuple(s for s in ResourceStatus if not s.holding)
 RESOURCE_STATUSES = HOLDING_RESOURCE_STATUSES + RELEASED_RESOURCE_STATUSES
 
 

@@ -16,16 +16,16 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from pageant.db import due, runlog, runs, steps
+from pageant.db import due, runlog, runs
 from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import OUTCOME_FINISHED, RUN_FAIL, RUN_REFUSE, Outcome, Overlap
-from pageant.engine import catchup, overlap
+from pageant.engine import catchup, overlap, transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
-from pageant.engine.dispatch import CONTINUE, TAKEN, Ahead, dispatch_step
+from pageant.engine.dispatch import Ahead, dispatch_step
+from pageant.engine.readiness import readiness
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -33,6 +33,16 @@ from pageant.runs import params as run_params
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.options import check_run_values
 from pageant.runs.versions import phases_of
+from pageant.states import (
+    OUTCOME_FINISHED,
+    Dispatched,
+    Health,
+    Outcome,
+    Overlap,
+    Readiness,
+    RunStatus,
+    WaitingReason,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -40,10 +50,6 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
-
-#: Outcomes after which the run is done; its claim went with its last transition.
-#: The outcome of a run whose host began to stop: it claimed nothing more.
-STOPPING = "stopping"
 
 
 def stopping(host: Host) -> bool:
@@ -91,7 +97,7 @@ async def advance(host: Host, now: datetime) -> None:
 
 async def process_run(
     host: Host, run: RunRow, *, claimed: SetClaim | None = None
-) -> tuple[str, bool]:
+) -> tuple[Outcome, bool]:
     """Claim one run, move it, and hand the claim back if it is still in flight.
 
     ``claimed``: the run was claimed set-wise by the advance stage (:mod:`.claiming`), which
@@ -117,7 +123,7 @@ async def process_run(
         lost = await _claim_run(host, run, owner, now=now, lease=lease)
         if lost is not None:
             return lost, False
-    outcome = "error"
+    outcome = Outcome.ERROR
     try:
         outcome = await move_run(host, run, progress, lease_until=lease, ahead=ahead)
     finally:
@@ -128,48 +134,48 @@ async def process_run(
             await host.in_outcome_transaction(
                 lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
-    return outcome, progress.made or outcome == "bounded"
+    return outcome, progress.made or outcome is Outcome.BOUNDED
 
 
 async def _claim_run(
     host: Host, run: RunRow, owner: str, *, now: datetime, lease: datetime
-) -> str | None:
+) -> Outcome | None:
     """Claim ``run`` at ``now`` for this pass until ``lease`` (starting it when it is
     ``scheduled``); None once it is this host's, else why not."""
     if stopping(host):
-        return STOPPING
-    if run["status"] == "scheduled":
+        return Outcome.STOPPING
+    if run["status"] == RunStatus.SCHEDULED:
         not_started = await _start(host, run, now=now, owner=owner, lease=lease)
         if not_started is not None:
             return not_started
-        run["status"] = "starting"
+        run["status"] = RunStatus.STARTING
         return None
     # The engine's small writes share its outcome transaction: at a due instant a hundred
     # runs' claims commit together instead of queueing for a hundred commits.
     claimed = await host.in_outcome_transaction(
         lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
     )
-    return None if claimed else TAKEN
+    return None if claimed else Outcome.TAKEN
 
 
 async def _start(
     host: Host, run: RunRow, *, now: datetime, owner: str, lease: datetime
-) -> str | None:
+) -> Outcome | None:
     """scheduled -> starting, or the reason it cannot start yet (None: it started)."""
     if is_late(run, now):
-        return "late"  # the missed sweep makes it terminal and visible
+        return Outcome.LATE  # the missed sweep makes it terminal and visible
     if run["catch_up"] and await catchup.turn(host, run) is not None:
-        return "catching_up"  # after the one ahead of it; see pageant.engine.catchup
+        return Outcome.CATCHING_UP  # after the one ahead of it; see pageant.engine.catchup
     if waiting.held_unverified(run):
         # Held, not refused: it stays scheduled and its grace window decides, exactly like
         # a held concurrency key; a verify lifts the hold on the next tick.
-        if run["waiting_reason"] != "unverified":
+        if run["waiting_reason"] != WaitingReason.UNVERIFIED:
             held = waiting.describe(run, [], now=now, max_attempts=0)
             async with host.db.begin() as conn:
                 await waiting.note(conn, run["id"], held, now=now)
-        return "unverified"
+        return Outcome.UNVERIFIED
     if run["params"] and await _refused_values(host, run, now=now):
-        return "failed"
+        return Outcome.FAILED
     key = run["concurrency_key"]
     beside: overlap.Meeting | None = None
     if key:
@@ -183,7 +189,7 @@ async def _start(
             if meeting.policy is Overlap.ALLOW:
                 beside = meeting
     if stopping(host):
-        return STOPPING
+        return Outcome.STOPPING
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
         started = await host.in_outcome_transaction(
@@ -197,7 +203,7 @@ async def _start(
             )
         )
         if not started:
-            return TAKEN
+            return Outcome.TAKEN
         if beside is not None:
             await beside.note(host, now)
     except IntegrityError:
@@ -207,17 +213,17 @@ async def _start(
             holder = await runs.concurrency_holder(conn, key or "", run["id"])
         if holder is not None:
             await _blocked(host, run, holder._mapping, now)
-        return "blocked"
+        return Outcome.BLOCKED
     return None
 
 
-async def _overlap(host: Host, meeting: overlap.Meeting, now: datetime) -> str | None:
+async def _overlap(host: Host, meeting: overlap.Meeting, now: datetime) -> Outcome | None:
     """What the run's event's overlap does about the run holding its key: the outcome when
     the run does not start now, None when it goes on to its start (the key freed by a
     replace, or let go of to start beside the holder)."""
     run, holder = meeting.run, meeting.holder
     if meeting.policy is Overlap.SKIP:
-        return Outcome.SKIPPED if await overlap.skip(host, meeting, now) else TAKEN
+        return Outcome.SKIPPED if await overlap.skip(host, meeting, now) else Outcome.TAKEN
     if meeting.policy is Overlap.REPLACE:
         await overlap.replace(host, meeting, now)
         async with host.db.connect() as conn:
@@ -230,9 +236,9 @@ async def _overlap(host: Host, meeting: overlap.Meeting, now: datetime) -> str |
         if await overlap.go_beside(host, meeting):
             run["concurrency_key"] = None
             return None
-        return TAKEN
+        return Outcome.TAKEN
     await _blocked(host, run, holder, now)
-    return "blocked"
+    return Outcome.BLOCKED
 
 
 async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:
@@ -250,27 +256,15 @@ async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:
         return False
     because = "not started: " + "; ".join(problems)
     async with host.db.begin() as conn:
-        if not await runs.end_run(
-            conn, run["id"], froms=RUN_REFUSE.froms, to="failed", now=now, error=because
-        ):
+        if not await transitions.refuse_in(conn, run["id"], because, now=now):
             return False
-        cancelled = await steps.cancel_open_steps(conn, run["id"], now=now)
-        await runlog.run_status(
-            conn,
-            run["id"],
-            at=now,
-            from_="scheduled",
-            to="failed",
-            because=because,
-            cancelled_steps=cancelled,
-        )
     await lifecycle.announce(host, run["id"], lifecycle.RUN_FAILED)
     return True
 
 
 async def _blocked(host: Host, run: Record, holder: Record, now: datetime) -> None:
     # A held key keeps the run scheduled; its grace window decides whether it ever starts.
-    if run["waiting_reason"] == "concurrency":
+    if run["waiting_reason"] == WaitingReason.CONCURRENCY:
         return
     held = waiting.describe(run, [], now=now, max_attempts=0, holder=holder)
     async with host.db.begin() as conn:
@@ -290,7 +284,7 @@ async def _wait(
     now: datetime,
     gate: dict[str, Any] | None = None,
     unavailable: NotifyHold | None = None,
-) -> str:
+) -> Outcome:
     """Note why the run waits (once per change of reason); ``unavailable``: the hold on its
     next step, a notify step of a plugin that is down."""
     view = {**run, **state}
@@ -308,27 +302,15 @@ async def _wait(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
         )
-    return "waiting"
+    return Outcome.WAITING
 
 
-async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> str:
-    failed = False
+async def _fail_run(host: Host, run_id: int, because: str, *, now: datetime) -> Outcome:
     async with host.db.begin() as conn:
-        if failed := await runs.end_run(
-            conn,
-            run_id,
-            froms=RUN_FAIL.froms,
-            to="failed",
-            now=now,
-            error=because,
-        ):
-            cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-            await runlog.run_status(
-                conn, run_id, at=now, to="failed", because=because, cancelled_steps=cancelled
-            )
+        failed = await transitions.fail_in(conn, run_id, because, now=now)
     if failed:
         await lifecycle.announce(host, run_id, lifecycle.RUN_FAILED)
-    return "failed"
+    return Outcome.FAILED
 
 
 async def _complete(
@@ -338,7 +320,7 @@ async def _complete(
     now: datetime,
     last_phase: dict[str, Any] | None = None,
     index: int | None = None,
-) -> str:
+) -> Outcome:
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
 
@@ -349,18 +331,17 @@ async def _complete(
                 return None
             await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
             await runlog.phase_completed(conn, run_id, at=now, phase=last_phase["key"], index=index)
-            await runlog.run_status(conn, run_id, at=now, from_="running", to="ending")
+            await runlog.run_status(
+                conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING
+            )
         # The run passes straight through ``ending`` (a run found there after a crash
         # completes); what it holds in the world is given back by the cleanup stage once it
         # has ended, in this tick, from the ledger's rows.
-        completed = await runs.end_run(conn, run_id, froms=("ending",), to="completed", now=now)
-        if completed:
-            await runlog.run_status(conn, run_id, at=now, from_="ending", to="completed")
-        return completed
+        return await transitions.complete_in(conn, run_id, now=now)
 
     completed = await host.in_outcome_transaction(finish)
     if completed is None:
-        return TAKEN
+        return Outcome.TAKEN
     fired: list[lifecycle.Firing] = []
     if last_phase is not None:
         # This caller moved the run from its last phase into ``ending``: the cleanup of what
@@ -369,7 +350,7 @@ async def _complete(
     if completed:
         fired.append((run_id, lifecycle.RUN_COMPLETED, None))
     await lifecycle.announce_all(host, fired)
-    return "completed"
+    return Outcome.COMPLETED
 
 
 class _Entering(TypedDict):
@@ -429,7 +410,7 @@ async def move_run(
     *,
     lease_until: datetime,
     ahead: Ahead | None = None,
-) -> str:
+) -> Outcome:
     """Move one claimed run as far as it goes this pass (its steps, and its phases as their
     gates let it; :func:`goes_on` says how far); answers why it stopped.
     ``lease_until``: when the run's claim lapses; ``ahead``: what the run's claim already
@@ -445,13 +426,13 @@ async def move_run(
         )
     keys = {phase["key"]: i for i, phase in enumerate(phases)}
 
-    if run["status"] == "starting":
+    if run["status"] == RunStatus.STARTING:
         if not await _enter(
-            host, run_id, phases, 0, from_status="starting", old_phase=None, now=now
+            host, run_id, phases, 0, from_status=RunStatus.STARTING, old_phase=None, now=now
         ):
-            return TAKEN
+            return Outcome.TAKEN
         progress.made = True
-    elif run["status"] == "ending":
+    elif run["status"] == RunStatus.ENDING:
         progress.made = True
         return await _complete(host, run_id, now=now)
 
@@ -466,22 +447,22 @@ async def move_run(
             # running, unheld and waiting on nothing, and the step ready, when it was.
             ahead.remaining = int(goes_on(host, taken + 1, lease_until))
             outcome = await dispatch_step(host, run, claimed.step, ahead=ahead, claimed=claimed)
-            if outcome == TAKEN:
-                return TAKEN
+            if outcome is Dispatched.TAKEN:
+                return Outcome.TAKEN
             progress.made = True
-            if outcome != CONTINUE:
-                return "stopped"
+            if outcome is not Dispatched.CONTINUE:
+                return Outcome.STOPPED
             continue
         if not goes_on(host, taken, lease_until):
-            return "bounded"
+            return Outcome.BOUNDED
         if not seen:
             async with host.db.connect() as conn:
                 found = await read_cursor(conn, run_id)
         if found is None:
-            return "stopped"
+            return Outcome.STOPPED
         state, step = found
-        if state["status"] != "running":
-            return "stopped"  # paused, cancelled or failed underneath this tick
+        if state["status"] != RunStatus.RUNNING:
+            return Outcome.STOPPED  # paused, cancelled or failed underneath this tick
         index = keys.get(state["current_phase"])
         if index is None:
             progress.made = True
@@ -521,54 +502,55 @@ async def move_run(
                 run_id,
                 phases,
                 index + 1,
-                from_status="running",
+                from_status=RunStatus.RUNNING,
                 old_phase=phase["key"],
                 now=now,
             ):
-                return TAKEN
+                return Outcome.TAKEN
             continue
 
-        if step["status"] == "running":
-            if step["lease_until"] is None:
-                return await _wait(host, run, state, [step], now=now)
-            return "in-flight"
-        if step["due_at"] is not None and step["due_at"] > now:
+        ready = readiness(host, state, step, now)
+        if ready is Readiness.IN_FLIGHT:
+            return Outcome.IN_FLIGHT
+        if ready in (Readiness.PARKED, Readiness.NOT_DUE):
             return await _wait(host, run, state, [step], now=now)
-        if host.unavailable(step["action"]) is not None:
+        if ready is Readiness.UNAVAILABLE:
             # Not claimed, so nothing reaches any plugin and no attempt is spent; the run is
             # looked at again every poll until a restart settles who owns the action, or
             # until a plugin that reported itself down says it is back.
             if host.plugin_unavailable(step["action"].split(".", 1)[0]) is not None:
                 async with host.db.begin() as conn:
-                    if await runs.escalate_health(conn, run_id, "degraded"):
-                        await runlog.run_health(
-                            conn,
-                            run_id,
-                            at=now,
-                            to="degraded",
-                            because=f"{step['action']} is unavailable",
-                        )
+                    await runs.escalate_health(
+                        conn,
+                        run_id,
+                        Health.DEGRADED,
+                        because=f"{step['action']} is unavailable",
+                        at=now,
+                    )
             return await _wait(host, run, state, [step], now=now)
-        notify = notify_hold(host, step, phase, state, now)
+        if ready is Readiness.STOPPING:
+            return Outcome.STOPPING  # the host is stopping: no new step, the claim goes back
+        if ready not in (Readiness.READY, Readiness.PLUGIN_DOWN):
+            return Outcome.STOPPED  # seen to above: the run changed under this pass
+        notify = (
+            notify_hold(host, step, phase, state, now) if ready is Readiness.PLUGIN_DOWN else None
+        )
         if notify is not None and notify.waits:
             # A notify step of a plugin that is down: held for its hold_seconds, unclaimed.
             async with host.db.begin() as conn:
-                if await runs.escalate_health(conn, run_id, "degraded"):
-                    await runlog.run_health(
-                        conn, run_id, at=now, to="degraded", because=f"{step['action']} is held"
-                    )
+                await runs.escalate_health(
+                    conn, run_id, Health.DEGRADED, because=f"{step['action']} is held", at=now
+                )
             return await _wait(host, run, state, [step], now=now, unavailable=notify)
 
-        if stopping(host):
-            return STOPPING  # the host is stopping: no new step, the claim goes back
         ahead.remaining = int(goes_on(host, taken + 1, lease_until))
         # What the run waited on is cleared in the step's claim, one transaction for both.
         outcome = await dispatch_step(host, run, step, ahead=ahead, waited=state, held=notify)
-        if outcome == TAKEN:
-            return TAKEN
+        if outcome is Dispatched.TAKEN:
+            return Outcome.TAKEN
         progress.made = True
-        if outcome != CONTINUE:
-            return "stopped"
+        if outcome is not Dispatched.CONTINUE:
+            return Outcome.STOPPED
     raise AssertionError("unreachable: the pass ends inside its loop")
 
 

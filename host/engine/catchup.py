@@ -26,10 +26,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pageant.db import catch_up as catch_up_rows
-from pageant.db import runlog, runs, steps
+from pageant.engine import transitions
 from pageant.engine.contention import noted
 from pageant.engine.transitions import is_late
 from pageant.schedules import catchup
+from pageant.states import WaitingReason
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 #: The waiting reasons of a run a host held while it was due: not a run the outage missed.
-HELD = ("concurrency", "unverified")
+HELD = (WaitingReason.CONCURRENCY, WaitingReason.UNVERIFIED)
 
 
 async def settle_late(host: Host, late: Sequence[Row], now: datetime) -> set[int]:
@@ -98,22 +99,7 @@ async def _settle_group(
                 if await catch_up_rows.grant_catch_up(conn, row.id, decision.note):
                     log.info("run %s will start late: %s", row.id, decision.note)
                 continue
-            if not await runs.end_run(
-                conn, row.id, froms=("scheduled",), to="missed", now=now, error=decision.note
-            ):
-                continue
-            cancelled = await steps.cancel_open_steps(conn, row.id, now=now)
-            await runlog.run_status(
-                conn,
-                row.id,
-                at=now,
-                from_="scheduled",
-                to="missed",
-                because=decision.note,
-                scheduled_for=row.scheduled_for,
-                grace_seconds=row.grace_seconds,
-                cancelled_steps=cancelled,
-            )
+            await transitions.miss_in(conn, row._mapping, now=now, because=decision.note)
 
 
 async def turn(host: Host, run: Mapping[str, Any]) -> str | None:

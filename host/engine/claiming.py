@@ -43,11 +43,13 @@ from pageant.db import runlog, runs, steps
 from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
+from pageant.engine.readiness import run_may_move
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
 from pageant.runs import waiting
 from pageant.runs.options import takes_option_values
 from pageant.runs.params import with_scope
 from pageant.runs.versions import phases_of
+from pageant.states import RunStatus
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -81,7 +83,7 @@ def _startable(row: RunRow, now: datetime) -> bool:
     # Only the plain start: lateness, an unverified hold, a concurrency key (whose holder
     # must be looked up and told) and a catch-up's turn are the run's own task to see to.
     return (
-        row["status"] == "scheduled"
+        row["status"] == RunStatus.SCHEDULED
         and not row["catch_up"]
         and not is_late(row, now)
         and not waiting.held_unverified(row)
@@ -99,7 +101,7 @@ def candidates(host: Host, found: Sequence[RunRow], now: datetime) -> list[RunRo
     for row in found:
         if _startable(row, now):
             plain.append(row)
-        elif row["status"] == "running" and row["hold_until"] is None and room > 0:
+        elif run_may_move(row) and room > 0:
             plain.append(row)
             room -= 1
     return plain
@@ -134,9 +136,9 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         deferred.clear()
         for run_id in await runs.lock_free(conn, sorted(rows), now=now):
             row = rows[run_id]
-            if row["status"] == "running":
+            if row["status"] == RunStatus.RUNNING:
                 if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
-                    claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease)
+                    claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease)
                 continue
             pinned = await host.runner().versions.get(conn, row["version_id"])
             if (
@@ -153,7 +155,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             phases = phases_of(pinned.spec) if pinned else None
             if not phases:
                 # Started; what a version that cannot be read does is the task's to say.
-                claimed[run_id] = SetClaim(Ahead(host, run_id), "starting", lease)
+                claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.STARTING, lease)
                 continue
             await enter_phase_in(
                 conn,
@@ -161,19 +163,21 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                 run_id,
                 phases,
                 0,
-                from_status="starting",
+                from_status=RunStatus.STARTING,
                 old_phase=None,
                 now=now,
                 batch=group,
             )
-            claimed[run_id] = SetClaim(Ahead(host, run_id), "running", lease, phases[0]["key"])
+            claimed[run_id] = SetClaim(
+                Ahead(host, run_id), RunStatus.RUNNING, lease, phases[0]["key"]
+            )
         if group is not None:
             # The started runs' steps are read next; their lines go before any a claim
             # writes at once.
             await steps.flush_new(group)
             await runlog.flush(group)
         # Steps only for the free slots; the other started runs look in their own tasks.
-        running = [run_id for run_id, got in claimed.items() if got.status == "running"]
+        running = [run_id for run_id, got in claimed.items() if got.status == RunStatus.RUNNING]
         running = running[:room]
         cursors = await runs.read_cursors(conn, running, batch=group)
         for run_id in running:

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import countdown as rungs
 from pageant.db import runs, steps
 from pageant.db.engine_rows import run_row, step_row
-from pageant.db.states import RunStatus, StepStatus
 from pageant.engine.contention import noted
-from pageant.engine.dispatch import CONTINUE, dispatch_step
+from pageant.engine.dispatch import dispatch_step
 from pageant.runs import countdown as ladder
+from pageant.states import Dispatched, RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -60,7 +60,7 @@ async def _send(host: Host, run_id: int, step_ids: list[int], now: datetime) -> 
         except Exception as exc:
             if not noted(host, f"sending countdown step {step_id}", exc):
                 log.exception("could not send countdown step %s of run %s", step_id, run_id)
-    return CONTINUE, True
+    return Dispatched.CONTINUE, True
 
 
 async def _send_one(host: Host, run_id: int, step_id: int, now: datetime) -> None:

@@ -26,10 +26,11 @@ from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
-from pageant.db.states import RUN_ABORT
+from pageant.engine import transitions
 from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke, settle_spend
+from pageant.engine.readiness import readiness
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.ledger import cleanup as ledger
@@ -37,15 +38,12 @@ from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.tracing import describe_exception
 from pageant.runs import lifecycle, waiting
 from pageant.runs.holding import NotifyHold
+from pageant.states import PARKED, Dispatched, Health, Readiness, RunStatus, StepStatus
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
 
 log = logging.getLogger("pageant.engine")
-
-CONTINUE = "continue"
-STOP = "stop"
-TAKEN = "taken"
 
 #: The three paths on which a step is claimed (see :func:`claim_ready`).
 PER_RUN = "per run"
@@ -140,19 +138,8 @@ class Ahead:
     ) -> bool:
         # Only the plain case: anything else (a hold, a wait to note, a gate, an unavailable
         # action, a stopping host) is the run's loop to look at, as ever.
-        return (
-            step is not None
-            and state["status"] == "running"
-            and state["hold_until"] is None
-            and (waiting_ok or state["waiting_reason"] is None)
-            and step["status"] == "pending"
-            and (step["due_at"] is None or step["due_at"] <= now)
-            and self.host.unavailable(step["action"]) is None
-            # A step of a plugin that is down, or one the run held for it: the run's loop
-            # decides whether it is held (pageant.engine.holding) or refused.
-            and self.host.plugin_unavailable(step["action"].split(".", 1)[0]) is None
-            and state["waiting_reason"] != "unavailable"
-            and not self.host.stopping
+        return readiness(self.host, state, step, now) is Readiness.READY and (
+            waiting_ok or state["waiting_reason"] is None
         )
 
 
@@ -161,8 +148,7 @@ def _step_name(step: StepRow) -> str:
 
 
 async def _degrade(conn: AsyncConnection, run_id: int, *, because: str, now: datetime) -> None:
-    if await runs.escalate_health(conn, run_id, "degraded"):
-        await runlog.run_health(conn, run_id, at=now, to="degraded", because=because)
+    await runs.escalate_health(conn, run_id, Health.DEGRADED, because=because, at=now)
 
 
 async def _stale(
@@ -173,7 +159,7 @@ async def _stale(
     outcome: str,
     error: str | None,
     now: datetime,
-) -> str:
+) -> Dispatched:
     # The claim was reclaimed (and maybe re-dispatched) while this answer was on its way:
     # recording it would overwrite the successor's outcome, so it is only told.
     await runlog.step_stale(
@@ -185,7 +171,7 @@ async def _stale(
         outcome=outcome,
         error=error,
     )
-    return STOP
+    return Dispatched.STOP
 
 
 async def fail_step(
@@ -195,10 +181,10 @@ async def fail_step(
     error: str,
     *,
     now: datetime,
-    status: str = "failed",
+    status: StepStatus = StepStatus.FAILED,
     extra: dict[str, Any] | None = None,
     expired: bool = False,
-) -> str:
+) -> Dispatched:
     """Write the step ``failed`` (or ``refused``) under its claim and apply ``on_failure``.
 
     All three dispositions write the step's own status the same way; ``on_failure`` says
@@ -231,7 +217,7 @@ async def _write_failure(
     status: str,
     extra: dict[str, Any] | None,
     expired: bool,
-) -> tuple[str, bool]:
+) -> tuple[Dispatched, bool]:
     """:func:`fail_step`'s transaction; answers ``(outcome, whether it failed the run)``."""
     run_id = step["run_id"]
     async with host.db.begin() as conn:
@@ -246,7 +232,7 @@ async def _write_failure(
             expired=expired,
         ):
             return await _stale(conn, step, claim, outcome=status, error=error, now=now), False
-        if status == "refused":
+        if status is StepStatus.REFUSED:
             await runlog.step_refused(
                 conn, step, at=now, attempt=claim.attempt, error=error, more=extra or {}
             )
@@ -262,40 +248,30 @@ async def _write_failure(
                 more=extra,
             )
         await _degrade(conn, run_id, because=f"{_step_name(step)} {status}", now=now)
-        counter = host.metrics.steps_refused if status == "refused" else host.metrics.steps_failed
+        refused = status is StepStatus.REFUSED
+        counter = host.metrics.steps_refused if refused else host.metrics.steps_failed
         counter.labels(action=step["action"]).inc()
         because = f"{_step_name(step)} {status}: {error}"
         if step["on_failure"] == "abort_run":
-            cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-            ended = await runs.end_run(
-                conn,
-                run_id,
-                froms=RUN_ABORT.froms,
-                to="failed",
-                now=now,
-                error=because,
-            )
-            if ended:
+            ended = await transitions.abort_in(conn, run_id, because, phase=step["phase"], now=now)
+            return Dispatched.STOP, ended
+        if step["on_failure"] == "pause":
+            if await runs.pause_run(conn, run_id, error=because):
                 await runlog.run_status(
                     conn,
                     run_id,
                     at=now,
-                    to="failed",
+                    to=RunStatus.PAUSED,
                     because=because,
-                    cancelled_steps=cancelled,
                     phase=step["phase"],
                 )
-            return STOP, ended
-        if step["on_failure"] == "pause":
-            if await runs.pause_run(conn, run_id, error=because):
-                await runlog.run_status(
-                    conn, run_id, at=now, to="paused", because=because, phase=step["phase"]
-                )
                 failed = {**step, "status": status, "last_error": error}
-                stopped = waiting.describe({"status": "paused"}, [failed], now=now, max_attempts=0)
+                stopped = waiting.describe(
+                    {"status": RunStatus.PAUSED}, [failed], now=now, max_attempts=0
+                )
                 await waiting.note(conn, run_id, stopped, now=now, phase=step["phase"])
-            return STOP, False
-    return CONTINUE, False
+            return Dispatched.STOP, False
+    return Dispatched.CONTINUE, False
 
 
 async def _note_drift(host: Host, step: StepRow, action: Any, *, now: datetime) -> None:
@@ -369,7 +345,7 @@ async def claim_ready(
             at=now,
             held_seconds=round(held.held, 1),
             hold_seconds=held.seconds,
-            outcome="dispatched" if decision.allowed else "refused",
+            outcome="dispatched" if decision.allowed else StepStatus.REFUSED,
         )
     if decision.allowed and ledger.recorded(action):
         # Record before confirm: the placeholder is written with the claim, so no
@@ -387,7 +363,7 @@ async def dispatch_step(
     claimed: Claimed | None = None,
     waited: RunState | None = None,
     held: NotifyHold | None = None,
-) -> str:
+) -> Dispatched:
     """Claim ``step`` of ``run``, check it may run, perform it and record the answer.
 
     ``claimed`` is the step's claim made ahead (by the answer before it); ``ahead``, given,
@@ -402,7 +378,7 @@ async def dispatch_step(
     else:
         now = host.clock.now()
         if host.stopping:
-            return STOP  # the host began a clean stop since the run's loop looked
+            return Dispatched.STOP  # the host began a clean stop since the run's loop looked
 
         found = await host.in_outcome_transaction(
             lambda conn, group: claim_ready(
@@ -418,7 +394,7 @@ async def dispatch_step(
             ),
         )
         if found is None:
-            return TAKEN
+            return Dispatched.TAKEN
         decision = found
     claim = Claim(host.identity, step["attempts"] + 1)
     metrics = host.metrics
@@ -431,9 +407,9 @@ async def dispatch_step(
             host,
             step,
             claim,
-            decision.reason or "refused",
+            decision.reason or StepStatus.REFUSED,
             now=host.clock.now(),
-            status="refused",
+            status=StepStatus.REFUSED,
             extra={"code": decision.code, **decision.detail},
         )
     if host.stopping:
@@ -483,7 +459,7 @@ async def dispatch_step(
     )
 
 
-async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> str:
+async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> Dispatched:
     """The host began to stop after ``step`` was claimed and before it was performed: back
     to ``pending`` unmarked, its attempts as before the claim, so another host (or this one
     restarted) dispatches it under the same idempotency key as if it had never been claimed.
@@ -493,12 +469,12 @@ async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> str:
         if not await steps.return_untried_step(
             conn, step["id"], owner=claim.owner, attempt=claim.attempt
         ):
-            return STOP  # reclaimed meanwhile: whoever holds it now decides
+            return Dispatched.STOP  # reclaimed meanwhile: whoever holds it now decides
         await runlog.step_status(
             conn,
             step,
             at=now,
-            to="pending",
+            to=StepStatus.PENDING,
             because="the host stopped before it was dispatched",
             attempt=step["attempts"],
             claimed_by=claim.owner,
@@ -515,7 +491,7 @@ async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> str:
             "outcome": "untried",
         },
     )
-    return STOP
+    return Dispatched.STOP
 
 
 async def _record_outcome(
@@ -574,7 +550,7 @@ async def record(
     extra: dict[str, Any] | None = None,
     ahead: Ahead | None = None,
     services: StepServices | None = None,
-) -> str:
+) -> Dispatched:
     """Record a classified answer under the claim that dispatched it; ``extra`` goes on the
     failure's log line (what a plugin's exception was, and where). A ``done`` answer looks
     ahead (``ahead``) in its own transaction, and commits the lines the perform wrote
@@ -591,15 +567,15 @@ async def record(
             if not await steps.park_step(
                 conn, step["id"], owner=claim.owner, attempt=claim.attempt
             ):
-                return await _stale(conn, step, claim, outcome="parked", error=None, now=now)
+                return await _stale(conn, step, claim, outcome=PARKED, error=None, now=now)
             await runlog.step_parked(conn, step, at=now, attempt=claim.attempt)
             await _record_outcome(conn, step, envelope, now=now)
             await settle_spend(conn, step, envelope)
-        return CONTINUE
+        return Dispatched.CONTINUE
 
     if envelope.ok:
 
-        async def write(conn: AsyncConnection, group: Batch | None) -> str:
+        async def write(conn: AsyncConnection, group: Batch | None) -> Dispatched:
             # Shared with other runs' answers (one commit for all); may run twice.
             action = host.registry.actions.get(step["action"])
             # The lines are kept for the group's one insert unless the ledger writes its own
@@ -611,9 +587,9 @@ async def record(
             if group is not None:
                 steps.keep_finish(group, step["id"], owner=owner, attempt=attempt, now=now)
             elif not await steps.finish_step(
-                conn, step["id"], owner=owner, attempt=attempt, to="done", now=now
+                conn, step["id"], owner=owner, attempt=attempt, to=StepStatus.DONE, now=now
             ):
-                return await _stale(conn, step, claim, outcome="done", error=None, now=now)
+                return await _stale(conn, step, claim, outcome=StepStatus.DONE, error=None, now=now)
             holds = envelope.hold_for > 0
             until = now + timedelta(seconds=envelope.hold_for) if holds else None
             if until is not None:
@@ -630,7 +606,7 @@ async def record(
                 conn,
                 step,
                 at=now,
-                to="done",
+                to=StepStatus.DONE,
                 attempt=claim.attempt,
                 hold_seconds=envelope.hold_for if holds else None,
                 hold_until=until,
@@ -647,9 +623,9 @@ async def record(
                 ledger.unrecorded_resources(host, action)
             if ahead is not None:
                 await ahead.look(conn, now=now, group=group)
-            return CONTINUE
+            return Dispatched.CONTINUE
 
-        outcome = str(await host.in_outcome_transaction(write))
+        outcome = Dispatched(await host.in_outcome_transaction(write))
         if services is not None:
             services.settle()
         return outcome
@@ -678,6 +654,6 @@ async def record(
             # is in trouble now, and now is when an operator wants to know.
             await _degrade(conn, run_id, because=f"{_step_name(step)} is retrying", now=now)
         host.metrics.steps_retried.labels(action=step["action"]).inc()
-        return CONTINUE
+        return Dispatched.CONTINUE
 
     return await fail_step(host, step, claim, error, now=now, extra=extra)

@@ -34,12 +34,12 @@ import aiohttp
 from pageant.db import due, runs, steps
 from pageant.db.engine import answers
 from pageant.db.errors import is_unavailable
-from pageant.db.states import OUTCOME_FINISHED, RUN_ACTIVE
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.outage import OVERDUE_SECONDS, PROBE_SECONDS, Outage
 from pageant.engine.tick import STAGES, handed_back
 from pageant.runs.versions import PinnedSpecs
+from pageant.states import OUTCOME_FINISHED, RUN_ACTIVE
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

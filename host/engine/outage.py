@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 from pageant.db.errors import is_unavailable, reason_of
 
 if TYPE_CHECKING:
-    from pageant.clock import Clock
-    from pageant.metrics import Metrics
+    from pageant.support.clock import Clock
+    from pageant.support.metrics import Metrics
 
 log = logging.getLogger("pageant.engine")
 

@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from pageant.db import runlog
-from pageant.tasks import end_if_cancelled
+from pageant.support.tasks import end_if_cancelled
 
 if TYPE_CHECKING:
     from pageant.engine.loop import Engine

@@ -2,7 +2,7 @@
 
 A concurrency key is held by one live run at a time (the unique index on
 ``concurrency_lock``). When a run's instant comes and another run holds its key, its event's
-``overlap`` (:class:`~pageant.db.states.Overlap`, read at that instant) decides:
+``overlap`` (:class:`~pageant.states.Overlap`, read at that instant) decides:
 
 - ``hold`` — it stays ``scheduled``, waiting on the key, and its grace window decides
   whether it ever starts (what every key did before overlap existed);
@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from pageant.db import definitions, runlog, runs, steps
+from pageant.db import definitions, runlog, runs
 from pageant.db.engine_rows import RunRow
 from pageant.db.rows import Record
-from pageant.db.states import Overlap, RunStatus
+from pageant.engine import transitions
 from pageant.errors import Conflict
 from pageant.runs import controls
-from pageant.timefmt import iso
+from pageant.states import Overlap
+from pageant.support.timefmt import iso
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -98,18 +99,8 @@ async def skip(host: Host, meeting: Meeting, now: datetime) -> bool:
     run first (it is then theirs, and nothing is written)."""
     run_id = meeting.run["id"]
     async with host.db.begin() as conn:
-        if not await runs.skip_run(conn, run_id, reason=SKIP_REASON, now=now):
+        if not await transitions.skip_in(conn, run_id, SKIP_REASON, now=now):
             return False
-        cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
-        await runlog.run_status(
-            conn,
-            run_id,
-            at=now,
-            from_=RunStatus.SCHEDULED,
-            to=RunStatus.SKIPPED,
-            because=SKIP_REASON,
-            cancelled_steps=cancelled,
-        )
         await meeting.note_in(conn, now)
     return True
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import budgets
 from pageant.db import switchboard as board_rows
+from pageant.states import Refusal
 from pageant.switchboard.pricing import default_enabled, price, settled
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def _disabled(action: Action, flag: bool | None) -> Decision | None:
         )
     else:
         reason = f"{action.id} is disabled on the switchboard"
-    return Decision(False, "disabled", reason)
+    return Decision(False, Refusal.DISABLED, reason)
 
 
 async def _spend(
@@ -103,14 +104,14 @@ async def _spend(
         if row is None:
             return Decision(
                 False,
-                "unbudgeted",
+                Refusal.UNBUDGETED,
                 f'asks for {amount} of "{dimension}"; this run has no budget for it (its '
                 "version was never priced for that dimension)",
                 {"dimension": dimension, "asked": amount},
             )
         return Decision(
             False,
-            "cap",
+            Refusal.CAP,
             f'asks for {amount} of "{dimension}"; {row.consumed} of {row.cap} is already '
             "spent this run",
             {
@@ -146,11 +147,11 @@ async def may_invoke(
             return await may_invoke(host, step, action, conn=own, spend=spend)
     if action is None:
         return Decision(
-            False, "unavailable", f"no loaded plugin registers the action {step['action']!r}"
+            False, Refusal.UNAVAILABLE, f"no loaded plugin registers the action {step['action']!r}"
         )
     down = host.plugin_unavailable(action.id.split(".", 1)[0])
     if down is not None:
-        return Decision(False, "unavailable", f"{action.id} is unavailable: {down}")
+        return Decision(False, Refusal.UNAVAILABLE, f"{action.id} is unavailable: {down}")
     refused = _disabled(action, await board_rows.enabled_flag(conn, action.id, batch=batch))
     if refused is not None:
         return refused

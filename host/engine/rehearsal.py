@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pageant.clock import FakeClock
 from pageant.db import rehearsal as rows
 from pageant.db import runlog
 from pageant.db import switchboard as board_rows
@@ -38,13 +37,15 @@ from pageant.events.authoring.advance import parse_after
 from pageant.gates.conditions import check_payload
 from pageant.gates.phase import elapsed
 from pageant.hosting import Host
-from pageant.muting import muted
 from pageant.plugins.registry import Registry
 from pageant.runs import controls
 from pageant.runs.countdown import ladder
 from pageant.runs.create import start_now
 from pageant.runs.sentences import Context, words
-from pageant.settings import Settings
+from pageant.states import Health
+from pageant.support.clock import FakeClock
+from pageant.support.muting import muted
+from pageant.support.settings import Settings
 from pageant.switchboard.pricing import plan_dimensions, price, tightest
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ async def rehearse(
     rig.registry = dry_registry(host.registry)
     try:
         # The made-up run's log lines feed the report and never reach the host's log, where
-        # they would read as a real run's (:mod:`pageant.muting`).
+        # they would read as a real run's (:mod:`pageant.support.muting`).
         with muted():
             async with throwaway.begin() as conn:
                 await rows.seed(
@@ -219,7 +220,7 @@ async def _drive(
                         rig, run_id, step_id, actor=ACTOR, note="confirmed by the rehearsal"
                     )
                 continue
-            if run.health == "stalled" and not pending:
+            if run.health == Health.STALLED and not pending:
                 break  # a gate that never opens: the run would wait here for a person
             candidates = [t for t in (following,) if t is not None and t > now]
             if pending:
@@ -271,7 +272,7 @@ async def _report(
                     "at_seconds": _offset(line.at, start),
                 }
             )
-        elif line.kind == LogKind.RUN_HEALTH and detail.get("to") == "stalled":
+        elif line.kind == LogKind.RUN_HEALTH and detail.get("to") == Health.STALLED:
             gate = detail.get("gate") or {}
             stalls.append(
                 {

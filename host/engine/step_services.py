@@ -30,6 +30,7 @@ from pageant.db.log_kinds import LogKind
 from pageant.db.shared import Batch
 from pageant.events.authoring import announce
 from pageant.hookspecs import Announcement, Posted
+from pageant.states import CleanupStatus, ResourceStatus
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from pageant.db.engine_rows import RunRow
     from pageant.hosting import Host
     from pageant.plugins.registry import Registry
-    from pageant.settings import Settings
+    from pageant.support.settings import Settings
 
 
 class StepServices:
@@ -144,7 +145,7 @@ class StepServices:
                 owner=owner,
                 kind=lease_id,
                 ref=target,
-                status="pending",
+                status=ResourceStatus.PENDING,
                 payload={"lease": lease_id, "target": target, "applied": value},
                 now=now,
                 lease_until=until,
@@ -153,7 +154,7 @@ class StepServices:
                 await runlog.resource_reserved(
                     conn, self._step, at=now, lease=lease_id, target=target, until=until
                 )
-                await resources.set_cleanup_status(conn, self.run_id, "pending")
+                await resources.set_cleanup_status(conn, self.run_id, CleanupStatus.PENDING)
                 return new, None
             held = await resources.holder(conn, owner, lease_id, target)
         if (

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.engine_rows import StepRow, step_row
-from pageant.engine import catchup
+from pageant.engine import catchup, transitions
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
@@ -21,6 +21,7 @@ from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
+from pageant.states import Health, StepStatus
 
 if TYPE_CHECKING:
     from pageant.hosting import Host
@@ -94,7 +95,7 @@ async def handed_back(
         conn,
         step,
         at=now,
-        to="pending",
+        to=StepStatus.PENDING,
         because=because,
         attempt=step["attempts"],
         of=of,
@@ -126,14 +127,13 @@ async def _reclaim_step(host: Host, step: StepRow, now: datetime) -> bool:
         ):
             return False  # its answer arrived, or another reclaim got there first
         await handed_back(conn, step, claim.owner, "lease expired", now=now, of=max_attempts)
-        if await runs.escalate_health(conn, step["run_id"], "degraded"):
-            await runlog.run_health(
-                conn,
-                step["run_id"],
-                at=now,
-                to="degraded",
-                because=f"step {step['id']} lost its dispatcher",
-            )
+        await runs.escalate_health(
+            conn,
+            step["run_id"],
+            Health.DEGRADED,
+            because=f"step {step['id']} lost its dispatcher",
+            at=now,
+        )
     return True
 
 
@@ -151,25 +151,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
             continue
         try:
             async with host.db.begin() as conn:
-                if await runs.end_run(
-                    conn,
-                    row.id,
-                    froms=("scheduled",),
-                    to="missed",
-                    now=now,
-                    error="the grace window passed before it could start",
-                ):
-                    cancelled = await steps.cancel_open_steps(conn, row.id, now=now)
-                    await runlog.run_status(
-                        conn,
-                        row.id,
-                        at=now,
-                        from_="scheduled",
-                        to="missed",
-                        scheduled_for=row.scheduled_for,
-                        grace_seconds=row.grace_seconds,
-                        cancelled_steps=cancelled,
-                    )
+                await transitions.miss_in(conn, row._mapping, now=now)
         except Exception as exc:
             if not noted(host, f"marking run {row.id} missed", exc):
                 log.exception("could not mark run %s missed", row.id)

@@ -1,5 +1,8 @@
-"""A run's start and its entry into a phase, written in the caller's transaction: a run's own
-task's, or the advance stage's set-wise claim (:mod:`pageant.engine.claiming`)."""
+"""A run's moves, each written once, in the caller's transaction: its start and its entry
+into a phase (a run's own task's, or the advance stage's set-wise claim,
+:mod:`pageant.engine.claiming`), and its endings — missed, refused, failed, aborted,
+completed — each the compare-and-set of a move of the table (:mod:`pageant.states`), the
+run's open steps cancelled and its ``run.status`` line, or nothing at all."""
 
 from __future__ import annotations
 
@@ -7,17 +10,31 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pageant.db import runlog, runs
+from pageant.db import runlog, runs, steps
 from pageant.db.shared import Batch
 from pageant.gates import phase as gates
 from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import materialise_phase
+from pageant.states import (
+    RUN_ABORT,
+    RUN_COMPLETE,
+    RUN_FAIL,
+    RUN_MISS,
+    RUN_REFUSE,
+    RUN_SKIP,
+    Move,
+    RunStatus,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from pageant.hosting import Host
+
+
+#: A missed run's ``error``: its log line says the same with the instant and the window.
+MISSED_BECAUSE = "the grace window passed before it could start"
 
 
 class Lost(Exception):
@@ -50,7 +67,13 @@ async def start_in(
     if not await runs.claim_start(conn, run["id"], owner=owner, lease=lease, now=now):
         return False
     await runlog.run_status(
-        conn, run["id"], at=now, from_="scheduled", to="starting", because=because, batch=batch
+        conn,
+        run["id"],
+        at=now,
+        from_=RunStatus.SCHEDULED,
+        to=RunStatus.STARTING,
+        because=because,
+        batch=batch,
     )
     if run["waiting_reason"] is not None:
         await waiting.note(conn, run["id"], None, now=now, batch=batch)
@@ -91,10 +114,108 @@ async def enter_phase_in(
     ):
         raise Lost
     if old_phase is None:
-        await runlog.run_status(conn, run_id, at=now, from_="starting", to="running", batch=batch)
+        await runlog.run_status(
+            conn, run_id, at=now, from_=RunStatus.STARTING, to=RunStatus.RUNNING, batch=batch
+        )
     else:
         await gates.leave_phase(conn, run_id=run_id, phase=phases[index - 1], now=now)
         await runlog.phase_completed(conn, run_id, at=now, phase=old_phase, index=index - 1)
     await runlog.phase_entered(
         conn, run_id, at=now, phase=phase["key"], index=index, steps=count, gate=gate, batch=batch
     )
+
+
+async def end_in(
+    conn: AsyncConnection,
+    run_id: int,
+    move: Move,
+    *,
+    now: datetime,
+    because: str | None = None,
+    error: str | None = None,
+    cancel_steps: bool = True,
+    **detail: Any,
+) -> bool:
+    """Make ``move``, an ending of the table, in ``conn``: the compare-and-set, the run's open
+    steps cancelled (unless ``cancel_steps`` is False: a run that completes has none) and
+    its ``run.status`` line with ``detail``. The run's ``error`` is ``error``, else
+    ``because``. False, having written nothing, when the run was
+    in none of the move's statuses: another writer (a control, another host) ended it
+    first, and its own line says so."""
+    if not await runs.end_run(conn, run_id, move, now=now, error=error or because):
+        return False
+    cancelled = await steps.cancel_open_steps(conn, run_id, now=now) if cancel_steps else None
+    await runlog.run_status(
+        conn,
+        run_id,
+        at=now,
+        to=move.to[0],
+        because=because,
+        cancelled_steps=cancelled,
+        **detail,
+    )
+    return True
+
+
+async def miss_in(
+    conn: AsyncConnection, run: Mapping[Any, Any], *, now: datetime, because: str | None = None
+) -> bool:
+    """``scheduled -> missed``: its grace window passed before it could start (``because``:
+    what else a catch-up policy says of it)."""
+    return await end_in(
+        conn,
+        run["id"],
+        RUN_MISS,
+        now=now,
+        because=because,
+        error=because or MISSED_BECAUSE,
+        from_=RunStatus.SCHEDULED,
+        scheduled_for=run["scheduled_for"],
+        grace_seconds=run["grace_seconds"],
+    )
+
+
+async def refuse_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
+    """``scheduled -> failed`` at its instant: a param it was made with no longer fits."""
+    return await end_in(
+        conn, run_id, RUN_REFUSE, now=now, because=because, from_=RunStatus.SCHEDULED
+    )
+
+
+async def fail_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
+    """An active run ``-> failed``: its pinned version or phase cannot be read."""
+    return await end_in(conn, run_id, RUN_FAIL, now=now, because=because)
+
+
+async def abort_in(
+    conn: AsyncConnection, run_id: int, because: str, *, phase: str, now: datetime
+) -> bool:
+    """A live run ``-> failed``: a step of ``phase`` failed with ``on_failure: abort_run``."""
+    return await end_in(conn, run_id, RUN_ABORT, now=now, because=because, phase=phase)
+
+
+async def complete_in(conn: AsyncConnection, run_id: int, *, now: datetime) -> bool:
+    """``ending -> completed``: every phase is done (or a run found ending after a crash)."""
+    return await end_in(
+        conn, run_id, RUN_COMPLETE, now=now, cancel_steps=False, from_=RunStatus.ENDING
+    )
+
+
+async def skip_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
+    """``scheduled -> skipped``: another run holds its concurrency key and its event's
+    overlap is ``skip``. The reason is the run's ``cancel_reason`` (it never started, like a
+    cancelled one), so this ending makes its own compare-and-set; the rest is
+    :func:`end_in`'s."""
+    if not await runs.skip_run(conn, run_id, reason=because, now=now):
+        return False
+    cancelled = await steps.cancel_open_steps(conn, run_id, now=now)
+    await runlog.run_status(
+        conn,
+        run_id,
+        at=now,
+        from_=RunStatus.SCHEDULED,
+        to=RUN_SKIP.to[0],
+        because=because,
+        cancelled_steps=cancelled,
+    )
+    return True

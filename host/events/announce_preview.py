@@ -17,7 +17,7 @@ from pageant.builtin_plugins.announce_email import compose
 from pageant.events.authoring import announce
 from pageant.hookspecs import SendContext
 from pageant.schedules.recurrence import next_occurrence
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 
 #: The message previewed when the spec holds no step with one.
 SAMPLE_MESSAGE = "(the step's message)"

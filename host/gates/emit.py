@@ -56,15 +56,15 @@ from pageant.errors import Invalid, NotFound, PageantError
 from pageant.gates import phase as gates
 from pageant.gates.conditions import check_payload, evaluate, named_values
 from pageant.gates.matching import firing_keys
-from pageant.timefmt import parse_instant
-from pageant.typedtext import read_words
+from pageant.support.timefmt import parse_instant
+from pageant.support.typedtext import read_words
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from pageant.clock import Clock
     from pageant.plugins.registry import Registry
-    from pageant.settings import Settings
+    from pageant.support.clock import Clock
+    from pageant.support.settings import Settings
 
 log = logging.getLogger("pageant.gates")
 

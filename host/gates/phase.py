@@ -37,6 +37,7 @@ from pageant.db.shared import Batch
 from pageant.gates.conditions import named_values, render
 from pageant.gates.durations import format_after, parse_after
 from pageant.gates.matching import gate_key
+from pageant.states import Health
 
 Gate = Record
 
@@ -329,20 +330,17 @@ def stalls(gate: Gate, now: datetime, stall_seconds: float) -> bool:
 async def note_stall(conn: AsyncConnection, gate: Gate, *, now: datetime) -> bool:
     """Raise the run's health to ``stalled`` for a gate that stalls; ``run.health`` is
     logged only by the call that changed it (escalation is a compare-and-set)."""
-    if not await runs.escalate_health(conn, gate["run_id"], "stalled"):
-        return False
     waited = (now - gate["entered_at"]).total_seconds()
-    await runlog.run_health(
+    return await runs.escalate_health(
         conn,
         gate["run_id"],
-        at=now,
-        to="stalled",
+        Health.STALLED,
         because=f"phase {gate['phase']} has waited {elapsed(waited)} on its gate",
+        at=now,
         waited_seconds=round(waited),
         gate=summary(gate),
         phase=gate["phase"],
     )
-    return True
 
 
 async def leave_phase(

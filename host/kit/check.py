@@ -30,7 +30,7 @@ from pageant.kit import manifest as manifests
 from pageant.kit.exercise import Check, KitServices, exercise, perform_again, start
 from pageant.plugins.loader import DEFAULT_PLUGINS, PluginManager, PluginRecord, load_plugins
 from pageant.plugins.registry import Registry
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 __all__ = ["Check", "Report", "UnknownPlugin", "contract_check", "render", "select"]
 
@@ -161,10 +161,10 @@ async def contract_check(
         return await _contract_check(
             names, manifest, write, settings, manager, fresh, resolve_seconds, None
         )
-    from pageant.clock import SystemClock
     from pageant.db.engine import create_engine
     from pageant.link.plugin import OwnerLink
     from pageant.link.service import Link
+    from pageant.support.clock import SystemClock
 
     engine = create_engine(settings.database_url)
     link = Link(engine, SystemClock(), settings)

@@ -43,7 +43,7 @@ from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
 from pageant.plugins.options import resolve_options
 from pageant.plugins.registry import Registry
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 Outcome = Literal["pass", "warning", "violation"]
 

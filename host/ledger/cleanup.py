@@ -46,11 +46,11 @@ from pageant.ledger.state import released, settle
 from pageant.plugins.calls import PluginSlots, run_with_envelope
 from pageant.plugins.loader import PluginManager
 from pageant.plugins.registry import Registry
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 if TYPE_CHECKING:
-    from pageant.clock import Clock
     from pageant.hookspecs import Action
+    from pageant.support.clock import Clock
 
 log = logging.getLogger("pageant.engine")
 

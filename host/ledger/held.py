@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import resources, runlog, runs
-from pageant.db.states import Health
+from pageant.states import Health
 
 #: Answers why an owner's plugin is unavailable, or None (``Host.plugin_unavailable``).
 Unavailable = Callable[[str], "str | None"]
@@ -58,10 +58,9 @@ async def note_held(
     and raise its health to ``degraded``; each is logged once, when it changes. Answers
     whether anything changed."""
     changed = False
-    if await runs.escalate_health(conn, run_id, Health.DEGRADED):
-        await runlog.run_health(
-            conn, run_id, at=now, to=Health.DEGRADED, because=waiting["sentence"]
-        )
+    if await runs.escalate_health(
+        conn, run_id, Health.DEGRADED, because=waiting["sentence"], at=now
+    ):
         changed = True
     if await runs.set_waiting(conn, run_id, REASON, now):
         await runlog.run_waiting(conn, run_id, at=now, waiting={**waiting, "since": now})

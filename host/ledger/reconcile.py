@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import Clock
 from pageant.db import resources, runlog
 from pageant.hookspecs import HeldResource, Resource
 from pageant.ledger.state import released, settle
+from pageant.support.clock import Clock
 
 log = logging.getLogger("pageant.ledger")
 

@@ -20,14 +20,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import Clock
 from pageant.db import link as link_rows
 from pageant.hookspecs.link import Down, LinkFailure, NotDelivered, Unanswered
 from pageant.link.waiters import CHECK_SECONDS, Checker, Waiters
 from pageant.link.writes import TAKE_LIMIT, Answer, Deliver, LinkWrites, Note, Queue
-from pageant.settings import Settings
-from pageant.tasks import end_if_cancelled
-from pageant.timefmt import iso
+from pageant.support.clock import Clock
+from pageant.support.settings import Settings
+from pageant.support.tasks import end_if_cancelled
+from pageant.support.timefmt import iso
 
 log = logging.getLogger("pageant.link")
 

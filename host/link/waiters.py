@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pageant.tasks import end_if_cancelled
+from pageant.support.tasks import end_if_cancelled
 
 log = logging.getLogger("pageant.link")
 

@@ -37,7 +37,7 @@ from pageant.plugins import tracing
 from pageant.plugins.notices import late_change_warning
 from pageant.plugins.ranges import BadRange, parse_range
 from pageant.plugins.registry import KINDS, Registry
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 
 log = logging.getLogger("pageant.plugins.loader")
 

@@ -13,13 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, resources, runlog, runs, steps
 from pageant.db.rows import columns_of
-from pageant.db.states import RUN_ENDED, STEP_OPEN
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.held import held_by
 from pageant.runs import waiting
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.versions import Pinned, phases_of, read_pinned
+from pageant.states import RUN_ENDED, STEP_OPEN
 from pageant.switchboard.board import run_budget
 
 if TYPE_CHECKING:

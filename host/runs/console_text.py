@@ -15,7 +15,7 @@ from typing import Any
 
 from pageant.runs import sentences
 from pageant.runs.sentences import NO_CONTEXT, Context
-from pageant.timefmt import instant_or_none
+from pageant.support.timefmt import instant_or_none
 
 Detail = Mapping[str, Any]
 

@@ -20,7 +20,12 @@ from pageant.db import phase_gates as gate_rows
 from pageant.db import resources, runlog, runs, steps
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
-from pageant.db.states import (
+from pageant.errors import Conflict, Invalid, NotFound
+from pageant.gates import phase as gates
+from pageant.ledger.cleanup import give_back, leave_in_world
+from pageant.runs import countdown, lifecycle, waiting
+from pageant.runs.versions import phases_of, read_pinned
+from pageant.states import (
     PARKED,
     RUN_ADVANCE,
     RUN_CANCEL,
@@ -36,12 +41,7 @@ from pageant.db.states import (
     StepStatus,
     either,
 )
-from pageant.errors import Conflict, Invalid, NotFound
-from pageant.gates import phase as gates
-from pageant.ledger.cleanup import give_back, leave_in_world
-from pageant.runs import countdown, lifecycle, waiting
-from pageant.runs.versions import phases_of, read_pinned
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -20,11 +20,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
-from pageant.db.states import Overlap
 from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
 from pageant.runs.options import check_run_values, takes_option_values
+from pageant.states import Overlap
 from pageant.switchboard.board import pin_run_budget
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from typing import Any
 
 from pageant.db import runlog, runs
 from pageant.db.log_kinds import LogKind
-from pageant.db.states import RUN_ENDED
 from pageant.gates.phase import elapsed
 from pageant.hosting import Host
+from pageant.states import RUN_ENDED
 
 #: How many of the newest runs the grid shows.
 GRID_RUNS = 30

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.db.engine_rows import RunState, StepRow
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -18,7 +18,7 @@ from pageant.db import series as series_rows
 from pageant.errors import Invalid, NotFound
 from pageant.runs.console import run_views
 from pageant.runs.waiting import REASONS
-from pageant.timefmt import parse_instant
+from pageant.support.timefmt import parse_instant
 
 if TYPE_CHECKING:
     from pageant.hosting import Host

@@ -29,7 +29,7 @@ from typing import Any
 
 from pageant.errors import Invalid
 from pageant.hookspecs.models import check_literal
-from pageant.typedtext import read_words
+from pageant.support.typedtext import read_words
 
 #: The types a param may have: the trigger variables' (and the actions' params') types.
 PARAM_TYPES = ("string", "integer", "number", "boolean")

@@ -30,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 from pageant.db.log_kinds import LogKind
 from pageant.gates.phase import elapsed
-from pageant.timefmt import instant_or_none
+from pageant.support.timefmt import instant_or_none
 
 #: One piece of a sentence: words, or an instant the surface draws on its own clock.
 Part = str | datetime

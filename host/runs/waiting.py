@@ -22,19 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import runlog, runs
 from pageant.db.rows import Record
 from pageant.db.shared import Batch
-from pageant.db.states import RUN_ENDED, STEP_OPEN, STEP_TROUBLED
-from pageant.timefmt import iso
+from pageant.states import RUN_ENDED, STEP_OPEN, STEP_TROUBLED, WaitingReason
+from pageant.support.timefmt import iso
 
-REASONS = (
-    "not_due",
-    "unverified",
-    "concurrency",
-    "backoff",
-    "parked",
-    "paused",
-    "gate",
-    "unavailable",
-)
+REASONS = tuple(WaitingReason)
 
 #: Answers why an action's steps must wait rather than run, or None (``Host.unavailable``).
 Unavailable = Callable[[str], "str | None"]

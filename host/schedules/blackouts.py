@@ -27,7 +27,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from pageant.schedules import recurrence
-from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
+from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 #: The kinds of period, in the order the docs name them.
 PERIOD_KINDS = ("weekly", "dates", "range")

@@ -21,11 +21,11 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, schedules
-from pageant.db.states import RunStatus
 from pageant.errors import Invalid
 from pageant.runs.params import scope_of
 from pageant.schedules import blackouts, catchup, fan_out, recurrence, stagger
 from pageant.schedules.reconcile import NEVER, calendars_of
+from pageant.states import RunStatus
 
 log = logging.getLogger("pageant.schedules.calendar")
 

@@ -34,8 +34,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, runlog
 from pageant.db.log_kinds import LogKind
-from pageant.db.states import RUN_LIVE, RunStatus
 from pageant.schedules.calendar import local_time
+from pageant.states import RUN_LIVE, RunStatus
 
 #: How many occurrences each list shows per scope when the caller names no number, and the
 #: most it may name.

@@ -25,10 +25,10 @@ from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
 from pageant.db import public_progress as progress_db
 from pageant.db.rows import AnyRow
-from pageant.db.states import RunStatus
 from pageant.errors import NotFound
 from pageant.runs.versions import phases_of, read_pinned
 from pageant.schedules import calendar
+from pageant.states import RunStatus
 
 #: The public calendar's window when the query names no ``to``.
 DEFAULT_SPAN = timedelta(days=30)

@@ -48,11 +48,11 @@ from pageant.db import occurrences, runlog, steps
 from pageant.db.blackouts import ACTIVE
 from pageant.db.occurrences import SUPERSEDED
 from pageant.db.shared import Batch
-from pageant.db.states import RunStatus
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
 from pageant.runs.create import create_run, materialise_phase, rematerialise_first_phase
 from pageant.schedules import blackouts, fan_out, recurrence, stagger
+from pageant.states import RunStatus
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -30,7 +30,7 @@ from importlib.resources import files
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
+from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 #: Weekday names as a spec writes them, in week order from Monday.
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

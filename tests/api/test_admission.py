@@ -11,9 +11,9 @@ from aiohttp import web
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.api.app import make_app
-from pageant.clock import FakeClock
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from tests.conftest import bearer
 
 #: Admission is the app's own, before any database: one dialect shows it.
@@ -109,7 +109,7 @@ BOUNDED = {
 )
 def test_a_bad_admission_setting_is_refused_by_name(name, bad):
     from pageant.errors import Invalid
-    from pageant.settings import load_settings
+    from pageant.support.settings import load_settings
 
     with pytest.raises(Invalid) as caught:
         load_settings(flags={name: bad}, environ={})
@@ -120,7 +120,7 @@ def test_a_bad_admission_setting_is_refused_by_name(name, bad):
     ("name", "edge"), [(name, edge) for name, (_, edges) in BOUNDED.items() for edge in edges]
 )
 def test_an_admission_settings_bounds_are_accepted(name, edge):
-    from pageant.settings import load_settings
+    from pageant.support.settings import load_settings
 
     loaded = load_settings(flags={}, environ={f"PAGEANT_{name.upper()}": str(edge)})
     assert getattr(loaded, name) == edge

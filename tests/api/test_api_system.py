@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant import hookimpl
 from pageant.api.app import make_app
-from pageant.clock import FakeClock
 from pageant.db.engine import create_engine
 from pageant.db.migrate import head_revision
 from pageant.db.tables import api_tokens
@@ -22,7 +21,8 @@ from pageant.hookspecs import PluginInfo
 from pageant.hosting import Host
 from pageant.plugins.loader import candidate_for, plugin_listing
 from pageant.plugins.registry import KINDS
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from tests.conftest import bearer
 from tests.databases import empty_database
 from tests.fixture_plugins import lantern

@@ -11,7 +11,7 @@ import pytest
 
 from pageant.api.app import make_app
 from pageant.runs import console as console_module
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.conftest import bearer
 from tests.factories import announce, make_host, phase, probe_step, publish_event, spec
 

@@ -20,7 +20,7 @@ from pageant.api.app import make_app
 from pageant.api.routes.system import DATABASE_ANSWER_SECONDS
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.conftest import FIGURES, bearer
 from tests.databases import MARIADB_ONLY, empty_database
 from tests.dbproxy import DatabaseProxy, ThreadedProxy

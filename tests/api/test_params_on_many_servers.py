@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from pageant.api.app import make_app
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.api.test_events_api import EVENTS, call
 
 ON_SERVER = (

@@ -24,7 +24,7 @@ from pageant.api.routes.public import (
 )
 from pageant.db.tables import event_runs
 from pageant.engine import Engine
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
 from tests.conftest import bearer
 from tests.schedules.test_schedule_lifecycle import edit, publish

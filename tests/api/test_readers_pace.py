@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pageant.api.app import make_app
-from pageant.pacing import Pace
 from pageant.runs import console as console_module
+from pageant.support.pacing import Pace
 from tests.api.test_console_reads import _run
 from tests.conftest import bearer
 from tests.factories import announce, make_host

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pageant.api.app import make_app
-from pageant.recent import RecentAnswers
 from pageant.runs import console as console_module
+from pageant.support.recent import RecentAnswers
 from tests.api.test_console_reads import _run
 from tests.conftest import bearer
 from tests.console.test_console import sign_in

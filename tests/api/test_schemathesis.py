@@ -24,13 +24,13 @@ from pageant import __version__
 from pageant.access.tokens import create_token
 from pageant.api.app import all_routes, make_app
 from pageant.api.openapi import document
-from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from pageant.db.migrate import upgrade
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.plugins.loader import load_plugins
-from pageant.settings import Settings
+from pageant.support.clock import SystemClock
+from pageant.support.settings import Settings
 from tests.conftest import FIGURES
 
 #: Examples per operation: the suite's budget (about a minute on two cores).

@@ -24,7 +24,7 @@ from pageant.db.migrate import head_revision
 from pageant.db.tables import api_tokens
 from pageant.errors import Invalid
 from pageant.plugins.loader import load_plugins, plugin_listing
-from pageant.settings import ENV_PREFIX, Settings, load_settings
+from pageant.support.settings import ENV_PREFIX, Settings, load_settings
 from tests.databases import empty_database
 from tests.fixture_plugins import Site, fake_site, source
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_definitions, event_run_log, event_runs, event_versions
+from pageant.support.clock import SystemClock
 from tests.cli.test_cli import pageant, query
 from tests.cli.test_cli_staff import (  # noqa: F401 - fixtures used by name
     as_json,

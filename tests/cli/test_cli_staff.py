@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_run_log
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import ENV_PREFIX, Settings
+from pageant.support.clock import SystemClock
+from pageant.support.settings import ENV_PREFIX, Settings
 from tests.cli.test_cli import pageant, pageant_process, query
 from tests.databases import empty_database
 from tests.factories import announce, phase, publish_event, spec, step, wait

@@ -41,7 +41,7 @@ from pageant.cli.showcase import (
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_definitions
 from pageant.runs.console_text import render_console
-from pageant.settings import ENV_PREFIX, Settings
+from pageant.support.settings import ENV_PREFIX, Settings
 from tests.cli.test_cli import free_port, pageant_process
 from tests.conftest import bearer
 from tests.databases import empty_database

@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from pageant.settings import ENV_PREFIX
+from pageant.support.settings import ENV_PREFIX
 from tests.cli.test_cli import console_script, free_port, pageant_process
 from tests.cli.test_cli_staff import seed
 from tests.factories import announce, phase, spec

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pageant.cli.serving import configure_logging
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.processes import Serve, command
 
 

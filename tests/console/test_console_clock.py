@@ -17,7 +17,7 @@ from sqlalchemy import select
 from pageant.console.clock import LEGACY_COOKIE
 from pageant.db.tables import api_tokens
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.console.test_console import page_csrf, sign_in
 from tests.factories import announce, phase, publish_event, spec
 

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from pageant.engine import Engine
 from pageant.errors import Invalid
 from pageant.runs.create import start_now
-from pageant.settings import load_settings
+from pageant.support.settings import load_settings
 from tests.api.test_events_api import EVENTS, call, create
 from tests.console.test_console import sign_in
 from tests.factories import announce, log_lines, make_host, phase, publish_event, spec, step_rows

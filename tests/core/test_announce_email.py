@@ -341,6 +341,6 @@ async def test_an_unconfigured_email_leg_fails_for_good(settings, db, clock):
 def test_the_ca_file_path_is_only_a_setting(tmp_path: Path) -> None:
     """A missing CA file is the relay connection's failure at send time, not a crash at
     load: the settings take any path."""
-    from pageant.settings import Settings
+    from pageant.support.settings import Settings
 
     assert Settings(smtp_ca_file=str(tmp_path / "none.pem")).smtp_ca_file.endswith("none.pem")

@@ -26,7 +26,7 @@ from sqlalchemy.exc import OperationalError
 from pageant.db.engine import create_engine
 from pageant.db.errors import is_retryable_conflict, is_unavailable
 from pageant.engine.contention import retrying
-from pageant.metrics import Metrics
+from pageant.support.metrics import Metrics
 from tests.conftest import MYSQL_ENV
 from tests.databases import empty_database
 from tests.galera import Cluster, require

@@ -1,4 +1,4 @@
-"""pageant.jsoncodec answers as the standard library does at every edge where orjson would
+"""pageant.support.jsoncodec answers as the standard library does at every edge where orjson would
 not, and the API and the database go through it."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from pageant import jsoncodec
 from pageant.api.routing import dumps
 from pageant.db.tables import event_run_log
 from pageant.runs.create import start_now
+from pageant.support import jsoncodec
 from tests.factories import announce, phase, publish_event, spec
 
 BIG = 2**70

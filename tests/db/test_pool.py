@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.errors import Invalid
 from pageant.hosting import Host
-from pageant.settings import Settings, load_settings
+from pageant.support.settings import Settings, load_settings
 
 BURST = 12
 

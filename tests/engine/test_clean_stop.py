@@ -103,7 +103,7 @@ async def test_the_grace_holds_on_both_sides(probe_host, engine, probe):
 
 
 async def test_the_grace_is_a_setting_with_a_30_second_default() -> None:
-    from pageant.settings import Settings, load_settings
+    from pageant.support.settings import Settings, load_settings
 
     assert Settings().stop_grace_seconds == 30
     assert load_settings(environ={"PAGEANT_STOP_GRACE_SECONDS": "5"}).stop_grace_seconds == 5
@@ -112,7 +112,8 @@ async def test_the_grace_is_a_setting_with_a_30_second_default() -> None:
 async def test_a_dispatch_that_begins_after_the_signal_claims_nothing(probe_host, engine, probe):
     # The run's loop looked before the signal, the claim would come after it: refused there.
     from pageant.engine.advance_stage import read_cursor
-    from pageant.engine.dispatch import STOP, dispatch_step
+    from pageant.engine.dispatch import dispatch_step
+    from pageant.states import Dispatched
 
     probe.script["a"] = [{"ok": False, "retry": True, "error": "busy"}]
     run_id = await _start(probe_host, spec(phase("main", probe_step("a"))))
@@ -126,7 +127,7 @@ async def test_a_dispatch_that_begins_after_the_signal_claims_nothing(probe_host
     assert (step["status"], step["attempts"]) == ("pending", 1)
 
     engine.stopping = True
-    assert await dispatch_step(probe_host, run, step) == STOP
+    assert await dispatch_step(probe_host, run, step) is Dispatched.STOP
     [a] = await step_rows(probe_host.db, run_id)
     assert (a.status, a.attempts, a.claimed_by) == ("pending", 1, None)
     assert probe.names() == ["a"]  # only the attempt before the signal

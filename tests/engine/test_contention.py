@@ -34,7 +34,7 @@ def test_collisions_are_counted_by_the_work_and_logged_with_its_ids(caplog) -> N
     from types import SimpleNamespace
 
     from pageant.engine.contention import noted
-    from pageant.metrics import Metrics
+    from pageant.support.metrics import Metrics
 
     host = SimpleNamespace(metrics=Metrics())
     with caplog.at_level(logging.DEBUG, logger="pageant.engine"):

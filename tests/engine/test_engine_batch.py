@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from pageant.clock import SystemClock
 from pageant.db import runlog, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine import Engine, loop
@@ -19,6 +18,7 @@ from pageant.engine.batch import OutcomeBatch
 from pageant.engine.tick import STAGES
 from pageant.runs import controls
 from pageant.runs.create import start_now
+from pageant.support.clock import SystemClock
 from tests.factories import (
     Probe,
     log_lines,

@@ -18,6 +18,7 @@ from pageant.runs.create import (
     rematerialise_first_phase,
     start_now,
 )
+from pageant.states import RUN_FAIL, Health
 from tests.factories import (
     add_version,
     announce,
@@ -311,9 +312,7 @@ async def test_terminal_statuses_are_written_once(probe_host, clock):
     run_id, _ = await start_now(probe_host, event.id, scope="", actor="admin:a")
     async with probe_host.db.begin() as conn:
         assert await runs.cancel_run(conn, run_id, reason="test", now=clock.now())
-        assert not await runs.end_run(
-            conn, run_id, froms=("starting", "running", "ending"), to="failed", now=clock.now()
-        )
+        assert not await runs.end_run(conn, run_id, RUN_FAIL, now=clock.now())
         assert not await runs.cancel_run(conn, run_id, reason="again", now=clock.now())
     row = await run_row(probe_host.db, run_id)
     assert (row.status, row.cancel_reason) == ("cancelled", "test")
@@ -463,12 +462,23 @@ async def test_health_only_escalates(probe_host, clock):
     event = await publish_event(probe_host.db, clock.now(), TWO_PHASES)
     run_id, _ = await start_now(probe_host, event.id, scope="", actor="admin:a")
     async with probe_host.db.begin() as conn:
-        assert await runs.escalate_health(conn, run_id, "degraded")
-        assert not await runs.escalate_health(conn, run_id, "degraded")
-        assert await runs.escalate_health(conn, run_id, "stalled")
-        assert not await runs.escalate_health(conn, run_id, "degraded")
-        assert not await runs.escalate_health(conn, run_id, "stalled")
+        at = clock.now()
+        for to, changed in [
+            (Health.DEGRADED, True),
+            (Health.DEGRADED, False),
+            (Health.STALLED, True),
+            (Health.DEGRADED, False),
+            (Health.STALLED, False),
+        ]:
+            got = await runs.escalate_health(conn, run_id, to, because=f"to {to}", at=at)
+            assert got is changed, to
     assert (await run_row(probe_host.db, run_id)).health == "stalled"
+    lines = await log_lines(probe_host.db, run_id, "run.health")
+    # Logged once per change, by the call that made it.
+    assert [(line.detail["to"], line.detail["because"]) for line in lines] == [
+        ("degraded", "to degraded"),
+        ("stalled", "to stalled"),
+    ]
 
 
 async def test_the_waiting_reason_changes_only_when_it_differs(probe_host, clock):

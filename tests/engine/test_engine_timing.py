@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import insert, update
 
-from pageant.clock import FakeClock, SystemClock
 from pageant.db import steps
 from pageant.db.tables import event_run_log, event_run_phase_gates
 from pageant.engine import Engine, loop
 from pageant.engine import advance_stage as advance
 from pageant.engine.tick import STAGES
 from pageant.runs.create import start_now
+from pageant.support.clock import FakeClock, SystemClock
 from tests.factories import (
     Blocker,
     Probe,

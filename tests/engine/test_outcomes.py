@@ -15,7 +15,7 @@ from pageant.hookspecs.envelope import MAX_ENTRIES, MAX_PARTICIPANTS, classify
 from pageant.runs.console_text import render_console
 from pageant.runs.controls import cancel
 from pageant.runs.create import start_now
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 from tests.conftest import bearer
 from tests.factories import phase, probe_step, publish_event, run_row, spec
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from pageant.db.tables import ALL_TABLES
-from pageant.muting import muted
+from pageant.support.muting import muted
 from tests.api.test_events_api import EVENTS, call, create
 from tests.scheduling import spec_with
 

@@ -191,7 +191,7 @@ async def test_the_same_key_sent_concurrently_counts_once(client, tokens, host, 
 
 
 async def test_keys_are_forgotten_after_the_keep(settings, db, clock, engine_factory=None):
-    from pageant.settings import Settings
+    from pageant.support.settings import Settings
 
     host = Host(
         Settings(database_url=settings.database_url, firing_key_hours=24), clock=clock, db=db

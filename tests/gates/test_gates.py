@@ -25,7 +25,7 @@ from pageant.hosting import Host
 from pageant.runs import controls
 from pageant.runs.console import console
 from pageant.runs.create import start_now
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.factories import (
     announce,
     log_lines,

@@ -26,7 +26,7 @@ from pageant.kit import manifest
 from pageant.kit.check import UnknownPlugin, select
 from pageant.kit.exercise import KitContext
 from pageant.plugins.loader import PluginRecord, load_plugins
-from pageant.settings import ENV_PREFIX, Settings
+from pageant.support.settings import ENV_PREFIX, Settings
 from tests.fixture_plugins import Site, fake_site, source
 from tests.fixture_plugins.kitfaults import PLUGINS as FAULTS
 

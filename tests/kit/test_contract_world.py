@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from pageant.cli import main
 from pageant.kit.check import contract_check
 from pageant.plugins.loader import load_plugins
-from pageant.settings import ENV_PREFIX, Settings
+from pageant.support.settings import ENV_PREFIX, Settings
 from tests.fixture_plugins import Site, fake_site, source
 from tests.fixture_plugins.kitworld import PLUGINS
 

@@ -278,7 +278,7 @@ async def test_a_target_a_run_holds_is_not_probed_when_the_host_starts_again(
 
 async def test_no_database_file_is_made_to_find_the_held_leases(tmp_path) -> None:
     from pageant.hosting import Host
-    from pageant.settings import Settings
+    from pageant.support.settings import Settings
 
     url = f"sqlite+aiosqlite:///{tmp_path / 'none.db'}"
     host = Host(Settings(database_url=url), plugins=[], discover=False)

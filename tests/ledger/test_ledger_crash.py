@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import select
 
 from pageant.access.tokens import create_token
-from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_run_log, event_run_resources, event_run_steps, event_runs
-from pageant.settings import ENV_PREFIX
+from pageant.support.clock import SystemClock
+from pageant.support.settings import ENV_PREFIX
 from tests.cli.test_cli import console_script, free_port, pageant
 from tests.databases import empty_database
 from tests.fixture_plugins import fake_site, source

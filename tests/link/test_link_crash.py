@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import select
 
 from pageant.access.tokens import create_token
-from pageant.clock import SystemClock
 from pageant.db.engine import create_engine
 from pageant.db.tables import event_run_steps, event_runs, link_commands
+from pageant.support.clock import SystemClock
 from pageant.testing import FakeAgent
 from tests.cli.test_cli import pageant
 from tests.databases import empty_database

@@ -28,7 +28,7 @@ from pageant.plugins.loader import (
     load_plugins,
     plugin_listing,
 )
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.fixture_plugins import Site, fake_site, source
 
 

@@ -16,7 +16,7 @@ from pageant.cli import main
 from pageant.hosting import Host
 from pageant.kit import manifest
 from pageant.plugins.loader import candidate_for, load_plugins
-from pageant.settings import Settings, load_settings
+from pageant.support.settings import Settings, load_settings
 from tests.fixture_plugins import Site, fake_site
 
 #: An installed plugin with settings: a server URL (required), an API key (secret,

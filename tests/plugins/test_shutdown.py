@@ -18,7 +18,7 @@ import pytest
 from pageant import hookimpl
 from pageant.hosting import Host
 from pageant.plugins.loader import candidate_for, load_plugins
-from pageant.settings import Settings
+from pageant.support.settings import Settings
 from tests.engine.test_processes import _prepare, _sync
 from tests.fixture_plugins import Site, source
 from tests.kit.test_contract_check import pageant_process

@@ -24,7 +24,7 @@ from pageant.kit.hookdocs import (
     protocols,
     render,
 )
-from pageant.settings import ENV_PREFIX, Settings
+from pageant.support.settings import ENV_PREFIX, Settings
 from tests.cli.test_cli import pageant as run_pageant
 from tests.cli.test_cli_staff import migrated_url, no_settings_in_the_environment, seed
 from tests.factories import phase, spec

@@ -32,7 +32,7 @@ INTERNAL = {
     # Caught by the engine's loop, which backs off.
     "host/engine/contention.py:ContentionPersisted",
     # A ValueError that api/window.py turns into a 400 and validators read as a ValueError.
-    "host/timefmt.py:OutOfRange",
+    "host/support/timefmt.py:OutOfRange",
     # A ValueError the loader turns into a Refusal.
     "host/plugins/ranges.py:BadRange",
     # The docs check of the contract's hooks, run by the tests; a ValueError since it is one.

@@ -177,7 +177,7 @@ def test_the_kv_format_quotes_what_needs_it() -> None:
 
 
 def test_log_format_and_level_are_settings() -> None:
-    from pageant.settings import Invalid, load_settings
+    from pageant.support.settings import Invalid, load_settings
 
     loaded = load_settings(environ={"PAGEANT_LOG_FORMAT": "JSON", "PAGEANT_LOG_LEVEL": "debug"})
     assert (loaded.log_format, loaded.log_level) == ("json", "DEBUG")

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from pageant.db.states import RUN_LIVE
 from pageant.db.tables import event_definitions, event_runs
 from pageant.engine import Engine
 from pageant.engine.overlap import SKIP_REASON
 from pageant.runs import sentences
 from pageant.runs.create import create_run, start_now
-from pageant.timefmt import iso
+from pageant.states import RUN_LIVE
+from pageant.support.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
 from tests.conftest import bearer
 from tests.console.test_console import form_of, sign_in

@@ -10,7 +10,7 @@ import pytest
 
 from pageant.engine import Engine
 from pageant.runs.controls import cancel
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 from tests.api.test_events_api import call
 from tests.factories import log_lines
 from tests.schedules.test_calendar import items

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from pageant.db.states import RUN_ENDED, RunStatus
 from pageant.db.tables import event_blackouts
 from pageant.events import blackouts as staff
 from pageant.schedules import reconcile
 from pageant.schedules.blackouts import Calendar, check_periods, covering, windows
+from pageant.states import RUN_ENDED, RunStatus
 from tests.factories import log_lines
 from tests.scheduling import ready_event, runs_of, spec_with, utc, weekly
 

@@ -14,7 +14,7 @@ import pytest
 from pageant.api.routes.calendar import CalendarItem
 from pageant.engine import Engine
 from pageant.schedules import calendar
-from pageant.timefmt import iso
+from pageant.support.timefmt import iso
 from tests.api.test_events_api import EVENTS, call, create
 from tests.conftest import bearer
 from tests.schedules.test_schedule_lifecycle import edit, publish, scheduled_event

@@ -24,9 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
-from pageant.clock import SystemClock
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import SystemClock
+from pageant.support.settings import Settings
 
 ON_SERVER = (
     Path(__file__).resolve().parents[2] / "example_plugins/openarena/events/frenzy-on-server.json"

@@ -24,10 +24,10 @@ import pytest
 from pageant_openarena.dedicated import INSTALL, Dedicated, find_engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pageant.clock import SystemClock
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import SystemClock
+from pageant.support.settings import Settings
 from tests.factories import phase, spec, step, wait
 from tests.walks.test_shard_walk import (
     console,

@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.access.tokens import create_token
 from pageant.api.app import make_app
-from pageant.clock import FakeClock
 from pageant.engine import Engine
 from pageant.hosting import Host
-from pageant.settings import Settings
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from tests.factories import phase, spec, step, wait
 
 ENV = "PAGEANT_PLUGIN_SHARD_"

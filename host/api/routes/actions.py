@@ -12,7 +12,7 @@ from pageant.access.roles import ADMIN, STAFF
 from pageant.api.bodies import no_defaults
 from pageant.api.keys import HOST
 from pageant.api.routing import RouteTable, principal, read_body, respond
-from pageant.db.states import Risk
+from pageant.states import Risk
 from pageant.switchboard import board
 from pageant.switchboard.pricing import MAX_AMOUNT
 

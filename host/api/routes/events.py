@@ -53,7 +53,6 @@ from pageant.api.routing import (
     respond,
     whole_number,
 )
-from pageant.db.states import Overlap
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
 from pageant.events import definitions, verify
@@ -71,6 +70,7 @@ from pageant.runs.params import PLACEHOLDER, key_problems
 from pageant.schedules import preview
 from pageant.schedules.blackouts import subscribed
 from pageant.schedules.recurrence import zone
+from pageant.states import Overlap
 
 routes = RouteTable("events")
 

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 from pageant.api.keys import HOST
 from pageant.api.routing import INSTANT, Query, RouteTable, respond, whole_number
 from pageant.api.window import instant, read_window
-from pageant.db.states import PublicEnd, PublicStatus
 from pageant.errors import Invalid
 from pageant.schedules import public_pages as public
+from pageant.states import PublicEnd, PublicStatus
 
 routes = RouteTable("public")
 

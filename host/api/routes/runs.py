@@ -23,15 +23,15 @@ from pageant.api.routing import (
     read_body,
     respond,
 )
-from pageant.db.states import Health, RunStatus, StepStatus
 from pageant.errors import Forbidden, NotFound, PageantError
 from pageant.events import definitions
-from pageant.revalidation import tag_of, tagged
 from pageant.runs import controls, listing
 from pageant.runs.batch import MAX_BATCH, Start, Started, start_many
 from pageant.runs.console import console, run_view, run_views_of, runs_page, step_view
 from pageant.runs.create import start_now
 from pageant.runs.waiting import REASONS
+from pageant.states import Health, RunStatus, StepStatus
+from pageant.support.revalidation import tag_of, tagged
 
 routes = RouteTable("runs")
 

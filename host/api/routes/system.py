@@ -164,7 +164,7 @@ async def metrics(request: web.Request) -> web.Response:
         host.metrics.runs.labels(status=status).set(n)
     for state, n in host.link.counts().items():
         host.metrics.link_servers.labels(state=state).set(n)
-    from pageant.metrics import CONTENT_TYPE
+    from pageant.support.metrics import CONTENT_TYPE
 
     response = web.Response(body=host.metrics.render())
     response.headers["Content-Type"] = CONTENT_TYPE

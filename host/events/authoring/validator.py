@@ -69,7 +69,7 @@ from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
-from pageant.timefmt import EARLIEST, LATEST, SUPPORTED
+from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 if TYPE_CHECKING:
     from pageant.hookspecs import Action

@@ -1,6 +1,6 @@
 """Requests admitted at a steady pace: at most so many a second, in arrival order.
 
-A run console answered from what is kept for its readers (:mod:`pageant.recent`) costs a
+A run console answered from what is kept for its readers (:mod:`pageant.support.recent`) costs a
 tenth of a millisecond, so fifty clients asking again the moment they are answered would
 ask thousands of times a second and take the event loop from the engine whatever each
 answer costs. A slot limit bounds how many are answered at once, not how often. :class:`Pace`

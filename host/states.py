@@ -98,6 +98,7 @@ class Outcome(StrEnum):
     WAITING = "waiting"
     BLOCKED = "blocked"
     LATE = "late"
+    CATCHING_UP = "catching_up"
     SKIPPED = "skipped"
     UNVERIFIED = "unverified"
     STOPPING = "stopping"
@@ -111,6 +112,89 @@ class Outcome(StrEnum):
     def finished(self) -> bool:
         """The run is done: its claim went with its last transition."""
         return self in (Outcome.COMPLETED, Outcome.FAILED)
+
+
+class WaitingReason(StrEnum):
+    """Why a run that is not ended waits (its ``waiting_reason``), as the run console and
+    the log say it (:mod:`pageant.runs.waiting` writes the sentences)."""
+
+    NOT_DUE = "not_due"
+    UNVERIFIED = "unverified"
+    CONCURRENCY = "concurrency"
+    BACKOFF = "backoff"
+    PARKED = "parked"
+    PAUSED = "paused"
+    GATE = "gate"
+    UNAVAILABLE = "unavailable"
+
+
+class ResourceStatus(StrEnum):
+    """A ledger row's status: what a run holds in the world, and how it was given back."""
+
+    PENDING = "pending"
+    CONFIRMED = "confirmed"
+    REVERT_FAILED = "revert_failed"
+    REVERTED = "reverted"
+    DRIFTED = "drifted"
+    ORPHANED = "orphaned"
+
+    @property
+    def holding(self) -> bool:
+        """Still held in the world (given back later, or failed to be)."""
+        return self in (
+            ResourceStatus.PENDING,
+            ResourceStatus.CONFIRMED,
+            ResourceStatus.REVERT_FAILED,
+        )
+
+
+class Refusal(StrEnum):
+    """Why a claimed step's action may not run now (``may_invoke``'s code), layer by layer
+    (:mod:`pageant.engine.policy`)."""
+
+    UNAVAILABLE = "unavailable"
+    DISABLED = "disabled"
+    COST = "cost"
+    UNDECLARED = "undeclared"
+    UNBUDGETED = "unbudgeted"
+    CAP = "cap"
+
+
+class Readiness(StrEnum):
+    """What stands between a run's next step and its dispatch, in the order it is asked
+    (:func:`pageant.engine.readiness.readiness`)."""
+
+    #: The run is not running (scheduled, starting, paused, ending or ended).
+    NOT_RUNNING = "not_running"
+    #: The run carries a wait (``hold_until``); the run's loop clears one that ran out.
+    HELD = "held"
+    #: No step is left in the phase: its gate, or the next phase, is the run's loop's.
+    NO_STEP = "no_step"
+    #: The step runs under a live claim lease.
+    IN_FLIGHT = "in_flight"
+    #: The step is ``running`` with no lease: parked, waiting for a person.
+    PARKED = "parked"
+    #: The step's ``due_at`` has not come.
+    NOT_DUE = "not_due"
+    #: No loaded plugin may take the action now (``Host.unavailable``).
+    UNAVAILABLE = "unavailable"
+    #: The host began a clean stop: nothing new is claimed.
+    STOPPING = "stopping"
+    #: The action's plugin reported itself down, or the run holds the step for it: the run's
+    #: loop decides whether the step is held (a notify step's ``hold_seconds``) or goes to
+    #: its dispatch, where the plugin's being down refuses it.
+    PLUGIN_DOWN = "plugin_down"
+    #: Dispatch it.
+    READY = "ready"
+
+
+class Dispatched(StrEnum):
+    """What dispatching one step came to, for the run's loop: go on to its next step, stop
+    this pass (a wait, a failure, a stop), or let go (another claimer holds the step)."""
+
+    CONTINUE = "continue"
+    STOP = "stop"
+    TAKEN = "taken"
 
 
 class Risk(StrEnum):
@@ -459,7 +543,7 @@ def render_doc(text: str) -> str:
     return text
 
 
-if __name__ == "__main__":  # python -m pageant.db.states docs/runs.md
+if __name__ == "__main__":  # python -m pageant.states docs/runs.md
     import sys
     from pathlib import Path
 
