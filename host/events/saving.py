@@ -52,7 +52,7 @@ async def savable_spec(
         log.warning("saving event: %s", warning)
     if unknown:
         raise Invalid("invalid spec", details=unknown)
-    return await with_zones(spec, registry)
+    return await with_zones(spec, registry, stored=stored)
 
 
 def still_savable(

@@ -12,8 +12,8 @@ next save.
 
 A set is given the zone of the first of its values (in the spec's order of params) whose
 source gives one; a set none gives a zone to keeps the event's. A source that cannot answer
-refuses nothing (an author must be able to save while a game is down): the zones the saved
-spec already carried are kept for it. A fan-out whose sources answered and gave no zone at
+refuses nothing (an author must be able to save while a game is down): its sets keep the
+zones the working copy was saved with before. A fan-out whose sources answered and gave no zone at
 all is refused: ``"local"`` would mean nothing.
 """
 
@@ -37,15 +37,19 @@ __all__ = ["with_zones"]
 log = logging.getLogger("pageant.events")
 
 
-async def with_zones(spec: dict[str, Any], registry: Registry) -> dict[str, Any]:
+async def with_zones(
+    spec: dict[str, Any], registry: Registry, *, stored: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """``spec`` (validated) with its schedule's ``zones`` read from the option sources now;
-    ``spec`` itself when its schedule is not ``"local"``. Raises ``Invalid`` naming
-    ``spec.schedule.stagger`` when every source answered and none gave a zone."""
+    ``spec`` itself when its schedule is not ``"local"``. A set whose source cannot answer
+    keeps its zone in ``stored`` (the working copy saved before), if it had one. Raises
+    ``Invalid`` naming ``spec.schedule.stagger`` when every source answered and none gave a
+    zone."""
     schedule = spec.get("schedule")
-    if not is_local(schedule):
+    if not isinstance(schedule, dict) or not is_local(schedule):
         return spec
     sets: list[dict[str, Any]] = schedule.get("params") or []
-    declared = [p for p in spec.get("params") or [] if isinstance(p, Mapping)]
+    declared = [p for p in spec.get("params") or [] if isinstance(p, dict)]
     names = zoned_params(sets, declared)
     sources = {p["name"]: p["option_source"] for p in declared if p["name"] in names}
     answers = Answers(registry)
@@ -70,7 +74,7 @@ async def with_zones(spec: dict[str, Any], registry: Registry) -> dict[str, Any]
                 f"{_listed(sorted(items_of))} for any of its values"
             ],
         )
-    kept = schedule.get("zones") if isinstance(schedule.get("zones"), Mapping) else {}
+    kept = _saved_zones(stored)
     zones: dict[str, str] = {}
     for values in sets:
         scope = scope_of(values)
@@ -83,6 +87,12 @@ async def with_zones(spec: dict[str, Any], registry: Registry) -> dict[str, Any]
     if zones:
         out["zones"] = zones
     return {**spec, "schedule": out}
+
+
+def _saved_zones(stored: Mapping[str, Any] | None) -> Mapping[str, str]:
+    schedule = stored.get("schedule") if isinstance(stored, Mapping) else None
+    saved = schedule.get("zones") if isinstance(schedule, Mapping) else None
+    return saved if isinstance(saved, Mapping) else {}
 
 
 def _zone_of(

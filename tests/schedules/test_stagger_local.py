@@ -14,6 +14,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
+import pageant_shard
 import pytest
 from pageant_shard import world
 from pydantic import ValidationError
@@ -322,3 +323,29 @@ def test_the_expansion_bookkeeping_waits_for_the_earliest_servers_next_run():
     # Without zones every set keeps the event's: Berlin's 20:00.
     bare = Plan(1, 1, {"schedule": {**schedule, "zones": {}}}, "Europe/Berlin", 0)
     assert reconcile.expanded_until(bare, utc(2027, 3, 13)) == utc(2027, 3, 19, 19)
+
+
+class _Down(dict):
+    """The shard's server list while the game does not answer."""
+
+    def items(self) -> Any:
+        raise ConnectionError("the shard does not answer")
+
+
+async def test_a_save_while_the_source_is_down_keeps_the_zones_saved_before(
+    client, tokens, db, monkeypatch
+):
+    event = await create(client, tokens["admin"], title="X", timezone="Europe/Berlin", spec=spec())
+    assert event["spec"]["schedule"]["zones"] == ZONES
+    monkeypatch.setattr(pageant_shard, "SERVERS", _Down())
+    # A save from a form that does not carry the zones: they are kept, not dropped.
+    path = f"{EVENTS}/{event['id']}"
+    status, data = await call(client, "PUT", path, tokens["admin"], {"spec": spec()})
+    assert status == 200, data
+    assert data["spec"]["schedule"]["zones"] == ZONES
+    # A new event has nothing saved before: its sets keep the event's zone for now.
+    status, data = await call(
+        client, "POST", EVENTS, tokens["admin"], {"title": "Y", "spec": spec()}
+    )
+    assert status == 201, data
+    assert "zones" not in data["spec"]["schedule"]
