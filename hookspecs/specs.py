@@ -212,7 +212,7 @@ class PageantSpecs:
             def pageant_option_sources() -> list[OptionSource]:
                 return [OptionSource(id="mygame.options.regions", label="Regions", resolve=regions)]
 
-        Added in contract 1.0; an item's ``zone`` in 1.4.
+        Added in contract 1.0; an item's zone in 1.4.
         """
 
     @hookspec
