@@ -10,6 +10,7 @@ Berlin moves to CEST (+02) on 28 March, so 2 April is 18:00Z there; Santiago fal
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from datetime import timedelta
 from typing import Any
@@ -349,3 +350,35 @@ async def test_a_save_while_the_source_is_down_keeps_the_zones_saved_before(
     )
     assert status == 201, data
     assert "zones" not in data["spec"]["schedule"]
+
+
+async def test_the_openapi_document_describes_local_and_the_zones(client):
+    response = await client.get("/api/v1/openapi.json")
+    assert response.status == 200
+    shapes = _schedule_shapes(await response.json())
+    assert {kind for kind, _ in shapes} == {"once", "weekly", "monthly"}
+    for _, shape in shapes:
+        pattern = shape["properties"]["stagger"]["pattern"]
+        assert re.fullmatch(pattern, "local") and re.fullmatch(pattern, "5m")
+        assert not re.fullmatch(pattern, "locally")
+        zones = shape["properties"]["zones"]
+        assert zones["type"] == "object" and "written by the host" in zones["description"]
+
+
+def _schedule_shapes(doc: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Each schedule shape that may stagger, with its kind, wherever the document has one."""
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict) and "stagger" in properties:
+                found.append((properties["kind"]["const"], node))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(doc)
+    return found

@@ -653,6 +653,13 @@ _STAGGER = {
     "its own stable offset; or local: each param set at the schedule's time in the zone its "
     "option source gives (kept in schedule.zones, written at save); only with schedule.params",
 }
+_ZONES = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "description": "an IANA time zone"},
+    "description": 'with "stagger": "local", each param set\'s zone by its scope '
+    '({"server=eu-1": "Europe/Berlin"}): written by the host at save from the option '
+    "sources; one sent is replaced. A set without one keeps the event's zone",
+}
 _SCHEDULES = [
     _closed({"kind": {"const": "manual"}}, ["kind"], description="started by hand only"),
     _closed(
@@ -664,6 +671,7 @@ _SCHEDULES = [
                 "description": f"a local date and time in the event's zone, {SUPPORTED}",
             },
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "at"],
     ),
@@ -677,6 +685,7 @@ _SCHEDULES = [
             },
             "time": _TIME,
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "days", "time"],
     ),
@@ -687,6 +696,7 @@ _SCHEDULES = [
             "weekday": {"enum": list(WEEKDAYS)},
             "time": _TIME,
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "nth", "weekday", "time"],
     ),
