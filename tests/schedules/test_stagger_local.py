@@ -195,6 +195,16 @@ async def test_switching_an_event_to_local_moves_each_servers_runs_to_its_own_ti
         client, "PUT", f"{EVENTS}/{event_id}", tokens["admin"], {"spec": spec()}
     )
     assert status == 200, data
+    # The preview names the moves the publish makes: sa-1's and ap-1's runs, not eu-1's.
+    preview = f"{EVENTS}/{event_id}/publish?preview=1"
+    status, data = await call(client, "POST", preview, tokens["admin"])
+    assert status == 200, data
+    assert sorted((m["scope"], m["to"]) for m in data["moved"]) == [
+        ("server=ap-1", "2027-03-05T11:00:00Z"),
+        ("server=ap-1", "2027-03-12T11:00:00Z"),
+        ("server=sa-1", "2027-03-05T23:00:00Z"),
+        ("server=sa-1", "2027-03-12T23:00:00Z"),
+    ]
     status, data = await call(client, "POST", f"{EVENTS}/{event_id}/publish", tokens["admin"])
     assert status == 200, data
     live = [r for r in await runs_of(db, event_id) if r.status == "scheduled"]
