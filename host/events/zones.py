@@ -13,8 +13,8 @@ next save.
 A set is given the zone of the first of its values (in the spec's order of params) whose
 source gives one; a set none gives a zone to keeps the event's. A source that cannot answer
 refuses nothing (an author must be able to save while a game is down): its sets keep the
-zones the working copy was saved with before. A fan-out whose sources answered and gave no zone at
-all is refused: ``"local"`` would mean nothing.
+zones the working copy was saved with before. A fan-out whose sources answered and gave no
+zone at all is refused: ``"local"`` would mean nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ async def with_zones(
             details=[
                 'spec.schedule.stagger: "local" starts each param set at the schedule\'s '
                 "time in the zone its option source gives it; "
-                f"{_listed(sorted(items_of))} for any of its values"
+                f"{_listed(sorted(items_of))}"
             ],
         )
     kept = _saved_zones(stored)
@@ -112,5 +112,5 @@ def _zone_of(
 
 def _listed(source_ids: list[str]) -> str:
     if len(source_ids) == 1:
-        return f"the option source {source_ids[0]} gives no zone"
-    return f"the option sources {', '.join(source_ids)} give no zone"
+        return f"the option source {source_ids[0]} gives no zone for any of its values"
+    return f"the option sources {', '.join(source_ids)} give no zone for any of their values"
