@@ -18,7 +18,10 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from importlib.resources import files
 from typing import Any, Literal
+from zoneinfo import available_timezones
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -507,15 +510,40 @@ class Lease(_Declaration):
         return self
 
 
+@cache
+def _iana_zones() -> frozenset[str]:
+    """The IANA zone names, as the tzdata distribution lists them (never ``localtime`` or a
+    path of the system's zone directory)."""
+    try:
+        return frozenset(files("tzdata").joinpath("zones").read_text(encoding="utf-8").split())
+    except (ModuleNotFoundError, FileNotFoundError):  # pragma: no cover - tzdata is a dependency
+        return frozenset(available_timezones() - {"localtime"})
+
+
 class OptionItem(_Declaration):
-    """One value an option source offers."""
+    """One value an option source offers.
+
+    ``zone`` (contract 1.4, optional): the IANA time zone of what the value names, such as
+    a server's ``Europe/Berlin``. A fan-out over the value's param with ``"stagger":
+    "local"`` starts that value's runs at the schedule's wall time in this zone."""
 
     value: str | int | float | bool
     label: str
+    zone: str | None = None
+
+    @field_validator("zone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is not None and value not in _iana_zones():
+            raise ValueError(
+                f"zone {value!r} is not an IANA time zone name (such as Europe/Berlin)"
+            )
+        return value
 
 
 class OptionSource(_Declaration):
-    """Values a param may take, resolved live (``resolve()`` answers ``[{value, label}]``)."""
+    """Values a param may take, resolved live (``resolve()`` answers ``[{value, label}]``,
+    each with an optional ``zone``)."""
 
     id: str
     label: str = Field(min_length=1)

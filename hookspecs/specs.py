@@ -198,6 +198,10 @@ class PageantSpecs:
         On failure: the plugin is refused with its reasons; the host runs on. A
         ``resolve()`` that raises later answers ``{ok: false, reason}``, never a 500.
 
+        An item may carry ``zone``, the IANA time zone of what it names (contract 1.4): a
+        fan-out over servers with ``"stagger": "local"`` starts each server's runs at the
+        schedule's wall time in its zone, read when the event is saved.
+
         Example::
 
             async def regions() -> list[dict[str, str]]:
@@ -208,7 +212,7 @@ class PageantSpecs:
             def pageant_option_sources() -> list[OptionSource]:
                 return [OptionSource(id="mygame.options.regions", label="Regions", resolve=regions)]
 
-        Added in contract 1.0.
+        Added in contract 1.0; an item's zone in 1.4.
         """
 
     @hookspec

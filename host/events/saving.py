@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.errors import Invalid
 from pageant.events.authoring import validator as specs
 from pageant.events.option_values import check_option_values
+from pageant.events.zones import with_zones
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
@@ -37,7 +38,8 @@ async def savable_spec(
     written where an option source's value is taken against what the source answers now
     (:func:`pageant.events.option_values.check_option_values`). A source that cannot answer
     is logged as a warning and does not refuse the save (an author must be able to save
-    while a game is down).
+    while a game is down). A fan-out with ``"stagger": "local"`` is given each param set's
+    zone from the sources (:func:`pageant.events.zones.with_zones`).
 
     Raises ``Invalid("invalid spec", details=[...])`` naming every problem with its path
     (``spec.phases[0].steps[0].params.colour: 'purple' is not a value of
@@ -50,7 +52,7 @@ async def savable_spec(
         log.warning("saving event: %s", warning)
     if unknown:
         raise Invalid("invalid spec", details=unknown)
-    return spec
+    return await with_zones(spec, registry, stored=stored)
 
 
 def still_savable(

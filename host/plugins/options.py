@@ -55,5 +55,5 @@ async def resolve_options(
                 "ok": False,
                 "reason": f"{source.id} item [{i}] is invalid: {exc.errors()[0]['msg']}",
             }
-        items.append(parsed.model_dump())
+        items.append(parsed.model_dump(exclude_none=True))
     return {"ok": True, "items": items}

@@ -93,6 +93,8 @@ def _projected(
     occ: recurrence.Occurrence,
     values: dict[str, Any],
     calendars: Sequence[blackouts.Calendar] = (),
+    *,
+    zone: str | None = None,
 ) -> dict[str, Any]:
     covered = blackouts.covering(calendars, occ.at)
     return {
@@ -100,7 +102,7 @@ def _projected(
         "title": definition.title,
         "scheduled_for": occ.at,
         "local_time": occ.local.isoformat(),
-        "timezone": definition.timezone,
+        "timezone": zone or definition.timezone,
         "kind": "projected",
         "scope": scope_of(values),
         "params": dict(values),
@@ -190,6 +192,13 @@ async def _project(
         sets = fan_out.listed_sets(schedule)
         window = stagger.window_of(schedule)
         calendars = await calendars_of(conn, definition.spec or {})
+        if stagger.is_local(schedule):
+            items += _local_projections(
+                definition, sets, held[definition.id], projected_from, end, calendars
+            )
+            if len(items) > MAX_ITEMS:
+                raise _too_many()
+            continue
         for occ in _projection(definition, projected_from, end):
             if (occ.at, "") in held[definition.id] or ("", occ.slot) in held[definition.id]:
                 continue
@@ -200,6 +209,29 @@ async def _project(
                 items.append(_projected(definition, at, values, calendars))
             if len(items) > MAX_ITEMS:
                 raise _too_many()
+
+
+def _local_projections(
+    definition: Row,
+    sets: list[dict[str, Any]],
+    held: set[tuple[Any, str]],
+    start: datetime,
+    end: datetime,
+    calendars: Sequence[blackouts.Calendar],
+) -> list[dict[str, Any]]:
+    """A ``"local"`` fan-out's projections: each set's occurrences in its own zone, less
+    those its own rows hold (each set's occurrence has its own instant)."""
+    found = []
+    for values in sets:
+        scope = scope_of(values)
+        zone = stagger.zone_of(definition.spec.get("schedule"), scope, definition.timezone)
+        for occ in _projection(definition, start, end, zone):
+            if (occ.at, scope) in held or (scope, occ.slot) in held:
+                continue
+            found.append(_projected(definition, occ, values, calendars, zone=zone))
+            if len(found) > MAX_ITEMS:
+                raise _too_many()
+    return found
 
 
 async def calendar_outline(
@@ -274,13 +306,20 @@ async def _held(
         held[row.definition_id].add((row.scheduled_for, ""))
         if row.occurrence_local:
             held[row.definition_id].add(("", row.occurrence_local))
+        if row.scope:
+            # A "local" fan-out's sets each hold their own instants and slots.
+            held[row.definition_id].add((row.scheduled_for, row.scope))
+            if row.occurrence_local:
+                held[row.definition_id].add((row.scope, row.occurrence_local))
     return held
 
 
-def _projection(definition: Row, start: datetime, end: datetime) -> list[recurrence.Occurrence]:
+def _projection(
+    definition: Row, start: datetime, end: datetime, zone: str | None = None
+) -> list[recurrence.Occurrence]:
     try:
         return recurrence.occurrences(
-            definition.spec.get("schedule"), definition.timezone, start, end
+            definition.spec.get("schedule"), zone or definition.timezone, start, end
         )
     except (ValueError, AttributeError):
         log.warning("event %s has a schedule that cannot be projected", definition.id)
@@ -306,8 +345,24 @@ async def next_occurrences(
             continue
         after = max(now, row.expanded_until) if row.expanded_until is not None else now
         try:
-            occ = recurrence.next_occurrence(row.spec.get("schedule"), row.timezone, after)
+            found[row.id] = _next_at(row.spec.get("schedule"), row.timezone, after)
         except (ValueError, AttributeError):
             continue
-        found[row.id] = occ.at if occ is not None else None
     return found
+
+
+def _next_at(schedule: Any, timezone: str, after: datetime) -> datetime | None:
+    """The schedule's next occurrence at or after ``after``: under ``"local"``, the first
+    of its sets' next occurrences, each in its own zone."""
+    zones = {timezone}
+    if stagger.is_local(schedule):
+        zones = {
+            stagger.zone_of(schedule, scope_of(values), timezone)
+            for values in schedule.get("params") or [{}]
+        }
+    ats = [
+        occ.at
+        for zone in sorted(zones)
+        if (occ := recurrence.next_occurrence(schedule, zone, after)) is not None
+    ]
+    return min(ats, default=None)

@@ -25,7 +25,8 @@ Two more rules read the event's blackouts (:mod:`pageant.schedules.blackouts`, t
 ``blackouts``): an occurrence inside a period of one is marked ``blacked_out`` with the
 blackout's name (made so when its row is created, marked when it was ``scheduled``), and a
 ``blacked_out`` row no blackout covers any more is ``scheduled`` again. A fan-out with a
-``stagger`` runs each set's occurrence at its own offset (:mod:`pageant.schedules.stagger`).
+``stagger`` runs each set's occurrence at its own offset, or (``"local"``) at the schedule's
+wall time in the set's own zone (:mod:`pageant.schedules.stagger`).
 
 So re-running it over any window gives the same rows back, and no change of schedule, zone
 or tzdata ever leaves two live rows for one occurrence. Nothing before ``now - grace`` is
@@ -125,15 +126,17 @@ def expanded_until(plan: Plan, end: datetime) -> datetime:
     the recurrence cannot read.
 
     With a stagger, the first of every set's staggered occurrences at or past ``end``: a set
-    whose offset carries its run past ``end`` still needs its row made."""
+    whose offset carries its run past ``end`` still needs its row made. With ``"local"``,
+    the first of every set's occurrences in its own zone."""
     window = stagger.window_of(plan.schedule)
-    if not window:
+    if not window and not stagger.is_local(plan.schedule):
         found = recurrence.next_occurrence(plan.schedule, plan.timezone, end)
         return found.at if found is not None else NEVER
     firsts = []
     for scope in _scopes(plan):
         by = stagger.offset(scope, window)
-        found = recurrence.next_occurrence(plan.schedule, plan.timezone, end - by)
+        zone = stagger.zone_of(plan.schedule, scope, plan.timezone)
+        found = recurrence.next_occurrence(plan.schedule, zone, end - by)
         if found is not None:
             firsts.append(found.at + by)
     return min(firsts, default=NEVER)
@@ -375,10 +378,12 @@ def _produced(
     plan: Plan, scope: str, start: datetime, end: datetime
 ) -> list[recurrence.Occurrence]:
     """The schedule's occurrences for ``scope`` with ``start <= at < end``, each at its
-    stagger offset when the schedule staggers."""
+    stagger offset when the schedule staggers, and read in the scope's own zone when it
+    staggers ``"local"``."""
     window = stagger.window_of(plan.schedule)
     by = stagger.offset(scope, window)
-    found = recurrence.occurrences(plan.schedule, plan.timezone, start - by, end - by)
+    zone = stagger.zone_of(plan.schedule, scope, plan.timezone)
+    found = recurrence.occurrences(plan.schedule, zone, start - by, end - by)
     return [stagger.shifted(occ, by) for occ in found]
 
 
@@ -530,7 +535,7 @@ class _Work:
             to=occ.at,
             from_slot=row.occurrence_local,
             slot=occ.slot,
-            timezone=self.plan.timezone,
+            timezone=stagger.zone_of(self.plan.schedule, self.scope, self.plan.timezone),
             version_id=self.plan.version_id,
             dst_adjusted=occ.dst_adjusted,
             publish_reason=self.publish_reason,

@@ -343,7 +343,7 @@ WEEKDAY_LIST = "monday, tuesday, wednesday, thursday, friday, saturday, sunday"
             {"kind": "weekly", "days": ["friday"], "time": "20:00", "at": "2027-01-01T00:00"},
             [
                 'spec.schedule: unknown key "at" for a "weekly" schedule; '
-                "expected kind, days, time, params, stagger"
+                "expected kind, days, time, params, stagger, zones"
             ],
         ),
         (

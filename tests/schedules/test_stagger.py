@@ -147,7 +147,7 @@ async def test_a_stagger_on_a_schedule_without_a_fan_out_is_refused(client, toke
     assert await snapshot(db) == before
 
 
-@pytest.mark.parametrize("value", ["0s", "86401s", "local", 300])
+@pytest.mark.parametrize("value", ["0s", "86401s", "LOCAL", 300])
 async def test_a_stagger_outside_the_bounds_is_a_400_naming_it(client, tokens, db, value):
     before = await snapshot(db)
     spec = fan_out(value)

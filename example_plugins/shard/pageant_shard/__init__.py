@@ -8,7 +8,8 @@ against the public contract alone (``pageant.hookspecs`` and ``pageant.hookimpl`
   step's key), ``shard.spawn`` (creatures, given back by serial), ``shard.gate.open`` (a
   passage that closes at its own deadline) and ``shard.reward.grant`` (irreversible);
 - a lease, ``shard.config``: a live configuration value a run borrows and puts back;
-- two budget dimensions, four option sources and three triggers;
+- two budget dimensions, five option sources (the servers' with each one's time zone)
+  and three triggers;
 - ``pageant_reconcile``, answered from what the world holds;
 - availability: the plugin tells the host when the shard goes down, and asks it to
   reconcile when the shard comes back with a new boot id.
@@ -30,7 +31,7 @@ from pageant import hookimpl
 from pageant.hookspecs import ActionContext, HeldResource, PluginContext
 
 from .simulation import Simulation
-from .world import ATLAS, ITEMS, LANDMARKS, REGIONS, ShardDown, World
+from .world import ATLAS, ITEMS, LANDMARKS, REGIONS, SERVERS, ShardDown, World
 
 #: The most creatures one step may spawn, and the most of an item one step may grant.
 MAX_SPAWN = 50
@@ -99,7 +100,7 @@ class ShardPlugin:
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
             "owner": "shard",
-            "contract": "^1.3",
+            "contract": "^1.4",
             "settings": ShardSettings,
             "observe": self.observe,
         }
@@ -387,6 +388,13 @@ class ShardPlugin:
     async def items(self) -> list[dict[str, str]]:
         return [{"value": iid, "label": label} for iid, label in ITEMS.items()]
 
+    async def servers(self) -> list[dict[str, str]]:
+        # Each with its zone (contract 1.4): a fan-out over servers may start each one's
+        # runs at the same local time.
+        return [
+            {"value": sid, "label": label, "zone": zone} for sid, (label, zone) in SERVERS.items()
+        ]
+
     # ── declarations ─────────────────────────────────────────────────────────
 
     @hookimpl
@@ -516,6 +524,7 @@ class ShardPlugin:
             {"id": "shard.options.landmarks", "label": "Landmarks", "resolve": self.landmarks},
             {"id": "shard.options.creatures", "label": "Creatures", "resolve": self.creatures},
             {"id": "shard.options.items", "label": "Reward items", "resolve": self.items},
+            {"id": "shard.options.servers", "label": "Servers", "resolve": self.servers},
         ]
 
     @hookimpl

@@ -49,6 +49,13 @@ ITEMS: dict[str, str] = {
     "champion_sigil": "Champion's sigil",
     "potion": "Healing potion",
 }
+#: Server id -> (label, IANA zone): the shard's servers, each in its players' own zone, so a
+#: fan-out over them may start each at the same local time (``"stagger": "local"``).
+SERVERS: dict[str, tuple[str, str]] = {
+    "eu-1": ("Europe (Frankfurt)", "Europe/Berlin"),
+    "sa-1": ("South America (Santiago)", "America/Santiago"),
+    "ap-1": ("Asia Pacific (Tokyo)", "Asia/Tokyo"),
+}
 #: The live configuration a game master (or a run, through a lease) may change.
 CONFIG: dict[str, str] = {
     "xp_rate": "1.0",

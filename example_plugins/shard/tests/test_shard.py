@@ -199,6 +199,13 @@ async def test_the_option_sources_answer_the_world(pageant_kit: Kit) -> None:
     assert "guardian" in creatures and "champion" in creatures
     items = [item["value"] for item in await pageant_kit.resolve("shard.options.items")]
     assert items == ["gold", "champion_sigil", "potion"]
+    servers = await pageant_kit.resolve("shard.options.servers")
+    assert [(item["value"], item["zone"]) for item in servers] == [
+        ("eu-1", "Europe/Berlin"),
+        ("sa-1", "America/Santiago"),
+        ("ap-1", "Asia/Tokyo"),
+    ]
+    assert all("zone" not in item for item in landmarks)
 
 
 # ── the lease ────────────────────────────────────────────────────────────────

@@ -64,6 +64,7 @@ from pageant.events.authoring.subscriptions import (
     MAX_BLACKOUTS,
     validate_blackouts,
     validate_stagger,
+    validate_zones,
 )
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
@@ -83,9 +84,9 @@ SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
 SCHEDULE_KEYS: dict[str, tuple[str, ...]] = {
     "manual": (),
-    "once": ("at", "params", "stagger"),
-    "weekly": ("days", "time", "params", "stagger"),
-    "monthly": ("nth", "weekday", "time", "params", "stagger"),
+    "once": ("at", "params", "stagger", "zones"),
+    "weekly": ("days", "time", "params", "stagger", "zones"),
+    "monthly": ("nth", "weekday", "time", "params", "stagger", "zones"),
 }
 #: -1 is "last", which differs from 4 in a month with five of that weekday. There is no 5:
 #: every month has a first to fourth of each weekday, so no occurrence can be absent.
@@ -211,9 +212,12 @@ def validate(
     fan_out = _fan_out(raw.get("schedule"), schedule, declared, errors, registry)
     if fan_out is not None:
         schedule["params"] = fan_out
-    staggered = validate_stagger(raw.get("schedule"), fan_out, errors)
+    staggered = validate_stagger(raw.get("schedule"), fan_out, errors, declared=declared)
     if staggered is not None:
         schedule["stagger"] = staggered
+    zones = validate_zones(raw.get("schedule"), schedule, errors)
+    if zones:
+        schedule["zones"] = zones
     subscribed = validate_blackouts(raw.get("blackouts"), "spec.blackouts", errors)
     kept = frozenset(
         step["action"] for _, step in action_steps(stored) if isinstance(step.get("action"), str)
@@ -654,9 +658,17 @@ def _closed(properties: dict[str, Any], required: list[str], **extra: Any) -> di
 _TIME = {"type": "string", "pattern": f"^{TIME.pattern}$", "description": "24-hour HH:MM"}
 _STAGGER = {
     "type": "string",
-    "pattern": "^[0-9]{1,6}[smhd]$",
+    "pattern": "^([0-9]{1,6}[smhd]|local)$",
     "description": "a fan-out's runs spread over this window (1s to 1d), each param set at "
-    "its own stable offset; only with schedule.params",
+    "its own stable offset; or local: each param set at the schedule's time in the zone its "
+    "option source gives (kept in schedule.zones, written at save); only with schedule.params",
+}
+_ZONES = {
+    "type": "object",
+    "additionalProperties": {"type": "string", "description": "an IANA time zone"},
+    "description": 'with "stagger": "local", each param set\'s zone by its scope '
+    '({"server=eu-1": "Europe/Berlin"}): written by the host at save from the option '
+    "sources; one sent is replaced. A set without one keeps the event's zone",
 }
 _SCHEDULES = [
     _closed({"kind": {"const": "manual"}}, ["kind"], description="started by hand only"),
@@ -669,6 +681,7 @@ _SCHEDULES = [
                 "description": f"a local date and time in the event's zone, {SUPPORTED}",
             },
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "at"],
     ),
@@ -682,6 +695,7 @@ _SCHEDULES = [
             },
             "time": _TIME,
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "days", "time"],
     ),
@@ -692,6 +706,7 @@ _SCHEDULES = [
             "weekday": {"enum": list(WEEKDAYS)},
             "time": _TIME,
             "stagger": _STAGGER,
+            "zones": _ZONES,
         },
         ["kind", "nth", "weekday", "time"],
     ),
