@@ -59,11 +59,13 @@ async def ready_event(
     state: str = "ready",
     title: str | None = None,
     series_id: int | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> Published:
-    """A definition in ``state`` with one published version of ``schedule`` in zone ``tz``,
-    written directly: ``expanded_until`` is NULL, so nothing has been materialised."""
+    """A definition in ``state`` with one published version of ``schedule`` in zone ``tz``
+    (or of the whole ``spec``), written directly: ``expanded_until`` is NULL, so nothing has
+    been materialised."""
     n = next(_numbers)
-    event_spec = spec_with(schedule)
+    event_spec = spec if spec is not None else spec_with(schedule)
     async with db.begin() as conn:
         definition_id = (
             await conn.execute(

@@ -20,17 +20,22 @@ AFTER = re.compile(r"([0-9]{1,6})([smhd])")
 AFTER_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
-def parse_after(text: Any) -> int | None:
-    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds."""
+def parse_duration(text: Any, *, least: int, most: int) -> int | None:
+    """A duration in the ``after`` grammar (one whole number and one unit of s, m, h or d)
+    in seconds, when it lies from ``least`` to ``most``; ``None`` otherwise. The one reader
+    of the grammar: a gate's ``after``, a stagger, a countdown's rungs, a catch-up's window."""
     if not isinstance(text, str):
         return None
     match = AFTER.fullmatch(text)
     if match is None:
         return None
     seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
-    if not MIN_AFTER_SECONDS <= seconds <= MAX_AFTER_SECONDS:
-        return None
-    return seconds
+    return seconds if least <= seconds <= most else None
+
+
+def parse_after(text: Any) -> int | None:
+    """``"30m"`` -> 1800; ``None`` for anything outside the grammar or the bounds."""
+    return parse_duration(text, least=MIN_AFTER_SECONDS, most=MAX_AFTER_SECONDS)
 
 
 def format_after(seconds: int) -> str:

@@ -33,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db.shared import Batch
 from pageant.errors import Conflict, Invalid, PageantError
 from pageant.runs import params as run_params
-from pageant.runs.create import create_run, plan_start, start_facts
+from pageant.runs.create import create_planned, plan_start, start_facts
 from pageant.runs.options import Answers, check_run_values, takes_option_values
 
 if TYPE_CHECKING:
@@ -119,20 +119,8 @@ async def start_many(
                 details=[f"runs[{index}].scope: the same as runs[{earlier[0]}]"],
             )
         scopes.setdefault(planned.scope, (index, planned.values))
-        run_id, created = await create_run(
-            conn,
-            definition_id=definition_id,
-            version_id=planned.version_id,
-            spec=planned.spec,
-            scheduled_for=now,
-            now=now,
-            source="manual",
-            scope=planned.scope,
-            params=planned.values,
-            concurrency_key=planned.concurrency_key,
-            actor=actor,
-            registry=host.registry,
-            batch=batch,
+        run_id, created = await create_planned(
+            conn, host, definition_id, planned, now=now, actor=actor, batch=batch
         )
         return Started(run_id, created)
 

@@ -290,20 +290,8 @@ async def start_now(
             planned.spec, values, host.registry
         ):
             return _Unchecked(planned.version_id, planned.spec, values)
-        return await create_run(
-            conn,
-            definition_id=definition_id,
-            version_id=planned.version_id,
-            spec=planned.spec,
-            scheduled_for=now,
-            now=now,
-            source="manual",
-            scope=planned.scope,
-            params=planned.values,
-            concurrency_key=planned.concurrency_key,
-            actor=actor,
-            registry=host.registry,
-            batch=batch,
+        return await create_planned(
+            conn, host, definition_id, planned, now=now, actor=actor, batch=batch
         )
 
     # Bounded: a version published between the check and the second pass is checked again,
@@ -348,6 +336,35 @@ class PlannedStart:
     scope: str
     values: dict[str, Any]
     concurrency_key: str | None
+
+
+async def create_planned(
+    conn: AsyncConnection,
+    host: Host,
+    definition_id: int,
+    planned: PlannedStart,
+    *,
+    now: datetime,
+    actor: str | None,
+    batch: Batch | None,
+) -> tuple[int, bool]:
+    """Make the run a person's start planned (:func:`plan_start`), due ``now``: a single
+    start's and each of a batch's (:mod:`pageant.runs.batch`)."""
+    return await create_run(
+        conn,
+        definition_id=definition_id,
+        version_id=planned.version_id,
+        spec=planned.spec,
+        scheduled_for=now,
+        now=now,
+        source="manual",
+        scope=planned.scope,
+        params=planned.values,
+        concurrency_key=planned.concurrency_key,
+        actor=actor,
+        registry=host.registry,
+        batch=batch,
+    )
 
 
 async def plan_start(

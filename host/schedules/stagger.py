@@ -26,7 +26,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from pageant.gates.durations import AFTER, AFTER_UNIT_SECONDS
+from pageant.gates.durations import parse_duration
 from pageant.schedules.recurrence import Occurrence
 
 #: The widest window a stagger may spread runs over: a day. Wider would carry one
@@ -38,15 +38,7 @@ MIN_STAGGER_SECONDS = 1
 def parse_stagger(text: Any) -> int | None:
     """``"5m"`` -> 300 (the ``after`` gates' grammar: one whole number and one unit);
     ``None`` for anything outside the grammar or the bounds."""
-    if not isinstance(text, str):
-        return None
-    match = AFTER.fullmatch(text)
-    if match is None:
-        return None
-    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
-    if not MIN_STAGGER_SECONDS <= seconds <= MAX_STAGGER_SECONDS:
-        return None
-    return seconds
+    return parse_duration(text, least=MIN_STAGGER_SECONDS, most=MAX_STAGGER_SECONDS)
 
 
 #: The stagger that starts each set at the schedule's wall time in its own zone.

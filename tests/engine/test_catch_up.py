@@ -11,17 +11,16 @@ so two of them share a local wall time."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, select, update
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pageant.db import runlog
-from pageant.db.tables import event_definitions, event_run_log, event_versions
+from pageant.db.tables import event_run_log
 from pageant.engine import Engine
 from pageant.hosting import Host
 from pageant.runs import sentences
@@ -29,9 +28,7 @@ from pageant.runs.create import create_run
 from pageant.schedules.calendar import calendar_items
 from tests.api.test_events_api import call
 from tests.factories import set_run
-from tests.scheduling import MAIN, runs_of, utc, weekly
-
-_numbers = itertools.count(1)
+from tests.scheduling import MAIN, ready_event, runs_of, utc, weekly
 
 EVERY_DAY = weekly(
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", at="20:00"
@@ -95,45 +92,11 @@ async def publish(
 ) -> tuple[int, int, dict[str, Any]]:
     """A ready, verified definition in ``tz`` whose spec carries ``catching`` (its
     ``catch_up``): ``(definition id, version id, spec)``."""
-    n = next(_numbers)
     spec: dict[str, Any] = {"schedule": schedule or {"kind": "manual"}, "phases": [MAIN]}
     if catching is not None:
         spec["catch_up"] = catching
-    async with db.begin() as conn:
-        definition_id = (
-            await conn.execute(
-                insert(event_definitions).values(
-                    title=f"Catch-up {n}",
-                    slug=f"catch-up-{n}",
-                    timezone=tz,
-                    grace_seconds=grace,
-                    state="ready",
-                    spec=spec,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-        ).inserted_primary_key[0]
-        version_id = (
-            await conn.execute(
-                insert(event_versions).values(
-                    definition_id=definition_id,
-                    number=1,
-                    spec=spec,
-                    timezone=tz,
-                    published_at=now,
-                    published_by="admin:test",
-                    verified_at=now,
-                    verified_by="admin:test",
-                )
-            )
-        ).inserted_primary_key[0]
-        await conn.execute(
-            update(event_definitions)
-            .where(event_definitions.c.id == definition_id)
-            .values(current_version_id=version_id)
-        )
-    return definition_id, version_id, spec
+    event = await ready_event(db, now, spec["schedule"], tz, grace=grace, spec=spec)
+    return event.id, event.version_id, spec
 
 
 async def hourly_event(host: Host, zone: Zone, catching: dict[str, Any] | None) -> int:

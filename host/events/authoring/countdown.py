@@ -17,7 +17,7 @@ import string
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.messages import refuse_unknown, show
-from pageant.gates.durations import AFTER, AFTER_UNIT_SECONDS, format_after
+from pageant.gates.durations import format_after, parse_duration
 from pageant.runs.countdown import PLACEHOLDERS
 
 if TYPE_CHECKING:
@@ -90,13 +90,7 @@ def _before(raw: Any, path: str, errors: list[str]) -> list[str]:
 
 
 def _duration(text: Any) -> int | None:
-    if not isinstance(text, str):
-        return None
-    match = AFTER.fullmatch(text)
-    if match is None:
-        return None
-    seconds = int(match.group(1)) * AFTER_UNIT_SECONDS[match.group(2)]
-    return seconds if MIN_BEFORE_SECONDS <= seconds <= MAX_BEFORE_SECONDS else None
+    return parse_duration(text, least=MIN_BEFORE_SECONDS, most=MAX_BEFORE_SECONDS)
 
 
 def _legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
