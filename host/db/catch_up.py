@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from pageant.db.due import LATE_COLUMNS
 from pageant.db.tables import (
     by_primary_key,
     changed_one,
@@ -33,16 +34,7 @@ MAX_LATE = 1_000
 # Every late run of one event and scope, not only those in the sweep's batch: ``one`` must
 # see the latest of them, wherever the batch's limit cut.
 _LATE_OF = (
-    select(
-        r.id,
-        r.scheduled_for,
-        d.grace_seconds,
-        r.definition_id,
-        r.scope,
-        r.version_id,
-        r.waiting_reason,
-        r.catch_up,
-    )
+    select(*LATE_COLUMNS)
     .select_from(event_runs.join(event_definitions, d.id == r.definition_id))
     .where(
         r.definition_id == bindparam("definition_id"),

@@ -122,17 +122,20 @@ _DUE_ACTIVE = (
     .limit(bindparam("limit"))
 )
 
+#: What the missed sweep and a catch-up decision read of a late run.
+LATE_COLUMNS = (
+    r.id,
+    r.scheduled_for,
+    d.grace_seconds,
+    r.definition_id,
+    r.scope,
+    r.version_id,
+    r.waiting_reason,
+    r.catch_up,
+)
+
 _MISSED_CANDIDATES = (
-    select(
-        r.id,
-        r.scheduled_for,
-        d.grace_seconds,
-        r.definition_id,
-        r.scope,
-        r.version_id,
-        r.waiting_reason,
-        r.catch_up,
-    )
+    select(*LATE_COLUMNS)
     .select_from(event_runs.join(event_definitions, d.id == r.definition_id))
     .where(
         r.status == RunStatus.SCHEDULED,
