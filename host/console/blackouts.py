@@ -20,7 +20,6 @@ from pageant.db.blackouts import list_blackouts
 from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import blackouts
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
-from pageant.runs import lifecycle
 from pageant.schedules.blackouts import MAX_NAME
 
 routes = web.RouteTableDef()
@@ -150,8 +149,7 @@ async def create(request: web.Request) -> web.Response:
         return await _page(
             request, status=exc.status, errors={"slug": [exc.message]}, values=_values(form)
         )
-    await lifecycle.announce_scheduled(host, remarked.created_runs)
-    host.wake()
+    await remarked.announce(host)
     return see_other(f"/blackouts?made={remarked.count}")
 
 
@@ -183,8 +181,7 @@ async def edit(request: web.Request) -> web.Response:
             editing=blackout_id,
             notice=f"The blackout was not changed. {exc.message}",
         )
-    await lifecycle.announce_scheduled(host, remarked.created_runs)
-    host.wake()
+    await remarked.announce(host)
     return see_other(f"/blackouts?changed={remarked.count}")
 
 
@@ -200,6 +197,5 @@ async def archive(request: web.Request) -> web.Response:
             registry=host.registry,
             horizon_days=host.settings.horizon_days,
         )
-    await lifecycle.announce_scheduled(host, remarked.created_runs)
-    host.wake()
+    await remarked.announce(host)
     return see_other(f"/blackouts?archived={remarked.count}")

@@ -24,11 +24,13 @@ from pageant.db.blackouts import ACTIVE, ARCHIVED
 from pageant.db.rows import AnyRow
 from pageant.db.schedules import published_schedules
 from pageant.errors import Conflict, NotFound
+from pageant.runs import lifecycle
 from pageant.schedules import blackouts as periods
 from pageant.schedules import reconcile as schedule
 from pageant.schedules.recurrence import is_zone
 
 if TYPE_CHECKING:
+    from pageant.hosting import Host
     from pageant.plugins.registry import Registry
 
 __all__ = [
@@ -50,6 +52,12 @@ class Remarked:
 
     count: int = 0
     created_runs: list[int] = field(default_factory=list)
+
+    async def announce(self, host: Host) -> None:
+        """After the commit: fire ``core.run.scheduled`` for the runs made, and wake the
+        engine (an occurrence given back may be due now)."""
+        await lifecycle.announce_scheduled(host, self.created_runs)
+        host.wake()
 
 
 async def require_blackout(conn: AsyncConnection, blackout_id: int) -> AnyRow:

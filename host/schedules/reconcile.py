@@ -607,17 +607,7 @@ class _Work:
         ):
             return
         self.outcome.revived += 1
-        # Its steps were cancelled with it and never ran (attempts 0): make them again.
-        await steps.delete_unstarted_steps(self.conn, row.id)
-        phases = self.plan.spec.get("phases") or []
-        if phases:
-            await materialise_phase(
-                self.conn,
-                run_id=row.id,
-                phase=phases[0],
-                registry=self.registry,
-                values=run_params.with_scope(self.values, self.scope),
-            )
+        await self._rematerialise(row.id)
         await countdown.materialise_rungs(
             self.conn,
             run_id=row.id,

@@ -23,7 +23,6 @@ from pageant.api.routing import CURSOR, LIMIT, Query, RouteTable, int_param, res
 from pageant.db.blackouts import ACTIVE, ARCHIVED, list_blackouts
 from pageant.errors import Invalid
 from pageant.events import blackouts
-from pageant.runs import lifecycle
 from pageant.schedules.blackouts import MAX_NAME, MAX_PERIODS, PERIOD_KINDS
 from pageant.schedules.recurrence import WEEKDAYS
 
@@ -122,8 +121,7 @@ async def _answer(
 ) -> web.Response:
     async with request.app[HOST].db.begin() as conn:
         row = await blackouts.require_blackout(conn, blackout_id)
-    await lifecycle.announce_scheduled(request.app[HOST], remarked.created_runs)
-    request.app[HOST].wake()
+    await remarked.announce(request.app[HOST])
     return respond({"blackout": blackouts.blackout_object(row), "remarked": remarked.count}, status)
 
 
