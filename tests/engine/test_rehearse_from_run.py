@@ -5,7 +5,7 @@ at their real offsets, with the differences said; and the refusals, which write 
 from __future__ import annotations
 
 import copy
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -216,3 +216,29 @@ async def test_bad_runs_are_refused_with_a_sentence_and_write_nothing(
     status, data = await call(client, "POST", path, tokens["admin"], both)
     assert status == 400 and data["error"]["details"][0].startswith("body.from_run:"), data
     assert await everything(db) == before
+
+
+async def test_a_runs_firings_are_kept_as_long_as_its_log(client, tokens, engine, clock, host):
+    event_id, run_id, _ = await real_night(client, tokens, engine, clock)
+    status, view = await call(client, "GET", f"{RUNS}/{run_id}", tokens["moderator"])
+    ended = datetime.fromisoformat(view["run"]["ended_at"].replace("Z", "+00:00"))
+    keep = timedelta(days=host.settings.log_retention_days)
+    path = f"{EVENTS}/{event_id}/rehearse"
+
+    # A day short of the keep, the prune leaves the run's log, and its firings, alone.
+    clock.set(ended + keep - timedelta(days=1))
+    await engine.tick()
+    status, report = await call(client, "POST", path, tokens["admin"], {"from_run": run_id})
+    assert status == 200, report
+    assert report["replayed"]["recorded"] == 2 and report["differences"] == []
+
+    # Past the keep, the prune takes the log and the firings with it; the rehearsal says so.
+    clock.set(ended + keep + timedelta(seconds=1))
+    await engine.tick()
+    status, data = await call(client, "POST", path, tokens["admin"], {"from_run": run_id})
+    assert (status, data["error"]["message"]) == (
+        409,
+        f"run {run_id} ended {ended:%Y-%m-%d %H:%M} UTC and its log, with the firings recorded "
+        f"in it, has been pruned (a run's log is kept {keep.days} days after it ends): there "
+        "is nothing left to replay",
+    )
