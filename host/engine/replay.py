@@ -163,8 +163,9 @@ def phase_timeline(
     return list(phases.values())
 
 
-def _at(seconds: float) -> str:
-    return f"+{elapsed(seconds)}"
+def _at(seconds: float | None) -> str:
+    """An offset as the sentences say it (``+25 min``); the callers pass a known one."""
+    return f"+{elapsed(seconds or 0)}"
 
 
 def _apart(a: float | None, b: float | None) -> bool:
@@ -208,7 +209,7 @@ def differences(
                     f"{name} would have been skipped: version {version} has no such phase "
                     f"(the real run entered it at {_at(entered)})"
                 )
-                found.append(_difference(key, "skipped", entered, None, said))
+                found.append(_difference(key, "removed", entered, None, said))
             else:
                 said = (
                     f"{name} would not have been reached "

@@ -140,7 +140,7 @@ async def test_a_removed_phase_is_said_to_be_skipped_and_the_same_version_differ
     )
     assert status == 200, report
     said = {(d["phase"], d["what"]): d["sentence"] for d in report["differences"]}
-    assert said[("champion", "skipped")] == (
+    assert said[("champion", "removed")] == (
         "phase 3 `champion` would have been skipped: version 2 has no such phase "
         "(the real run entered it at +25 min)"
     )
