@@ -23,6 +23,14 @@ from pageant.support.settings import Settings
     " (or the list alone).",
 )
 @click.option(
+    "--from-run",
+    "from_run",
+    type=click.IntRange(min=1),
+    metavar="RUN_ID",
+    help="Replay the firings this finished run of EVENT received, at their offsets from its "
+    "start, and print where the rehearsal differs from it.",
+)
+@click.option(
     "--param",
     "params",
     multiple=True,
@@ -36,13 +44,16 @@ def rehearse(
     event: str,
     version_number: int | None,
     firings: Any,
+    from_run: int | None,
     params: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Run EVENT on a virtual clock in a throwaway database; print what would happen.
 
     Nothing reaches a game (every action is its perform(verify=True)) and nothing is
-    written to the real database.
+    written to the real database. With --from-run, the gates are fed the firings that
+    finished run received, at their offsets from its start (and the run's params, unless
+    --param names others), and the differences from the real run are printed.
 
     Exit 0 when the run completes with nothing refused and no cap overspent; 3 when it
     would not complete (it stalls, pauses or fails); 4 when it completes but a step is
@@ -53,6 +64,8 @@ def rehearse(
     from pageant.events import definitions
     from pageant.runs.params import values_from_text
 
+    if firings is not None and from_run is not None:
+        raise click.UsageError("give --firings or --from-run, not both")
     simulated = read_firings(firings.read()) if firings is not None else []
 
     async def _go(host: Any) -> dict[str, Any]:
@@ -69,6 +82,7 @@ def rehearse(
             version_number=version_number,
             firings=simulated,
             params=values_from_text(declared, params),
+            from_run=from_run,
         )
 
     report = with_host(settings, _go, start_plugins=True)
@@ -126,6 +140,17 @@ def _print_rehearsal(report: dict[str, Any]) -> None:
         click.echo(f"{_seconds(told['at_seconds']):>10}  {told['sentence']}{by}")
     outcome = report["outcome"]
     click.echo(f"{_seconds(outcome['ended_seconds']):>10}  run {outcome['status']}")
+    replayed = report.get("replayed")
+    if replayed is not None:
+        click.echo(
+            f"replayed  {replayed['firings']} of the {replayed['recorded']} firings run "
+            f"{replayed['from_run']} (version {replayed['version']}, {replayed['status']}) "
+            "recorded, at their offsets from its start"
+        )
+        for difference in report["differences"]:
+            click.echo(f"differs   {difference['sentence']}")
+        if not report["differences"]:
+            click.echo("differs   in nothing: the rehearsal follows the real run")
     for item in report["spend"]:
         cap = "uncapped" if item["cap"] is None else f"cap {item['cap']}"
         over = "  OVER THE CAP" if item["over_cap"] else ""

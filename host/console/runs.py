@@ -16,15 +16,17 @@ from typing import Any
 from aiohttp import web
 from markupsafe import Markup, escape
 
-from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
+from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, STAFF
 from pageant.console import filters
 from pageant.console import timeline as drawing
 from pageant.console.clock import page_clock
 from pageant.console.filters import at
 from pageant.console.keys import host_of, render, render_tagged, require, see_other
+from pageant.console.rehearsal import drawn as drawn_rehearsal
 from pageant.db import phase_gates
 from pageant.db.countdown import COUNTDOWN_PHASE
-from pageant.errors import Conflict, Invalid, NotFound
+from pageant.engine import rehearsal
+from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.events import definitions
 from pageant.runs import controls, sentences
 from pageant.runs.console import console, pinned_spec
@@ -343,6 +345,24 @@ async def run_cleanup(request: web.Request) -> web.Response:
             request, run_id, template="run.html", status=exc.status, error=exc.message
         )
     return see_other(f"/runs/{run_id}")
+
+
+@routes.post("/runs/{run_id}/rehearse")
+async def run_rehearse(request: web.Request) -> web.Response:
+    """Rehearse the event's published version against this finished run's firings
+    (``POST /api/v1/admin/events/{id}/rehearse`` with ``from_run``): the run's page with
+    the differences and the rehearsal drawn, or with the refusal's sentence."""
+    require(request, AUTHORS)
+    host = host_of(request)
+    run_id = _run_id(request)
+    run = await controls.require_run(host, run_id)
+    try:
+        report = await rehearsal.rehearse(host, run["definition_id"], from_run=run_id)
+    except PageantError as exc:
+        return await _page(
+            request, run_id, template="run.html", status=exc.status, error=exc.message
+        )
+    return await _page(request, run_id, template="run.html", rehearsed=drawn_rehearsal(report))
 
 
 @routes.post("/runs/{run_id}/{control}")

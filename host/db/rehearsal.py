@@ -1,4 +1,5 @@
-"""SQL of a rehearsal, run only against its own throwaway in-memory database."""
+"""SQL of a rehearsal: its own throwaway in-memory database's, and the one read of the real
+database a rehearsal from a run makes (:func:`recorded_run`)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,33 @@ async def outcome(
     steps = list(await conn.execute(_STEPS, {"run_id": run_id}))
     meters = {r.dimension: r.consumed for r in await conn.execute(_METERS, {"run_id": run_id})}
     return run, steps, meters
+
+
+_v = event_versions.c
+_d = event_definitions.c
+_RECORDED = (
+    select(
+        _r.id,
+        _r.definition_id,
+        _r.status,
+        _r.params,
+        _r.started_at,
+        _r.ended_at,
+        _v.number.label("version_number"),
+        _v.spec.label("version_spec"),
+        _d.title.label("definition_title"),
+        _d.slug.label("definition_slug"),
+    )
+    .select_from(
+        event_runs.join(event_versions, _v.id == _r.version_id).join(
+            event_definitions, _d.id == _r.definition_id
+        )
+    )
+    .where(_r.id == bindparam("run_id"))
+)
+
+
+async def recorded_run(conn: AsyncConnection, run_id: int) -> AnyRow | None:
+    """A real run a rehearsal replays: its event (id, title, slug), status, params, start
+    and end, and the number and spec of the version it ran; None when there is no such run."""
+    return (await conn.execute(_RECORDED, {"run_id": run_id})).one_or_none()

@@ -4,7 +4,9 @@ The real engine advances a real run, but in a database that lives for one call, 
 action replaced by its own ``perform(verify=True)`` (so nothing reaches a game), the
 switchboard's current rows copied in (so enablement and caps bite as they would), and the
 clock jumped from one due instant to the next instead of slept. Gates are fed by simulated
-firings (``{"after": "5m", "trigger": ..., "payload": {...}}``, offsets from the start). A
+firings (``{"after": "5m", "trigger": ..., "payload": {...}}``, offsets from the start), or by
+the firings a finished run received, at their offsets from its start
+(:mod:`pageant.engine.replay`), when the answer also says where the two runs differ. A
 parked step is confirmed at once, as a person would. The answer is the timeline (each
 phase's entry and exit, each step's virtual start and end, as offsets from the occurrence,
 and the countdown's rungs before it),
@@ -29,6 +31,7 @@ from pageant.db import switchboard as board_rows
 from pageant.db.countdown import COUNTDOWN_PHASE
 from pageant.db.due import next_instant
 from pageant.db.log_kinds import LogKind
+from pageant.engine import replay
 from pageant.engine.advance_stage import advance
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.events import definitions
@@ -60,7 +63,7 @@ ACTOR = "rehearsal"
 
 @dataclasses.dataclass(frozen=True)
 class Firing:
-    after: int  # seconds from the start
+    after: float  # seconds from the start
     trigger: str
     payload: dict[str, Any]
 
@@ -84,6 +87,18 @@ def check_firings(raw: Sequence[Mapping[str, Any]], host: Host) -> list[Firing]:
     if problems:
         raise Invalid("invalid simulated firings", details=problems)
     return sorted(firings, key=lambda f: f.after)
+
+
+def _recorded_firings(real: replay.Recorded, host: Host) -> list[Firing]:
+    """A finished run's firings as the rehearsal feeds them; Conflict naming a trigger no
+    installed plugin registers any more."""
+    gone = sorted({f["trigger"] for f in real.firings} - set(host.registry.triggers))
+    if gone:
+        raise Conflict(
+            f"run {real.run_id} received firings of {', '.join(gone)}, which no installed "
+            "plugin registers now: they cannot be replayed"
+        )
+    return [Firing(f["after"], f["trigger"], f["payload"]) for f in real.firings]
 
 
 def _dry(action: Action) -> Action:
@@ -137,13 +152,33 @@ async def rehearse(
     version_number: int | None = None,
     firings: Sequence[Mapping[str, Any]] = (),
     params: Mapping[str, Any] | None = None,
+    from_run: int | None = None,
 ) -> dict[str, Any]:
     """Rehearse a version of ``definition_id`` (the published one unless named), as a run
-    started with ``params`` (refused as a start would refuse them)."""
+    started with ``params`` (refused as a start would refuse them).
+
+    With ``from_run``, the firings are those the finished run ``from_run`` of this event
+    received, at their offsets from its start, and ``params`` default to its own; the
+    answer adds ``replayed`` (``{firings, recorded, from_run, version, status, phases,
+    ended_seconds}``: how many of the run's recorded firings were replayed before the
+    rehearsed run stopped, and the real run) and
+    ``differences`` (:func:`pageant.engine.replay.differences`). Simulated ``firings`` and
+    ``from_run`` together are refused (:class:`~pageant.errors.Invalid`), as is what
+    :func:`pageant.engine.replay.recorded` refuses."""
     from pageant.engine.loop import Engine
 
     began = time.perf_counter()
-    schedule = check_firings(firings, host)
+    real = None
+    if from_run is not None:
+        if firings:
+            raise Invalid(
+                "give simulated firings or a run to replay, not both",
+                details=["body.from_run: a rehearsal from a run replays that run's firings"],
+            )
+        real = await replay.recorded(host, definition_id, from_run)
+    schedule = check_firings(firings, host) if real is None else _recorded_firings(real, host)
+    if real is not None and not params:
+        params = real.params
     definition, (version, settings) = await _source(host, definition_id, version_number)
     spec = version.spec if isinstance(version.spec, dict) else {}
     start = host.clock.now()
@@ -186,6 +221,19 @@ async def rehearse(
         firings=fired,
         took_ms=round((time.perf_counter() - began) * 1000, 1),
     )
+    if real is not None:
+        report.update(
+            replayed={
+                "firings": len(fired),
+                "recorded": len(real.firings),
+                "from_run": real.run_id,
+                "version": real.version_number,
+                "status": real.status,
+                "phases": real.phases,
+                "ended_seconds": real.ended_seconds,
+            },
+            differences=replay.differences(real, report, spec),
+        )
     return report
 
 
@@ -247,21 +295,11 @@ async def _report(
     async with rig.db.connect() as conn:
         run, steps, meters = await rows.outcome(conn, run_id)
         lines = await runlog.lines_of(conn, run_id)
-    phases: dict[str, dict[str, Any]] = {}
     labels = {p.get("key"): p.get("label") for p in spec.get("phases") or []}
     refusals, stalls = [], []
     for line in lines:
         detail = line.detail or {}
-        if line.kind == LogKind.PHASE_ENTERED:
-            phases[line.phase] = {
-                "key": line.phase,
-                "label": labels.get(line.phase),
-                "entered_seconds": _offset(line.at, start),
-                "left_seconds": None,
-            }
-        elif line.kind == LogKind.PHASE_COMPLETED and line.phase in phases:
-            phases[line.phase]["left_seconds"] = _offset(line.at, start)
-        elif line.kind == LogKind.STEP_REFUSED:
+        if line.kind == LogKind.STEP_REFUSED:
             refusals.append(
                 {
                     "step_id": line.step_id,
@@ -315,7 +353,7 @@ async def _report(
             "last_error": run.last_error,
         },
         "timeline": {
-            "phases": list(phases.values()),
+            "phases": replay.phase_timeline(lines, start, labels),
             "countdown": rehearsed_countdown(spec),
             "steps": [
                 {

@@ -3,15 +3,23 @@ that tell a plan that holds from one that stalls, pauses or overspends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pageant.engine import Engine
+from pageant.events import definitions
+from pageant.hosting import Host
+from pageant.runs.create import start_now
+from pageant.support.clock import FakeClock
+from pageant.support.settings import Settings
 from tests.cli.test_cli import pageant
 from tests.cli.test_cli_staff import migrated_url, no_settings_in_the_environment, seed
-from tests.factories import announce, phase, spec, step
+from tests.factories import announce, phase, publish_event, spec, step
 
 # Fixtures shared with the staff command line's tests.
 __all__ = ["migrated_url", "no_settings_in_the_environment"]
@@ -151,3 +159,87 @@ def test_the_countdown_is_printed_before_the_run(migrated_url) -> None:
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
     assert lines[1] == "     -900s  countdown on core.log: In 15 minutes"
+
+
+def real_run_then_edit(url: str, hunt: dict[str, Any], edited: dict[str, Any]) -> tuple[Any, int]:
+    """A published event of ``hunt``, run for real on an injected clock (north wisps caught
+    at +10 and +25 minutes, counted by its gate), then ``edited`` published as version 2.
+    Answers the event and the finished run's id."""
+
+    async def go() -> tuple[Any, int]:
+        clock = FakeClock(datetime(2027, 3, 1, 20, 0, tzinfo=UTC))
+        host = Host(Settings(database_url=url), clock=clock)
+        engine = Engine(host)
+        try:
+            event = await publish_event(host.db, clock.now(), hunt, title="Wisp hunt")
+            run_id, _ = await start_now(host, event.id, actor="admin:test")
+            await engine.tick()
+            for minute in (10, 25):
+                clock.set(datetime(2027, 3, 1, 20, minute, tzinfo=UTC))
+                await host.emit("wisps.caught", {"colour": "north"}, actor="game:test")
+                await engine.tick()
+                await engine.tick()
+            async with host.db.begin() as conn:
+                await definitions.update_definition(
+                    conn, event.id, {"spec": edited}, now=clock.now()
+                )
+                await definitions.publish_definition(
+                    conn,
+                    event.id,
+                    host.registry,
+                    now=clock.now(),
+                    actor="admin:test",
+                    horizon_days=14,
+                )
+            return event, run_id
+        finally:
+            await engine.stop()
+            await host.close()
+
+    return asyncio.run(go())
+
+
+def test_rehearse_from_run_prints_the_replay_and_the_differences(migrated_url) -> None:
+    hunt = spec(phase("hunt", advance=CAUGHT_TWICE), phase("after", announce("Done")))
+    edited = spec(
+        phase("hunt", advance={**CAUGHT_TWICE, "count": 1}), phase("after", announce("Done"))
+    )
+    event, run_id = real_run_then_edit(migrated_url, hunt, edited)
+    done = rehearse(migrated_url, event.slug, "--from-run", str(run_id))
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert (
+        f"replayed  1 of the 2 firings run {run_id} (version 1, completed) recorded, "
+        "at their offsets from its start" in lines
+    )
+    assert (
+        "differs   the new version's gate `hunt` would have opened 15 min earlier "
+        "(at +10 min instead of +25 min)"
+    ) in lines
+    as_json = rehearse(
+        migrated_url, event.slug, "--from-run", str(run_id), "--version", "1", "--json"
+    )
+    report = json.loads(as_json.stdout)
+    assert report["replayed"]["firings"] == 2 and report["differences"] == []
+    assert [f["after_seconds"] for f in report["firings"]] == [600, 1500]
+
+
+def test_rehearse_from_run_refuses_what_it_cannot_replay(migrated_url, tmp_path) -> None:
+    hunt = spec(phase("hunt", advance=CAUGHT_TWICE))
+    event, run_id = real_run_then_edit(migrated_url, hunt, hunt)
+    (other,) = seed(migrated_url, ("Other", hunt))
+    elsewhere = rehearse(migrated_url, other.slug, "--from-run", str(run_id))
+    assert elsewhere.exit_code == 1
+    assert f"run {run_id} is a run of event {event.id}" in elsewhere.stderr
+    unknown = rehearse(migrated_url, event.slug, "--from-run", "999999")
+    assert unknown.exit_code == 1 and "no run 999999" in unknown.stderr
+    both = rehearse(
+        migrated_url,
+        event.slug,
+        "--from-run",
+        str(run_id),
+        "--firings",
+        firings_file(tmp_path, FIRINGS),
+    )
+    assert both.exit_code == 2 and "give --firings or --from-run, not both" in both.stderr
+    assert rehearse(migrated_url, event.slug, "--from-run", "0").exit_code == 2

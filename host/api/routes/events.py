@@ -287,12 +287,18 @@ class SimulatedFiring(BaseModel):
 
 
 class RehearseBody(BaseModel):
-    """Which version (the published one by default) and the firings to simulate."""
+    """Which version (the published one by default) and the firings to simulate, or a
+    finished run of the event whose recorded firings to replay."""
 
     model_config = ConfigDict(extra="forbid")
 
     version: Annotated[int, Field(ge=1, strict=True)] | None = None
     firings: list[SimulatedFiring] = Field(default_factory=list, max_length=1000)
+    from_run: Annotated[int, Field(ge=1, strict=True)] | None = Field(
+        None,
+        description="a finished run of this event: replay the firings it received, at their "
+        "offsets from its start, and say where the rehearsal differs from it",
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="the run params to rehearse with (spec.params)"
     )
@@ -319,6 +325,17 @@ class RehearsalOut(BaseModel):
     stalls: list[dict[str, Any]]
     firings: list[dict[str, Any]]
     took_ms: float
+    replayed: dict[str, Any] | None = Field(
+        None,
+        description="with from_run: how many of the run's recorded firings were replayed "
+        "before the rehearsed run stopped, and the real run ({firings, recorded, from_run, "
+        "version, status, phases, ended_seconds})",
+    )
+    differences: list[dict[str, Any]] | None = Field(
+        None,
+        description="with from_run: where the rehearsal differs from the real run, each "
+        "{phase, what, real, rehearsed, sentence}",
+    )
 
 
 class VersionList(BaseModel):
@@ -731,6 +748,7 @@ async def rehearse_event(request: web.Request) -> web.Response:
         version_number=body.version,
         firings=[f.model_dump() for f in body.firings],
         params=body.params,
+        from_run=body.from_run,
     )
     return respond(report)
 
