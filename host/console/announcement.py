@@ -44,6 +44,7 @@ async def announce_preview(request: web.Request) -> web.Response:
         template=template,
         message=None,
         settings=host.settings,
+        legs=host.registry.legs,
         now=host.clock.now(),
     )
     return render(request, "_announce_preview.html", problems=[], shown=shown)
