@@ -22,11 +22,25 @@ from typing import Any
 import aiosmtplib
 
 from pageant.builtin_plugins.announce_text import NO_SERVICES, announcement_of, host_settings
-from pageant.hookspecs import SendContext
+from pageant.hookspecs import Announcement, SendContext
+
+
+def _text(shown: Announcement) -> str:
+    """The mail's text: the announcement's body, then its time and link when it has them."""
+    lines = [shown.body]
+    footer = [text for text in (shown.when_text, shown.link) if text]
+    if footer:
+        lines += ["", *footer]
+    return "\n".join(lines) + "\n"
+
+
+def email_preview(shown: Announcement) -> dict[str, Any]:
+    """What :func:`compose` writes of ``shown`` that staff read: the subject and the text."""
+    return {"subject": shown.title, "text": _text(shown)}
 
 
 def compose(message: str, ctx: SendContext, settings: Any) -> EmailMessage:
-    """The email ``core.email`` sends for ``message`` (the preview renders this too)."""
+    """The email ``core.email`` sends for ``message``."""
     shown = announcement_of(message, ctx)
     mail = EmailMessage()
     mail["Subject"] = shown.title
@@ -36,11 +50,7 @@ def compose(message: str, ctx: SendContext, settings: Any) -> EmailMessage:
     # Fixed per step (its idempotency key), so a mail client shows a re-sent copy once.
     domain = settings.smtp_from.rpartition("@")[2] or "pageant.invalid"
     mail["Message-ID"] = f"<{ctx.idempotency_key}.pageant@{domain}>"
-    lines = [shown.body]
-    footer = [text for text in (shown.when_text, shown.link) if text]
-    if footer:
-        lines += ["", *footer]
-    mail.set_content("\n".join(lines) + "\n")
+    mail.set_content(_text(shown))
     return mail
 
 

@@ -15,12 +15,14 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from pageant.builtin_plugins.announce_chat import (
+    discord_payload,
     not_configured,
     send_to_discord,
     send_to_slack,
+    slack_payload,
     unconfigured_setting,
 )
-from pageant.builtin_plugins.announce_email import send_email
+from pageant.builtin_plugins.announce_email import email_preview, send_email
 from pageant.hookspecs import (
     Action,
     ActionContext,
@@ -42,7 +44,7 @@ async def observe() -> dict[str, Any]:
     return {}
 
 
-PLUGIN_INFO = {"owner": "core", "contract": "^1.3", "observe": observe}
+PLUGIN_INFO = {"owner": "core", "contract": "^1.5", "observe": observe}
 
 DEFAULT_LEG = "core.log"
 MAX_WAIT_SECONDS = 86_400
@@ -384,9 +386,18 @@ class CorePlugin:
         return [
             AnnounceLeg(id="core.log", label="Run log", send=send_to_log),
             AnnounceLeg(id="core.webhook", label="Webhook (JSON POST)", send=send_to_webhook),
-            AnnounceLeg(id="core.email", label="Email (SMTP)", send=send_email),
-            AnnounceLeg(id="core.discord", label="Discord channel", send=send_to_discord),
-            AnnounceLeg(id="core.slack", label="Slack channel", send=send_to_slack),
+            AnnounceLeg(
+                id="core.email", label="Email (SMTP)", send=send_email, preview=email_preview
+            ),
+            AnnounceLeg(
+                id="core.discord",
+                label="Discord channel",
+                send=send_to_discord,
+                preview=discord_payload,
+            ),
+            AnnounceLeg(
+                id="core.slack", label="Slack channel", send=send_to_slack, preview=slack_payload
+            ),
         ]
 
     @hookimpl

@@ -44,7 +44,7 @@ from .specs import PageantSpecs
 #: The plugin-contract version this host implements. ``contract-version.json`` at the
 #: repository root carries the same value (a test keeps them equal); a root file does not
 #: reach an installed wheel, so this constant is what the host reads.
-CONTRACT_VERSION = "1.4.0"
+CONTRACT_VERSION = "1.5.0"
 
 __all__ = [
     "CONTRACT_VERSION",

@@ -4,8 +4,8 @@ Declaration hooks may return these models or plain dicts of the same shape; the 
 validates either through these models, one plugin at a time, and refuses the plugin
 naming every problem it found.
 
-Every callable a declaration carries is ``async def`` except ``Action.cost``, which is a
-pure synchronous function of the params.
+Every callable a declaration carries is ``async def`` except ``Action.cost``, a pure
+synchronous function of the params, and ``AnnounceLeg.preview``, one of the announcement.
 """
 
 from __future__ import annotations
@@ -651,11 +651,20 @@ class Trigger(_Declaration):
 
 
 class AnnounceLeg(_Declaration):
-    """A place an announcement can go: ``send(message, ctx)`` is ``async def``."""
+    """A place an announcement can go: ``send(message, ctx)`` is ``async def``.
+
+    ``preview(announcement)`` (optional, contract 1.5) is a plain synchronous function of an
+    :class:`~pageant.hookspecs.Announcement` that answers, as a JSON-ready mapping, what
+    ``send`` would deliver of it: a chat service's payload, an email's subject and text. It
+    must be pure (no I/O, no settings, nothing sent): the host calls it to show staff an
+    event's announcements before a run sends them (``announce-preview``). Build the answer
+    with the function ``send`` builds its payload with, so the two cannot drift.
+    """
 
     id: str
     label: str = Field(min_length=1)
     send: Callable[..., Any]
+    preview: Callable[..., Mapping[str, Any]] | None = None
 
     @field_validator("id")
     @classmethod
@@ -666,6 +675,10 @@ class AnnounceLeg(_Declaration):
     def _callables(self) -> AnnounceLeg:
         if not is_async_callable(self.send):
             raise ValueError("send must be an async def function")
+        if self.preview is not None and (
+            not callable(self.preview) or is_async_callable(self.preview)
+        ):
+            raise ValueError("preview must be a plain (synchronous) function of the announcement")
         return self
 
 

@@ -255,22 +255,36 @@ class PageantSpecs:
 
         When: once, at load, as :meth:`pageant_actions`.
 
-        Returns: a list of :class:`~pageant.hookspecs.AnnounceLeg` models or dicts.
+        Returns: a list of :class:`~pageant.hookspecs.AnnounceLeg` models or dicts. A
+        leg's optional ``preview(announcement)`` (contract 1.5) is a plain synchronous,
+        pure function answering, as a JSON object, what ``send`` would deliver of an
+        :class:`~pageant.hookspecs.Announcement`; the host shows it in an event's
+        announcement preview, before any run sends anything.
 
-        On failure: the plugin is refused with its reasons; the host runs on.
+        On failure: the plugin is refused with its reasons; the host runs on. A
+        ``preview`` that raises, or answers anything but a JSON object of at most 64 KiB,
+        shows as ``{"error": ...}`` under the leg's id in that preview, and nothing else.
 
         Example::
 
+            def chat_line(shown: Announcement) -> dict[str, Any]:
+                return {"line": f"[{shown.title}] {shown.body}"}
+
+
             async def to_chat(message: str, ctx: SendContext) -> dict[str, Any]:
-                await game.broadcast(message)
+                shown = ctx.announcement or Announcement(title="Announcement", body=message)
+                await game.broadcast(chat_line(shown)["line"])
                 return {"ok": True}
+
+
+            CHAT = AnnounceLeg(id="mygame.chat", label="Game chat", send=to_chat, preview=chat_line)
 
 
             @hookimpl
             def pageant_announce_legs() -> list[AnnounceLeg]:
-                return [AnnounceLeg(id="mygame.chat", label="Game chat", send=to_chat)]
+                return [CHAT]
 
-        Added in contract 1.0.
+        Added in contract 1.0 (a leg's preview in 1.5).
         """
 
     # ── lifecycle ──────────────────────────────────────────────────────────────

@@ -181,6 +181,32 @@ async def client(host: Any, aiohttp_client: Any) -> Any:
 
 
 @pytest.fixture
+async def crier_client(
+    settings: Settings,
+    db: AsyncEngine,
+    clock: FakeClock,
+    aiohttp_client: Any,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Any]:
+    """The real app over a host that also discovers, through its entry point, a plugin whose
+    announce legs offer previews (``tests/fixture_plugins/crier.py``)."""
+    from pageant.api.app import make_app
+    from pageant.hosting import Host
+    from tests.fixture_plugins import fake_site, source
+
+    with fake_site(tmp_path / "site", monkeypatch) as site:
+        site.install(
+            "pageant-crier", {"crier": "pageant_crier"}, {"pageant_crier": source("crier")}
+        )
+        h = Host(settings, clock=clock, db=db)
+        try:
+            yield await aiohttp_client(make_app(h, run_engine=False))
+        finally:
+            await h.close()
+
+
+@pytest.fixture
 async def tokens(db: AsyncEngine, clock: FakeClock) -> dict[str, str]:
     """One bearer token per role."""
     from pageant.access.tokens import ROLES, create_token

@@ -24,12 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pageant.cli.demo_text import stream_lines
 from pageant.db.migrate import upgrade
 from pageant.hosting import Host
 from pageant.runs.console import console
 from pageant.runs.create import start_now
-from pageant.runs.sentences import Context
 from pageant.states import RUN_ENDED
 from pageant.support.clock import SystemClock
 from pageant.support.settings import Settings
@@ -41,6 +39,7 @@ from .showcase import (
     Say,
     Show,
     enable_action,
+    look,
     publish,
     require_empty,
 )
@@ -172,11 +171,7 @@ async def _demo(
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    view = await console(host, run_id)
-                    show(view)
-                    for text in stream_lines(view["log"][seen:], context=Context.of_console(view)):
-                        say(text)
-                    seen = len(view["log"])
+                    view, seen = await look(host, run_id, seen, say, show)
                     run = view["run"]
                     if not faulted and run["current_phase"] == "hunt":
                         faulted = True

@@ -215,6 +215,18 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(fn)
 
 
+def dry_run_params_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--param NAME=VALUE``, repeatable, handed over as ``params``: the run params a
+    verification or a rehearsal is made with."""
+    return click.option(
+        "--param",
+        "params",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="A value for one of the event's declared params, as a run would have (repeatable).",
+    )(fn)
+
+
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
         return iso(value)

@@ -130,7 +130,7 @@ def events_publish(
     --preview show what that would change (as POST .../publish?preview=1 answers)."""
     from pageant.events import definitions
     from pageant.events.publish_preview import preview_publish
-    from pageant.runs import lifecycle
+    from pageant.events.publishing import publish
 
     if occurrences is not None and not preview:
         raise click.UsageError("--occurrences is only read with --preview")
@@ -156,23 +156,11 @@ def events_publish(
     async def _publish(host: Host) -> dict[str, Any]:
         async with host.db.connect() as conn:
             definition_id = await definitions.find_event(conn, event)
-        scheduled: list[int] = []
-        async with host.db.begin() as conn:
-            await definitions.publish_definition(
-                conn,
-                definition_id,
-                host.registry,
-                now=host.clock.now(),
-                actor=actor(),
-                horizon_days=host.settings.horizon_days,
-                created=scheduled,
-                reason=text,
-            )
-            item = await definitions.render_event(
+        await publish(host, definition_id, actor=actor(), reason=text)
+        async with host.db.connect() as conn:
+            return await definitions.render_event(
                 conn, definition_id, now=host.clock.now(), registry=host.registry
             )
-        await lifecycle.announce_scheduled(host, scheduled)
-        return item
 
     if preview:
         answer = with_host(settings, _preview)

@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from pageant.cli.common import as_json_text, event_id, json_option, settings_options, with_host
+from pageant.cli.common import (
+    as_json_text,
+    dry_run_params_option,
+    event_id,
+    json_option,
+    settings_options,
+    with_host,
+)
 from pageant.support.settings import Settings
 
 
@@ -30,13 +37,7 @@ from pageant.support.settings import Settings
     help="Replay the firings this finished run of EVENT received, at their offsets from its "
     "start, and print where the rehearsal differs from it.",
 )
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A value for one of the event's declared params, as a run would have (repeatable).",
-)
+@dry_run_params_option
 @json_option
 @settings_options
 def rehearse(

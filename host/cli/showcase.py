@@ -363,6 +363,18 @@ Say = Callable[[str], None]
 Show = Callable[[Mapping[str, Any]], None]
 
 
+async def look(
+    host: Host, run_id: int, seen: int, say: Say, show: Show
+) -> tuple[dict[str, Any], int]:
+    """One look at the run: its console shown, and each log line after the first ``seen``
+    said. Answers the console and how many log lines have now been said."""
+    view = await console(host, run_id)
+    show(view)
+    for text in stream_lines(view["log"][seen:], context=Context.of_console(view)):
+        say(text)
+    return view, len(view["log"])
+
+
 async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
     """Print each new log line of the run, confirm its cue as the moderator, and say when
     the run waits on the shard; until the run has ended and nothing is left to give back.
@@ -372,11 +384,7 @@ async def _follow(host: Host, run_id: int, say: Say, show: Show) -> str:
     confirmed: set[int] = set()
     parked_since = 0.0
     while True:
-        view = await console(host, run_id)
-        show(view)
-        for text in stream_lines(view["log"][seen:], context=Context.of_console(view)):
-            say(text)
-        seen = len(view["log"])
+        view, seen = await look(host, run_id, seen, say, show)
         run = view["run"]
         waiting = run["waiting_on"] or {}
         if waiting.get("reason") == "parked" and waiting["step_id"] not in confirmed:

@@ -9,6 +9,7 @@ import click
 from pageant.cli.common import (
     actor,
     as_json_text,
+    dry_run_params_option,
     event_id,
     json_option,
     settings_options,
@@ -19,13 +20,7 @@ from pageant.support.settings import Settings
 
 @click.command()
 @click.argument("event", metavar="EVENT")
-@click.option(
-    "--param",
-    "params",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="A value for one of the event's declared params, as a run would have (repeatable).",
-)
+@dry_run_params_option
 @json_option
 @settings_options
 def verify(settings: Settings, event: str, params: tuple[str, ...], as_json: bool) -> None:

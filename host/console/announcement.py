@@ -8,8 +8,7 @@ from aiohttp import web
 
 from pageant.access.roles import AUTHORS
 from pageant.console import editor
-from pageant.console.keys import host_of, render, require
-from pageant.errors import NotFound
+from pageant.console.keys import host_of, path_id, render, require
 from pageant.events import definitions
 from pageant.events.announce_preview import preview
 from pageant.events.authoring.announce import validate_template
@@ -22,11 +21,8 @@ routes = web.RouteTableDef()
 async def announce_preview(request: web.Request) -> web.Response:
     require(request, AUTHORS)
     host = host_of(request)
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise NotFound(f"There is no event {raw!r}.")
     async with host.db.connect() as conn:
-        row = await definitions.require_definition(conn, int(raw))
+        row = await definitions.require_definition(conn, path_id(request, "id", "event"))
     form = await request.post()
     spec = editor.spec_from_form(form, host.registry)
     problems: list[str] = []
@@ -44,6 +40,7 @@ async def announce_preview(request: web.Request) -> web.Response:
         template=template,
         message=None,
         settings=host.settings,
+        legs=host.registry.legs,
         now=host.clock.now(),
     )
     return render(request, "_announce_preview.html", problems=[], shown=shown)

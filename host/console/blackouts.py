@@ -15,9 +15,9 @@ from typing import Any
 from aiohttp import web
 
 from pageant.access.roles import AUTHORS, STAFF
-from pageant.console.keys import host_of, render, require, see_other
+from pageant.console.keys import host_of, path_id, render, require, see_other
 from pageant.db.blackouts import list_blackouts
-from pageant.errors import Invalid, NotFound, PageantError
+from pageant.errors import Invalid, PageantError
 from pageant.events import blackouts
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.schedules.blackouts import MAX_NAME
@@ -109,10 +109,7 @@ def _values(form: Any) -> dict[str, str]:
 
 
 def _id(request: web.Request) -> int:
-    raw = request.match_info["blackout_id"]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise NotFound(f"There is no blackout {raw[:40]!r}.")
-    return int(raw)
+    return path_id(request, "blackout_id", "blackout")
 
 
 @routes.get("/blackouts")

@@ -21,12 +21,12 @@ from pageant.console import editor
 from pageant.console.capmeter import meter
 from pageant.console.cautions import cautions_view
 from pageant.console.clock import page_clock
-from pageant.console.keys import host_of, render, require, see_other
+from pageant.console.keys import host_of, path_id, render, require, see_other
 from pageant.console.rehearsal import drawn
 from pageant.db.blackouts import ACTIVE, list_blackouts
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound, PageantError
-from pageant.events import definitions, verify
+from pageant.events import definitions, publishing, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.blackouts import unknown_blackouts
 from pageant.events.publish_preview import preview_publish
@@ -36,7 +36,6 @@ from pageant.gates.conditions import OPERATORS
 from pageant.gates.durations import parse_after
 from pageant.gates.emit import payload_from_text
 from pageant.plugins.options import resolve_options
-from pageant.runs import lifecycle
 from pageant.runs.console import runs_page
 from pageant.runs.create import start_now
 from pageant.runs.grid import grid
@@ -64,10 +63,7 @@ RISK_WORDS = {
 
 
 def _event_id(request: web.Request) -> int:
-    raw = request.match_info["id"]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise NotFound(f"There is no event {raw!r}.")
-    return int(raw)
+    return path_id(request, "id", "event")
 
 
 # ── the list ───────────────────────────────────────────────────────────────────
@@ -472,24 +468,11 @@ async def publish(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
     host = host_of(request)
     definition_id = _event_id(request)
-    scheduled: list[int] = []
     try:
         reason = _publish_reason(await request.post())
-        async with host.db.begin() as conn:
-            await definitions.publish_definition(
-                conn,
-                definition_id,
-                host.registry,
-                now=host.clock.now(),
-                actor=session.principal.actor,
-                horizon_days=host.settings.horizon_days,
-                created=scheduled,
-                reason=reason,
-            )
+        await publishing.publish(host, definition_id, actor=session.principal.actor, reason=reason)
     except PageantError as exc:
         return await _refused(request, definition_id, exc)
-    await lifecycle.announce_scheduled(host, scheduled)
-    host.wake()
     return see_other(f"/events/{definition_id}?published=1")
 
 

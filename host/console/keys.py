@@ -10,7 +10,7 @@ from aiohttp import web
 from pageant.access.roles import ADMIN, AUTHORS, CONTROLLERS, FIRERS, STAFF
 from pageant.console.clock import page_clock
 from pageant.console.session import CSRF_FIELD, Session, Sessions, signed_in
-from pageant.errors import Forbidden
+from pageant.errors import Forbidden, NotFound
 from pageant.hosting import Host
 from pageant.support.revalidation import tagged
 
@@ -36,6 +36,15 @@ NAV: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 def see_other(location: str) -> web.Response:
     """A 303 to ``location``: where every successful form post lands (post, redirect, get)."""
     return web.Response(status=303, headers={"Location": location})
+
+
+def path_id(request: web.Request, name: str, what: str) -> int:
+    """The id the path names under ``name``: a page answers 404 for anything but a whole
+    number of at most 18 digits (it could name nothing), naming ``what`` was looked for."""
+    raw = request.match_info[name]
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise NotFound(f"There is no {what} {raw[:40]!r}.")
+    return int(raw)
 
 
 def host_of(request: web.Request) -> Host:

@@ -21,7 +21,7 @@ from pageant.console import filters
 from pageant.console import timeline as drawing
 from pageant.console.clock import page_clock
 from pageant.console.filters import at
-from pageant.console.keys import host_of, render, render_tagged, require, see_other
+from pageant.console.keys import host_of, path_id, render, render_tagged, require, see_other
 from pageant.console.rehearsal import drawn as drawn_rehearsal
 from pageant.db import phase_gates
 from pageant.db.countdown import COUNTDOWN_PHASE
@@ -83,10 +83,7 @@ CLEANUP_STATES: dict[str, str] = {
 
 
 def _run_id(request: web.Request, name: str = "run_id") -> int:
-    raw = request.match_info[name]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise NotFound(f"There is no run {raw!r}.")
-    return int(raw)
+    return path_id(request, name, "run")
 
 
 async def _pinned(request: web.Request, run: dict[str, Any]) -> dict[str, Any]:

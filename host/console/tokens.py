@@ -14,8 +14,8 @@ from aiohttp import web
 
 from pageant.access import tokens
 from pageant.access.roles import ADMIN
-from pageant.console.keys import host_of, render, require, see_other
-from pageant.errors import Conflict, Invalid, NotFound
+from pageant.console.keys import host_of, path_id, render, require, see_other
+from pageant.errors import Conflict, Invalid
 
 routes = web.RouteTableDef()
 
@@ -106,13 +106,11 @@ async def create(request: web.Request) -> web.Response:
 async def revoke(request: web.Request) -> web.Response:
     session = require(request, ADMIN)
     host = host_of(request)
-    raw = request.match_info["token_id"]
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
-        raise NotFound(f"There is no token {raw[:40]!r}.")
+    token_id = path_id(request, "token_id", "token")
     try:
         await tokens.revoke_token(
-            host.db, int(raw), actor=session.principal.actor, now=host.clock.now()
+            host.db, token_id, actor=session.principal.actor, now=host.clock.now()
         )
     except Conflict as exc:
         return await _page(request, status=exc.status, problem=exc.message)
-    return see_other(f"/tokens?revoked={int(raw)}")
+    return see_other(f"/tokens?revoked={token_id}")

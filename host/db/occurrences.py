@@ -29,9 +29,8 @@ from pageant.db.tables import (
 )
 from pageant.states import RUN_LIVE, RunStatus
 
-#: What the schedule reconciliation reads of a row.
-OCCURRENCE_COLUMNS = (
-    r.id,
+#: A run as an occurrence of its schedule: its instant, its wall time and how it stands.
+_AS_OCCURRENCE = (
     r.scheduled_for,
     r.occurrence_local,
     r.dst_adjusted,
@@ -39,9 +38,10 @@ OCCURRENCE_COLUMNS = (
     r.status,
     r.version_id,
     r.cancel_reason,
-    r.started_at,
-    r.moved_from,
 )
+
+#: What the schedule reconciliation reads of a row.
+OCCURRENCE_COLUMNS = (r.id, *_AS_OCCURRENCE, r.started_at, r.moved_from)
 
 # Served by the occurrence key's unique index (definition_id, scope, scheduled_for).
 _OCCURRENCES_FROM = (
@@ -502,17 +502,7 @@ async def calendar_rows(
 # ── A publish's preview ─────────────────────────────────────────────────────────────────────
 
 #: What a publish preview compares of a run, before the publish and after it.
-PREVIEW_COLUMNS = (
-    r.id,
-    r.scope,
-    r.scheduled_for,
-    r.occurrence_local,
-    r.dst_adjusted,
-    r.source,
-    r.status,
-    r.version_id,
-    r.cancel_reason,
-)
+PREVIEW_COLUMNS = (r.id, r.scope, *_AS_OCCURRENCE)
 
 # Every row a publish's reconcile may touch (from ``since`` on) and every run under way,
 # whatever its instant: those a publish keeps on their version.

@@ -1,23 +1,26 @@
 """What an event's announcements will look like: its template rendered for its next
-occurrence, and what each built-in leg would send of it.
+occurrence, and what each announce leg that offers a preview would send of it.
 
 The API's ``announce-preview`` route and the console editor's preview both answer with
-:func:`preview`, and it builds each leg's payload with the very function the leg sends with,
-so a preview cannot drift from what a channel receives.
+:func:`preview`. It asks every registered leg with a ``preview`` (a built-in's or a
+plugin's alike, contract 1.5) through the registry; a leg builds its preview with the very
+function it sends with, so a preview cannot drift from what a channel receives.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pageant.builtin_plugins.announce_chat import discord_payload, slack_payload
-from pageant.builtin_plugins.announce_email import compose
 from pageant.events.authoring import announce
-from pageant.hookspecs import SendContext
+from pageant.hookspecs import AnnounceLeg, Announcement
 from pageant.schedules.recurrence import next_occurrence
 from pageant.support.timefmt import iso
+
+#: The most JSON one leg's preview may answer; a larger answer is shown as its error.
+MAX_PREVIEW_BYTES = 64 * 1024
 
 #: The message previewed when the spec holds no step with one.
 SAMPLE_MESSAGE = "(the step's message)"
@@ -48,6 +51,28 @@ def _start(schedule: Any, timezone: str, now: datetime) -> tuple[datetime, str]:
     return (occurrence.at, "next") if occurrence is not None else (now, "now")
 
 
+def leg_preview(leg: AnnounceLeg, shown: Announcement) -> dict[str, Any]:
+    """What ``leg`` says it would send of ``shown``, or ``{"error": why}`` when its preview
+    raised or answered something that is not a JSON object of at most
+    :data:`MAX_PREVIEW_BYTES`: a plugin's preview failing shows as its own entry, never
+    as a failed preview of the others."""
+    assert leg.preview is not None
+    try:
+        answer = leg.preview(shown)
+    except Exception as exc:  # a plugin's preview failing is its own problem
+        return {"error": f"{leg.id}'s preview raised {type(exc).__name__}: {exc}"}
+    if not isinstance(answer, Mapping):
+        return {"error": f"{leg.id}'s preview answered {type(answer).__name__}, not a mapping"}
+    try:
+        text = json.dumps(answer, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return {"error": f"{leg.id}'s preview answered something not JSON: {exc}"}
+    if len(text.encode()) > MAX_PREVIEW_BYTES:
+        return {"error": f"{leg.id}'s preview answered more than {MAX_PREVIEW_BYTES} bytes of JSON"}
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
 def preview(
     *,
     title: str,
@@ -58,10 +83,12 @@ def preview(
     template: Mapping[str, str] | None,
     message: str | None,
     settings: Any,
+    legs: Mapping[str, AnnounceLeg],
     now: datetime,
 ) -> dict[str, Any]:
     """The announcement ``template`` makes of ``message`` (the spec's first message when
-    ``None``) for the event's next occurrence, and each built-in leg's payload.
+    ``None``) for the event's next occurrence, and the preview of each of ``legs`` (the
+    registry's) that offers one, by id.
 
     ``template`` must be valid (:func:`pageant.events.authoring.announce.validate_template`).
     """
@@ -71,10 +98,6 @@ def preview(
         title=title, slug=slug, timezone=timezone, scheduled_for=when, public=public
     )
     shown = announce.announcement(template, text, facts, link_pattern=settings.public_page_url)
-    ctx = SendContext(
-        run=None, step_id=None, idempotency_key="preview", deadline=now, announcement=shown
-    )
-    mail = compose(shown.body, ctx, settings)
     return {
         "message": text,
         "occurrence": occurrence,
@@ -85,8 +108,8 @@ def preview(
         "when_text": shown.when_text,
         "timezone": shown.timezone,
         "legs": {
-            "core.email": {"subject": mail["Subject"], "text": mail.get_content()},
-            "core.discord": discord_payload(shown),
-            "core.slack": slack_payload(shown),
+            leg_id: leg_preview(leg, shown)
+            for leg_id, leg in sorted(legs.items())
+            if leg.preview is not None
         },
     }

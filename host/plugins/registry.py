@@ -19,7 +19,9 @@ KINDS: tuple[tuple[str, type[BaseModel], str, str], ...] = (
     ("pageant_announce_legs", AnnounceLeg, "id", "legs"),
 )
 
-_CALLABLES = frozenset({"perform", "revert", "cost", "read", "apply", "restore", "resolve", "send"})
+_CALLABLES = frozenset(
+    {"perform", "revert", "cost", "read", "apply", "restore", "resolve", "send", "preview"}
+)
 
 
 @dataclass

@@ -116,7 +116,7 @@ def test_plugins_lists_core_and_wisps_loaded() -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert "loaded   pageant[core] " in lines[0]
-    assert lines[0].endswith("  owner=core contract=^1.3")
+    assert lines[0].endswith("  owner=core contract=^1.5")
     assert any(
         line.startswith("loaded   pageant-wisps[wisps] 1.0.0  owner=wisps contract=^1.2")
         for line in lines

@@ -94,6 +94,23 @@ async def test_the_preview_renders_the_form_as_it_stands(client, tokens):
     )
 
 
+async def test_the_preview_shows_a_plugins_leg_beside_the_built_in_ones(crier_client, tokens):
+    event_id = await _event(crier_client, tokens["editor"])
+    await sign_in(crier_client, tokens["editor"])
+    fields = dict(form_of(await (await crier_client.get(f"/events/{event_id}")).text()))
+    answer = await crier_client.post(
+        f"/events/{event_id}/announce-preview",
+        data={**fields, "announce-title": "{title} tonight"},
+    )
+    assert answer.status == 200
+    text = html.unescape(await answer.text())
+    assert "<h4><code>crier.bell</code></h4>" in text
+    assert '"line": "Hear ye! Wisp Night tonight: Wisps gather"' in text
+    assert "preview raised ValueError: the bell is cracked" in text
+    assert "<code>crier.mute</code>" not in text and "<code>core.log</code>" not in text
+    assert "<h4><code>core.discord</code></h4>" in text
+
+
 async def test_a_moderator_may_not_preview_from_the_editor(client, tokens):
     event_id = await _event(client, tokens["editor"])
     await sign_in(client, tokens["moderator"])

@@ -342,3 +342,50 @@ async def test_the_preview_tries_an_unsaved_template_and_refuses_a_bad_one(page_
         f"{EVENTS}/999999/announce-preview", headers=bearer(tokens["editor"])
     )
     assert missing.status == 404
+
+
+async def test_the_preview_shows_every_leg_that_offers_one_a_plugins_too(crier_client, tokens):
+    _status, event = await _create(
+        crier_client,
+        tokens["editor"],
+        title="Wisp Night",
+        timezone="Europe/Berlin",
+        spec=_spec({"title": "{title} tonight"}, kind="weekly", days=["friday"], time="20:00"),
+    )
+    response = await crier_client.post(
+        f"{EVENTS}/{event['id']}/announce-preview", headers=bearer(tokens["editor"])
+    )
+    assert response.status == 200
+    legs = (await response.json())["legs"]
+    # Asked through the registry: the built-ins' previews and the plugin's, by id; a leg
+    # without one (core.log, core.webhook, crier.mute) is left out.
+    assert sorted(legs) == [
+        "core.discord",
+        "core.email",
+        "core.slack",
+        "crier.bell",
+        "crier.clock",
+        "crier.cracked",
+        "crier.full",
+        "crier.hoard",
+        "crier.list",
+    ]
+    assert legs["crier.bell"] == {
+        "line": "Hear ye! Wisp Night tonight: Wisps gather",
+        "when": "Fri 5 Mar 2027, 20:00 CET",
+    }
+    # A plugin's preview failing is its own entry, and the others still show.
+    assert legs["crier.cracked"] == {
+        "error": "crier.cracked's preview raised ValueError: the bell is cracked"
+    }
+    assert legs["crier.list"] == {"error": "crier.list's preview answered list, not a mapping"}
+    assert legs["crier.clock"] == {
+        "error": "crier.clock's preview answered something not JSON: Object of type datetime "
+        "is not JSON serializable"
+    }
+    # At most 64 KiB of JSON: exactly that is shown, one byte more is refused.
+    assert legs["crier.full"] == {"line": "x" * (64 * 1024 - 12)}
+    assert legs["crier.hoard"] == {
+        "error": "crier.hoard's preview answered more than 65536 bytes of JSON"
+    }
+    assert legs["core.email"]["subject"] == "Wisp Night tonight"

@@ -300,6 +300,15 @@ def test_a_cost_that_is_not_callable_is_refused() -> None:
     assert "cost" in refusal(Action, action(cost={"x.gold": 1}))
 
 
+def test_a_sync_leg_preview_is_accepted_and_an_async_or_uncallable_one_refused() -> None:
+    leg = {"id": "x.l", "label": "L", "send": perform}
+    assert AnnounceLeg.model_validate(leg).preview is None
+    assert AnnounceLeg.model_validate({**leg, "preview": sync_perform}).preview is sync_perform
+    message = refusal(AnnounceLeg, {**leg, "preview": perform})
+    assert "preview must be a plain (synchronous) function of the announcement" in message
+    assert "preview" in refusal(AnnounceLeg, {**leg, "preview": {"line": "hi"}})
+
+
 @pytest.mark.parametrize(
     ("model", "data", "name"),
     [

@@ -1,4 +1,4 @@
-"""An event's announcement preview: its template rendered, and what each built-in leg sends."""
+"""An event's announcement preview: its template rendered, and what each leg would send."""
 
 from __future__ import annotations
 
@@ -86,6 +86,7 @@ async def announce_preview(request: web.Request) -> web.Response:
         template=template,
         message=body.message,
         settings=host.settings,
+        legs=host.registry.legs,
         now=host.clock.now(),
     )
     return respond(answer)

@@ -61,10 +61,10 @@ from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.blackouts import unknown_blackouts
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.events.publish_preview import preview_publish
+from pageant.events.publishing import publish
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.series import get_series
 from pageant.events.slugs import slugify
-from pageant.runs import lifecycle
 from pageant.runs.create import SCOPE_PLACEHOLDER
 from pageant.runs.params import PLACEHOLDER, key_problems
 from pageant.schedules import preview
@@ -692,22 +692,9 @@ async def publish_event(request: web.Request) -> web.Response:
             per_scope=per_scope,
         )
         return respond(answer)
-    scheduled: list[int] = []
-    async with host.db.begin() as conn:
-        await definitions.publish_definition(
-            conn,
-            definition_id,
-            host.registry,
-            now=_now(request),
-            actor=principal(request).actor,
-            horizon_days=host.settings.horizon_days,
-            created=scheduled,
-            reason=body.reason,
-        )
-        event = await _event(request, conn, definition_id)
-    await lifecycle.announce_scheduled(host, scheduled)
-    request.app[HOST].wake()  # an occurrence inside its grace window may be due now
-    return respond(event)
+    await publish(host, definition_id, actor=principal(request).actor, reason=body.reason)
+    async with host.db.connect() as conn:
+        return respond(await _event(request, conn, definition_id))
 
 
 @routes.post(

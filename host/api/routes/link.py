@@ -75,9 +75,15 @@ class SyncAnswer(BaseModel):
     happenings: list[BatchEntry] = Field(description="one entry per happening, in order")
 
 
-def agent_of(request: web.Request, server: str) -> Any:
-    """The principal a link request is made as: a game token bound to ``server``. Raises
-    401 and 403 as the routes do, counting both."""
+def agent_of(request: web.Request) -> tuple[str, Any]:
+    """The server a link request names in its path, and the principal it is made as: a game
+    token bound to that server. Raises 400 for a path that names no server, and 401 and 403
+    as the routes do, counting both."""
+    server = request.match_info["server"]
+    if SERVER.match(server) is None:
+        raise Invalid(
+            "not a server id", details=["path.server: expected 1 to 100 of A-Z a-z 0-9 . _ -"]
+        )
     host = request.app[HOST]
     who = principal(request)
     if who is None:
@@ -92,7 +98,30 @@ def agent_of(request: web.Request, server: str) -> Any:
         host.metrics.tokens_refused.labels(reason="server").inc()
         bound = ", ".join(who.servers or ()) or "no server"
         raise Forbidden(f"this token speaks for {bound}, not {server}")
-    return who
+    return server, who
+
+
+async def _received(
+    request: web.Request, server: str, who: Any, body: Sync
+) -> list[dict[str, Any]]:
+    """What a sync brings, over HTTP or the socket alike: its answers recorded, its
+    happenings fired (as the agent's token, only its owners' triggers), the server noted as
+    synced. Answers one entry per happening."""
+    host = request.app[HOST]
+    link = host.link
+    if body.results:
+        await link.record_results(server, [r.model_dump() for r in body.results])
+    fired: list[dict[str, Any]] = []
+    if body.happenings:
+        fired = await host.emit_batch(
+            body.happenings,
+            actor=who.actor,
+            issuer=f"token:{who.token_id}",
+            check=lambda trigger_id: owner_bound(request, trigger_id),
+            token_id=who.token_id,
+        )
+    await link.synced(server, who.owners or ())
+    return fired
 
 
 @routes.post(
@@ -109,12 +138,7 @@ def agent_of(request: web.Request, server: str) -> Any:
 )
 async def sync(request: web.Request) -> web.Response:
     host = request.app[HOST]
-    server = request.match_info["server"]
-    if SERVER.match(server) is None:
-        raise Invalid(
-            "not a server id", details=["path.server: expected 1 to 100 of A-Z a-z 0-9 . _ -"]
-        )
-    who = agent_of(request, server)
+    server, who = agent_of(request)
     body = await read_body(request, Sync, optional=True)
     limit = host.settings.link_wait_seconds
     if body.wait is not None and body.wait > limit:
@@ -124,18 +148,7 @@ async def sync(request: web.Request) -> web.Response:
         )
     wait = limit if body.wait is None else body.wait
     link = host.link
-    if body.results:
-        await link.record_results(server, [r.model_dump() for r in body.results])
-    fired: list[dict[str, Any]] = []
-    if body.happenings:
-        fired = await host.emit_batch(
-            body.happenings,
-            actor=who.actor,
-            issuer=f"token:{who.token_id}",
-            check=lambda trigger_id: owner_bound(request, trigger_id),
-            token_id=who.token_id,
-        )
-    await link.synced(server, who.owners or ())
+    fired = await _received(request, server, who, body)
     host.metrics.link_syncs_held.inc()
     try:
         commands = await link.take(server, wait)
@@ -157,12 +170,7 @@ async def sync(request: web.Request) -> web.Response:
 )
 async def socket(request: web.Request) -> web.StreamResponse:
     host = request.app[HOST]
-    server = request.match_info["server"]
-    if SERVER.match(server) is None:
-        raise Invalid(
-            "not a server id", details=["path.server: expected 1 to 100 of A-Z a-z 0-9 . _ -"]
-        )
-    who = agent_of(request, server)
+    server, who = agent_of(request)
     ws = web.WebSocketResponse(heartbeat=host.settings.link_offline_seconds / 3)
     if not ws.can_prepare(request).ok:
         raise Invalid("not a WebSocket request", details=["headers.Upgrade: expected websocket"])
@@ -192,18 +200,7 @@ async def socket(request: web.Request) -> web.StreamResponse:
                 problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
                 await ws.send_json({"error": {"code": "invalid", "details": problems}})
                 continue
-            if body.results:
-                await link.record_results(server, [r.model_dump() for r in body.results])
-            fired: list[dict[str, Any]] = []
-            if body.happenings:
-                fired = await host.emit_batch(
-                    body.happenings,
-                    actor=who.actor,
-                    issuer=f"token:{who.token_id}",
-                    check=lambda trigger_id: owner_bound(request, trigger_id),
-                    token_id=who.token_id,
-                )
-            await link.synced(server, who.owners or ())
+            fired = await _received(request, server, who, body)
             await ws.send_json({"commands": [], "happenings": fired})
     finally:
         host.metrics.link_syncs_held.dec()

@@ -64,15 +64,19 @@ def validate_countdown(
     return {"before": before, "legs": legs, "message": message}
 
 
-def _before(raw: Any, path: str, errors: list[str]) -> list[str]:
+def _list(raw: Any, path: str, what: str, example: str, most: int, errors: list[str]) -> list[Any]:
+    """``raw`` when it is a list of 1 to ``most`` items, else ``[]`` with the reason."""
     if not isinstance(raw, list) or not raw:
-        errors.append(
-            f'{path}: expected a list of durations such as ["30m", "5m"]; got {show(raw)}'
-        )
+        errors.append(f"{path}: expected a list of {what} such as {example}; got {show(raw)}")
         return []
-    if len(raw) > MAX_RUNGS:
-        errors.append(f"{path}: at most {MAX_RUNGS} durations; got {len(raw)}")
+    if len(raw) > most:
+        errors.append(f"{path}: at most {most} {what.split()[-1]}; got {len(raw)}")
         return []
+    return raw
+
+
+def _before(raw: Any, path: str, errors: list[str]) -> list[str]:
+    raw = _list(raw, path, "durations", '["30m", "5m"]', MAX_RUNGS, errors)
     seen: dict[int, int] = {}
     for i, text in enumerate(raw):
         seconds = _duration(text)
@@ -94,14 +98,7 @@ def _duration(text: Any) -> int | None:
 
 
 def _legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
-    if not isinstance(raw, list) or not raw:
-        errors.append(
-            f'{path}: expected a list of announce legs such as ["core.log"]; got {show(raw)}'
-        )
-        return []
-    if len(raw) > MAX_LEGS:
-        errors.append(f"{path}: at most {MAX_LEGS} legs; got {len(raw)}")
-        return []
+    raw = _list(raw, path, "announce legs", '["core.log"]', MAX_LEGS, errors)
     legs: list[str] = []
     for i, leg in enumerate(raw):
         if not isinstance(leg, str) or leg not in registry.legs:
