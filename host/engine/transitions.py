@@ -134,12 +134,14 @@ async def end_in(
     because: str | None = None,
     error: str | None = None,
     cancel_steps: bool = True,
+    batch: Batch | None = None,
     **detail: Any,
 ) -> bool:
     """Make ``move``, an ending of the table, in ``conn``: the compare-and-set, the run's open
     steps cancelled (unless ``cancel_steps`` is False: a run that completes has none) and
-    its ``run.status`` line with ``detail``. The run's ``error`` is ``error``, else
-    ``because``. False, having written nothing, when the run was
+    its ``run.status`` line with ``detail`` (kept for ``batch``'s one insert when given).
+    The run's ``error`` is ``error``, else ``because``. False, having written nothing, when
+    the run was
     in none of the move's statuses: another writer (a control, another host) ended it
     first, and its own line says so."""
     if not await runs.end_run(conn, run_id, move, now=now, error=error or because):
@@ -152,6 +154,7 @@ async def end_in(
         to=move.to[0],
         because=because,
         cancelled_steps=cancelled,
+        batch=batch,
         **detail,
     )
     return True
@@ -194,10 +197,19 @@ async def abort_in(
     return await end_in(conn, run_id, RUN_ABORT, now=now, because=because, phase=phase)
 
 
-async def complete_in(conn: AsyncConnection, run_id: int, *, now: datetime) -> bool:
-    """``ending -> completed``: every phase is done (or a run found ending after a crash)."""
+async def complete_in(
+    conn: AsyncConnection, run_id: int, *, now: datetime, batch: Batch | None = None
+) -> bool:
+    """``ending -> completed``: every phase is done (or a run found ending after a crash);
+    its line kept for ``batch``'s one insert when given."""
     return await end_in(
-        conn, run_id, RUN_COMPLETE, now=now, cancel_steps=False, from_=RunStatus.ENDING
+        conn,
+        run_id,
+        RUN_COMPLETE,
+        now=now,
+        cancel_steps=False,
+        batch=batch,
+        from_=RunStatus.ENDING,
     )
 
 
