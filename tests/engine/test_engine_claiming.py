@@ -149,17 +149,24 @@ async def test_the_starts_of_a_set_look_for_open_gates_once(probe_host, engine, 
     for i in range(4):
         await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
     read: list[str] = []
-    any_open_on = phase_gates.any_open_on
+    reads: list[list[str]] = []
+    open_on = phase_gates.open_on
 
-    async def counted(conn, trigger_id):
-        read.append(trigger_id)
-        return await any_open_on(conn, trigger_id)
+    async def counted(conn, trigger_ids):
+        read.extend(trigger_ids)
+        reads.append(sorted(trigger_ids))
+        return await open_on(conn, trigger_ids)
 
-    monkeypatch.setattr(phase_gates, "any_open_on", counted)
+    monkeypatch.setattr(phase_gates, "open_on", counted)
     await engine.tick()
     # No gate waits: one read of each start trigger for the four starts, not four.
     assert read.count("core.run.started") == read.count("core.phase.entered") == 1
     assert read.count("core.run.completed") == 4  # each run's end looks for its own
+    # A lifecycle firing's triggers are looked for in one read: the set's two start triggers
+    # together, and each run's end (ending, completed) together.
+    assert ["core.phase.entered", "core.run.started"] in reads
+    assert reads.count(["core.run.completed", "core.run.ending"]) == 4
+    assert len(reads) == 5
 
 
 async def test_the_starts_of_a_set_fire_before_any_of_those_runs_moves_on(
@@ -257,12 +264,12 @@ async def test_runs_started_together_start_in_one_transaction_as_each_would_alon
 async def test_a_set_that_fails_leaves_every_run_to_its_own_task(
     probe_host, engine, probe, monkeypatch
 ):
-    from pageant.engine import claiming
+    from pageant.db import runs
 
     async def breaks(*args, **kwargs):
-        raise RuntimeError("one run's phase cannot be entered in the set")
+        return 0  # as if a run of the set was not as its claim left it: Lost
 
-    monkeypatch.setattr(claiming, "enter_phase_in", breaks)
+    monkeypatch.setattr(runs, "enter_first_phases", breaks)
     run_ids = [
         await _start(probe_host, spec(phase("p", probe_step(f"a{i}"))), scope=f"r{i}")
         for i in range(3)
