@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.engine")
 
+#: The most scheduled runs one scan finds (``runs_per_tick`` when that is more): a set of
+#: due runs is started with one statement each for its claims and its entries
+#: (:mod:`.claiming`), so an occurrence fanned out to a thousand servers starts in one scan,
+#: and each run's first step queues for a dispatch slot from that scan on.
+STARTS_PER_SCAN = 1000
+
 
 def stopping(host: Host) -> bool:
     """True once the host's engine began a clean stop: from then on nothing is claimed."""
@@ -68,6 +74,7 @@ async def advance(host: Host, now: datetime) -> None:
             limit=limit,
             busy=list(engine.inflight),
             stall_seconds=host.settings.stall_seconds,
+            starts=STARTS_PER_SCAN,
         )
     rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
