@@ -171,6 +171,37 @@ async def test_a_scan_starts_more_due_runs_than_runs_per_tick_and_advances_no_mo
     assert len(claimed) == 2 + 4
 
 
+async def test_a_run_cancelled_after_the_scan_is_left_out_of_its_set_and_the_others_start(
+    probe_host, engine
+):
+    from pageant.runs import controls
+
+    run_ids = [
+        await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+        for i in range(4)
+    ]
+    found = await _due_rows(probe_host)
+    # Between the scan and the claim a person cancels one: the set's one compare-and-set
+    # changes three rows of the four it names, and the claim reads which are its own.
+    await controls.cancel(probe_host, run_ids[1], actor="admin:test", reason="not tonight")
+    claimed, tried = await claim_due(probe_host, found)
+    assert set(claimed) == {run_ids[0], run_ids[2], run_ids[3]}
+    assert tried == set(run_ids)
+    cancelled = await run_row(probe_host.db, run_ids[1])
+    assert (cancelled.status, cancelled.started_at, cancelled.claimed_by) == (
+        "cancelled",
+        None,
+        None,
+    )
+    for run_id in (run_ids[0], run_ids[2], run_ids[3]):
+        row = await run_row(probe_host.db, run_id)
+        assert (row.status, row.current_phase) == ("running", "p")
+        assert row.claimed_by == probe_host.identity
+        statuses = await log_lines(probe_host.db, run_id, "run.status")
+        assert [ln.detail["to"] for ln in statuses] == ["starting", "running"]
+        assert len(await log_lines(probe_host.db, run_id, "phase.entered")) == 1
+
+
 async def test_the_starts_of_a_set_look_for_open_gates_once(probe_host, engine, monkeypatch):
     from pageant.db import phase_gates
 
