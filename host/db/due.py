@@ -195,20 +195,26 @@ async def find_due(
     limit: int,
     busy: list[int],
     stall_seconds: float | None = None,
+    starts: int | None = None,
 ) -> list[Row]:
     """Runs with something to do now: scheduled ones whose instant came, then active ones
     whose next step is due or whose phase may advance — or whose gate has held the phase
     for ``stall_seconds`` and whose health is not ``stalled`` yet. ``busy`` runs are left
-    out."""
+    out. At most ``limit`` runs, active ones first; or, given ``starts``, up to ``limit``
+    active runs and up to ``starts`` (at least ``limit``) scheduled ones, for a scan that
+    starts them together."""
+    most = max(limit, starts or limit)
     params = {
         "now": now,
         "limit": limit,
         "busy": busy,
         "stall_cutoff": _stall_cutoff(now, stall_seconds),
     }
-    scheduled = list((await conn.execute(_DUE_SCHEDULED, params)).all())
+    scheduled = list((await conn.execute(_DUE_SCHEDULED, params | {"limit": most})).all())
     active = list((await conn.execute(_DUE_ACTIVE, params)).all())
-    return (active + scheduled)[:limit]
+    if starts is None:
+        return (active + scheduled)[:limit]
+    return active + scheduled
 
 
 async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int) -> list[Row]:

@@ -93,10 +93,14 @@ _OPEN_ON = (
 )
 
 # Whether any open gate waits on a trigger: the (trigger_id, satisfied_at) index answers it.
-_ANY_OPEN_ON = (
-    select(g.id)
-    .where(g.trigger_id == bindparam("trigger_id"), g.kind == "on", g.satisfied_at.is_(None))
-    .limit(1)
+_OPEN_AMONG = (
+    select(g.trigger_id)
+    .where(
+        g.trigger_id.in_(bindparam("trigger_ids", expanding=True)),
+        g.kind == "on",
+        g.satisfied_at.is_(None),
+    )
+    .distinct()
 )
 
 _NOW = bindparam("now", type_=UTCDateTime)
@@ -211,9 +215,13 @@ async def open_on_gates(conn: AsyncConnection, trigger_id: str, keys: Sequence[s
     return list((await conn.execute(_OPEN_ON, params)).all())
 
 
-async def any_open_on(conn: AsyncConnection, trigger_id: str) -> bool:
-    """Whether any open ``on`` gate waits on ``trigger_id`` (of any run, live or not)."""
-    return (await conn.execute(_ANY_OPEN_ON, {"trigger_id": trigger_id})).first() is not None
+async def open_on(conn: AsyncConnection, trigger_ids: Sequence[str]) -> set[str]:
+    """Which of ``trigger_ids`` an open ``on`` gate waits on (of any run, live or not), in
+    one read."""
+    if not trigger_ids:
+        return set()
+    rows = await conn.execute(_OPEN_AMONG, {"trigger_ids": sorted(trigger_ids)})
+    return set(rows.scalars())
 
 
 async def count_firing(conn: AsyncConnection, gate_id: int, now: datetime) -> bool:

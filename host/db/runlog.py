@@ -511,10 +511,19 @@ async def phase_entered(
 
 @_writes(LogKind.PHASE_COMPLETED)
 async def phase_completed(
-    conn: AsyncConnection, run_id: int, *, at: datetime, phase: str, index: int | None
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    at: datetime,
+    phase: str,
+    index: int | None,
+    batch: Batch | None = None,
 ) -> None:
     """Every step of a phase is finished and its gate, if any, is open."""
-    await write(conn, run_id, LogKind.PHASE_COMPLETED, at=at, phase=phase, detail={"index": index})
+    detail = {"index": index}
+    await write(
+        conn, run_id, LogKind.PHASE_COMPLETED, at=at, phase=phase, detail=detail, batch=batch
+    )
 
 
 @_writes(LogKind.PHASE_GATE, reads=("satisfied_by", "satisfied_at"))

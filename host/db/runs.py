@@ -135,6 +135,29 @@ _CLAIM_START = by_primary_key(
     )
 )
 
+# The same compare-and-set for a set of runs (the advance stage's set-wise start), and the
+# read that tells which of them it changed when it changed fewer than it named.
+_CLAIM_STARTS = by_primary_key(
+    update(event_runs)
+    .where(
+        r.id.in_(bindparam("run_ids", expanding=True)),
+        status_in(r.status, RUN_START.froms),
+        r.scheduled_for <= bindparam("now"),
+    )
+    .values(
+        status=RunStatus.STARTING,
+        claimed_by=bindparam("owner"),
+        lease_until=bindparam("lease"),
+        started_at=bindparam("now"),
+    )
+)
+_STARTED_BY = select(r.id).where(
+    r.id.in_(bindparam("run_ids", expanding=True)),
+    r.status == RunStatus.STARTING,
+    r.claimed_by == bindparam("owner"),
+    r.started_at == bindparam("now"),
+)
+
 # No "OR claimed_by = :owner": a live claim lease is not re-enterable even by its holder, which is
 # exactly what stops a tick that overran from working a run beside its successor.
 _CLAIM_TICK = by_primary_key(
@@ -182,6 +205,17 @@ _ENTER_PHASE = by_primary_key(
         r.status == bindparam("from_status"),
         status_in(r.status, RUN_ENTER.froms),
         r.current_phase.is_not_distinct_from(bindparam("old_phase")),
+    )
+    .values(status=RunStatus.RUNNING, current_phase=bindparam("phase"))
+)
+
+# starting -> running into its first phase, for a set of runs entering the same phase.
+_ENTER_FIRST_PHASES = by_primary_key(
+    update(event_runs)
+    .where(
+        r.id.in_(bindparam("run_ids", expanding=True)),
+        r.status == RunStatus.STARTING,
+        r.current_phase.is_(None),
     )
     .values(status=RunStatus.RUNNING, current_phase=bindparam("phase"))
 )
@@ -356,6 +390,21 @@ async def param_values(conn: AsyncConnection, run_id: int) -> tuple[str, dict[st
     return row.scope, dict(row.params or {})
 
 
+_START_VALUES = select(r.id, r.scope, r.params, r.waiting_reason).where(
+    r.id.in_(bindparam("run_ids", expanding=True))
+)
+
+
+async def start_values(conn: AsyncConnection, run_ids: Sequence[int]) -> dict[int, Row]:
+    """Each run's ``(id, scope, params, waiting_reason)`` by id, in one read: what a set of
+    runs starting reads of themselves (their params, and whether a note of what they waited
+    on is to be cleared)."""
+    if not run_ids:
+        return {}
+    rows = await conn.execute(_START_VALUES, {"run_ids": list(run_ids)})
+    return {row.id: row for row in rows}
+
+
 async def insert_run(conn: AsyncConnection, values: dict[str, Any]) -> tuple[int, bool]:
     """Insert a run unless its occurrence (definition, scope, scheduled_for) exists.
 
@@ -390,6 +439,23 @@ async def claim_start(
     return await changed_one(
         conn, _CLAIM_START, {"run_id": run_id, "owner": owner, "lease": lease, "now": now}
     )
+
+
+async def claim_starts(
+    conn: AsyncConnection, run_ids: Sequence[int], *, owner: str, lease: datetime, now: datetime
+) -> set[int]:
+    """:func:`claim_start` for every run of ``run_ids`` in one statement (none may carry a
+    concurrency key); answers the ids it started. Those another claimer (or a control)
+    moved first are left as they are: when the statement changed fewer rows than it
+    named, one read tells which are this claim's."""
+    if not run_ids:
+        return set()
+    binds = {"run_ids": list(run_ids), "owner": owner, "lease": lease, "now": now}
+    changed = (await conn.execute(_CLAIM_STARTS, binds)).rowcount
+    if changed == len(run_ids):
+        return set(run_ids)
+    binds = {"run_ids": list(run_ids), "owner": owner, "now": now}
+    return set((await conn.execute(_STARTED_BY, binds)).scalars())
 
 
 async def claim_tick(
@@ -434,6 +500,16 @@ async def enter_phase(
         _ENTER_PHASE,
         {"run_id": run_id, "from_status": from_status, "old_phase": old_phase, "phase": phase},
     )
+
+
+async def enter_first_phases(conn: AsyncConnection, run_ids: Sequence[int], *, phase: str) -> int:
+    """:func:`enter_phase` ``starting -> running`` into ``phase`` for every run of
+    ``run_ids``, in one statement; answers how many it moved (each that was not as its
+    claim left it is not)."""
+    if not run_ids:
+        return 0
+    binds = {"run_ids": list(run_ids), "phase": phase}
+    return int((await conn.execute(_ENTER_FIRST_PHASES, binds)).rowcount)
 
 
 async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
@@ -522,6 +598,21 @@ async def set_waiting(
     return await changed_one(
         conn, _SET_WAITING, {"run_id": run_id, "reason": reason, "since": since}
     )
+
+
+_CLEAR_WAITING = by_primary_key(
+    update(event_runs)
+    .where(r.id.in_(bindparam("run_ids", expanding=True)), r.waiting_reason.is_not(None))
+    .values(waiting_reason=None, waiting_since=None)
+)
+
+
+async def clear_waiting(conn: AsyncConnection, run_ids: Sequence[int]) -> int:
+    """Clear the note of what each of ``run_ids`` waits on, in one statement; answers how
+    many had one."""
+    if not run_ids:
+        return 0
+    return int((await conn.execute(_CLEAR_WAITING, {"run_ids": list(run_ids)})).rowcount)
 
 
 async def repin(conn: AsyncConnection, run_id: int, version_id: int) -> bool:

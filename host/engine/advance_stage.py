@@ -51,6 +51,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pageant.engine")
 
+#: The most scheduled runs one scan finds (``runs_per_tick`` when that is more): a set of
+#: due runs is started with one statement each for its claims and its entries
+#: (:mod:`.claiming`), so an occurrence fanned out to a thousand servers starts in one scan,
+#: and each run's first step queues for a dispatch slot from that scan on.
+STARTS_PER_SCAN = 1000
+
 
 def stopping(host: Host) -> bool:
     """True once the host's engine began a clean stop: from then on nothing is claimed."""
@@ -68,6 +74,7 @@ async def advance(host: Host, now: datetime) -> None:
             limit=limit,
             busy=list(engine.inflight),
             stall_seconds=host.settings.stall_seconds,
+            starts=STARTS_PER_SCAN,
         )
     rows = [run_row(row) for row in found]
     # Several runs due at once are started and claimed together, ready steps and all.
@@ -324,20 +331,23 @@ async def _complete(
     """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
     ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
 
-    async def finish(conn: AsyncConnection, _: Batch | None) -> bool | None:
+    async def finish(conn: AsyncConnection, group: Batch | None) -> bool | None:
         # Shared with other runs' writes; may run twice. None: the run changed underneath.
+        # Its lines are kept for the group's one insert, after every line written at once.
         if last_phase is not None:
             if not await runs.to_ending(conn, run_id):
                 return None
             await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
-            await runlog.phase_completed(conn, run_id, at=now, phase=last_phase["key"], index=index)
+            await runlog.phase_completed(
+                conn, run_id, at=now, phase=last_phase["key"], index=index, batch=group
+            )
             await runlog.run_status(
-                conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING
+                conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING, batch=group
             )
         # The run passes straight through ``ending`` (a run found there after a crash
         # completes); what it holds in the world is given back by the cleanup stage once it
         # has ended, in this tick, from the ledger's rows.
-        return await transitions.complete_in(conn, run_id, now=now)
+        return await transitions.complete_in(conn, run_id, now=now, batch=group)
 
     completed = await host.in_outcome_transaction(finish)
     if completed is None:

@@ -37,14 +37,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pageant.db import runlog, runs, steps
 from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.readiness import run_may_move
-from pageant.engine.transitions import enter_phase_in, is_late, start_in
+from pageant.engine.transitions import is_late, start_all_in, start_in
 from pageant.runs import waiting
 from pageant.runs.options import takes_option_values
 from pageant.runs.params import with_scope
@@ -134,6 +134,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         # Shared with other runs' writes; may run twice (each time from the start).
         claimed: dict[int, SetClaim] = {}
         deferred.clear()
+        starts: list[tuple[RunRow, list[dict[str, Any]]]] = []
         for run_id in await runs.lock_free(conn, sorted(rows), now=now):
             row = rows[run_id]
             if row["status"] == RunStatus.RUNNING:
@@ -150,27 +151,21 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             ):
                 deferred.add(run_id)
                 continue
-            if not await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
-                continue
             phases = phases_of(pinned.spec) if pinned else None
-            if not phases:
-                # Started; what a version that cannot be read does is the task's to say.
-                claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.STARTING, lease)
+            if phases:
+                starts.append((row, phases))
                 continue
-            await enter_phase_in(
-                conn,
-                host,
-                run_id,
-                phases,
-                0,
-                from_status=RunStatus.STARTING,
-                old_phase=None,
-                now=now,
-                batch=group,
-            )
-            claimed[run_id] = SetClaim(
-                Ahead(host, run_id), RunStatus.RUNNING, lease, phases[0]["key"]
-            )
+            # Started; what a version that cannot be read does is the task's to say.
+            if await start_in(conn, row, owner=owner, lease=lease, now=now, batch=group):
+                claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.STARTING, lease)
+        # The plain starts together: one statement each for their claims and their entries.
+        first = {row["id"]: phases[0]["key"] for row, phases in starts}
+        started = await start_all_in(
+            conn, host, starts, owner=owner, lease=lease, now=now, batch=group
+        )
+        for run_id in started:
+            claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease, first[run_id])
+        claimed = dict(sorted(claimed.items()))
         if group is not None:
             # The started runs' steps are read next; their lines go before any a claim
             # writes at once.

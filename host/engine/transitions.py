@@ -6,7 +6,7 @@ run's open steps cancelled and its ``run.status`` line, or nothing at all."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +80,65 @@ async def start_in(
     return True
 
 
+async def start_all_in(
+    conn: AsyncConnection,
+    host: Host,
+    starts: Sequence[tuple[Mapping[str, Any], list[dict[str, Any]]]],
+    *,
+    owner: str,
+    lease: datetime,
+    now: datetime,
+    batch: Batch | None = None,
+) -> list[int]:
+    """Start each run of ``starts`` (a scheduled run's row, and its pinned version's phases)
+    into its first phase, in ``conn``: what :func:`start_in` and :func:`enter_phase_in` make
+    for one run, made for the set with one statement each — the compare-and-set of the
+    starts, one read of the runs' params, the notes of what they waited on cleared, the
+    entries into each first phase — and each run's steps, gate and lines as its own start
+    makes them (the lines and steps kept for ``batch`` when given). None may carry a
+    concurrency key. Answers the ids started, in the order given: a run another claimer
+    (or a control) moved first is left out. Raises :class:`Lost` when a run started here
+    was not as its claim left it at its phase's entry; the caller rolls back."""
+    started = await runs.claim_starts(
+        conn, [run["id"] for run, _ in starts], owner=owner, lease=lease, now=now
+    )
+    ours = [(run, phases) for run, phases in starts if run["id"] in started]
+    ids = [run["id"] for run, _ in ours]
+    facts = await runs.start_values(conn, ids)
+    waited = [run_id for run_id in ids if facts[run_id].waiting_reason is not None]
+    if await runs.clear_waiting(conn, waited) != len(waited):
+        raise Lost
+    entering: dict[str, list[int]] = {}
+    entries = []
+    for run, phases in ours:
+        run_id, phase = run["id"], phases[0]
+        await runlog.run_status(
+            conn, run_id, at=now, from_=RunStatus.SCHEDULED, to=RunStatus.STARTING, batch=batch
+        )
+        if facts[run_id].waiting_reason is not None:
+            await runlog.run_waiting(conn, run_id, at=now, waiting=None, batch=batch)
+        values = run_params.with_scope(dict(facts[run_id].params or {}), facts[run_id].scope)
+        count = await materialise_phase(
+            conn, run_id=run_id, phase=phase, registry=host.registry, values=values, batch=batch
+        )
+        gate = await gates.enter_phase(
+            conn, run_id=run_id, phase=run_params.resolve(phase, values), now=now
+        )
+        entering.setdefault(phase["key"], []).append(run_id)
+        entries.append((run_id, phase["key"], count, gate))
+    for key, run_ids in entering.items():
+        if await runs.enter_first_phases(conn, run_ids, phase=key) != len(run_ids):
+            raise Lost
+    for run_id, key, count, gate in entries:
+        await runlog.run_status(
+            conn, run_id, at=now, from_=RunStatus.STARTING, to=RunStatus.RUNNING, batch=batch
+        )
+        await runlog.phase_entered(
+            conn, run_id, at=now, phase=key, index=0, steps=count, gate=gate, batch=batch
+        )
+    return ids
+
+
 async def enter_phase_in(
     conn: AsyncConnection,
     host: Host,
@@ -134,12 +193,14 @@ async def end_in(
     because: str | None = None,
     error: str | None = None,
     cancel_steps: bool = True,
+    batch: Batch | None = None,
     **detail: Any,
 ) -> bool:
     """Make ``move``, an ending of the table, in ``conn``: the compare-and-set, the run's open
     steps cancelled (unless ``cancel_steps`` is False: a run that completes has none) and
-    its ``run.status`` line with ``detail``. The run's ``error`` is ``error``, else
-    ``because``. False, having written nothing, when the run was
+    its ``run.status`` line with ``detail`` (kept for ``batch``'s one insert when given).
+    The run's ``error`` is ``error``, else ``because``. False, having written nothing, when
+    the run was
     in none of the move's statuses: another writer (a control, another host) ended it
     first, and its own line says so."""
     if not await runs.end_run(conn, run_id, move, now=now, error=error or because):
@@ -152,6 +213,7 @@ async def end_in(
         to=move.to[0],
         because=because,
         cancelled_steps=cancelled,
+        batch=batch,
         **detail,
     )
     return True
@@ -194,10 +256,19 @@ async def abort_in(
     return await end_in(conn, run_id, RUN_ABORT, now=now, because=because, phase=phase)
 
 
-async def complete_in(conn: AsyncConnection, run_id: int, *, now: datetime) -> bool:
-    """``ending -> completed``: every phase is done (or a run found ending after a crash)."""
+async def complete_in(
+    conn: AsyncConnection, run_id: int, *, now: datetime, batch: Batch | None = None
+) -> bool:
+    """``ending -> completed``: every phase is done (or a run found ending after a crash);
+    its line kept for ``batch``'s one insert when given."""
     return await end_in(
-        conn, run_id, RUN_COMPLETE, now=now, cancel_steps=False, from_=RunStatus.ENDING
+        conn,
+        run_id,
+        RUN_COMPLETE,
+        now=now,
+        cancel_steps=False,
+        batch=batch,
+        from_=RunStatus.ENDING,
     )
 
 

@@ -446,6 +446,11 @@ class Firings:
         self._pruned_at = float("-inf")
         #: When each trigger was last seen with an open gate (monotonic).
         self._open_seen: dict[str, float] = {}
+        #: The triggers asked of the next shared read of open gates, the answer its askers
+        #: wait for, and the task reading (see :meth:`_read_shared`).
+        self._asked: set[str] = set()
+        self._answer: asyncio.Future[set[str]] | None = None
+        self._reader: asyncio.Task[None] | None = None
 
     def check(
         self,
@@ -513,8 +518,10 @@ class Firings:
         """Which of ``triggers`` an open gate may wait on. A trigger seen with an open gate
         in the last :data:`OPEN_SEEN_SECONDS` is taken to have one still, without a read
         (the firing's transaction reads its gates anyway, and at worst takes the writer's
-        lock for nothing); the others are read, in one connection. A ``token_id`` is
-        checked live in that read (:class:`~pageant.errors.Unauthenticated` when it is not).
+        lock for nothing); the others are read together, in one statement, which callers
+        asking at the same moment share (:meth:`_read_shared`). A ``token_id`` is
+        checked live in a read of its own (:class:`~pageant.errors.Unauthenticated` when
+        it is not).
 
         A gate committed after this look misses the firing, as one committed after the
         write's read would. Core's lifecycle asks before it reads a run for a payload."""
@@ -524,14 +531,46 @@ class Firings:
             t for t in wanted if seen - self._open_seen.get(t, float("-inf")) < OPEN_SEEN_SECONDS
         }
         unknown = sorted(wanted - known)
-        if unknown:
+        if unknown and token_id is None:
+            found = await self._read_shared(unknown)
+        elif unknown:
             async with self._db.connect() as conn:
                 await self._refuse_dead_tokens(conn, [token_id])
-                for trigger_id in unknown:
-                    if await gate_rows.any_open_on(conn, trigger_id):
-                        self._open_seen[trigger_id] = seen
-                        known.add(trigger_id)
-        return known
+                found = await gate_rows.open_on(conn, unknown)
+        else:
+            found = set()
+        for trigger_id in found:
+            self._open_seen[trigger_id] = seen
+        return known | found
+
+    async def _read_shared(self, triggers: Sequence[str]) -> set[str]:
+        """Which of ``triggers`` an open gate waits on, from a read that began after this
+        call: callers that ask while a read is under way share the next one (so a thousand
+        runs ending at once cost a few reads of the open gates, not a thousand), and none is
+        answered from a read that began before it asked."""
+        self._asked.update(triggers)
+        if self._answer is None:
+            self._answer = asyncio.get_running_loop().create_future()
+        answer = self._answer
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(
+                self._read_open(), name="pageant-open-gates"
+            )
+        # Shielded: a caller that gives up does not cancel a read others share.
+        return await asyncio.shield(answer) & set(triggers)
+
+    async def _read_open(self) -> None:
+        while self._answer is not None:
+            answer, asked = self._answer, sorted(self._asked)
+            self._answer, self._asked = None, set()
+            try:
+                async with self._db.connect() as conn:
+                    found = await gate_rows.open_on(conn, asked)
+            except Exception as exc:
+                answer.set_exception(exc)
+                answer.exception()  # each asker raises it; none left means none to tell
+                continue
+            answer.set_result(found)
 
     async def _refuse_dead_tokens(
         self, conn: AsyncConnection, token_ids: Sequence[int | None]

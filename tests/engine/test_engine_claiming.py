@@ -143,23 +143,91 @@ async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_
         assert [ln.detail["to"] for ln in statuses][:2] == ["starting", "running"]
 
 
+async def test_a_scan_starts_more_due_runs_than_runs_per_tick_and_advances_no_more(
+    settings, db, clock, monkeypatch
+):
+    probe = Probe()
+    host = make_host(settings.model_copy(update={"runs_per_tick": 2}), db, clock, [probe])
+    engine = Engine(host)
+    try:
+        # Two runs under way (each waits on a step due later), then five due to start.
+        await _waiting_runs(host, engine, clock, 2)
+        run_ids = [
+            await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+            for i in range(5)
+        ]
+        monkeypatch.setattr(advance_stage, "STARTS_PER_SCAN", 4)
+        answers = recording(monkeypatch)
+        await advance(host, host.clock.now())
+        await engine.drain()
+    finally:
+        await engine.stop()
+        await host.close()
+    claimed, _ = answers[0]
+    # The scan took both running runs (runs_per_tick bounds them) and as many due starts as
+    # STARTS_PER_SCAN lets in, all started in its one claim: four, not two.
+    started = [run_id for run_id in run_ids if run_id in claimed]
+    assert len(started) == 4
+    assert len(claimed) == 2 + 4
+
+
+async def test_a_run_cancelled_after_the_scan_is_left_out_of_its_set_and_the_others_start(
+    probe_host, engine
+):
+    from pageant.runs import controls
+
+    run_ids = [
+        await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
+        for i in range(4)
+    ]
+    found = await _due_rows(probe_host)
+    # Between the scan and the claim a person cancels one: the set's one compare-and-set
+    # changes three rows of the four it names, and the claim reads which are its own.
+    await controls.cancel(probe_host, run_ids[1], actor="admin:test", reason="not tonight")
+    claimed, tried = await claim_due(probe_host, found)
+    assert set(claimed) == {run_ids[0], run_ids[2], run_ids[3]}
+    assert tried == set(run_ids)
+    cancelled = await run_row(probe_host.db, run_ids[1])
+    assert (cancelled.status, cancelled.started_at, cancelled.claimed_by) == (
+        "cancelled",
+        None,
+        None,
+    )
+    for run_id in (run_ids[0], run_ids[2], run_ids[3]):
+        row = await run_row(probe_host.db, run_id)
+        assert (row.status, row.current_phase) == ("running", "p")
+        assert row.claimed_by == probe_host.identity
+        statuses = await log_lines(probe_host.db, run_id, "run.status")
+        assert [ln.detail["to"] for ln in statuses] == ["starting", "running"]
+        assert len(await log_lines(probe_host.db, run_id, "phase.entered")) == 1
+
+
 async def test_the_starts_of_a_set_look_for_open_gates_once(probe_host, engine, monkeypatch):
     from pageant.db import phase_gates
 
     for i in range(4):
         await _start(probe_host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}")
     read: list[str] = []
-    any_open_on = phase_gates.any_open_on
+    reads: list[list[str]] = []
+    open_on = phase_gates.open_on
 
-    async def counted(conn, trigger_id):
-        read.append(trigger_id)
-        return await any_open_on(conn, trigger_id)
+    async def counted(conn, trigger_ids):
+        read.extend(trigger_ids)
+        reads.append(sorted(trigger_ids))
+        return await open_on(conn, trigger_ids)
 
-    monkeypatch.setattr(phase_gates, "any_open_on", counted)
+    monkeypatch.setattr(phase_gates, "open_on", counted)
     await engine.tick()
     # No gate waits: one read of each start trigger for the four starts, not four.
     assert read.count("core.run.started") == read.count("core.phase.entered") == 1
-    assert read.count("core.run.completed") == 4  # each run's end looks for its own
+    # A lifecycle firing's triggers are looked for in one read: the set's two start triggers
+    # together, and a run's end (ending, completed) together; the four runs' ends, asked
+    # for at about the same moment, share reads (one each at most).
+    assert ["core.phase.entered", "core.run.started"] in reads
+    ends = [r for r in reads if "core.run.completed" in r]
+    assert ends and all(r == ["core.run.completed", "core.run.ending"] for r in ends)
+    assert 1 <= len(ends) <= 4
+    assert len(reads) == 1 + len(ends)
 
 
 async def test_the_starts_of_a_set_fire_before_any_of_those_runs_moves_on(
@@ -257,12 +325,12 @@ async def test_runs_started_together_start_in_one_transaction_as_each_would_alon
 async def test_a_set_that_fails_leaves_every_run_to_its_own_task(
     probe_host, engine, probe, monkeypatch
 ):
-    from pageant.engine import claiming
+    from pageant.db import runs
 
     async def breaks(*args, **kwargs):
-        raise RuntimeError("one run's phase cannot be entered in the set")
+        return 0  # as if a run of the set was not as its claim left it: Lost
 
-    monkeypatch.setattr(claiming, "enter_phase_in", breaks)
+    monkeypatch.setattr(runs, "enter_first_phases", breaks)
     run_ids = [
         await _start(probe_host, spec(phase("p", probe_step(f"a{i}"))), scope=f"r{i}")
         for i in range(3)

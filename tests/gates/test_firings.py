@@ -374,3 +374,42 @@ async def test_a_batch_item_of_a_trigger_the_sender_may_not_fire_is_refused_by_i
     assert [a["status"] for a in answers] == [403, 200]
     assert "may fire only its own triggers" in answers[0]["error"]["message"]
     assert await _tally(host, runs["eu-1"]) == 2
+
+
+# ── which triggers an open gate waits on ─────────────────────────────────────────
+
+
+async def test_askers_at_one_moment_share_a_read_of_the_open_gates(host, engine, monkeypatch):
+    await _servers(host, engine, ["north"])  # a gate open on wisps.caught
+    reads: list[list[str]] = []
+    open_on = gate_rows.open_on
+
+    async def counted(conn: Any, trigger_ids: Any) -> set[str]:
+        reads.append(sorted(trigger_ids))
+        return await open_on(conn, trigger_ids)
+
+    monkeypatch.setattr(gate_rows, "open_on", counted)
+    asked = [{"wisps.caught", "core.run.completed"}, {"core.run.ending"}] * 25
+    answers = await asyncio.gather(*(host.firings.open_among(t) for t in asked))
+    # Each asker is answered for its own triggers only, and fifty asks cost at most two
+    # reads: the first, and the one every asker that came while it ran shares.
+    assert answers == [{"wisps.caught"}, set()] * 25
+    assert 1 <= len(reads) <= 2
+    assert set().union(*reads) == {"wisps.caught", "core.run.completed", "core.run.ending"}
+
+
+async def test_a_trigger_found_without_an_open_gate_is_read_again_next_time(host, engine):
+    # A run ends: no gate waits on that, so nothing is found, and nothing is kept of it.
+    assert await host.firings.open_among({"core.run.completed"}) == set()
+    spec = {
+        "schedule": {"kind": "manual"},
+        "phases": [
+            phase("muster", announce("go"), advance={"on": "core.run.completed", "count": 1}),
+            phase("end", announce("done")),
+        ],
+    }
+    event = await publish_event(host.db, host.clock.now(), spec)
+    await start_now(host, event.id, actor="admin:test")
+    await engine.tick()
+    # The gate opened since: the next ask reads again and finds it.
+    assert await host.firings.open_among({"core.run.completed"}) == {"core.run.completed"}
