@@ -30,7 +30,7 @@ from pageant.engine import transitions
 from pageant.engine.batch import defer_look
 from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke, settle_spend
-from pageant.engine.readiness import readiness
+from pageant.engine.readiness import readiness, stopping
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.ledger import cleanup as ledger
@@ -377,10 +377,10 @@ async def dispatch_step(
         decision, now = claimed.decision, claimed.now
     else:
         now = host.clock.now()
-        if host.stopping:
+        if stopping(host):
             return Dispatched.STOP  # the host began a clean stop since the run's loop looked
 
-        found = await host.in_outcome_transaction(
+        found = await host.outcomes.run(
             lambda conn, group: claim_ready(
                 host,
                 conn,
@@ -412,12 +412,14 @@ async def dispatch_step(
             status=StepStatus.REFUSED,
             extra={"code": decision.code, **decision.detail},
         )
-    if host.stopping:
+    if stopping(host):
         return await _hand_back_untried(host, step, claim)
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 
-    engine = host.runner()
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("a step is dispatched under an engine")
     services = StepServices(
         host,
         run_id=run["id"],
@@ -442,7 +444,7 @@ async def dispatch_step(
         # The last moment before anything reaches the game. A step claimed before the host
         # began to stop (ahead, in the answer before it; or by a pass, or a set, whose
         # transaction was committing) is handed back untried, never performed after it.
-        if not host.stopping:
+        if not stopping(host):
             envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
     if envelope is None:
         return await _hand_back_untried(host, step, claim)
@@ -625,7 +627,7 @@ async def record(
                 await ahead.look(conn, now=now, group=group)
             return Dispatched.CONTINUE
 
-        outcome = Dispatched(await host.in_outcome_transaction(write))
+        outcome = Dispatched(await host.outcomes.run(write))
         if services is not None:
             services.settle()
         return outcome
