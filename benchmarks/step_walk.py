@@ -11,6 +11,11 @@ Between two landmarks the walk climbs from the first stack to the frame the two 
 goes down to the second: every frame left is a *climb back up*, every frame entered a move
 down, and *moves* counts both. *Files* counts the source files the walk passes through.
 
+The *static walk* is the same path as a reader follows it in the source, file by file: the
+call that hands work to a task (``Engine.spawn``, the group commit's ``WriteQueue.run``) is
+a step of it like any call, and the functions one after another in the same file are one
+stop (a reader moving inside a file climbs nothing). Its moves and climbs are between files.
+
     python benchmarks/step_walk.py            # the figures, and the walk itself
 """
 
@@ -62,16 +67,21 @@ class Walk:
 
     def __init__(self) -> None:
         self.marks: list[tuple[str, list[Frame]]] = []
-        self.started_from: dict[str, list[Frame]] = {}
-        self.queued_from: list[Frame] = []
+        #: The same landmarks as a reader reaches them (see :meth:`static`).
+        self.read: list[tuple[str, list[Frame]]] = []
+        self.started_from: dict[str, tuple[list[Frame], Frame]] = {}
+        self.queued_from: tuple[list[Frame], Frame] = ([], ("", ""))
         self.claimed = self.ended = False
 
-    def prefix(self) -> list[Frame]:
+    def prefix(self, handed: bool = False) -> list[Frame]:
         task = asyncio.current_task()
         name = task.get_name() if task is not None else ""
-        if name == "pageant-outcomes":
-            return self.queued_from
-        return self.started_from.get(name, [])
+        stack, by = (
+            self.queued_from
+            if name == "pageant-outcomes"
+            else (self.started_from.get(name, ([], ("", ""))))
+        )
+        return [*stack, by] if handed and by[0] else stack
 
     def mark(self, label: str, leaf: Frame | None = None, skip: int = 1) -> None:
         # The step's walk starts at its claim (its run's start and phase entry are the
@@ -80,16 +90,32 @@ class Walk:
         if self.ended or not (self.claimed or claim):
             return
         self.claimed = True
-        stack = self.prefix() + _stack(skip + 1)
-        self.marks.append((label, [*stack, leaf] if leaf else stack))
+        own = _stack(skip + 1)
+        for marks, handed in ((self.marks, False), (self.read, True)):
+            stack = self.prefix(handed) + own
+            marks.append((label, [*stack, leaf] if leaf else stack))
         self.ended = label == BACK
 
-    def figures(self) -> tuple[int, int, int, list[str]]:
+    def static(self) -> list[tuple[str, list[Frame]]]:
+        """The reader's landmarks file by file: each stack with the hand-offs to tasks in
+        it, and the frames one after another in the same file made one."""
+        walk = []
+        for label, stack in self.read:
+            files: list[Frame] = []
+            for where, _ in stack:
+                if not files or files[-1][0] != where:
+                    files.append((where, ""))
+            walk.append((label, files))
+        return walk
+
+    def figures(
+        self, marks: list[tuple[str, list[Frame]]] | None = None
+    ) -> tuple[int, int, int, list[str]]:
         moves = climbs = 0
         files: set[str] = set()
         lines: list[str] = []
         previous: list[Frame] = []
-        for label, stack in self.marks:
+        for label, stack in self.marks if marks is None else marks:
             shared = 0
             while shared < min(len(previous), len(stack)) and previous[shared] == stack[shared]:
                 shared += 1
@@ -98,7 +124,9 @@ class Walk:
             moves += up + down
             files.update(where for where, _ in stack)
             lines.append(f"{label}: up {up}, down {down}")
-            lines.extend(f"    {where}:{name}" for where, name in stack[shared:])
+            lines.extend(
+                f"    {where}:{name}" if name else f"    {where}" for where, name in stack[shared:]
+            )
             previous = stack
         return moves, climbs, len(files), lines
 
@@ -149,11 +177,15 @@ def _instrument(walk: Walk) -> None:
     real_run = batch_module.OutcomeBatch.run
 
     def spawn(self: Engine, run_id: int, work: Any) -> None:
-        walk.started_from[f"pageant-run-{run_id}"] = _stack(1)
+        walk.started_from[f"pageant-run-{run_id}"] = (
+            _stack(1),
+            (f"{ROOTS[0].name}/engine/loop.py", "Engine.spawn"),
+        )
         real_spawn(self, run_id, work)
 
     async def run(self: Any, write: Any) -> Any:
-        walk.queued_from = walk.prefix() + _stack(1)
+        by = (f"{ROOTS[0].name}/db/group.py", "WriteQueue.run")
+        walk.queued_from = (walk.prefix() + _stack(1), by)
         return await real_run(self, write)
 
     Engine.spawn = spawn  # type: ignore[method-assign]  # measuring, not running
@@ -183,11 +215,17 @@ async def measure() -> None:
                     and module is not dispatch
                 ):
                     module.dispatch_step = dispatched
-            walk.marks.append(("the tick", [(f"{ROOTS[0].name}/engine/loop.py", "Engine.tick")]))
+            tick = ("the tick", [(f"{ROOTS[0].name}/engine/loop.py", "Engine.tick")])
+            walk.marks.append(tick)
+            walk.read.append(tick)
             await engine.tick()
         moves, climbs, files, lines = walk.figures()
         print("\n".join(lines))
         print(f"{files} files; {moves} moves, {climbs} of them climbing back up")
+        moves, climbs, files, lines = walk.figures(walk.static())
+        print("\nthe static walk, file by file:")
+        print("\n".join(lines))
+        print(f"static: {files} files; {moves} moves between files, {climbs} climbs back up")
 
 
 if __name__ == "__main__":

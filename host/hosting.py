@@ -13,9 +13,11 @@ import secrets
 import socket
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
+from pageant.db.definitions import PinnedSpecs
+from pageant.db.outage import Outage
 from pageant.hookspecs.models import changes_world
 from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
@@ -28,9 +30,8 @@ if TYPE_CHECKING:
     import asyncio
 
     import aiohttp
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from pageant.db.definitions import Pinned
     from pageant.db.shared import Write
     from pageant.gates.emit import Firings
     from pageant.link.service import Link as GameLinkService
@@ -59,31 +60,30 @@ class OutcomeQueue(Protocol):
     async def run(self, write: Write) -> Any: ...
 
 
-class OutageNote(Protocol):
-    """The engine's note of a database outage (:class:`pageant.engine.outage.Outage`)."""
+class OwnTransaction:
+    """:attr:`Host.outcomes` where no engine is attached: each write in a transaction of
+    its own."""
 
-    def noted(self, exc: BaseException, where: str) -> bool: ...
+    def __init__(self, db: AsyncEngine) -> None:
+        self.db = db
 
-
-class SpecCache(Protocol):
-    """The pinned versions' specs the engine keeps (:class:`pageant.runs.versions.PinnedSpecs`)."""
-
-    async def get(self, conn: AsyncConnection, version_id: int) -> Pinned | None: ...
-
-    async def fetch(self, db: AsyncEngine, version_id: int) -> Pinned | None: ...
+    async def run(self, write: Write) -> Any:
+        """Make ``write`` alone; answers what it answered once its transaction committed."""
+        async with self.db.begin() as conn:
+            return await write(conn, None)
 
 
 class EngineSeam(Protocol):
     """What the host and the code it is handed to use of the engine attached to it
-    (:class:`pageant.engine.Engine`): the seam between the Host and its runner."""
+    (:class:`pageant.engine.Engine`): the seam between the Host and its runner, reached
+    one way, :attr:`Host.engine`. A stage's own state is the stage's (the prune's last
+    instant, the cleanup's settling), and what outlives an engine is the host's (the pinned
+    specs, the database's outage note)."""
 
     #: Set once the engine began a clean stop: nothing new is claimed from then on.
     stopping: bool
-    #: Whether the cleanup stage settled what a stopped host left (once per start).
-    unsettled_checked: bool
-    last_prune_at: datetime | None
+    #: When the last tick finished, or the loop started before any (``time.monotonic()``).
     last_tick_at: float | None
-    started_at: float | None
 
     @property
     def inflight(self) -> Mapping[int, asyncio.Task[Any]]: ...
@@ -91,13 +91,8 @@ class EngineSeam(Protocol):
     def cleaning(self) -> Mapping[int, asyncio.Task[Any]]: ...
     @property
     def outcomes(self) -> OutcomeQueue: ...
-    @property
-    def outage(self) -> OutageNote: ...
-    @property
-    def versions(self) -> SpecCache: ...
 
     def wake(self, *, advance_only: bool = False) -> None: ...
-    async def tick(self, *, drain: bool = True, only: frozenset[str] | None = None) -> None: ...
     async def http_session(self) -> aiohttp.ClientSession: ...
     def plugin_call(self, owner: str) -> AbstractAsyncContextManager[None]: ...
     def spawn(self, run_id: int, work: Coroutine[Any, Any, tuple[str, bool]]) -> None: ...
@@ -129,12 +124,15 @@ class Host:
         self.registry = self.plugins.registry
         self._own_db = db is None
         self._db = db
-        #: The runner of this host once one is attached (:class:`pageant.engine.Engine`).
+        #: The runner of this host once one is attached (:class:`pageant.engine.Engine`),
+        #: None before and after: the one way the host and its engine's stages reach it.
         self.engine: EngineSeam | None = None
         self.started = False
         #: owner -> why its plugin cannot take steps now (see :meth:`plugin_unavailable`).
         self._unavailable: dict[str, str] = {}
         self._metrics: Metrics | None = None
+        self._versions: PinnedSpecs | None = None
+        self._outage: Outage | None = None
         self._firings: Firings | None = None
         self._console_reads: asyncio.Semaphore | None = None
         self._recent_consoles: RecentAnswers | None = None
@@ -193,20 +191,8 @@ class Host:
     def attach_engine(self, engine: EngineSeam | None) -> None:
         """Make ``engine`` this host's runner: the one :meth:`wake` wakes and the engine's
         legs read their state from (None: none any more). An ``Engine`` attaches itself
-        when it is built."""
+        when it is built; :attr:`engine` is the one way to reach it."""
         self.engine = engine
-
-    @property
-    def stopping(self) -> bool:
-        """Whether this host's engine began a clean stop (never, with no engine attached)."""
-        return self.engine is not None and self.engine.stopping
-
-    def runner(self) -> EngineSeam:
-        """The engine attached to this host, for the engine's own stages (which run only
-        under one); raises RuntimeError when none is."""
-        if self.engine is None:
-            raise RuntimeError("this host has no engine attached")
-        return self.engine
 
     def wake(self, *, advance_only: bool = False) -> None:
         """Wake this host's engine, if it has one, to act now rather than at its next
@@ -219,14 +205,32 @@ class Host:
         else:
             self.engine.wake()
 
-    async def in_outcome_transaction(self, write: Write) -> Any:
-        """Run ``write`` in the engine's shared outcome transaction (its group commit,
-        :class:`pageant.engine.batch.OutcomeBatch`), or in a transaction of its own where
-        no engine is attached; answers what it answered once its transaction committed."""
+    @property
+    def outcomes(self) -> OutcomeQueue:
+        """Where a write of a step's outcome, a claim or a start is made: the engine's group
+        commit (:class:`pageant.engine.batch.OutcomeBatch`), or a transaction of its own
+        where no engine is attached (:class:`OwnTransaction`). ``await
+        host.outcomes.run(write)`` answers what ``write`` answered once its transaction
+        committed."""
         if self.engine is not None:
-            return await self.engine.outcomes.run(write)
-        async with self.db.begin() as conn:
-            return await write(conn, None)
+            return self.engine.outcomes
+        return OwnTransaction(self.db)
+
+    @property
+    def versions(self) -> PinnedSpecs:
+        """The pinned versions' specs this host has read (made on first use): a published
+        version never changes, so the engine's steps and the run consoles share one cache."""
+        if self._versions is None:
+            self._versions = PinnedSpecs()
+        return self._versions
+
+    @property
+    def outage(self) -> Outage:
+        """This host's note of a database outage (:class:`pageant.db.outage.Outage`, made
+        on first use): the engine reports one once, when it begins and when it ends."""
+        if self._outage is None:
+            self._outage = Outage(self.clock, self.metrics)
+        return self._outage
 
     @property
     def db(self) -> AsyncEngine:
@@ -478,49 +482,11 @@ class Host:
         :class:`~pageant.errors.Invalid` when ``items`` is not a list of at most
         :data:`pageant.gates.emit.MAX_BATCH` objects.
         """
-        from pageant.errors import Invalid, PageantError
-        from pageant.gates.emit import MAX_BATCH, refusal
-
-        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
-            raise Invalid(
-                f"expected a list of 1 to {MAX_BATCH} firings",
-                details=[f"body: a list of {{trigger, payload, id?, at?}}, at most {MAX_BATCH}"],
-            )
-        answers: list[dict[str, Any] | None] = [None] * len(items)
-        firings = []
-        kept = []
-        for i, item in enumerate(items):
-            path = f"body[{i}]"
-            try:
-                if not isinstance(item, dict):
-                    raise Invalid("a firing is an object", details=[f"{path}: expected an object"])
-                unknown = sorted(set(item) - {"trigger", "payload", "id", "at"})
-                if unknown:
-                    raise Invalid(
-                        "unknown keys in a firing",
-                        details=[
-                            f"{path}.{name}: unknown key; expected trigger, payload, id, at"
-                            for name in unknown
-                        ],
-                    )
-                if check is not None and isinstance(item.get("trigger"), str):
-                    check(item["trigger"])
-                firing = self.firings.check(
-                    item.get("trigger"),
-                    item.get("payload", {}),
-                    key=item.get("id"),
-                    at=item.get("at"),
-                    path=path,
-                    payload_path=f"{path}.payload",
-                )
-            except PageantError as refused:
-                answers[i] = refusal(refused)
-                continue
-            firings.append(firing)
-            kept.append(i)
+        checked = self.firings.check_batch(items, check)
+        answers = checked.answers
         for i, answer in zip(
-            kept,
-            await self.firings.fire(firings, issuer=issuer, actor=actor, token_id=token_id),
+            checked.kept,
+            await self.firings.fire(checked.firings, issuer=issuer, actor=actor, token_id=token_id),
             strict=True,
         ):
             answers[i] = {"status": 200, **answer}

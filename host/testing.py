@@ -31,7 +31,7 @@ import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.hookspecs.envelope import classify
@@ -42,6 +42,9 @@ from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import Candidate, candidate_for, find_candidates
 from pageant.support.clock import FakeClock
 from pageant.support.settings import Settings
+
+if TYPE_CHECKING:
+    from pageant.engine import Engine
 
 __all__ = [
     "FakeAgent",
@@ -93,8 +96,12 @@ def _candidates(plugins: Iterable[Any]) -> list[Candidate]:
 class Kit:
     """A started host over a throwaway database, driven the way ``serve`` drives it."""
 
-    def __init__(self, host: Host, clock: FakeClock, tokens: dict[str, str]) -> None:
+    def __init__(
+        self, host: Host, clock: FakeClock, tokens: dict[str, str], engine: Engine
+    ) -> None:
         self.host = host
+        #: The host's engine, ticked by hand (:meth:`run`), never started as a loop.
+        self.engine = engine
         self.clock = clock
         #: One bearer token per role (``admin``, ``editor``, ``moderator``, ``game``).
         self.tokens = tokens
@@ -277,7 +284,7 @@ class Kit:
         run_id, _ = await start_now(self.host, definition_id, scope="", actor=ACTOR)
         pending = list(firings)
         for _ in range(max_ticks):
-            await self.host.runner().tick()
+            await self.engine.tick()
             view = await console(self.host, run_id)
             run = view["run"]
             if run["status"] in ENDED or run["status"] == "paused":
@@ -314,7 +321,7 @@ class _Services:
 
         self._kit = kit
         self._real = StepServices(
-            kit.host, run_id=0, step_id=0, phase="", session=kit.host.runner().http_session
+            kit.host, run_id=0, step_id=0, phase="", session=kit.engine.http_session
         )
         self.registry = kit.host.registry
         self.settings = kit.host.settings
@@ -500,7 +507,7 @@ async def kit_host(
                 role: await create_token(host.db, role=role, name=f"test-{role}", now=clock.now())
                 for role in ROLES
             }
-            yield Kit(host, clock, tokens)
+            yield Kit(host, clock, tokens, engine)
         finally:
             await engine.stop()
             await host.close()

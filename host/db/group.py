@@ -14,6 +14,8 @@ writes (:class:`pageant.link.writes.LinkWrites`) are its two queues.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -58,19 +60,34 @@ class WriteQueue(Generic[W]):
         if writer is not None and not writer.done():
             await asyncio.wait({writer}, timeout=timeout)
 
+    def _take(self) -> list[tuple[W, asyncio.Future[Any]]]:
+        """The next turn's writes: up to :attr:`size` of the queue, in arrival order (empty
+        when none wait)."""
+        size = self.size
+        batch, self._queue = self._queue[:size], self._queue[size:]
+        return batch
+
+    @contextmanager
+    def _turn(self, batch: list[tuple[W, asyncio.Future[Any]]]) -> Iterator[None]:
+        """Around one turn of the writer: cancelled in it (the loop is closing), no caller
+        of ``batch`` or of the queue is left waiting for ever."""
+        try:
+            yield
+        except BaseException as exc:
+            for _, future in batch + self._queue:
+                if not future.done():
+                    future.set_exception(exc)
+            self._queue = []
+            raise
+
     async def _drain(self) -> None:
-        while self._queue:
-            size = self.size
-            batch, self._queue = self._queue[:size], self._queue[size:]
-            try:
+        """The writer's task: a turn at a time until the queue is empty, each turn's writes
+        made by :meth:`_commit`. A queue whose writes are a step's hot path makes its turn
+        here itself (:class:`pageant.engine.batch.OutcomeBatch`): one frame less between
+        the run's task and its write."""
+        while batch := self._take():
+            with self._turn(batch):
                 await self._commit(batch)
-            except BaseException as exc:
-                # Cancelled (the loop is closing): no caller is left waiting for ever.
-                for _, future in batch + self._queue:
-                    if not future.done():
-                        future.set_exception(exc)
-                self._queue = []
-                raise
 
     async def _commit(self, batch: list[tuple[W, asyncio.Future[Any]]]) -> None:
         """Make ``batch`` (together, or each alone) and answer every future in it."""

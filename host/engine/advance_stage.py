@@ -25,7 +25,7 @@ from pageant.db.shared import Batch
 from pageant.engine import catchup, overlap, transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import Ahead, dispatch_step
-from pageant.engine.readiness import readiness
+from pageant.engine.readiness import readiness, stopping
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -58,14 +58,11 @@ log = logging.getLogger("pageant.engine")
 STARTS_PER_SCAN = 1000
 
 
-def stopping(host: Host) -> bool:
-    """True once the host's engine began a clean stop: from then on nothing is claimed."""
-    return host.stopping
-
-
 async def advance(host: Host, now: datetime) -> None:
     """Find the runs with something to do and hand each to a task of the engine."""
-    engine = host.runner()
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("the advance stage runs under an engine")
     limit = host.settings.runs_per_tick
     async with host.db.connect() as conn:
         found = await due.find_due(
@@ -138,7 +135,7 @@ async def process_run(
         # would stretch every wait to the run's claim lease. A terminal transition already
         # dropped it.
         if outcome not in OUTCOME_FINISHED:
-            await host.in_outcome_transaction(
+            await host.outcomes.run(
                 lambda conn, _: runs.release_claim(conn, run["id"], owner=owner)
             )
     return outcome, progress.made or outcome is Outcome.BOUNDED
@@ -159,7 +156,7 @@ async def _claim_run(
         return None
     # The engine's small writes share its outcome transaction: at a due instant a hundred
     # runs' claims commit together instead of queueing for a hundred commits.
-    claimed = await host.in_outcome_transaction(
+    claimed = await host.outcomes.run(
         lambda conn, _: runs.claim_tick(conn, run["id"], owner=owner, lease=lease, now=now),
     )
     return None if claimed else Outcome.TAKEN
@@ -199,7 +196,7 @@ async def _start(
         return Outcome.STOPPING
     try:
         # Shared with other runs' writes (a burst of starts commits together); may run twice.
-        started = await host.in_outcome_transaction(
+        started = await host.outcomes.run(
             lambda conn, _: start_in(
                 conn,
                 run,
@@ -254,7 +251,7 @@ async def _refused_values(host: Host, run: RunRow, *, now: datetime) -> bool:
     sentence naming each, before it starts or takes its key; the occurrence's other runs go
     on. True when refused. A source that cannot answer refuses nothing."""
     async with host.db.connect() as conn:
-        pinned = await host.runner().versions.get(conn, run["version_id"])
+        pinned = await host.versions.get(conn, run["version_id"])
     if pinned is None:
         return False  # what a version that cannot be read does is the start's to say
     values = run_params.with_scope(run["params"], run["scope"])
@@ -304,7 +301,7 @@ async def _wait(
         unavailable=host.unavailable if unavailable is None else unavailable.reason,
     )
     if (found["reason"] if found else None) != state["waiting_reason"]:
-        await host.in_outcome_transaction(
+        await host.outcomes.run(
             lambda conn, _: waiting.note(
                 conn, run["id"], found, now=now, phase=state["current_phase"]
             ),
@@ -349,7 +346,7 @@ async def _complete(
         # has ended, in this tick, from the ledger's rows.
         return await transitions.complete_in(conn, run_id, now=now, batch=group)
 
-    completed = await host.in_outcome_transaction(finish)
+    completed = await host.outcomes.run(finish)
     if completed is None:
         return Outcome.TAKEN
     fired: list[lifecycle.Firing] = []
@@ -384,7 +381,7 @@ async def _enter(
     try:
         # Shared with other runs' writes; may run twice. Lost rolls it back (and the batch
         # writes the others again on their own).
-        await host.in_outcome_transaction(
+        await host.outcomes.run(
             lambda conn, _: enter_phase_in(conn, host, run_id, phases, index, **how),
         )
     except Lost:
@@ -427,7 +424,7 @@ async def move_run(
     read (and claimed) for it."""
     run_id = run["id"]
     now = host.clock.now()
-    pinned = await host.runner().versions.fetch(host.db, run["version_id"])
+    pinned = await host.versions.fetch(host.db, run["version_id"])
     phases = phases_of(pinned.spec) if pinned else None
     if phases is None:
         progress.made = True
@@ -569,4 +566,4 @@ async def _clear_waiting(
 ) -> None:
     if state["waiting_reason"] is None:
         return
-    await host.in_outcome_transaction(lambda conn, _: waiting.clear(conn, run_id, state, now=now))
+    await host.outcomes.run(lambda conn, _: waiting.clear(conn, run_id, state, now=now))

@@ -39,7 +39,6 @@ lone write): on its own, the step that had moved is told as stale, or as taken.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -92,35 +91,40 @@ class OutcomeBatch(WriteQueue[Write]):
     def size(self) -> int:
         return self.host.settings.outcome_batch_size
 
-    async def _commit(self, batch: list[tuple[Write, asyncio.Future[Any]]]) -> None:
-        answers: list[Any] = []
-        try:
-            async with self.db.begin() as conn:
-                group = Batch(conn)
-                for write, _ in batch:
-                    answers.append(await write(conn, group))
-                # What the writes kept: new runs' steps and the finishes before the cursors
-                # are read, the lines before the looks write theirs, every claim after.
-                await steps.flush_new(group)
-                await steps.flush_finishes(group)
-                await runlog.flush(group)
-                await _look_ahead(group)
-                await steps.flush_claims(group)
-                await runlog.flush(group)
-        except Exception as exc:
-            if len(batch) == 1 and not isinstance(exc, steps.Shortfall):
-                if not batch[0][1].done():
-                    batch[0][1].set_exception(exc)
-                return
-            log.debug("a batch of %d outcome writes failed; each runs alone", len(batch))
-            for write, future in batch:
-                await self._alone(write, future)
-            return
-        self.transactions += 1
-        self.writes += len(batch)
-        for (_, future), answer in zip(batch, answers, strict=True):
-            if not future.done():
-                future.set_result(answer)
+    async def _drain(self) -> None:
+        # Each turn is made here, not in a _commit of its own: the writer's frame is the one
+        # a step's write is called from (docs/engine.md, "The walk of one step").
+        while batch := self._take():
+            with self._turn(batch):
+                answers: list[Any] = []
+                try:
+                    async with self.db.begin() as conn:
+                        group = Batch(conn)
+                        for write, _ in batch:
+                            answers.append(await write(conn, group))
+                        # What the writes kept: new runs' steps and the finishes before the
+                        # cursors are read, the lines before the looks write theirs, every
+                        # claim after.
+                        await steps.flush_new(group)
+                        await steps.flush_finishes(group)
+                        await runlog.flush(group)
+                        await _look_ahead(group)
+                        await steps.flush_claims(group)
+                        await runlog.flush(group)
+                except Exception as exc:
+                    if len(batch) == 1 and not isinstance(exc, steps.Shortfall):
+                        if not batch[0][1].done():
+                            batch[0][1].set_exception(exc)
+                        continue
+                    log.debug("a batch of %d outcome writes failed; each runs alone", len(batch))
+                    for write, future in batch:
+                        await self._alone(write, future)
+                    continue
+                self.transactions += 1
+                self.writes += len(batch)
+                for (_, future), answer in zip(batch, answers, strict=True):
+                    if not future.done():
+                        future.set_result(answer)
 
     async def _one(self, conn: AsyncConnection, write: Write) -> Any:
         return await write(conn, None)

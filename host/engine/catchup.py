@@ -81,7 +81,7 @@ async def _policy_of(host: Host, rows: Sequence[Row]) -> catchup.CatchUp:
     # occurrence that has not started, so they agree but for one published mid-outage.
     latest = max(rows, key=lambda row: row.scheduled_for)
     async with host.db.connect() as conn:
-        pinned = await host.runner().versions.get(conn, latest.version_id)
+        pinned = await host.versions.get(conn, latest.version_id)
     return catchup.of_spec(pinned.spec if pinned is not None else None)
 
 

@@ -43,7 +43,7 @@ from pageant.db import runlog, runs, steps
 from pageant.db.engine_rows import RunRow
 from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
-from pageant.engine.readiness import run_may_move
+from pageant.engine.readiness import run_may_move, stopping
 from pageant.engine.transitions import is_late, start_all_in, start_in
 from pageant.runs import waiting
 from pageant.runs.options import takes_option_values
@@ -121,7 +121,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
     """
     now = host.clock.now()
     rows = {int(row["id"]): row for row in candidates(host, found, now)}
-    if len(rows) < MIN_SET or host.stopping:
+    if len(rows) < MIN_SET or stopping(host):
         return {}, set()
     owner = host.identity
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
@@ -141,7 +141,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                 if await runs.claim_tick(conn, run_id, owner=owner, lease=lease, now=now):
                     claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease)
                 continue
-            pinned = await host.runner().versions.get(conn, row["version_id"])
+            pinned = await host.versions.get(conn, row["version_id"])
             if (
                 row["params"]
                 and pinned is not None
@@ -182,7 +182,7 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
         return claimed
 
     try:
-        claimed = await host.in_outcome_transaction(claim)
+        claimed = await host.outcomes.run(claim)
         return claimed, set(rows) - deferred
     except Exception:
         # Rolled back whole, so nothing was claimed: each run goes to its own task as

@@ -73,6 +73,20 @@ def noted(host: Host, where: str, exc: BaseException, attempt: int = 1) -> bool:
     return True
 
 
+async def again(host: Host, where: str, exc: Exception, attempt: int) -> None:
+    """The one rule of a retry, after try ``attempt`` (1-based) of the work at ``where``
+    raised ``exc``: lock contention under the bound is counted and logged (:func:`noted`)
+    and waited out with jitter, and the caller tries again; anything else raises ``exc``
+    itself, and contention at the bound :class:`ContentionPersisted`. A caller whose work
+    is a step's hot path loops on it in its own frame (a step's answer, in
+    :func:`pageant.engine.dispatch.dispatch_step`); the others use :func:`retrying`."""
+    if not noted(host, where, exc, attempt):
+        raise exc
+    if attempt >= BOUND:
+        raise ContentionPersisted(where) from exc
+    await asyncio.sleep(jitter(attempt))
+
+
 async def retrying(host: Host, where: str, work: Callable[[], Awaitable[T]]) -> T:
     """Run ``work`` (which opens its own transactions), again after a jittered wait each
     time the database gives up on a lock; :class:`ContentionPersisted` at the bound."""
@@ -81,9 +95,5 @@ async def retrying(host: Host, where: str, work: Callable[[], Awaitable[T]]) -> 
         try:
             return await work()
         except Exception as exc:
-            if not noted(host, where, exc, attempt):
-                raise
-            if attempt >= BOUND:
-                raise ContentionPersisted(where) from exc
-        await asyncio.sleep(jitter(attempt))
+            await again(host, where, exc, attempt)
         attempt += 1

@@ -39,7 +39,9 @@ async def countdown(host: Host, now: datetime) -> None:
     by_run: dict[int, list[int]] = {}
     for row in due:
         by_run.setdefault(row.run_id, []).append(row.id)
-    engine = host.runner()
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("the countdown stage runs under an engine")
     for run_id, step_ids in by_run.items():
         engine.spawn(run_id, _send(host, run_id, step_ids, now))
 

@@ -26,11 +26,10 @@ from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
-from pageant.engine import transitions
+from pageant.engine import contention, transitions
 from pageant.engine.batch import defer_look
-from pageant.engine.contention import retrying
 from pageant.engine.policy import Decision, may_invoke, settle_spend
-from pageant.engine.readiness import readiness
+from pageant.engine.readiness import readiness, stopping
 from pageant.engine.step_services import StepServices
 from pageant.hookspecs import ActionContext, Envelope, RunInfo
 from pageant.ledger import cleanup as ledger
@@ -377,10 +376,10 @@ async def dispatch_step(
         decision, now = claimed.decision, claimed.now
     else:
         now = host.clock.now()
-        if host.stopping:
+        if stopping(host):
             return Dispatched.STOP  # the host began a clean stop since the run's loop looked
 
-        found = await host.in_outcome_transaction(
+        found = await host.outcomes.run(
             lambda conn, group: claim_ready(
                 host,
                 conn,
@@ -412,12 +411,14 @@ async def dispatch_step(
             status=StepStatus.REFUSED,
             extra={"code": decision.code, **decision.detail},
         )
-    if host.stopping:
+    if stopping(host):
         return await _hand_back_untried(host, step, claim)
     if action.version > step["action_version"] and claim.attempt == 1:
         await _note_drift(host, step, action, now=now)
 
-    engine = host.runner()
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("a step is dispatched under an engine")
     services = StepServices(
         host,
         run_id=run["id"],
@@ -442,7 +443,7 @@ async def dispatch_step(
         # The last moment before anything reaches the game. A step claimed before the host
         # began to stop (ahead, in the answer before it; or by a pass, or a set, whose
         # transaction was committing) is handed back untried, never performed after it.
-        if not host.stopping:
+        if not stopping(host):
             envelope = await run_with_envelope(action.perform, context, timeout=budget_ms / 1000)
     if envelope is None:
         return await _hand_back_untried(host, step, claim)
@@ -451,12 +452,24 @@ async def dispatch_step(
     if envelope.exception is not None:
         envelope, extra = explain_exception(host, run, step, envelope)
     # The answer is in hand: a collision while writing it must not cost a second delivery
-    # (the reclaim would dispatch again), so the write is retried as a whole.
-    return await retrying(
-        host,
-        f"recording step {step['id']}",
-        lambda: record(host, step, claim, envelope, extra=extra, ahead=ahead, services=services),
-    )
+    # (the reclaim would dispatch again), so the write is retried as a whole. The loop is
+    # here, and a ``done`` answer (the common one) goes to the group commit from here as a
+    # value: nothing stands between the run's loop and its write (docs/engine.md).
+    if ahead is not None:
+        ahead.clear()
+    attempt = 1
+    while True:
+        try:
+            if not envelope.ok or envelope.park:
+                return await record(host, step, claim, envelope, extra=extra, services=services)
+            done = Done(host, step, claim, envelope, host.clock.now(), ahead, services)
+            outcome = Dispatched(await host.outcomes.run(done))
+            if services is not None:
+                services.settle()
+            return outcome
+        except Exception as exc:
+            await contention.again(host, f"recording step {step['id']}", exc, attempt)
+        attempt += 1
 
 
 async def _hand_back_untried(host: Host, step: StepRow, claim: Claim) -> Dispatched:
@@ -541,6 +554,73 @@ def explain_exception(
     return replace(envelope, error=error), {"exception": about, "plugin": label}
 
 
+@dataclass(frozen=True)
+class Done:
+    """A ``done`` answer's write under the claim that dispatched it, handed to the group
+    commit as a value (:mod:`pageant.engine.batch`): shared with other runs' answers, one
+    commit for all, and it may run twice. It commits the lines the perform wrote
+    (``services``) and looks ahead (``ahead``) in its own transaction."""
+
+    host: Host
+    step: StepRow
+    claim: Claim
+    envelope: Envelope
+    now: datetime
+    ahead: Ahead | None
+    services: StepServices | None
+
+    async def __call__(self, conn: AsyncConnection, group: Batch | None) -> Dispatched:
+        host, step, claim, envelope, now = self.host, self.step, self.claim, self.envelope, self.now
+        run_id = step["run_id"]
+        if self.ahead is not None:
+            self.ahead.clear()
+        action = host.registry.actions.get(step["action"])
+        # The lines are kept for the group's one insert unless the ledger writes its own
+        # after them (at once: kept, they would come after its).
+        lines = None if ledger.recorded(action) else group
+        if self.services is not None:
+            await self.services.write_held(conn, lines=lines)
+        owner, attempt = claim.owner, claim.attempt
+        if group is not None:
+            steps.keep_finish(group, step["id"], owner=owner, attempt=attempt, now=now)
+        elif not await steps.finish_step(
+            conn, step["id"], owner=owner, attempt=attempt, to=StepStatus.DONE, now=now
+        ):
+            return await _stale(conn, step, claim, outcome=StepStatus.DONE, error=None, now=now)
+        holds = envelope.hold_for > 0
+        until = now + timedelta(seconds=envelope.hold_for) if holds else None
+        if until is not None:
+            # The wait is the *next* step's due_at, set here by the runner: a perform
+            # that slept would hold its claim for the whole wait. With nothing after it
+            # in the phase, the wait travels on the run across the phase boundary.
+            held_step = await steps.hold_next_step(conn, run_id, step["phase"], step["seq"], until)
+            if not held_step:
+                await runs.set_hold(conn, run_id, until)
+        made = [{"kind": res.kind, "ref": res.ref, **res.detail} for res in envelope.resources]
+        await runlog.step_status(
+            conn,
+            step,
+            at=now,
+            to=StepStatus.DONE,
+            attempt=claim.attempt,
+            hold_seconds=envelope.hold_for if holds else None,
+            hold_until=until,
+            resources=made or None,
+            batch=lines,
+        )
+        await _record_outcome(conn, step, envelope, now=now)
+        # The settle point: the answer says what the game made, and the reservation
+        # taken at the claim is lowered to it with the step's own record.
+        await settle_spend(conn, step, envelope)
+        if ledger.recorded(action):
+            await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
+        elif envelope.resources and action is not None:
+            ledger.unrecorded_resources(host, action)
+        if self.ahead is not None:
+            await self.ahead.look(conn, now=now, group=group)
+        return Dispatched.CONTINUE
+
+
 async def record(
     host: Host,
     step: StepRow,
@@ -548,19 +628,16 @@ async def record(
     envelope: Envelope,
     *,
     extra: dict[str, Any] | None = None,
-    ahead: Ahead | None = None,
     services: StepServices | None = None,
 ) -> Dispatched:
-    """Record a classified answer under the claim that dispatched it; ``extra`` goes on the
-    failure's log line (what a plugin's exception was, and where). A ``done`` answer looks
-    ahead (``ahead``) in its own transaction, and commits the lines the perform wrote
-    (``services``) in it; any other answer commits them just before its own record."""
+    """Record an answer other than a plain ``done`` (which is :class:`Done`'s) under the
+    claim that dispatched it: parked, retried or failed. ``extra`` goes on the failure's log
+    line (what a plugin's exception was, and where); the lines the perform wrote
+    (``services``) are committed just before the answer's own record."""
     settings = host.settings
     now = host.clock.now()
     run_id = step["run_id"]
-    if ahead is not None:
-        ahead.clear()
-    if services is not None and not (envelope.ok and not envelope.park):
+    if services is not None:
         await services.flush()
     if envelope.ok and envelope.park:
         async with host.db.begin() as conn:
@@ -572,63 +649,6 @@ async def record(
             await _record_outcome(conn, step, envelope, now=now)
             await settle_spend(conn, step, envelope)
         return Dispatched.CONTINUE
-
-    if envelope.ok:
-
-        async def write(conn: AsyncConnection, group: Batch | None) -> Dispatched:
-            # Shared with other runs' answers (one commit for all); may run twice.
-            action = host.registry.actions.get(step["action"])
-            # The lines are kept for the group's one insert unless the ledger writes its own
-            # after them (at once: kept, they would come after its).
-            lines = None if ledger.recorded(action) else group
-            if services is not None:
-                await services.write_held(conn, lines=lines)
-            owner, attempt = claim.owner, claim.attempt
-            if group is not None:
-                steps.keep_finish(group, step["id"], owner=owner, attempt=attempt, now=now)
-            elif not await steps.finish_step(
-                conn, step["id"], owner=owner, attempt=attempt, to=StepStatus.DONE, now=now
-            ):
-                return await _stale(conn, step, claim, outcome=StepStatus.DONE, error=None, now=now)
-            holds = envelope.hold_for > 0
-            until = now + timedelta(seconds=envelope.hold_for) if holds else None
-            if until is not None:
-                # The wait is the *next* step's due_at, set here by the runner: a perform
-                # that slept would hold its claim for the whole wait. With nothing after it
-                # in the phase, the wait travels on the run across the phase boundary.
-                held_step = await steps.hold_next_step(
-                    conn, run_id, step["phase"], step["seq"], until
-                )
-                if not held_step:
-                    await runs.set_hold(conn, run_id, until)
-            made = [{"kind": res.kind, "ref": res.ref, **res.detail} for res in envelope.resources]
-            await runlog.step_status(
-                conn,
-                step,
-                at=now,
-                to=StepStatus.DONE,
-                attempt=claim.attempt,
-                hold_seconds=envelope.hold_for if holds else None,
-                hold_until=until,
-                resources=made or None,
-                batch=lines,
-            )
-            await _record_outcome(conn, step, envelope, now=now)
-            # The settle point: the answer says what the game made, and the reservation
-            # taken at the claim is lowered to it with the step's own record.
-            await settle_spend(conn, step, envelope)
-            if ledger.recorded(action):
-                await ledger.confirm(conn, step, action, envelope.resources, now=now)  # type: ignore[arg-type]  # recorded() is true only of an Action; mypy cannot narrow through it
-            elif envelope.resources and action is not None:
-                ledger.unrecorded_resources(host, action)
-            if ahead is not None:
-                await ahead.look(conn, now=now, group=group)
-            return Dispatched.CONTINUE
-
-        outcome = Dispatched(await host.in_outcome_transaction(write))
-        if services is not None:
-            services.settle()
-        return outcome
 
     error = envelope.error or "failed without an error message"
     if envelope.retry and claim.attempt < settings.max_attempts:

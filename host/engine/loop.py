@@ -34,11 +34,10 @@ import aiohttp
 from pageant.db import due, runs, steps
 from pageant.db.engine import answers
 from pageant.db.errors import is_unavailable
+from pageant.db.outage import OVERDUE_SECONDS, PROBE_SECONDS
 from pageant.engine.batch import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
-from pageant.engine.outage import OVERDUE_SECONDS, PROBE_SECONDS, Outage
 from pageant.engine.tick import STAGES, handed_back
-from pageant.runs.versions import PinnedSpecs
 from pageant.states import OUTCOME_FINISHED, RUN_ACTIVE
 
 if TYPE_CHECKING:
@@ -65,15 +64,10 @@ class Engine:
     def __init__(self, host: Host) -> None:
         self.host = host
         host.attach_engine(self)
-        self.versions = PinnedSpecs()
         #: Run id -> the task advancing it in this process.
         self.inflight: dict[int, asyncio.Task[Any]] = {}
         #: Run id -> the task giving back what it holds, beside the tick.
         self.cleaning: dict[int, asyncio.Task[Any]] = {}
-        #: Whether this process's cleanup stage has settled the runs a stopped host left
-        #: ``pending`` with nothing to try (once per start).
-        self.unsettled_checked = False
-        self.last_prune_at: datetime | None = None
         #: What the loop last asked the clock to sleep, in seconds.
         self.last_sleep: float | None = None
         self._slots = asyncio.Semaphore(host.settings.dispatch_concurrency)
@@ -86,14 +80,14 @@ class Engine:
         self._session: aiohttp.ClientSession | None = None
         #: Set by ``stop()``: nothing new is claimed from then on (no run, no step).
         self.stopping = False
-        #: When the last tick finished and when the loop started (``time.monotonic()``),
-        #: for /healthz; None before either.
+        #: When the last tick finished, or the loop started before any
+        #: (``time.monotonic()``), for /healthz; None before either.
         self.last_tick_at: float | None = None
-        self.started_at: float | None = None
         #: Run id -> lock collisions in a row while advancing it.
         self._collisions: dict[int, int] = {}
-        #: Whether (and since when) the database is out of reach, for one line each way.
-        self.outage = Outage(host.clock, host.metrics)
+        #: Whether (and since when) the database is out of reach, for one line each way
+        #: (the host's note: what fires a run's triggers beside the engine reports to it).
+        self.outage = host.outage
         #: Whether the loop's next tick must be whole: something outside woke the engine
         #: (or nothing has ticked yet), or a run ended (its cleanup is due).
         self._outside = True
@@ -109,7 +103,7 @@ class Engine:
     async def start(self) -> None:
         """Start the loop task (idempotent)."""
         if self._task is None:
-            self.started_at = time.monotonic()
+            self.last_tick_at = time.monotonic()  # /healthz counts from the start
             self._task = asyncio.create_task(self._loop(), name="pageant-engine")
 
     async def stop(self, grace: float | None = None) -> None:

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from pageant.hosting import Host
 
 
+def stopping(host: Host) -> bool:
+    """True once the host's engine began a clean stop: from then on nothing is claimed."""
+    return host.engine is not None and host.engine.stopping
+
+
 def run_may_move(state: Mapping[str, Any]) -> bool:
     """The run's half of the rule: running and carrying no wait."""
     return state["status"] == RunStatus.RUNNING and state["hold_until"] is None
@@ -45,7 +50,7 @@ def readiness(
         return Readiness.NOT_DUE
     if host.unavailable(step["action"]) is not None:
         return Readiness.UNAVAILABLE
-    if host.stopping:
+    if stopping(host):
         return Readiness.STOPPING
     if (
         host.plugin_unavailable(step["action"].split(".", 1)[0]) is not None

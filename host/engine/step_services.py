@@ -92,7 +92,7 @@ class StepServices:
             return
         # Inserted at once, not kept for the batch: the run may have moved on, and a line of
         # its own written at once in the same batch must not come before this one.
-        await self._host.in_outcome_transaction(lambda conn, _: self._write(conn, [line], None))
+        await self._host.outcomes.run(lambda conn, _: self._write(conn, [line], None))
 
     async def write_held(self, conn: AsyncConnection, *, lines: Batch | None) -> None:
         """Write the held lines in ``conn``, the answer's transaction (which may run more
@@ -109,9 +109,7 @@ class StepServices:
         held = self._held
         if held:
             # Settled only once committed: a collision here is retried with the lines held.
-            await self._host.in_outcome_transaction(
-                lambda conn, group: self._write(conn, held, group)
-            )
+            await self._host.outcomes.run(lambda conn, group: self._write(conn, held, group))
         self._held = None
 
     async def _write(
@@ -198,7 +196,7 @@ class StepServices:
         run = self._run
         pinned = None
         if run is not None:
-            pinned = await self._host.runner().versions.fetch(self._host.db, run["version_id"])
+            pinned = await self._host.versions.fetch(self._host.db, run["version_id"])
         if run is None or pinned is None:
             return Announcement(title="", body=message)
         spec = pinned.spec if isinstance(pinned.spec, dict) else {}

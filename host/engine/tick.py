@@ -5,9 +5,10 @@ stage and one failing stage never stops the others."""
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -34,6 +35,9 @@ Stage = Callable[["Host", datetime], Awaitable[None]]
 PRUNE_EVERY = timedelta(hours=6)
 PRUNE_BATCH = 1_000
 PRUNE_BATCHES_PER_RUN = 20
+#: When each engine's prune stage last ran (the stage's own state: an engine, one start of
+#: its host, prunes at its first tick and then every ``PRUNE_EVERY``).
+_pruned_at: weakref.WeakKeyDictionary[Any, datetime] = weakref.WeakKeyDictionary()
 
 
 async def reclaim(host: Host, now: datetime) -> None:
@@ -160,10 +164,13 @@ async def sweep_missed(host: Host, now: datetime) -> None:
 async def prune(host: Host, now: datetime) -> None:
     """Delete the log of runs that ended more than ``log_retention_days`` ago, at most every
     six hours and in bounded batches. Only terminal runs are ever eligible."""
-    engine = host.runner()
-    if engine.last_prune_at is not None and now - engine.last_prune_at < PRUNE_EVERY:
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("the prune stage runs under an engine")
+    last = _pruned_at.get(engine)
+    if last is not None and now - last < PRUNE_EVERY:
         return
-    engine.last_prune_at = now
+    _pruned_at[engine] = now
     cutoff = now - timedelta(days=host.settings.log_retention_days)
     total = 0
     for _ in range(PRUNE_BATCHES_PER_RUN):

@@ -40,7 +40,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +204,17 @@ def refusal(exc: PageantError) -> Answer:
         "status": exc.status,
         "error": {"code": exc.code, "message": exc.message, "details": exc.details},
     }
+
+
+@dataclass
+class CheckedBatch:
+    """A batch of firings checked item by item (:meth:`Firings.check_batch`): the firings
+    that fit, the indexes of their items, and each refused item's answer (None where the
+    item fits, until its firing is recorded)."""
+
+    answers: list[Answer | None]
+    firings: list[Firing] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)
 
 
 # ── recording ─────────────────────────────────────────────────────────────────
@@ -474,6 +485,50 @@ class Firings:
             path=path,
             payload_path=payload_path,
         )
+
+    def check_batch(self, items: Any, check: Callable[[str], None] | None = None) -> CheckedBatch:
+        """Check a batch of firings, ``[{"trigger", "payload", "id"?, "at"?}, ...]``, each
+        item by itself: an item that does not fit is answered with its own :func:`refusal`
+        (``body[i]`` named in it) and does not sink the others. ``check`` is asked about each
+        item's trigger (who may fire it, :mod:`pageant.gates.firers`); what it raises is that
+        item's answer. Raises :class:`~pageant.errors.Invalid` when ``items`` is not a list
+        of 1 to :data:`MAX_BATCH` items."""
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
+            raise Invalid(
+                f"expected a list of 1 to {MAX_BATCH} firings",
+                details=[f"body: a list of {{trigger, payload, id?, at?}}, at most {MAX_BATCH}"],
+            )
+        checked = CheckedBatch(answers=[None] * len(items))
+        for i, item in enumerate(items):
+            path = f"body[{i}]"
+            try:
+                if not isinstance(item, dict):
+                    raise Invalid("a firing is an object", details=[f"{path}: expected an object"])
+                unknown = sorted(set(item) - {"trigger", "payload", "id", "at"})
+                if unknown:
+                    raise Invalid(
+                        "unknown keys in a firing",
+                        details=[
+                            f"{path}.{name}: unknown key; expected trigger, payload, id, at"
+                            for name in unknown
+                        ],
+                    )
+                if check is not None and isinstance(item.get("trigger"), str):
+                    check(item["trigger"])
+                firing = self.check(
+                    item.get("trigger"),
+                    item.get("payload", {}),
+                    key=item.get("id"),
+                    at=item.get("at"),
+                    path=path,
+                    payload_path=f"{path}.payload",
+                )
+            except PageantError as refused:
+                checked.answers[i] = refusal(refused)
+                continue
+            checked.firings.append(firing)
+            checked.kept.append(i)
+        return checked
 
     async def fire(
         self,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Coroutine, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -62,9 +63,6 @@ class CleanupRunner(Protocol):
     """What the cleanup stage uses of the engine attached to the host
     (:class:`pageant.hosting.EngineSeam`)."""
 
-    #: Whether the cleanup stage settled what a stopped host left (once per start).
-    unsettled_checked: bool
-
     @property
     def cleaning(self) -> Mapping[int, asyncio.Task[Any]]: ...
     def give_back_beside(self, run_id: int, work: Coroutine[Any, Any, str]) -> None: ...
@@ -85,7 +83,8 @@ class CleanupHost(Protocol):
     def warn_once(self, key: str, message: str, *args: Any) -> bool: ...
     def plugin_unavailable(self, owner: str) -> str | None: ...
     def unavailable_owners(self) -> tuple[str, ...]: ...
-    def runner(self) -> CleanupRunner: ...
+    @property
+    def engine(self) -> CleanupRunner | None: ...
 
 
 def owner_of(action_id: str) -> str:
@@ -166,6 +165,10 @@ async def leave_in_world(conn: AsyncConnection, run_id: int, *, now: datetime) -
 #: How many ended runs one look for a ``cleanup_status`` never settled reads at a time.
 UNSETTLED_BATCH = 200
 
+#: The engines whose cleanup stage has settled what a stopped host left (the stage's own
+#: state: once per engine, and an engine is one start of its host).
+_settled: weakref.WeakSet[Any] = weakref.WeakSet()
+
 
 async def cleanup(host: CleanupHost, now: datetime) -> None:
     """The tick's cleanup stage: give back what ended runs and expired leases hold.
@@ -176,10 +179,12 @@ async def cleanup(host: CleanupHost, now: datetime) -> None:
     stage after a start also settles the runs a stopped host left ``pending`` with nothing
     left to try (:func:`settle_unsettled`).
     """
-    engine = host.runner()
-    if not engine.unsettled_checked:
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError("the cleanup stage runs under an engine")
+    if engine not in _settled:
         await settle_unsettled(host, now)
-        engine.unsettled_checked = True
+        _settled.add(engine)
     down = host.unavailable_owners()
     held: list[tuple[int, dict[str, Any]]] = []
     async with host.db.connect() as conn:

@@ -124,7 +124,7 @@ async def start_many(
         )
         return Started(run_id, created)
 
-    answers: list[Started | PageantError] = await host.in_outcome_transaction(start_all)
+    answers: list[Started | PageantError] = await host.outcomes.run(start_all)
     if any(isinstance(answer, Started) and answer.created for answer in answers):
         host.wake(advance_only=True)  # runs due now: advance's to start
     return answers

@@ -12,13 +12,14 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, resources, runlog, runs, steps
+from pageant.db.definitions import Pinned
 from pageant.db.rows import columns_of
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.held import held_by
 from pageant.runs import waiting
 from pageant.runs.holding import NotifyHold, notify_hold
-from pageant.runs.versions import Pinned, phases_of, read_pinned
+from pageant.runs.versions import phases_of
 from pageant.states import RUN_ENDED, STEP_OPEN
 from pageant.switchboard.board import run_budget
 
@@ -83,11 +84,8 @@ def _run_json(row: Row, waiting_on: dict[str, Any] | None) -> dict[str, Any]:
 
 
 async def pinned_spec(host: Host, conn: AsyncConnection, version_id: int) -> Pinned | None:
-    """A pinned version: from the engine's cache when this host runs
-    one (a published version never changes), else read."""
-    if host.engine is not None:
-        return await host.engine.versions.get(conn, version_id)
-    return await read_pinned(conn, version_id)
+    """A pinned version, from the host's cache (a published version never changes)."""
+    return await host.versions.get(conn, version_id)
 
 
 async def _phase_of(

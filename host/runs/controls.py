@@ -18,13 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import phase_gates as gate_rows
 from pageant.db import resources, runlog, runs, steps
+from pageant.db.definitions import read_pinned
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.errors import Conflict, Invalid, NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.cleanup import give_back, leave_in_world
 from pageant.runs import countdown, lifecycle, waiting
-from pageant.runs.versions import phases_of, read_pinned
+from pageant.runs.versions import phases_of
 from pageant.states import (
     PARKED,
     RUN_ADVANCE,

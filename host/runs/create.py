@@ -265,7 +265,7 @@ async def start_now(
     start at the same instant answers the same run.
 
     Starts arriving together are created together: the start is one write of the engine's
-    group commit (:meth:`pageant.hosting.Host.in_outcome_transaction`), so a burst of them
+    group commit (:attr:`pageant.hosting.Host.outcomes`), so a burst of them
     costs one transaction, their steps one insert and their log lines another. A refusal is
     found before its start writes anything and is answered to that start alone; the run and
     its first phase's steps commit together, and the answer comes once they have.
@@ -297,7 +297,7 @@ async def start_now(
     # Bounded: a version published between the check and the second pass is checked again,
     # once; a third is not waited for.
     for _ in range(3):
-        answer = await host.in_outcome_transaction(start)
+        answer = await host.outcomes.run(start)
         if not isinstance(answer, _Unchecked):
             break
         problems, _ = await check_run_values(answer.spec, answer.values, host.registry)

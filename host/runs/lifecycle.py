@@ -126,9 +126,8 @@ async def announce_all(host: Host, firings: Sequence[Firing]) -> None:
                     "firing %s met lock contention %d times in a row; not fired", what, attempt
                 )
                 return
-            # A database outage is the engine's to report, once (pageant.engine.outage).
-            engine = host.engine
-            if engine is not None and engine.outage.noted(exc, f"firing {what}"):
+            # A database outage is the engine's to report, once (pageant.db.outage).
+            if host.engine is not None and host.outage.noted(exc, f"firing {what}"):
                 return
             log.exception("firing %s failed", what)
             return

@@ -24,9 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from pageant.db import outcomes
 from pageant.db import public_calendar as public_db
 from pageant.db import public_progress as progress_db
+from pageant.db.definitions import read_pinned
 from pageant.db.rows import AnyRow
 from pageant.errors import NotFound
-from pageant.runs.versions import phases_of, read_pinned
+from pageant.runs.versions import phases_of
 from pageant.schedules import calendar
 from pageant.states import RunStatus
 

@@ -448,3 +448,23 @@ async def test_the_app_starts_the_engine_and_stops_it_cleanly(host, aiohttp_clie
     await client.close()
     assert session.closed
     assert host.engine._task is None
+
+
+async def test_the_prune_stage_keeps_its_instant_per_engine(probe_host, clock, engine):
+    # The last prune's instant is the stage's, kept per engine (one start of the host): the
+    # engine that pruned waits six hours, a new engine on the same host prunes at once.
+    old = await _start(probe_host, spec(phase("p", probe_step("a"))))
+    await engine.tick()
+    now = clock.now()
+    await set_run(probe_host.db, old, ended_at=now - timedelta(days=91))
+    await _backdate_log(probe_host.db, old, now - timedelta(days=92))
+    clock.advance(hours=1)
+    await engine.tick()
+    assert await log_lines(probe_host.db, old) != []
+    await engine.stop()
+    restarted = Engine(probe_host)
+    try:
+        await restarted.tick()
+    finally:
+        await restarted.stop()
+    assert await log_lines(probe_host.db, old) == []

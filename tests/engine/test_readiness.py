@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +25,11 @@ class _Host:
     contested: set[str] = field(default_factory=set)
     down: set[str] = field(default_factory=set)
     stopping: bool = False
+
+    @property
+    def engine(self) -> Any:
+        """The host's engine, which says whether it began a clean stop."""
+        return SimpleNamespace(stopping=self.stopping)
 
     def unavailable(self, action_id: str) -> str | None:
         return "contested" if action_id in self.contested else None

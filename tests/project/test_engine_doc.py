@@ -98,4 +98,5 @@ def test_a_name_the_page_gets_wrong_is_caught() -> None:
     """The check itself can fail: a method the file does not define is not found."""
     assert "Engine.tick" in _defined(_file("engine/loop.py"))
     assert "Engine.no_such_stage" not in _defined(_file("engine/loop.py"))
-    assert "record.<locals>.write" in _defined(_file("engine/dispatch.py"))
+    assert "_complete.<locals>.finish" in _defined(_file("engine/advance_stage.py"))
+    assert "Done.__call__" in _defined(_file("engine/dispatch.py"))

@@ -35,7 +35,7 @@ def pageant_plugins(arena: Dedicated) -> list[Any]:
 async def tick_until(kit: Kit, client: Any, run_id: int, done: Any, within: float = 60) -> Any:
     """Tick the engine until ``done(run console)``, reading the console over HTTP."""
     for _ in range(int(within / 0.05)):
-        await kit.host.runner().tick()
+        await kit.engine.tick()
         view = await (
             await client.get(f"/api/v1/admin/runs/{run_id}", headers=kit.headers())
         ).json()

@@ -84,7 +84,7 @@ def engine_state(host: Host) -> tuple[dict[str, Any], list[str]]:
     engine = host.engine
     if engine is None:
         return {"running": False}, []
-    since = engine.last_tick_at if engine.last_tick_at is not None else engine.started_at
+    since = engine.last_tick_at
     age = None if since is None else round(time.monotonic() - since, 3)
     state = {
         "running": True,

@@ -1,5 +1,8 @@
 """A database outage, as the engine reports it: one line when it begins, one when it ends.
 
+The note is the host's (:attr:`pageant.hosting.Host.outage`): it outlives an engine, and
+what fires a run's triggers beside the engine reports through it too.
+
 While the database is out of reach every stage of every tick fails the same way; a traceback
 for each would bury the one fact an operator needs (and anything that alerts on the log
 would page once a stage a tick). So the first failure that is an outage
