@@ -62,7 +62,7 @@ async def decide(host: Host, run: RunRow, now: datetime) -> Decision:
         str(start_when["reading"]), quorum.reading_params(start_when, run)
     )
     registry = host.registry
-    if read.known and read.value >= start_when["at_least"]:  # type: ignore[operator]
+    if read.amount is not None and read.amount >= start_when["at_least"]:
         return Decision(because=quorum.started_words(start_when, registry, read))
     waited = run["waiting_reason"] == WaitingReason.QUORUM and run["waiting_since"] is not None
     since = run["waiting_since"] if waited else now

@@ -40,6 +40,11 @@ class Read:
     def known(self) -> bool:
         return not isinstance(self.value, Unknown)
 
+    @property
+    def amount(self) -> float | None:
+        """The number read, or None when it is unknown."""
+        return None if isinstance(self.value, Unknown) else self.value
+
 
 def _key(reading: str, params: dict[str, Any]) -> tuple[str, str]:
     return reading, json.dumps(params, sort_keys=True, default=str)
@@ -77,6 +82,12 @@ class Readings:
         # others wait for.
         answer = await asyncio.shield(going)
         self._kept[key] = answer
+        return answer
+
+    async def read_now(self, reading: str, params: dict[str, Any]) -> Read:
+        """A fresh read, whatever is kept (the kit's, and contract-check's); kept after."""
+        answer = await self._read(reading, params)
+        self._kept[_key(reading, params)] = answer
         return answer
 
     async def _read(self, reading: str, params: dict[str, Any]) -> Read:

@@ -65,9 +65,9 @@ def now_words(read: Read | None) -> str:
     """What the reading says now, in the brackets of a waiting sentence."""
     if read is None:
         return "not read yet"
-    if not read.known:
+    if read.amount is None:
         return f"reading unknown: {read.why}" if read.why else "reading unknown"
-    return f"{number(read.value)} now"  # type: ignore[arg-type]
+    return f"{number(read.amount)} now"
 
 
 def waiting_for(start_when: Mapping[str, Any], registry: Registry, read: Read | None) -> str:
@@ -97,16 +97,16 @@ def short_words(start_when: Mapping[str, Any], registry: Registry, read: Read) -
     """How far short the wait ended: ``2 of 4 players online after 10 minutes`` or
     ``reading unknown after 10 minutes (why)``."""
     after = remaining_words(wait_seconds(start_when))
-    if not read.known:
+    if read.amount is None:
         why = f" ({read.why})" if read.why else ""
         return f"reading unknown after {after}{why}"
-    have = number(read.value)  # type: ignore[arg-type]
+    have = number(read.amount)
     return f"{have} of {number(start_when['at_least'])} {unit(start_when, registry)} after {after}"
 
 
 def started_words(start_when: Mapping[str, Any], registry: Registry, read: Read) -> str:
     """``started with 6 players online``."""
-    return f"started with {number(read.value)} {unit(start_when, registry)}"  # type: ignore[arg-type]
+    return f"started with {number(read.amount or 0)} {unit(start_when, registry)}"
 
 
 def call_off_rows(
