@@ -64,8 +64,9 @@ async def decide(host: Host, run: RunRow, now: datetime) -> Decision:
     registry = host.registry
     if read.amount is not None and read.amount >= start_when["at_least"]:
         return Decision(because=quorum.started_words(start_when, registry, read))
-    waited = run["waiting_reason"] == WaitingReason.QUORUM and run["waiting_since"] is not None
-    since = run["waiting_since"] if waited else now
+    # The wait runs from the run's first look, kept as its waiting note's ``since``.
+    noted = run["waiting_since"] if run["waiting_reason"] == WaitingReason.QUORUM else None
+    since = noted or now
     if now < since + timedelta(seconds=quorum.wait_seconds(start_when)):
         note = quorum.waiting_note(start_when, registry, read, since=since)
         async with host.db.begin() as conn:

@@ -111,7 +111,7 @@ async def _quorum(
     start_when = quorum.of_spec(found.spec) if found else None
     if start_when is None:
         return None
-    run = row._mapping
+    run = dict(row._mapping)
     read = host.readings.last(str(start_when["reading"]), quorum.reading_params(start_when, run))
     since = row.waiting_since or now
     return quorum.waiting_note(start_when, host.registry, read, since=since)
