@@ -705,11 +705,22 @@ class Reading(_Declaration):
 
     Example::
 
-        Reading(id="mygame.players_online", label="Players online", unit="players online",
-                params=[Param(name="server", type="string", required=True,
-                              description="Which server.", example="eu-1",
-                              option_source="mygame.options.servers")],
-                read=players_online)
+        Reading(
+            id="mygame.players_online",
+            label="Players online",
+            unit="players online",
+            params=[
+                Param(
+                    name="server",
+                    type="string",
+                    required=True,
+                    description="Which server.",
+                    example="eu-1",
+                    option_source="mygame.options.servers",
+                )
+            ],
+            read=players_online,
+        )
 
     .. versionadded:: 1.5
     """

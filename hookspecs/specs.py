@@ -304,8 +304,15 @@ class PageantSpecs:
                         id="mygame.players_online",
                         label="Players online",
                         unit="players online",
-                        params=[Param(name="server", type="string", required=True,
-                                      description="Which server.", example="eu-1")],
+                        params=[
+                            Param(
+                                name="server",
+                                type="string",
+                                required=True,
+                                description="Which server.",
+                                example="eu-1",
+                            )
+                        ],
                         read=players_online,
                     )
                 ]
