@@ -311,11 +311,26 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     catch_up = catch_up_from_form(form)
     if catch_up is not None:
         out["catch_up"] = catch_up
+    start_when = start_when_from_form(form)
+    if start_when is not None:
+        out["start_when"] = start_when
     # The blackouts it keeps out of: a box for each blackout there is.
     blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if blackouts:
         out["blackouts"] = [b for b in blackouts if isinstance(b, str)]
     return out
+
+
+def start_when_from_form(form: Mapping[str, Any]) -> Any:
+    """The spec's ``start_when`` from its field, written as JSON (None when blank); text
+    that is not JSON is handed on as it is, for the validator to refuse naming the field."""
+    text = _get(form, "start-when").strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -654,6 +669,9 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
         "catch_up": _catch_up_view(spec.get("catch_up")),
+        "start_when": (
+            json.dumps(spec["start_when"], ensure_ascii=False) if spec.get("start_when") else ""
+        ),
         "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
     }
 
@@ -705,6 +723,7 @@ _PART_WORDS = {
     "where": "conditions",
     "schedule": "Schedule",
     "catch_up": "Catch-up",
+    "start_when": "Start when",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

@@ -72,10 +72,47 @@ def validate_start_when(
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with reading, at_least, wait and else")
+        errors.append(
+            f"{path}: expected an object with reading, at_least, wait and else; got {show(raw)}"
+        )
         return None
     problems: list[str] = []
     refuse_unknown(raw, START_WHEN_KEYS, path, problems)
+    out = validate_quorum(
+        raw, path, registry, problems, choices=ELSE, types=types, declared=declared
+    )
+    legs = _legs(raw.get("legs"), raw.get("else"), f"{path}.legs", registry, problems)
+    message = raw.get("message")
+    if message is not None and (
+        not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE
+    ):
+        problems.append(
+            f"{path}.message: expected a text of 1 to {MAX_MESSAGE} characters; got {show(message)}"
+        )
+    errors.extend(problems)
+    if problems or out is None:
+        return None
+    if legs:
+        out["legs"] = legs
+    if message is not None:
+        out["message"] = message
+    return out
+
+
+def validate_quorum(
+    raw: dict[str, Any],
+    path: str,
+    registry: Registry,
+    errors: list[str],
+    *,
+    choices: tuple[str, ...],
+    types: Mapping[str, str],
+    declared: Mapping[str, dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """The part a ``start_when`` and a reading gate share: ``reading``, ``params``,
+    ``at_least``, ``wait`` and ``else`` (one of ``choices``), normalised; None when any is
+    refused (each problem appended to ``errors``). Unknown keys are the caller's to refuse."""
+    problems: list[str] = []
     reading = raw.get("reading")
     found = registry.readings.get(reading) if isinstance(reading, str) else None
     if found is None:
@@ -101,36 +138,23 @@ def validate_start_when(
             f"got {show(raw.get('wait'))}"
         )
     otherwise = raw.get("else")
-    if otherwise not in ELSE:
-        problems.append(f"{path}.else: expected one of {', '.join(ELSE)}; got {show(otherwise)}")
-    legs = _legs(raw.get("legs"), otherwise, f"{path}.legs", registry, problems)
-    message = raw.get("message")
-    if message is not None and (
-        not isinstance(message, str) or not message.strip() or len(message) > MAX_MESSAGE
-    ):
-        problems.append(
-            f"{path}.message: expected a text of 1 to {MAX_MESSAGE} characters; got {show(message)}"
-        )
+    if otherwise not in choices:
+        problems.append(f"{path}.else: expected one of {', '.join(choices)}; got {show(otherwise)}")
     params = (
-        _params(raw.get("params"), found, f"{path}.params", problems, types, declared)
+        _params(raw.get("params"), found, f"{path}.params", problems, types, declared or {})
         if found is not None
         else {}
     )
     errors.extend(problems)
     if problems or wait is None:
         return None
-    out: dict[str, Any] = {
+    return {
         "reading": reading,
         "params": params,
         "at_least": at_least,
         "wait": format_after(wait),
         "else": otherwise,
     }
-    if legs:
-        out["legs"] = legs
-    if message is not None:
-        out["message"] = message
-    return out
 
 
 def _legs(raw: Any, otherwise: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
