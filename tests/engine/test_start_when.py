@@ -269,3 +269,35 @@ async def test_two_events_on_the_same_reading_share_one_read_inside_the_interval
     # The interval passed: each server is read again, once.
     await tick_at(engine, START + timedelta(seconds=10))
     assert sorted(gauge.reads) == ["ctf-2", "ctf-2", "ffa-1", "ffa-1"]
+
+
+async def test_runs_waiting_on_a_quorum_do_not_keep_the_missed_sweep_from_others(
+    settings: Any, db: Any, clock: Any, gauge: Gauge
+) -> None:
+    """The sweep reads a bounded batch of late runs; one waiting on its quorum (which its
+    grace never misses) must not take the place of a run the sweep is for."""
+    from pageant.engine import Engine
+
+    narrow = make_host(settings.model_copy(update={"runs_per_tick": 1}), db, clock, [gauge])
+    engine = Engine(narrow)
+    try:
+        clock.set(START - timedelta(minutes=30))
+        waiting = await publish_event(db, clock.now(), quorum(wait="1d"), title="Frenzy")
+        held_spec = {
+            "schedule": once("2027-03-01T13:01"),
+            "phases": [phase("main", announce("hi"))],
+        }
+        held = await publish_event(db, clock.now(), held_spec, title="Held", verified=False)
+        await engine.tick()
+        await engine.tick()
+        gauge.online["ffa-1"] = 1
+        for minutes in (0, 1, 7, 8):
+            clock.set(START + timedelta(minutes=minutes))
+            await engine.tick()
+        [late] = await runs_of(db, held.id)
+        assert late.status == "missed"
+        [quorate] = await runs_of(db, waiting.id)
+        assert (quorate.status, quorate.waiting_reason) == ("scheduled", "quorum")
+    finally:
+        await engine.stop()
+        await narrow.close()
