@@ -244,6 +244,15 @@ def _advance_from_form(
         unit = _get(form, f"{prefix}-after-unit") or "m"
         # A blank amount is a blank duration, not the unit alone: the validator asks for one.
         return {"after": f"{amount}{unit}" if amount.strip() else ""}
+    if kind == "reading":
+        text = _get(form, f"{prefix}-reading-gate").strip()
+        if not text:
+            return {"reading": None}  # refused by the validator, naming the reading
+        try:
+            found = json.loads(text)
+        except ValueError:
+            return {"reading": text}
+        return found if isinstance(found, dict) else {"reading": found}
     if kind == "on":
         trigger_id = _get(form, f"{prefix}-on")
         gate: dict[str, Any] = {"on": trigger_id}
@@ -606,6 +615,9 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         if isinstance(gate, dict) and "after" in gate:
             kind = "after"
             view_gate["after_n"], view_gate["after_unit"] = _after_parts(gate["after"])
+        elif isinstance(gate, dict) and "reading" in gate:
+            kind = "reading"
+            view_gate["reading_json"] = json.dumps(dict(gate), ensure_ascii=False)
         elif isinstance(gate, dict) and "on" in gate:
             kind = "on"
             view_gate["on"] = gate.get("on") or ""

@@ -209,3 +209,50 @@ async def test_a_quorum_walk_from_authoring_to_a_start_and_a_skip(
     skipped = (await view("Grand muster"))["run"]
     assert skipped["status"] == "skipped"
     assert skipped["cancel_reason"] == "skipped: 6 of 8 players online after 10 minutes"
+
+
+def gated(**gate: Any) -> dict[str, Any]:
+    """A spec whose first phase waits for a quorum (its keys as given, over defaults)."""
+    advance = {
+        "reading": READING,
+        "params": {"server": "eu-1"},
+        "at_least": 4,
+        "wait": "30m",
+        "else": "advance",
+        **gate,
+    }
+    return spec(phase("muster", announce("Gather"), advance=advance))
+
+
+async def test_a_reading_gate_saves_normalised_and_its_mistakes_are_named(client, tokens, db):
+    event = await create(client, tokens["editor"], spec=gated(wait="1800s"))
+    assert event["spec"]["phases"][0]["advance"] == {
+        "reading": READING,
+        "params": {"server": "eu-1"},
+        "at_least": 4,
+        "wait": "30m",
+        "else": "advance",
+    }
+    where = "spec.phases[0].advance"
+    before = await snapshot(db)
+    for change, expected in [
+        ({"else": "skip"}, f'{where}.else: expected one of advance, fail; got "skip"'),
+        (
+            {"count": 2},
+            f'{where}: unknown key "count" for a "reading" gate; expected reading, '
+            "params, at_least, wait, else",
+        ),
+        (
+            {"at_least": 0},
+            f"{where}.at_least: expected a number above 0 and at most 1000000; got 0",
+        ),
+        (
+            {"reading": "shard.nope"},
+            f'{where}.reading: "shard.nope" is not a reading; expected '
+            "one of luanti.players_online, openarena.players_online, shard.players_online",
+        ),
+    ]:
+        body = {"title": "x", "spec": gated(**change)}
+        status, data = await call(client, "POST", EVENTS, tokens["admin"], body)
+        assert (status, data["error"]["details"]) == (400, [expected]), change
+    assert await snapshot(db) == before

@@ -74,3 +74,20 @@ async def test_a_bad_quorum_is_named_at_its_field_and_nothing_is_saved(client, t
         assert re.search(r'id="start-when"[^>]*aria-invalid="true"', page), page
     _, event = await call(client, "GET", f"{EVENTS}/{event_id}", tokens["admin"])
     assert event["spec"]["start_when"] == QUORUM
+
+
+async def test_a_save_from_the_editor_keeps_a_phases_reading_gate(client, tokens, host):
+    gate = {**QUORUM, "wait": "30m", "else": "fail"}
+    body = spec(phase("p", announce("hi"), advance=gate))
+    event = await publish_event(host.db, host.clock.now(), body, published=False)
+    await sign_in(client, tokens["admin"])
+    fields = form_of(await (await client.get(f"/events/{event.id}")).text())
+    assert ("p0-gate", "reading") in fields
+    [shown] = [value for name, value in fields if name == "p0-reading-gate"]
+    assert json.loads(shown) == gate
+    answer = await client.post(
+        f"/events/{event.id}", data=[*fields, ("op", "save")], allow_redirects=False
+    )
+    assert answer.status == 303, await answer.text()
+    _, saved = await call(client, "GET", f"{EVENTS}/{event.id}", tokens["admin"])
+    assert saved["spec"]["phases"][0]["advance"] == gate

@@ -301,3 +301,88 @@ async def test_runs_waiting_on_a_quorum_do_not_keep_the_missed_sweep_from_others
     finally:
         await engine.stop()
         await narrow.close()
+
+
+# ── a phase's reading gate ───────────────────────────────────────────────────
+
+
+def gated(otherwise: str = "advance") -> dict[str, Any]:
+    """A manual spec whose first phase waits up to 30 minutes for 4 players online."""
+    gate = {
+        "reading": "gauge.players_online",
+        "params": {"server": "ffa-1"},
+        "at_least": 4,
+        "wait": "30m",
+        "else": otherwise,
+    }
+    return {
+        "schedule": {"kind": "manual"},
+        "phases": [
+            phase("muster", announce("Gather"), advance=gate),
+            phase("frenzy", announce("The Frenzy begins")),
+        ],
+    }
+
+
+async def started_run(host: Any, engine: Any, spec: dict[str, Any]) -> int:
+    from tests.factories import start_event
+
+    host.clock.set(START)
+    run_id = await start_event(host, spec)
+    await engine.tick()
+    return run_id
+
+
+async def phase_of(host: Any, run_id: int) -> tuple[str, str | None]:
+    view = await the_run(host, run_id)
+    return view["status"], view["current_phase"]
+
+
+async def test_a_reading_gate_holds_its_phase_until_the_reading_reaches_the_number(
+    host: Any, engine: Any, gauge: Gauge
+) -> None:
+    gauge.online["ffa-1"] = 2
+    run_id = await started_run(host, engine, gated())
+    assert await phase_of(host, run_id) == ("running", "muster")
+    view = await the_run(host, run_id)
+    assert view["waiting_on"]["reason"] == "gate"
+    assert view["waiting_on"]["sentence"].startswith(
+        "waiting for gauge.players_online to read at least 4 until 13:30 UTC (then advance)"
+    )
+    await tick_at(engine, START + timedelta(minutes=5))
+    assert await phase_of(host, run_id) == ("running", "muster")
+    gauge.online["ffa-1"] = 5
+    await tick_at(engine, START + timedelta(minutes=6))
+    await tick_at(engine, START + timedelta(minutes=6, seconds=1))
+    assert await phase_of(host, run_id) == ("completed", "frenzy")
+    [advanced] = await log_lines(host.db, run_id, "phase.advanced")
+    assert advanced.detail["because"] == "reading"
+    assert advanced.detail["read"] == 5
+
+
+async def test_a_reading_gate_whose_wait_ends_short_advances_with_else_advance(
+    host: Any, engine: Any, gauge: Gauge
+) -> None:
+    gauge.online["ffa-1"] = 1
+    run_id = await started_run(host, engine, gated("advance"))
+    await tick_at(engine, START + timedelta(minutes=29, seconds=59))
+    assert await phase_of(host, run_id) == ("running", "muster")
+    await tick_at(engine, START + timedelta(minutes=30))
+    await tick_at(engine, START + timedelta(minutes=30, seconds=1))
+    assert await phase_of(host, run_id) == ("completed", "frenzy")
+    [advanced] = await log_lines(host.db, run_id, "phase.advanced")
+    assert advanced.detail["because"] == "deadline"
+
+
+async def test_a_reading_gate_whose_wait_ends_short_fails_the_run_with_else_fail(
+    host: Any, engine: Any, gauge: Gauge
+) -> None:
+    run_id = await started_run(host, engine, gated("fail"))  # unknown all along
+    await tick_at(engine, START + timedelta(minutes=29, seconds=59))
+    assert await phase_of(host, run_id) == ("running", "muster")
+    await tick_at(engine, START + timedelta(minutes=30))
+    view = await the_run(host, run_id)
+    assert view["status"] == "failed"
+    assert view["last_error"] == (
+        "phase muster: reading unknown after 30 minutes (gauge.players_online answered unknown)"
+    )

@@ -764,9 +764,12 @@ def test_on_gate_where_is_validated_by_the_condition_grammar(registry: Registry)
     ("advance", "error"),
     [
         ("10m", 'expected an object with "after" or "on"; got "10m"'),
-        ({}, 'expected exactly one of "after" or "on"'),
-        ({"where": {}}, 'expected exactly one of "after" or "on"'),
-        ({"after": "10m", "on": "wisps.caught"}, 'expected exactly one of "after" or "on"'),
+        ({}, 'expected exactly one of "after", "on" or "reading"'),
+        ({"where": {}}, 'expected exactly one of "after", "on" or "reading"'),
+        (
+            {"after": "10m", "on": "wisps.caught"},
+            'expected exactly one of "after", "on" or "reading"',
+        ),
         ({"after": "10m", "count": 2}, 'unknown key "count" for an "after" gate; expected after'),
         (
             {"after": "10m", "dormant": False},
