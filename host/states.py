@@ -381,7 +381,8 @@ RUN_FAIL = Move(
     RUN_ACTIVE,
     (RunStatus.FAILED,),
     "the engine",
-    "the version it pinned cannot be read, or its phase is no longer in it",
+    "the version it pinned cannot be read, or its phase is no longer in it, or its phase's "
+    "reading gate waited out its `wait` short with `else: fail`",
 )
 RUN_ABORT = Move(
     "abort",

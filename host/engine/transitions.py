@@ -186,7 +186,8 @@ async def refuse_in(conn: AsyncConnection, run_id: int, because: str, *, now: da
 
 
 async def fail_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
-    """An active run ``-> failed``: its pinned version or phase cannot be read."""
+    """An active run ``-> failed``: its pinned version or phase cannot be read, or its
+    phase's reading gate waited out its wait short (``else: fail``)."""
     return await end_in(conn, run_id, RUN_FAIL, now=now, because=because)
 
 
