@@ -16,6 +16,7 @@ from .context import (
     HostSettings,
     PluginContext,
     Posted,
+    ReadContext,
     Resource,
     RunInfo,
     SendContext,
@@ -25,6 +26,7 @@ from .envelope import Envelope, classify
 from .link import Down, GameLink, LinkFailure, LinkUse, NotDelivered, Unanswered
 from .markers import PROJECT_NAME, hookimpl, hookspec
 from .models import (
+    UNKNOWN,
     Action,
     AnnounceLeg,
     Budget,
@@ -34,10 +36,12 @@ from .models import (
     Param,
     Participant,
     PluginInfo,
+    Reading,
     ResultEntry,
     Results,
     Trigger,
     TriggerVariable,
+    Unknown,
 )
 from .specs import PageantSpecs
 
@@ -49,6 +53,7 @@ CONTRACT_VERSION = "1.5.0"
 __all__ = [
     "CONTRACT_VERSION",
     "PROJECT_NAME",
+    "UNKNOWN",
     "Action",
     "ActionContext",
     "AnnounceLeg",
@@ -72,6 +77,8 @@ __all__ = [
     "PluginContext",
     "PluginInfo",
     "Posted",
+    "ReadContext",
+    "Reading",
     "Resource",
     "ResultEntry",
     "Results",
@@ -81,6 +88,7 @@ __all__ = [
     "Trigger",
     "TriggerVariable",
     "Unanswered",
+    "Unknown",
     "classify",
     "hookimpl",
     "hookspec",

@@ -330,3 +330,17 @@ class SendContext:
     services: StepServices | None = None
     verify: bool = False
     announcement: Announcement | None = None
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What the host hands a reading's ``read`` besides its params.
+
+    ``reading`` is the reading's id; ``deadline`` is when the host stops waiting (the read
+    then counts as :data:`UNKNOWN`).
+
+    .. versionadded:: 1.5
+    """
+
+    reading: str
+    deadline: datetime

@@ -682,6 +682,96 @@ class AnnounceLeg(_Declaration):
         return self
 
 
+class Unknown:
+    """The type of :data:`UNKNOWN`: what a reading answers when it cannot tell."""
+
+    _only: Unknown | None = None
+
+    def __new__(cls) -> Unknown:
+        if cls._only is None:
+            cls._only = super().__new__(cls)
+        return cls._only
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: A reading's answer when the plugin cannot read the game now (the server is down, it did
+#: not answer): never a number guessed. An exception or a timeout is taken as this too.
+UNKNOWN = Unknown()
+
+
+class Reading(_Declaration):
+    """A number the plugin can read from the game now, such as the players online.
+
+    ``read(params, ctx)`` is ``async def``; ``params`` are the declared params' values
+    (checked against ``params`` as an action's are), ``ctx`` a
+    :class:`~pageant.hookspecs.ReadContext`. It answers an ``int`` or ``float`` (not a
+    bool), or :data:`UNKNOWN` when it cannot tell.
+    The host calls it at most once per ``reading_interval_seconds`` for the same params and
+    shares the answer among everyone asking (a start condition, a gate), bounded to
+    ``budget_ms``; a raise, a timeout or any other answer counts as unknown and is logged.
+    ``unit`` is the plural noun a sentence puts after the number ("6 players online").
+
+    Example::
+
+        Reading(
+            id="mygame.players_online",
+            label="Players online",
+            unit="players online",
+            params=[
+                Param(
+                    name="server",
+                    type="string",
+                    required=True,
+                    description="Which server.",
+                    example="eu-1",
+                    option_source="mygame.options.servers",
+                )
+            ],
+            read=players_online,
+        )
+
+    .. versionadded:: 1.5
+    """
+
+    id: str
+    label: str = Field(min_length=1)
+    unit: str = Field(min_length=1, max_length=60)
+    params: list[Param] = Field(default_factory=list)
+    description: str = ""
+    budget_ms: int = Field(default=5000, ge=1, le=60_000, strict=True)
+    read: Callable[..., Any]
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _check_id(value)
+
+    @model_validator(mode="after")
+    def _callables(self) -> Reading:
+        if not is_async_callable(self.read):
+            raise ValueError("read must be an async def function")
+        names = [p.name for p in self.params]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"param(s) declared twice: {', '.join(duplicates)}")
+        return self
+
+
+def reading_value(answer: Any) -> float | int | Unknown:
+    """What a reading's answer counts as: the number, or :data:`UNKNOWN` for anything that
+    is not a finite ``int`` or ``float`` (a bool, a string, None, NaN)."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float)):
+        return UNKNOWN
+    if isinstance(answer, float) and not math.isfinite(answer):
+        return UNKNOWN
+    return answer
+
+
 # ── what an envelope may report besides resources ──────────────────────────────
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .context import HeldResource, PluginContext
 from .markers import hookspec
-from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
+from .models import Action, AnnounceLeg, Budget, Lease, OptionSource, Reading, Trigger
 
 # ── declarations: called once, at load, one plugin at a time ─────────────────
 
@@ -285,6 +285,53 @@ class PageantSpecs:
                 return [CHAT]
 
         Added in contract 1.0 (a leg's preview in 1.5).
+        """
+
+    @hookspec
+    def pageant_readings(self) -> Sequence[Reading | dict[str, Any]]:
+        """Declare the numbers this plugin can read from the game now (players online).
+
+        When: once, at load, as :meth:`pageant_actions`. ``read(params, ctx)`` is called
+        later, whenever an event's ``start_when`` or a phase's reading gate asks, at most
+        once per ``reading_interval_seconds`` for the same params (everyone asking shares
+        the answer).
+
+        Returns: a list of :class:`~pageant.hookspecs.Reading` models or dicts. ``read``
+        answers an ``int`` or a ``float``, or :data:`~pageant.hookspecs.UNKNOWN` when it
+        cannot tell; never a guess.
+
+        On failure: the plugin is refused with its reasons; the host runs on. A ``read``
+        that raises, runs past its ``budget_ms`` or answers anything but a number counts as
+        unknown (logged with the reading's id), and the event's ``else`` decides.
+
+        Example::
+
+            async def players_online(params: dict[str, Any], ctx: ReadContext) -> int | Unknown:
+                status = await game.status(params["server"])
+                return UNKNOWN if status is None else len(status.players)
+
+
+            @hookimpl
+            def pageant_readings() -> list[Reading]:
+                return [
+                    Reading(
+                        id="mygame.players_online",
+                        label="Players online",
+                        unit="players online",
+                        params=[
+                            Param(
+                                name="server",
+                                type="string",
+                                required=True,
+                                description="Which server.",
+                                example="eu-1",
+                            )
+                        ],
+                        read=players_online,
+                    )
+                ]
+
+        Added in contract 1.5.
         """
 
     # ── lifecycle ──────────────────────────────────────────────────────────────

@@ -22,6 +22,7 @@ from pageant.hookspecs.models import changes_world
 from pageant.plugins.calls import PluginSlots
 from pageant.plugins.context import PluginContext
 from pageant.plugins.loader import Candidate, PluginManager, load_plugins
+from pageant.plugins.readings import Readings
 from pageant.support.clock import Clock, SystemClock
 from pageant.support.recent import RecentAnswers
 from pageant.support.settings import Settings
@@ -139,6 +140,8 @@ class Host:
         self._link: GameLinkService | None = None
         #: What :meth:`warn_once` has said already.
         self._warned: set[str] = set()
+        #: The plugins' readings, each read at most once per reading_interval_seconds.
+        self.readings = Readings(self.registry, self.clock, self.settings.reading_interval_seconds)
         #: Each plugin's own bound on the give-back calls made into it at once.
         self.plugin_slots = PluginSlots(self.settings.plugin_concurrency)
 

@@ -126,6 +126,8 @@ class WaitingReason(StrEnum):
     PAUSED = "paused"
     GATE = "gate"
     UNAVAILABLE = "unavailable"
+    #: A due run whose event's ``start_when`` waits for a reading to reach its number.
+    QUORUM = "quorum"
 
 
 class ResourceStatus(StrEnum):
@@ -225,6 +227,18 @@ class Overlap(StrEnum):
     REPLACE = "replace"
     #: It starts beside the run holding the key.
     ALLOW = "allow"
+
+
+class OrElse(StrEnum):
+    """What a run does when its ``start_when`` wait ends short of the number, or with the
+    reading unknown: the spec's ``else``."""
+
+    #: It ends as ``skipped``, the reason saying how far short it was.
+    SKIP = "skip"
+    #: It starts anyway, its start saying so.
+    START = "start"
+    #: The call-off is sent on the named announce legs, then it ends as ``skipped``.
+    ANNOUNCE_AND_SKIP = "announce_and_skip"
 
 
 class PublicStatus(StrEnum):
@@ -334,7 +348,9 @@ RUN_SKIP = Move(
     (RunStatus.SCHEDULED,),
     (RunStatus.SKIPPED,),
     "the engine",
-    "at its instant, another run holds its concurrency key and its event's overlap is `skip`",
+    "at its instant, another run holds its concurrency key and its event's overlap is `skip`; "
+    "or its `start_when` wait ended short of the number and its `else` is `skip` or "
+    "`announce_and_skip`",
 )
 RUN_REFUSE = Move(
     "refuse",
@@ -365,7 +381,8 @@ RUN_FAIL = Move(
     RUN_ACTIVE,
     (RunStatus.FAILED,),
     "the engine",
-    "the version it pinned cannot be read, or its phase is no longer in it",
+    "the version it pinned cannot be read, or its phase is no longer in it, or its phase's "
+    "reading gate waited out its `wait` short with `else: fail`",
 )
 RUN_ABORT = Move(
     "abort",

@@ -231,6 +231,14 @@ class Kit:
             raise AssertionError(answer["reason"])
         return answer["items"]
 
+    async def read(self, reading_id: str, params: Mapping[str, Any]) -> Any:
+        """A reading's value for ``params`` as the host reads it (bounded by its budget; a
+        raise, a timeout or a non-number is ``UNKNOWN``), read afresh every call."""
+        if reading_id not in self.host.registry.readings:
+            raise LookupError(f"no loaded plugin declares the reading {reading_id!r}")
+        answer = await self.host.readings.read_now(reading_id, dict(params))
+        return answer.value
+
     async def fire(self, trigger_id: str, payload: Mapping[str, Any]) -> dict[str, int]:
         """Fire a trigger through the emit path that feeds phase gates, as a game server
         does: answers ``{gates_matched, gates_closed}``; a payload that does not fit raises

@@ -244,6 +244,15 @@ def _advance_from_form(
         unit = _get(form, f"{prefix}-after-unit") or "m"
         # A blank amount is a blank duration, not the unit alone: the validator asks for one.
         return {"after": f"{amount}{unit}" if amount.strip() else ""}
+    if kind == "reading":
+        text = _get(form, f"{prefix}-reading-gate").strip()
+        if not text:
+            return {"reading": None}  # refused by the validator, naming the reading
+        try:
+            found = json.loads(text)
+        except ValueError:
+            return {"reading": text}
+        return found if isinstance(found, dict) else {"reading": found}
     if kind == "on":
         trigger_id = _get(form, f"{prefix}-on")
         gate: dict[str, Any] = {"on": trigger_id}
@@ -311,11 +320,26 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     catch_up = catch_up_from_form(form)
     if catch_up is not None:
         out["catch_up"] = catch_up
+    start_when = start_when_from_form(form)
+    if start_when is not None:
+        out["start_when"] = start_when
     # The blackouts it keeps out of: a box for each blackout there is.
     blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if blackouts:
         out["blackouts"] = [b for b in blackouts if isinstance(b, str)]
     return out
+
+
+def start_when_from_form(form: Mapping[str, Any]) -> Any:
+    """The spec's ``start_when`` from its field, written as JSON (None when blank); text
+    that is not JSON is handed on as it is, for the validator to refuse naming the field."""
+    text = _get(form, "start-when").strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -591,6 +615,9 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         if isinstance(gate, dict) and "after" in gate:
             kind = "after"
             view_gate["after_n"], view_gate["after_unit"] = _after_parts(gate["after"])
+        elif isinstance(gate, dict) and "reading" in gate:
+            kind = "reading"
+            view_gate["reading_json"] = json.dumps(dict(gate), ensure_ascii=False)
         elif isinstance(gate, dict) and "on" in gate:
             kind = "on"
             view_gate["on"] = gate.get("on") or ""
@@ -654,6 +681,9 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
         "catch_up": _catch_up_view(spec.get("catch_up")),
+        "start_when": (
+            json.dumps(spec["start_when"], ensure_ascii=False) if spec.get("start_when") else ""
+        ),
         "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
     }
 
@@ -705,6 +735,7 @@ _PART_WORDS = {
     "where": "conditions",
     "schedule": "Schedule",
     "catch_up": "Catch-up",
+    "start_when": "Start when",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

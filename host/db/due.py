@@ -23,7 +23,7 @@ from pageant.db.tables import (
     event_run_steps,
     event_runs,
 )
-from pageant.states import RUN_ACTIVE, STEP_OPEN, Health, RunStatus, StepStatus
+from pageant.states import RUN_ACTIVE, STEP_OPEN, Health, RunStatus, StepStatus, WaitingReason
 
 d = event_definitions.c
 _st = event_run_steps.c
@@ -142,6 +142,9 @@ _MISSED_CANDIDATES = (
         r.scheduled_for <= bindparam("now"),
         # A run let in to catch up is the advance stage's to start, never the sweep's to miss.
         r.catch_up.is_(None),
+        # Nor is a run waiting on its quorum: its start_when's wait decides, and a crowd of
+        # them must not fill the sweep's batch ahead of the runs it is for.
+        or_(r.waiting_reason.is_(None), r.waiting_reason != WaitingReason.QUORUM),
     )
     .order_by(r.scheduled_for, r.id)
     .limit(bindparam("limit"))

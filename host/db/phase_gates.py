@@ -31,6 +31,7 @@ from pageant.db.tables import (
     trigger_last_firings,
 )
 from pageant.db.types import UTCDateTime
+from pageant.states import RunStatus
 
 g = event_run_phase_gates.c
 _r = event_runs.c
@@ -101,6 +102,28 @@ _OPEN_AMONG = (
         g.satisfied_at.is_(None),
     )
     .distinct()
+)
+
+# The open reading gates of running runs in their current phase, with what the reading's
+# params are written out from (the run's params and scope).
+_OPEN_READING = (
+    select(*GATE_COLUMNS, _r.params.label("run_params"), _r.scope.label("run_scope"))
+    .select_from(event_run_phase_gates.join(event_runs, _r.id == g.run_id))
+    .where(
+        g.kind == "reading",
+        g.satisfied_at.is_(None),
+        _r.status == RunStatus.RUNNING,
+        _r.current_phase == g.phase,
+    )
+    .order_by(g.id)
+    .limit(bindparam("limit"))
+)
+
+_NOW_AT = bindparam("now", type_=UTCDateTime)
+_SATISFY_BY_READING = by_primary_key(
+    update(event_run_phase_gates)
+    .where(g.id == bindparam("gate_id"), g.satisfied_at.is_(None))
+    .values(satisfied_at=_NOW_AT, satisfied_by="reading", tally=bindparam("tally"))
 )
 
 _NOW = bindparam("now", type_=UTCDateTime)
@@ -312,3 +335,19 @@ _GATES_OF_RUN = select(*GATE_COLUMNS).where(g.run_id == bindparam("run_id")).ord
 async def gates_of_run(conn: AsyncConnection, run_id: int) -> list[Row]:
     """Every gate row of a run (one per phase it entered that had a gate), oldest first."""
     return list((await conn.execute(_GATES_OF_RUN, {"run_id": run_id})).all())
+
+
+async def open_reading_gates(conn: AsyncConnection, *, limit: int) -> list[Row]:
+    """The open ``reading`` gates of running runs in their current phase, oldest first: each
+    gate's columns, and ``run_params`` and ``run_scope``."""
+    return list((await conn.execute(_OPEN_READING, {"limit": limit})).all())
+
+
+async def satisfy_by_reading(
+    conn: AsyncConnection, gate_id: int, now: datetime, *, tally: int
+) -> bool:
+    """Satisfy a reading gate whose reading reached its number (``tally``: the number read);
+    True only for the one call that closed it."""
+    return await changed_one(
+        conn, _SATISFY_BY_READING, {"gate_id": gate_id, "now": now, "tally": tally}
+    )

@@ -22,7 +22,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.engine import catchup, overlap, transitions
+from pageant.engine import catchup, overlap, start_when, transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import Ahead, dispatch_step
 from pageant.engine.readiness import readiness, stopping
@@ -180,6 +180,9 @@ async def _start(
         return Outcome.UNVERIFIED
     if run["params"] and await _refused_values(host, run, now=now):
         return Outcome.FAILED
+    quorum = await start_when.decide(host, run, now)  # its event's start_when, if any
+    if quorum.outcome is not None:
+        return quorum.outcome
     key = run["concurrency_key"]
     beside: overlap.Meeting | None = None
     if key:
@@ -203,7 +206,7 @@ async def _start(
                 owner=owner,
                 lease=lease,
                 now=now,
-                because=catchup.started_because(run, now),
+                because=quorum.joined(catchup.started_because(run, now)),
             )
         )
         if not started:

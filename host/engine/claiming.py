@@ -45,7 +45,7 @@ from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.readiness import run_may_move, stopping
 from pageant.engine.transitions import is_late, start_all_in, start_in
-from pageant.runs import waiting
+from pageant.runs import quorum, waiting
 from pageant.runs.options import takes_option_values
 from pageant.runs.params import with_scope
 from pageant.runs.versions import phases_of
@@ -127,7 +127,8 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
     lease = now + timedelta(seconds=host.settings.run_lease_seconds)
     room = free_slots(host)
 
-    # Runs whose values are to be checked before they start: their own tasks' to start.
+    # Runs whose values are to be checked, or whose quorum read, before they start: their
+    # own tasks' to start.
     deferred: set[int] = set()
 
     async def claim(conn: AsyncConnection, group: Batch | None) -> dict[int, SetClaim]:
@@ -142,6 +143,9 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                     claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease)
                 continue
             pinned = await host.versions.get(conn, row["version_id"])
+            if pinned is not None and quorum.of_spec(pinned.spec) is not None:
+                deferred.add(run_id)  # a quorum reads the game first (engine/start_when)
+                continue
             if (
                 row["params"]
                 and pinned is not None

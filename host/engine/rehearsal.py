@@ -119,6 +119,7 @@ def dry_registry(registry: Registry) -> Registry:
         option_sources=dict(registry.option_sources),
         triggers=dict(registry.triggers),
         legs=dict(registry.legs),
+        readings=dict(registry.readings),
         owners=dict(registry.owners),
     )
     return copy

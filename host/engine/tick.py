@@ -20,6 +20,7 @@ from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
+from pageant.engine.reading_gates import read_gates
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
 from pageant.states import Health, StepStatus
@@ -185,5 +186,15 @@ async def prune(host: Host, now: datetime) -> None:
 
 #: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
 #: the same one; the countdown goes before advance, so a rung still pending at its run's
-#: instant is passed over before the run starts.
-STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, countdown, advance, cleanup, prune)
+#: instant is passed over before the run starts; the reading gates go before advance too,
+#: so a run whose gate ran out with ``else: fail`` is failed before advance looks at it.
+STAGES: tuple[Stage, ...] = (
+    reclaim,
+    expand,
+    sweep_missed,
+    countdown,
+    read_gates,
+    advance,
+    cleanup,
+    prune,
+)

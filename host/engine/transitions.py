@@ -25,6 +25,7 @@ from pageant.states import (
     RUN_SKIP,
     Move,
     RunStatus,
+    WaitingReason,
 )
 
 if TYPE_CHECKING:
@@ -44,9 +45,11 @@ class Lost(Exception):
 def is_late(run: Mapping[Any, Any], now: datetime) -> bool:
     """Whether a scheduled run's grace window has passed: the missed sweep's, not a start's.
     A run its event's catch-up policy let in (``catch_up`` set) is never late: it starts
-    when its turn comes (:mod:`pageant.engine.catchup`)."""
+    when its turn comes (:mod:`pageant.engine.catchup`); nor is one waiting on its quorum."""
     if run.get("catch_up"):
         return False
+    if run.get("waiting_reason") == WaitingReason.QUORUM:
+        return False  # its start_when's wait decides (pageant.engine.start_when)
     return bool(now > run["scheduled_for"] + timedelta(seconds=run["grace_seconds"]))
 
 
@@ -245,7 +248,8 @@ async def refuse_in(conn: AsyncConnection, run_id: int, because: str, *, now: da
 
 
 async def fail_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
-    """An active run ``-> failed``: its pinned version or phase cannot be read."""
+    """An active run ``-> failed``: its pinned version or phase cannot be read, or its
+    phase's reading gate waited out its wait short (``else: fail``)."""
     return await end_in(conn, run_id, RUN_FAIL, now=now, because=because)
 
 

@@ -8,6 +8,10 @@ is terminal *and* its gate is satisfied. Two kinds:
 - ``{"on": trigger, "where": condition, "count": n}`` — satisfied by the n-th firing of the
   trigger that matches the condition. The emit path (:mod:`pageant.gates.emit`) closes it
   (``satisfied_by: tally``); the tick only reads.
+- ``{"reading": id, "params": {...}, "at_least": n, "wait": "30m", "else": "advance"}`` — a
+  quorum: satisfied when the reading reaches ``n`` (``satisfied_by: reading``), which the
+  tick's reading-gates stage reads (:mod:`pageant.engine.reading_gates`); when ``wait`` ends
+  short, ``else`` decides: ``advance`` satisfies it at its deadline, ``fail`` fails the run.
 
 Both clocks start at phase entry: the row is made in the transaction that makes the phase
 current, so no crash can leave a current phase without its gate, and a firing during the
@@ -24,6 +28,7 @@ gate row means.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -63,9 +68,24 @@ def satisfied(gate: Gate, now: datetime) -> tuple[datetime | None, str | None]:
     if gate["satisfied_at"] is not None:
         return gate["satisfied_at"], gate["satisfied_by"]
     deadline = gate["deadline"]
-    if gate["kind"] == "after" and deadline is not None and deadline <= now:
+    if at_deadline(gate) and deadline is not None and deadline <= now:
         return deadline, "deadline"
     return None, None
+
+
+#: A reading gate's ``else`` (:func:`satisfied`): what a phase does when the wait ends short.
+ELSE_ADVANCE = "advance"
+ELSE_FAIL = "fail"
+READING_ELSE = (ELSE_ADVANCE, ELSE_FAIL)
+
+
+def at_deadline(gate: Gate) -> bool:
+    """Whether the gate is satisfied by its deadline coming: an ``after`` gate, and a reading
+    gate whose ``else`` is ``advance`` (one whose ``else`` is ``fail`` fails its run then)."""
+    if gate["kind"] == "after":
+        return True
+    condition = gate["condition"] if gate["kind"] == "reading" else None
+    return isinstance(condition, Mapping) and condition.get("else") == ELSE_ADVANCE
 
 
 def after_text(gate: Gate) -> str:
@@ -144,6 +164,15 @@ def sentence(gate: Gate, now: datetime) -> str:
 def sentence_parts(gate: Gate, now: datetime) -> list[str | datetime]:
     """:func:`sentence` with its instants left as instants, for a surface that draws them on
     its own clock."""
+    if gate["kind"] == "reading":
+        condition = gate["condition"] or {}
+        return [
+            f"waiting for {condition.get('reading')} to read at least "
+            f"{_literal(condition.get('at_least'))} until ",
+            gate["deadline"],
+            f" (then {condition.get('else')}), from ",
+            gate["entered_at"],
+        ]
     if gate["kind"] == "after":
         return [
             "waiting until ",
@@ -195,7 +224,7 @@ def last_firing(gate: Gate) -> tuple[datetime | None, bool | None]:
 def waiting_for(gate: Gate, now: datetime) -> dict[str, Any]:
     """The ``waiting_on`` answer (reason ``gate``) for a phase held by ``gate``."""
     found: dict[str, Any] = {"reason": "gate"}
-    if gate["kind"] == "after":
+    if gate["kind"] in ("after", "reading"):
         found["until"] = gate["deadline"]
     found["sentence"] = sentence(gate, now)
     found["words"] = sentence_parts(gate, now)
@@ -248,6 +277,16 @@ def summary(gate: Gate) -> dict[str, Any]:
     """What a log line says about a gate: its kind and what it counts or waits for."""
     if gate["kind"] == "after":
         return {"kind": "after", "after": after_text(gate), "deadline": gate["deadline"]}
+    if gate["kind"] == "reading":
+        condition = gate["condition"] or {}
+        return {
+            "kind": "reading",
+            "reading": condition.get("reading"),
+            "at_least": condition.get("at_least"),
+            "else": condition.get("else"),
+            "read": gate["tally"] if gate.get("satisfied_by") == "reading" else None,
+            "deadline": gate["deadline"],
+        }
     return {
         "kind": "on",
         "trigger_id": gate["trigger_id"],
@@ -297,6 +336,18 @@ def _opening(run_id: int, phase: Mapping[str, Any], now: datetime) -> dict[str, 
             # guessing a deadline would advance a phase its author meant to hold.
             raise ValueError(f'phase "{phase["key"]}": unreadable after {advance["after"]!r}')
         return {**base, "kind": "after", "needed": 1, "deadline": now + timedelta(seconds=seconds)}
+    if "reading" in advance:
+        wait = parse_after(advance.get("wait"))
+        if wait is None:
+            raise ValueError(f'phase "{phase["key"]}": unreadable wait {advance.get("wait")!r}')
+        condition = {k: advance.get(k) for k in ("reading", "params", "at_least", "else")}
+        return {
+            **base,
+            "kind": "reading",
+            "condition": condition,
+            "needed": max(1, math.ceil(advance["at_least"])),
+            "deadline": now + timedelta(seconds=wait),
+        }
     return {
         **base,
         "kind": "on",
@@ -358,11 +409,11 @@ async def leave_phase(
     if row is None:
         return
     gate = row._mapping
-    if gate["satisfied_at"] is None and gate["kind"] == "after":
+    if gate["satisfied_at"] is None and at_deadline(gate):
         if await gate_rows.close_at_deadline(conn, gate["id"], now):
             gate = await gate_rows.gate_by_id(conn, gate["id"])
             await log_closed(conn, gate, now=now)
-    if gate["satisfied_by"] in ("tally", "deadline"):
+    if gate["satisfied_by"] in ("tally", "deadline", "reading"):
         await log_advanced(conn, gate, now=now)
 
 

@@ -28,6 +28,7 @@ from pageant.gates.conditions import check_payload
 from pageant.gates.emit import MAX_BATCH, check_firing, refusal
 from pageant.gates.firers import check_plugin_firing
 from pageant.hookspecs import (
+    UNKNOWN,
     Action,
     ActionContext,
     AnnounceLeg,
@@ -35,9 +36,12 @@ from pageant.hookspecs import (
     GameLink,
     Lease,
     Param,
+    ReadContext,
+    Reading,
     SendContext,
+    Unknown,
 )
-from pageant.hookspecs.models import changes_world
+from pageant.hookspecs.models import changes_world, reading_value
 from pageant.plugins import tracing
 from pageant.plugins.calls import run_with_envelope
 from pageant.plugins.loader import PluginManager, PluginRecord
@@ -65,7 +69,7 @@ class Check:
     #: The plugin's label ``dist[entry]``; None for the manifest file as a whole.
     plugin: str | None
     #: load, startup, perform, perform_fresh, cost, revert, revert_final, option_source,
-    #: option_example, bounds, trigger, lease, leg, observe, world, manifest.
+    #: option_example, bounds, trigger, lease, leg, reading, observe, world, manifest.
     check: str
     #: What was checked: a plugin, an action, a source or trigger id, ``action.param``, a file.
     subject: str
@@ -214,7 +218,7 @@ async def exercise(
     """The kit's checks of what one loaded plugin declared."""
     owned = {
         key: sorted(i for (k, i), o in registry.owners.items() if k == key and o == record.label)
-        for key in ("actions", "option_sources", "triggers", "leases", "legs")
+        for key in ("actions", "option_sources", "triggers", "leases", "legs", "readings")
     }
     world = World.of(record)
     checks: list[Check] = []
@@ -261,6 +265,8 @@ async def exercise(
     for leg_id in owned["legs"]:
         found = await _leg_check(record.label, registry.legs[leg_id], services, world)
         checks.extend(world.reported(found))
+    for reading_id in owned["readings"]:
+        checks.append(await _reading_check(record.label, registry.readings[reading_id]))
     checks.append(world.summary(record.label))
     return checks
 
@@ -737,6 +743,49 @@ async def _leg_check(label: str, leg: AnnounceLeg, services: KitServices, world:
             f"{what} posted to {', '.join(services.posted[before:])}; expected nothing sent",
         )
     return Check(label, "leg", subject, "pass", f"{what} answered ok and sent nothing")
+
+
+async def _reading_check(label: str, reading: Reading) -> Check:
+    """``read`` with each param's example, within the reading's budget: it answers a number
+    or ``UNKNOWN`` (a game the kit cannot reach is unknown, not a defect)."""
+    subject = reading.id
+    params = {param.name: param.example for param in reading.params}
+    budget = reading.budget_ms / 1000
+    context = ReadContext(
+        reading=reading.id, deadline=datetime.now(UTC) + timedelta(seconds=budget)
+    )
+    what = f"{subject}: read({_show(params)})"
+    try:
+        async with asyncio.timeout(budget):
+            answer = await reading.read(params, context)
+    except TimeoutError:
+        return Check(
+            label,
+            "reading",
+            subject,
+            "violation",
+            f"{what} did not answer within its budget_ms ({reading.budget_ms}); expected a "
+            "number, or UNKNOWN when it cannot tell",
+        )
+    except Exception as exc:  # the plugin's defect, reported rather than raised
+        return Check(
+            label,
+            "reading",
+            subject,
+            "violation",
+            f"{what} raised {_raised(exc)}; expected a number, or UNKNOWN when it cannot tell",
+        )
+    if answer is UNKNOWN:
+        return Check(label, "reading", subject, "pass", f"{what} answered UNKNOWN")
+    if isinstance(reading_value(answer), Unknown):
+        return Check(
+            label,
+            "reading",
+            subject,
+            "violation",
+            f"{what} answered {_show(answer)}; expected a number, or UNKNOWN when it cannot tell",
+        )
+    return Check(label, "reading", subject, "pass", f"{what} answered {_show(answer)}")
 
 
 def _raised(exc: BaseException) -> str:

@@ -63,6 +63,9 @@ SINCE_1_2 = frozenset({"on_failure", "self_check"})
 PARAM_BOUNDS = frozenset({"minimum", "maximum", "min_length", "max_length", "pattern", "enum"})
 #: The same for contract 1.3: a trigger's ``sentence``.
 SINCE_1_3 = frozenset({"sentence"})
+#: Kinds of contract 1.5, recorded only when the plugin declares one (its readings): a
+#: manifest written before them still matches a plugin that has none.
+SINCE_1_5 = frozenset({"readings"})
 
 
 def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
@@ -74,6 +77,8 @@ def plugin_entry(registry: Registry, record: PluginRecord) -> dict[str, Any]:
         "contract": record.contract,
     }
     for key, items in catalog.items():
+        if key in SINCE_1_5 and not any(item["plugin"] == record.label for item in items):
+            continue
         entry[key] = [
             {
                 k: _declared_params(v) if k == "params" else v

@@ -526,18 +526,19 @@ class PluginManager:
             self.registry.add(key, ident, item, label)
 
     def _check_references(self, staged: list[tuple[str, str, Any]]) -> list[str]:
-        """An action param naming an option source must name one that exists."""
+        """An action's or a reading's param naming an option source must name one that exists."""
         sources = set(self.registry.option_sources) | {
             ident for key, ident, _ in staged if key == "option_sources"
         }
         problems = []
+        hooks = {"actions": "pageant_actions", "readings": "pageant_readings"}
         for key, ident, item in staged:
-            if key != "actions":
+            if key not in hooks:
                 continue
             for param in item.params:
                 if param.option_source and param.option_source not in sources:
                     problems.append(
-                        f"pageant_actions ({ident}): param {param.name!r} names option source "
+                        f"{hooks[key]} ({ident}): param {param.name!r} names option source "
                         f"{param.option_source!r}, which nobody declares; "
                         "expected a declared source"
                     )

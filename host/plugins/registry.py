@@ -7,7 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pageant.hookspecs import Action, AnnounceLeg, Budget, Lease, OptionSource, Trigger
+from pageant.hookspecs import (
+    Action,
+    AnnounceLeg,
+    Budget,
+    Lease,
+    OptionSource,
+    Reading,
+    Trigger,
+)
 
 #: (hook name, model, the attribute holding the id, the catalog key).
 KINDS: tuple[tuple[str, type[BaseModel], str, str], ...] = (
@@ -17,6 +25,7 @@ KINDS: tuple[tuple[str, type[BaseModel], str, str], ...] = (
     ("pageant_option_sources", OptionSource, "id", "option_sources"),
     ("pageant_triggers", Trigger, "id", "triggers"),
     ("pageant_announce_legs", AnnounceLeg, "id", "legs"),
+    ("pageant_readings", Reading, "id", "readings"),
 )
 
 _CALLABLES = frozenset(
@@ -34,6 +43,7 @@ class Registry:
     option_sources: dict[str, OptionSource] = field(default_factory=dict)
     triggers: dict[str, Trigger] = field(default_factory=dict)
     legs: dict[str, AnnounceLeg] = field(default_factory=dict)
+    readings: dict[str, Reading] = field(default_factory=dict)
     #: (catalog key, id) -> the plugin label (``dist[entry]``) that declared it.
     owners: dict[tuple[str, str], str] = field(default_factory=dict)
     #: (lease id, target) -> why the boot-time self-check dropped it (see

@@ -17,10 +17,10 @@ from pageant.db.rows import columns_of
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.held import held_by
-from pageant.runs import waiting
+from pageant.runs import quorum, waiting
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.versions import phases_of
-from pageant.states import RUN_ENDED, STEP_OPEN
+from pageant.states import RUN_ENDED, STEP_OPEN, WaitingReason
 from pageant.switchboard.board import run_budget
 
 if TYPE_CHECKING:
@@ -100,6 +100,21 @@ async def _phase_of(
     return None
 
 
+async def _quorum(
+    conn: AsyncConnection, host: Host, row: Row, now: datetime
+) -> dict[str, Any] | None:
+    """What a due scheduled run waits on by its event's ``start_when``, with the reading's
+    last answer (the console never reads the game itself)."""
+    found = await pinned_spec(host, conn, row.version_id)
+    start_when = quorum.of_spec(found.spec) if found else None
+    if start_when is None:
+        return None
+    run = dict(row._mapping)
+    read = host.readings.last(str(start_when["reading"]), quorum.reading_params(start_when, run))
+    since = row.waiting_since or now
+    return quorum.waiting_note(start_when, host.registry, read, since=since)
+
+
 async def _notify_hold(
     conn: AsyncConnection,
     host: Host,
@@ -159,6 +174,9 @@ async def run_views(
             hold = await _notify_hold(conn, host, row, phase_steps, specs, now)
             if hold is not None and hold.waits:
                 unavailable = hold.reason
+        waits_quorum = None
+        if row.status == "scheduled" and row.waiting_reason == WaitingReason.QUORUM:
+            waits_quorum = await _quorum(conn, host, row, now)
         waiting_on = waiting.describe(
             row._mapping,
             phase_steps,
@@ -168,6 +186,7 @@ async def run_views(
             gate=gate,
             unavailable=unavailable,
             cleanup_held=held_by(held[row.id], host.plugin_unavailable) if row.id in held else None,
+            quorum=waits_quorum,
         )
         views.append(_run_json(row, waiting_on))
     return views

@@ -248,6 +248,12 @@ def _join(parts: Sequence[Part], tz: str) -> str:
 def _gate_words(gate: Detail) -> list[Part]:
     if gate.get("kind") == "after":
         return [f"after {gate.get('after')}, at ", *_when(gate.get("deadline"))]
+    if gate.get("kind") == "reading":
+        return [
+            f"when {gate.get('reading')} reads at least {gate.get('at_least')}, or at ",
+            *_when(gate.get("deadline")),
+            f" ({gate.get('else')})",
+        ]
     where = f" where {gate['condition']}" if gate.get("condition") else ""
     needed = gate.get("needed") or 1
     times = "once" if needed == 1 else f"{needed} times"
@@ -449,6 +455,7 @@ _SATISFIED = {
     "deadline": "its time was up",
     "tally": "enough firings were counted",
     "forced": "a person moved it on",
+    "reading": "its reading reached the number",
 }
 
 

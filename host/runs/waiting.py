@@ -2,7 +2,8 @@
 
 ``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, step_id?, attempt?,
 of?, sentence}`` with a reason among ``not_due``, ``unverified``, ``concurrency``,
-``backoff``, ``parked``, ``paused``, ``gate`` and ``unavailable`` (the next step's action
+``backoff``, ``parked``, ``paused``, ``gate``, ``quorum`` (a due run's event's
+``start_when`` waits for a reading to reach its number) and ``unavailable`` (the next step's action
 belongs to no loaded plugin while its owner is contested: it waits rather than run someone
 else's code, or an ended run's cleanup waits for a plugin that is down, naming it as
 ``plugin``). The engine persists the reason
@@ -75,6 +76,7 @@ def describe(
     gate: dict[str, Any] | None = None,
     unavailable: Unavailable | None = None,
     cleanup_held: dict[str, Any] | None = None,
+    quorum: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Why ``run`` is not advancing at ``now``, or None when it is (or has ended and waits
     on nothing).
@@ -83,7 +85,9 @@ def describe(
     holding the concurrency key of a due scheduled run; ``gate`` is what
     :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done;
     ``unavailable`` answers why a due step's action may not run at all; ``cleanup_held``
-    is what an ended run's cleanup waits on (:func:`pageant.ledger.held.held_by`).
+    is what an ended run's cleanup waits on (:func:`pageant.ledger.held.held_by`);
+    ``quorum`` what a due scheduled run waits on by its event's ``start_when``
+    (:func:`pageant.runs.quorum.waiting_note`).
     """
     status = run["status"]
     found: dict[str, Any] | None = None
@@ -112,6 +116,8 @@ def describe(
                     f'concurrency key "{run["concurrency_key"]}"'
                 ),
             }
+        elif quorum is not None:
+            found = quorum
     elif status == "paused":
         stopped_at = furthest_failure(phase_steps)
         if stopped_at is not None:

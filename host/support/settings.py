@@ -94,6 +94,10 @@ class Settings(BaseModel):
     outside_wake_ms: int = Field(default=500, ge=0, le=60_000)
     log_retention_days: int = Field(default=90, ge=1)
     stall_seconds: float = Field(default=3600, gt=0)
+    #: The least time between two reads of the same reading with the same params (a
+    #: plugin's ``pageant_readings``): every start condition and gate asking within it shares
+    #: the one answer, so a game is never polled faster than this per server.
+    reading_interval_seconds: float = Field(default=10, ge=1, le=3600)
     horizon_days: int = Field(default=14, ge=1, le=366)
     dispatch_concurrency: int = Field(default=16, ge=1)
     #: The most step answers the engine records in one shared transaction.

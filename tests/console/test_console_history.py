@@ -143,6 +143,7 @@ async def test_the_plugins_page_lists_every_kind_of_declaration(client, tokens, 
         ("leases", "leases", "id"),
         ("option_sources", "option-sources", "id"),
         ("legs", "legs", "id"),
+        ("readings", "readings", "id"),
     ):
         assert catalog[kind], kind  # the installed plugins declare one of each
         section = html.split(f'id="{table}"')[1].split("</table>")[0]

@@ -11,6 +11,8 @@ brings back what happened. The plugin itself opens nothing:
 - a lease, ``luanti.setting`` (``time_speed``, and gravity through every player's physics),
   handed its ``until`` so the world puts the value back by itself if pageant is gone;
 - five triggers, fired by the mod straight to the host (the plugin never sees them);
+- a reading, ``luanti.players_online`` (contract 1.5): the players connected to a world,
+  counted by its bridge (the ``players`` command);
 - ``pageant_reconcile``, answered from the world's loaded entities. Availability is the
   link's: a world that stops syncing is down, and its return reconciles the plugin.
 
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pageant import hookimpl
-from pageant.hookspecs import ActionContext, HeldResource
+from pageant.hookspecs import UNKNOWN, ActionContext, HeldResource, LinkFailure, ReadContext
 from pageant.link.toolkit import LinkPlugin
 
 from .catalog import ACTIONS, KINDS, MAX_ENTITIES, MAX_ITEMS, TRIGGERS
@@ -49,11 +51,11 @@ class LuantiPlugin(LinkPlugin):
         super().__init__()
         self.PLUGIN_INFO = {
             "owner": "luanti",
-            "contract": "^1.3",
+            "contract": "^1.5",
             "settings": LuantiSettings,
             # The worlds are learned as they sync (tokens bound to owner luanti) or are called:
             # declaring the settings' default here would watch a world nobody installed.
-            "link": {"servers": [], "commands": sorted(ACTIONS)},
+            "link": {"servers": [], "commands": [*sorted(ACTIONS), "players"]},
         }
 
     def _check(self, ctx: ActionContext) -> None:
@@ -145,6 +147,19 @@ class LuantiPlugin(LinkPlugin):
 
         return await self.guard(ctx, do, self._check)
 
+    # ── the reading ──────────────────────────────────────────────────────────
+
+    async def players_online(self, params: dict[str, Any], ctx: ReadContext) -> Any:
+        """The players connected to the world, as its bridge counts them (``players``);
+        unknown when the world does not answer by the read's deadline."""
+        server = params.get("server") or self.settings.servers[0]
+        try:
+            said = await self.call(str(server), "players", {}, deadline=ctx.deadline)
+        except LinkFailure:
+            return UNKNOWN
+        count = said.get("count") if isinstance(said, dict) else None
+        return count if isinstance(count, int) and not isinstance(count, bool) else UNKNOWN
+
     # ── reconcile ────────────────────────────────────────────────────────────
 
     @hookimpl
@@ -192,6 +207,27 @@ class LuantiPlugin(LinkPlugin):
     @hookimpl
     def pageant_triggers(self) -> list[dict[str, Any]]:
         return TRIGGERS
+
+    @hookimpl
+    def pageant_readings(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": "luanti.players_online",
+                "label": "Players online",
+                "unit": "players online",
+                "params": [
+                    {
+                        "name": "server",
+                        "type": "string",
+                        "required": False,
+                        "description": "Which world (default: the first configured).",
+                        "example": "world",
+                    }
+                ],
+                "read": self.players_online,
+                "description": "The players connected to the world, counted by its bridge.",
+            }
+        ]
 
 
 def spawned_ids(key: str, count: int) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 from pageant_luanti import LuantiPlugin
 from pageant_luanti.settings import LuantiSettings
 
-from pageant.hookspecs import HeldResource
+from pageant.hookspecs import UNKNOWN, HeldResource
 from pageant.testing import FakeAgent, assert_failed, assert_ok
 
 KEY = "run-1-step-2"
@@ -50,6 +50,7 @@ async def world(pageant_kit: Any, pageant_client: Any) -> AsyncIterator[FakeAgen
             "setting_get": {"value": "72"},
             "setting_set": {"baseline": "72"},
             "setting_restore": {"value": "72"},
+            "players": {"count": 3},
             "entities": {
                 "entities": [{"id": f"{KEY}#1", "kind": "beacon"}],
                 "unloaded": [f"{KEY}#2"],
@@ -208,3 +209,13 @@ async def test_a_world_that_stopped_syncing_is_retried_and_its_own_error_is_fina
     pageant_kit.clock.advance(60)  # past link_offline_seconds: the world is down
     envelope = assert_failed(await pageant_kit.perform("luanti.say", {"message": "hi"}), retry=True)
     assert "world last synced" in (envelope.error or "")
+
+
+async def test_players_online_is_the_count_the_bridge_answers_and_unknown_without_it(
+    pageant_kit: Any, world: FakeAgent
+) -> None:
+    assert await pageant_kit.read("luanti.players_online", {"server": "world"}) == 3
+    assert await pageant_kit.read("luanti.players_online", {}) == 3  # the first world
+    assert [c["payload"] for c in sent(world, "players")] == [{}, {}]
+    await world.stop()  # the world stops syncing: down, and the read is unknown
+    assert await pageant_kit.read("luanti.players_online", {"server": "world_b"}) is UNKNOWN

@@ -9,6 +9,8 @@ its game log (:mod:`pageant_openarena.gamelog`):
 - a lease, ``openarena.cvar``: a server cvar from an allowlist, borrowed and put back;
 - one budget (``openarena.bots``), four option sources and five triggers, fired from the
   game log through ``context.emit``;
+- a reading, ``openarena.players_online`` (contract 1.5): the clients ``status`` lists,
+  bots only when the event asks (``"bots": true``);
 - ``pageant_reconcile``, answered from ``status``; availability: a server that stops
   answering makes the plugin unavailable until it answers again, then asks for a reconcile.
 """
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pageant import hookimpl
-from pageant.hookspecs import ActionContext, HeldResource, PluginContext
+from pageant.hookspecs import UNKNOWN, ActionContext, HeldResource, PluginContext, ReadContext
 
 from .catalog import (
     BOT,
@@ -64,7 +66,7 @@ class OpenArenaPlugin:
         self._watcher: asyncio.Task[None] | None = None
         self.PLUGIN_INFO = {
             "owner": "openarena",
-            "contract": "^1.3",
+            "contract": "^1.5",
             "settings": OpenArenaSettings,
             "observe": self.observe,
             "check": self.check,
@@ -472,6 +474,22 @@ class OpenArenaPlugin:
         server, name = self._cvar(target)
         await server.set_cvar(name, baseline)
 
+    # ── the reading ──────────────────────────────────────────────────────────
+
+    async def players_online(self, params: dict[str, Any], ctx: ReadContext) -> Any:
+        """The clients ``status`` lists on the server, bots only when ``bots`` is true (a
+        bot's address is ``bot``); unknown when the server is not configured, refuses the
+        password or does not answer."""
+        server = self.servers.get(params["server"])
+        if server is None or server.problem is not None:
+            return UNKNOWN
+        try:
+            clients = await server.clients()
+        except RconError:
+            return UNKNOWN
+        counts_bots = bool(params.get("bots", False))
+        return sum(1 for client in clients if counts_bots or not client.bot)
+
     # ── the option sources ───────────────────────────────────────────────────
 
     async def resolve_servers(self) -> list[dict[str, str]]:
@@ -582,6 +600,28 @@ class OpenArenaPlugin:
     @hookimpl
     def pageant_triggers(self) -> list[dict[str, Any]]:
         return TRIGGERS
+
+    @hookimpl
+    def pageant_readings(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": "openarena.players_online",
+                "label": "Players online",
+                "unit": "players online",
+                "params": [
+                    {
+                        **_param("server", "string", "Which server.", "main"),
+                        "option_source": "openarena.options.servers",
+                    },
+                    {
+                        **_param("bots", "boolean", "Count bots as players too.", False),
+                        "required": False,
+                    },
+                ],
+                "read": self.players_online,
+                "description": "The clients status lists; bots only when bots is true.",
+            }
+        ]
 
 
 def _param(name: str, kind: str, description: str, example: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from arena_server import arena  # noqa: F401 - a fixture, used by name
 from pageant_openarena import OpenArenaPlugin
 from pageant_openarena.dedicated import Dedicated
 
-from pageant.hookspecs import ActionContext, HeldResource, Resource
+from pageant.hookspecs import UNKNOWN, ActionContext, HeldResource, Resource
 from pageant.testing import Kit, assert_failed, assert_ok
 
 ADD = {"count": 3, "skill": 1}
@@ -248,3 +248,29 @@ async def test_a_wrong_password_is_one_clear_error_naming_the_setting(
         "check PAGEANT_PLUGIN_OPENARENA_RCON_PASSWORD (rcon_password)"
     )
     assert pageant_kit.host.unavailable("openarena.bots.add") is None  # it answers: not down
+
+
+async def test_players_online_counts_bots_only_when_asked(
+    pageant_kit: Kit, arena: Dedicated
+) -> None:
+    reading = "openarena.players_online"
+    assert await pageant_kit.read(reading, {"server": "main"}) == 0
+    assert await pageant_kit.read(reading, {"server": "main", "bots": True}) == 0
+    assert_ok(await pageant_kit.perform("openarena.bots.add", ADD, idempotency_key="q1"))
+    assert len(await bots_on(arena)) == 3
+    # The three bots are clients, not players, unless the event says so.
+    assert await pageant_kit.read(reading, {"server": "main"}) == 0
+    assert await pageant_kit.read(reading, {"server": "main", "bots": False}) == 0
+    assert await pageant_kit.read(reading, {"server": "main", "bots": True}) == 3
+
+
+async def test_players_online_is_unknown_for_a_server_that_does_not_answer(
+    pageant_kit: Kit, arena: Dedicated
+) -> None:
+    reading = "openarena.players_online"
+    assert await pageant_kit.read(reading, {"server": "elsewhere"}) is UNKNOWN
+    await arena.stop()
+    # The plugin answers from a status under a second old (STATUS_WINDOW); after it, the
+    # stopped server's silence is unknown, never the last count.
+    await asyncio.sleep(1.1)
+    assert await pageant_kit.read(reading, {"server": "main"}) is UNKNOWN

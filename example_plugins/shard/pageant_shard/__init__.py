@@ -10,6 +10,8 @@ against the public contract alone (``pageant.hookspecs`` and ``pageant.hookimpl`
 - a lease, ``shard.config``: a live configuration value a run borrows and puts back;
 - two budget dimensions, five option sources (the servers' with each one's time zone)
   and three triggers;
+- a reading, ``shard.players_online`` (contract 1.5): how many players the shard has now,
+  unknown while it is down, for an event's quorum (``start_when``);
 - ``pageant_reconcile``, answered from what the world holds;
 - availability: the plugin tells the host when the shard goes down, and asks it to
   reconcile when the shard comes back with a new boot id.
@@ -28,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from pageant import hookimpl
-from pageant.hookspecs import ActionContext, HeldResource, PluginContext
+from pageant.hookspecs import UNKNOWN, ActionContext, HeldResource, PluginContext, ReadContext
 
 from .simulation import Simulation
 from .world import ATLAS, ITEMS, LANDMARKS, REGIONS, SERVERS, ShardDown, World
@@ -100,7 +102,7 @@ class ShardPlugin:
         self._failing: tuple[str, ...] | None = None  # the despawn fault_revert_failures fails
         self.PLUGIN_INFO = {
             "owner": "shard",
-            "contract": "^1.4",
+            "contract": "^1.5",
             "settings": ShardSettings,
             "observe": self.observe,
         }
@@ -395,6 +397,16 @@ class ShardPlugin:
             {"value": sid, "label": label, "zone": zone} for sid, (label, zone) in SERVERS.items()
         ]
 
+    # ── the reading ──────────────────────────────────────────────────────────
+
+    async def players_online(self, params: dict[str, Any], ctx: ReadContext) -> Any:
+        """How many players are online: the simulated shard's servers share one world, so
+        each server reads the world's players; unknown while the shard is down (never a
+        guess, never the last count)."""
+        if not self.world.up or params["server"] not in SERVERS:
+            return UNKNOWN
+        return len(self.world.players)
+
     # ── declarations ─────────────────────────────────────────────────────────
 
     @hookimpl
@@ -525,6 +537,20 @@ class ShardPlugin:
             {"id": "shard.options.creatures", "label": "Creatures", "resolve": self.creatures},
             {"id": "shard.options.items", "label": "Reward items", "resolve": self.items},
             {"id": "shard.options.servers", "label": "Servers", "resolve": self.servers},
+        ]
+
+    @hookimpl
+    def pageant_readings(self) -> list[dict[str, Any]]:
+        server = _param("server", "string", "Which server.", "eu-1", "shard.options.servers")
+        return [
+            {
+                "id": "shard.players_online",
+                "label": "Players online",
+                "unit": "players online",
+                "params": [server],
+                "read": self.players_online,
+                "description": "The players on the shard now; unknown while it is down.",
+            }
         ]
 
     @hookimpl

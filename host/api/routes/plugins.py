@@ -82,6 +82,8 @@ class Catalog(BaseModel):
     leases: list[dict[str, Any]]
     option_sources: list[dict[str, Any]]
     legs: list[dict[str, Any]]
+    #: Contract 1.5: the numbers the plugins read from their games (players online).
+    readings: list[dict[str, Any]]
 
 
 class OptionValues(BaseModel):

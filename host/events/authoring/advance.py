@@ -1,9 +1,11 @@
 """The spec's gates: the ``advance`` a phase may carry, and what its duration means.
 
-Two shapes, exactly one per gate::
+Three shapes, exactly one per gate::
 
     {"after": "30m"}
     {"on": "wisps.caught", "where": {...}, "count": 2}
+    {"reading": "shard.players_online", "params": {...}, "at_least": 4, "wait": "30m",
+     "else": "advance"}
 
 An ``on`` gate may also be shown to players (``"public": true``, and the ``label`` they
 read): :mod:`pageant.events.authoring.progress`.
@@ -38,8 +40,9 @@ from pageant.gates.durations import (  # noqa: F401 - re-exported for the spec v
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry
 
-ADVANCE_KINDS = ("after", "on")
+ADVANCE_KINDS = ("after", "on", "reading")
 AFTER_GATE_KEYS = ("after",)
+READING_GATE_KEYS = ("reading", "params", "at_least", "wait", "else")
 #: ``dormant`` is output-only: accepted back, then recomputed against the registry.
 ON_GATE_KEYS = ("on", "where", "count", "dormant", "public", "label")
 
@@ -70,8 +73,18 @@ def validate_advance(
         return None
     kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
     if len(kinds) != 1:
-        errors.append(f'{path}: expected exactly one of "after" or "on"')
+        errors.append(f'{path}: expected exactly one of "after", "on" or "reading"')
         return None
+    if kinds[0] == "reading":
+        # Imported here: the quorum's grammar is shared with start_when, in its own module.
+        from pageant.events.authoring.start_when import validate_quorum
+        from pageant.gates.phase import READING_ELSE
+
+        extra = refuse_unknown(raw, READING_GATE_KEYS, path, errors, ' for a "reading" gate')
+        gate = validate_quorum(
+            raw, path, registry, errors, choices=READING_ELSE, types=params or {}
+        )
+        return None if extra else gate
     if kinds[0] == "after":
         extra = refuse_unknown(raw, AFTER_GATE_KEYS, path, errors, ' for an "after" gate')
         seconds = parse_after(raw["after"])

@@ -60,6 +60,7 @@ from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.countdown import validate_countdown
 from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.start_when import START_WHEN_SCHEMA, validate_start_when
 from pageant.events.authoring.subscriptions import (
     MAX_BLACKOUTS,
     validate_blackouts,
@@ -78,7 +79,16 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up", "blackouts")
+SPEC_KEYS = (
+    "params",
+    "schedule",
+    "phases",
+    "announcement",
+    "acknowledge",
+    "catch_up",
+    "blackouts",
+    "start_when",
+)
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -226,6 +236,14 @@ def validate(
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     acknowledged = validate_acknowledged(raw.get("acknowledge"), "spec.acknowledge", errors)
     catch_up = validate_catch_up(raw.get("catch_up"), "spec.catch_up", errors)
+    start_when = validate_start_when(
+        raw.get("start_when"),
+        "spec.start_when",
+        registry,
+        errors,
+        types=types,
+        declared=by_name,
+    )
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -241,6 +259,8 @@ def validate(
         out["catch_up"] = catch_up
     if subscribed:
         out["blackouts"] = subscribed
+    if start_when:
+        out["start_when"] = start_when
     return out
 
 
@@ -824,6 +844,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "catch_up": CATCH_UP_SCHEMA,
+        "start_when": START_WHEN_SCHEMA,
     },
     "additionalProperties": False,
 }

@@ -255,6 +255,11 @@ function commands.entities()
 	return {entities = found, unloaded = waiting}
 end
 
+-- How many players are connected now (pageant's luanti.players_online reading).
+function commands.players()
+	return {count = #minetest.get_connected_players()}
+end
+
 function commands.give(p, key)
 	if retired["give/" .. key] then return {given = 0} end -- taken back before it came
 	local stack = ItemStack(p.item .. " " .. (tonumber(p.count) or 1))
