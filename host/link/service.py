@@ -268,6 +268,10 @@ class Link:
             "status": "queued",
             "deadline": deadline,
             "created_at": now,
+            # Every command names the same columns, so a batch inserts them in one run
+            # (one handed straight to its sync is inserted delivered: see _insert).
+            "delivered_at": None,
+            "deliveries": 0,
         }
         lock = self._queueing.setdefault(server, asyncio.Lock())
         # One count-then-insert at a time per server on this host, so the bound holds here

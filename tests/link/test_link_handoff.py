@@ -115,3 +115,36 @@ async def test_a_sync_gone_as_its_command_is_inserted_leaves_it_queued_never_del
     assert await asyncio.wait_for(call, 5) == "ok"
     assert await _rows(db) == {"k1": ("answered", 1, None)}
     await link.close()
+
+
+async def test_commands_handed_over_and_queued_share_one_insert(db, clock, settings):
+    link = Link(db, clock, settings)
+    deadline = clock.now() + timedelta(seconds=30)
+    for server in ("world-a", "world-b"):  # each server's queue counted once
+        await link.synced(server, ["bench"])
+        sync = asyncio.create_task(link.take(server, 5))
+        await _held(link, server)
+        call = asyncio.create_task(
+            link.call("bench", server, "spawn", {}, key=f"{server}-0", deadline=deadline)
+        )
+        assert [c["key"] for c in await asyncio.wait_for(sync, 5)] == [f"{server}-0"]
+        await link.record_results(server, [{"command": "spawn", "key": f"{server}-0"}])
+        await asyncio.wait_for(call, 5)
+    sync = asyncio.create_task(link.take("world-a", 5))
+    await _held(link, "world-a")
+    before = link.writes.transactions
+    # world-b's command is queued, world-a's goes to its waiting sync: one transaction.
+    calls = [
+        asyncio.create_task(
+            link.call("bench", server, "spawn", {}, key=f"{server}-1", deadline=deadline)
+        )
+        for server in ("world-b", "world-a")
+    ]
+    assert [c["key"] for c in await asyncio.wait_for(sync, 5)] == ["world-a-1"]
+    assert link.writes.transactions - before == 1
+    rows = await _rows(db)
+    assert (rows["world-a-1"], rows["world-b-1"]) == (("delivered", 1, None), ("queued", 0, None))
+    for call in calls:
+        call.cancel()
+    await asyncio.gather(*calls, return_exceptions=True)
+    await link.close()
