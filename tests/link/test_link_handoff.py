@@ -96,7 +96,7 @@ async def test_a_sync_gone_as_its_command_is_inserted_leaves_it_queued_never_del
         there[0] = False  # the agent goes while the command is being inserted for it
         return await run(write)
 
-    writes.run = gone_meanwhile  # type: ignore[method-assign]
+    writes.run = gone_meanwhile  # type: ignore[method-assign]  # the agent goes mid-insert
     deadline = clock.now() + timedelta(seconds=1)
     call = asyncio.create_task(
         link.call("bench", "world-a", "spawn", {}, key="k1", deadline=deadline)
@@ -108,7 +108,7 @@ async def test_a_sync_gone_as_its_command_is_inserted_leaves_it_queued_never_del
         await asyncio.sleep(0.01)
     # Inserted delivered for the sync, then put back: no one was handed it.
     assert await _rows(db) == {"k1": ("queued", 0, None)}
-    writes.run = run  # type: ignore[method-assign]
+    writes.run = run  # type: ignore[method-assign]  # the queue as it was
     # The agent back: its next sync takes the command, and its answer ends the call.
     assert [c["key"] for c in await link.take("world-a", 0)] == ["k1"]
     await link.record_results("world-a", [{"command": "spawn", "key": "k1", "answer": "ok"}])
