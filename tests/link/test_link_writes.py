@@ -49,6 +49,10 @@ async def test_twenty_servers_commands_share_few_transactions_and_each_is_answer
         # A server's first command on a host counts its queue alone; later ones share.
         before, written = link._writes.transactions, link._writes.writes
         agents = [asyncio.create_task(_agent(link, server)) for server in servers]
+        for _ in range(500):  # every agent's sync waits (it has looked, and found nothing)
+            if all(link._syncs.parked(server) for server in servers):
+                break
+            await asyncio.sleep(0.01)
         answers = await asyncio.gather(*(_call(link, clock, s, f"{round_}-{s}") for s in servers))
         await asyncio.gather(*agents)
         assert answers == [{"n": f"{round_}-{s}"} for s in servers]
