@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import os
 import statistics
@@ -34,7 +35,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from benchdb import scratch_database
-from procstat import rss_mib
+from procstat import cpu_seconds, rss_mib
+from sqlalchemy import event
 
 from pageant.access.tokens import MAX_BINDINGS, create_token
 from pageant.api.app import make_app
@@ -120,11 +122,26 @@ async def agents_process() -> None:
 
 
 async def busy(
-    mysql: str | None, agents: int, seconds: float, *, here: bool = False, one: bool = False
+    mysql: str | None,
+    agents: int,
+    seconds: float,
+    *,
+    here: bool = False,
+    one: bool = False,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     """``one``: a single caller, one command at a time, to the servers in turn (the
-    latency of a command whose agent is already waiting, nothing queued before it)."""
+    latency of a command whose agent is already waiting, nothing queued before it).
+    ``profile``: the host's process is profiled (cProfile) while the callers run, and the
+    profile written to that file (the figures are then the profiler's, not the host's)."""
     async with scratch_database(mysql) as db:
+        statements = 0
+
+        def count(*_: Any) -> None:
+            nonlocal statements
+            statements += 1
+
+        event.listen(db.sync_engine, "before_cursor_execute", count)
         settings = Settings(database_url=str(db.url), http_concurrency=8)
         host = Host(settings, discover=False, db=db)
         runner = web.AppRunner(make_app(host, run_engine=False))
@@ -180,13 +197,30 @@ async def busy(
                 turn += 1
                 answered += 1
 
+        profiler = cProfile.Profile() if profile else None
+        # Said on stderr, for a sampling profiler to attach to this process now.
+        print(f"busy: process {os.getpid()} calls for {seconds:g} s", file=sys.stderr, flush=True)
         began, cpu, loop_cpu = time.monotonic(), time.process_time(), time.thread_time()
+        counted, transactions = statements, host.link.writes.transactions
+        agents_cpu = cpu_seconds(process.pid) if process is not None else 0.0
+        if profiler is not None:
+            profiler.enable()
         if one:
             await caller(servers)
         else:
             await asyncio.gather(*(caller([s]) for s in servers))
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile)
+
         took, cpu = time.monotonic() - began, time.process_time() - cpu
         loop_cpu = time.thread_time() - loop_cpu
+        if process is not None:
+            agents_cpu = cpu_seconds(process.pid) - agents_cpu
+        counted, transactions = (
+            statements - counted,
+            host.link.writes.transactions - transactions,
+        )
         stop.set()
         for task in polling:
             task.cancel()
@@ -205,6 +239,11 @@ async def busy(
             "commands_per_second": round(answered / took, 1),
             "host_cpu_ms_per_command": round(cpu / max(answered, 1) * 1000, 2),
             "of_it_event_loop_ms": round(loop_cpu / max(answered, 1) * 1000, 2),
+            "agents_cpu_ms_per_command": (
+                round(agents_cpu / max(answered, 1) * 1000, 2) if process is not None else None
+            ),
+            "statements_per_command": round(counted / max(answered, 1), 2),
+            "write_transactions_per_command": round(transactions / max(answered, 1), 2),
             "p50_ms": round(_pct(received, 0.5) * 1000, 1),
             "p99_ms": round(_pct(received, 0.99) * 1000, 1),
             "commands": answered,
@@ -267,18 +306,23 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--agents-here", action="store_true")
+    parser.add_argument("--only", choices=("busy", "one", "idle"), default=None)
+    parser.add_argument("--profile", default=None, help="cProfile the busy case into this file")
     parser.add_argument("--agents-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.agents_process:
         await agents_process()
         return
     here = args.agents_here
-    if args.seconds > 0:
-        print("busy", await busy(args.mysql, args.busy, args.seconds, here=here), flush=True)
+    wanted = {args.only} if args.only else {"busy", "one", "idle"}
+    if args.seconds > 0 and "busy" in wanted:
+        measured = await busy(args.mysql, args.busy, args.seconds, here=here, profile=args.profile)
+        print("busy", measured, flush=True)
+    if args.seconds > 0 and "one" in wanted:
         print(
             "one", await busy(args.mysql, args.busy, args.seconds, here=here, one=True), flush=True
         )
-    if args.idle_seconds > 0:
+    if args.idle_seconds > 0 and "idle" in wanted:
         print("idle", await idle(args.mysql, args.agents, args.idle_seconds), flush=True)
 
 

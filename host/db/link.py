@@ -154,6 +154,22 @@ async def mark_delivered(
     return moved
 
 
+async def undeliver(conn: AsyncConnection, command_id: int, *, delivered_at: datetime) -> bool:
+    """CAS delivered at ``delivered_at`` (its first delivery, unanswered) -> queued: a command
+    inserted delivered for a sync that was gone before it could be handed the command."""
+    statement = (
+        update(link_commands)
+        .where(
+            c.id == command_id,
+            c.status == "delivered",
+            c.deliveries == 1,
+            c.delivered_at == delivered_at,
+        )
+        .values(status="queued", delivered_at=None, deliveries=0)
+    )
+    return await changed_one(conn, statement)
+
+
 async def answer(
     conn: AsyncConnection,
     server: str,

@@ -12,6 +12,7 @@ the last, down after, unknown before the first since this host started.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -267,37 +268,95 @@ class Link:
             "status": "queued",
             "deadline": deadline,
             "created_at": now,
+            # Every command names the same columns, so a batch inserts them in one run
+            # (one handed straight to its sync is inserted delivered: see _insert).
+            "delivered_at": None,
+            "deliveries": 0,
         }
         lock = self._queueing.setdefault(server, asyncio.Lock())
         # One count-then-insert at a time per server on this host, so the bound holds here
         # exactly. Two hosts queueing at once may each pass the count and go one past it;
         # the bound is on memory and the agent's backlog, and one more is not a loss.
         self._queueing_now[server] = self._queueing_now.get(server, 0) + 1
-        self._clear.pop(server, None)
+        handed = False
         try:
             if self._full(server):
                 # Full when last counted: refused from one read (unless it is a retry of a
                 # command queued already), in parallel, not in the queue's turn.
+                self._clear.pop(server, None)
                 found = await self._writes.run(
                     Queue(values, False, self._refuse_if_full, self._room)
                 )
             else:
                 async with lock:
-                    found = await self._writes.run(
-                        Queue(values, True, self._refuse_if_full, self._room)
-                    )
+                    found, handed = await self._insert(server, values)
         finally:
             self._queueing_now[server] -= 1
             if not self._queueing_now[server]:
                 del self._queueing_now[server]
             self._queued_count[server] = self._queued_count.get(server, 0) + 1
-            self._clear.pop(server, None)
+            if not handed:
+                self._clear.pop(server, None)
         if isinstance(found, NotDelivered):
             raise found
         if found is None:  # counted again, with room: queued in the queue's turn
             return await self._queue(owner, server, command, payload, key, deadline)
-        self._syncs.wake(server)
+        if not handed:
+            self._syncs.wake(server)
         return found
+
+    async def _insert(self, server: str, values: dict[str, Any]) -> tuple[Any, bool]:
+        """Queue a command (in its server's turn on this host): what :class:`Queue` answers,
+        and whether the command went straight to a sync of its server held on this host.
+
+        It does when this host knows nothing else is due for the server and one of its syncs
+        waits: the row is inserted delivered, in the same transaction, and the command handed
+        to that sync from memory once it commits (no read, no second write). Should that sync
+        be gone by then (its agent closed the connection), the row is put back to queued,
+        never delivered, for the next sync; should the answer to the sync be lost on its way,
+        the command is handed out again after :data:`REDELIVER_AFTER`, as any delivery is. A
+        command found queued before (a retry) is not handed: the sync is woken to read what
+        is due."""
+        now = self.clock.now()
+        clear = self._clear.get(server)
+        if (clear is None or now >= clear) and self._syncs.parked(server):
+            # What this host knew has lapsed (a delivery may be due again) but a sync waits:
+            # one look renews it rather than leaving this command to be read and delivered.
+            if not await self._due_now(server, now):
+                clear = self._clear[server] = now + REDELIVER_AFTER
+        waiter = self._syncs.claim(server) if clear is not None and now < clear else None
+        if waiter is None:
+            self._clear.pop(server, None)
+            return await self._writes.run(
+                Queue(values, True, self._refuse_if_full, self._room)
+            ), False
+        values = {**values, "status": "delivered", "delivered_at": now, "deliveries": 1}
+        found: Any = None
+        try:
+            found = await self._writes.run(Queue(values, True, self._refuse_if_full, self._room))
+        finally:
+            fresh = isinstance(found, tuple) and found[1]
+            handed = fresh and self._syncs.holds(waiter)
+            if not waiter.done():
+                waiter.set_result([self._handed(values)] if handed else None)
+        if fresh and not handed:
+            # Its sync went (the agent closed its connection) as it was inserted: it is
+            # queued again, never delivered, for the next sync (which it wakes).
+            async with self.db.begin() as conn:
+                await link_rows.undeliver(conn, found[0], delivered_at=now)
+            self._clear.pop(server, None)
+        return found, handed
+
+    @staticmethod
+    def _handed(values: dict[str, Any]) -> dict[str, Any]:
+        """A command as a sync hands it out, from the values it was inserted with (its
+        payload as the database keeps it: JSON)."""
+        return {
+            "command": values["command"],
+            "key": values["key"],
+            "payload": json.loads(json.dumps(values["payload"])),
+            "deadline": iso(values["deadline"]),
+        }
 
     def _full(self, server: str) -> bool:
         counted = self._counted.get(server)
@@ -462,13 +521,19 @@ class Link:
         """Remember that ``server`` was seen down (its next sync is its return)."""
         self._down.add(server)
 
-    async def take(self, server: str, wait: float) -> list[dict[str, Any]]:
+    async def take(
+        self, server: str, wait: float, there: Callable[[], bool] = lambda: True
+    ) -> list[dict[str, Any]]:
         """The commands due for ``server``, marked delivered: at once when there are any,
-        else when one is queued or ``wait`` seconds have passed (then none)."""
+        else when one is queued or ``wait`` seconds have passed (then none). ``there`` says
+        whether the agent is still there to be answered (its connection open): a sync whose
+        agent has gone takes nothing more, and is handed nothing straight from a queueing."""
         loop = asyncio.get_running_loop()
         until = loop.time() + wait
         woken = False
         while True:
+            if not there():  # its agent has gone: nothing is handed to no one
+                return []
             # Watched before the read: a command queued between the two still wakes it.
             future = self._syncs.watch(server)
             clear = self._clear.get(server)
@@ -486,22 +551,18 @@ class Link:
                 self._syncs.forget(server, future)
                 return commands
             self._checker.ensure()
-            woken = await self._syncs.wait(server, future, remaining)
+            woken = await self._syncs.wait(server, future, remaining, there)
+            if woken and future.result():  # handed a command straight from its queueing
+                return list(future.result())
 
     async def _deliver(self, server: str, *, look_first: bool) -> list[dict[str, Any]]:
         now = self.clock.now()
         queued_before = self._queued_count.get(server, 0)
-        if look_first:
+        if look_first and not await self._due_now(server, now):
             # Looked for with a read: a sync that finds nothing (most of them) writes
             # nothing. A sync woken by a command queued here goes straight to the write.
-            async with self.db.connect() as conn:
-                due = await link_rows.due_for(
-                    conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
-                )
-                await conn.rollback()
-            if not due:
-                self._note_clear(server, now, queued_before)
-                return []
+            self._note_clear(server, now, queued_before)
+            return []
         due, moved = await self._writes.run(Deliver(server, now, now - REDELIVER_AFTER))
         if len(due) < TAKE_LIMIT:  # all handed out: due again only after REDELIVER_AFTER
             self._note_clear(server, now, queued_before)
@@ -515,6 +576,16 @@ class Link:
             for row in due
             if row.id in moved
         ]
+
+    async def _due_now(self, server: str, now: datetime) -> bool:
+        """Whether a command is due for ``server`` now, read (a queued one, or one delivered
+        and unanswered for :data:`REDELIVER_AFTER`)."""
+        async with self.db.connect() as conn:
+            due = await link_rows.due_for(
+                conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
+            )
+            await conn.rollback()
+        return bool(due)
 
     def _note_clear(self, server: str, now: datetime, queued_before: int) -> None:
         """Know that nothing is due for ``server`` until a redelivery could be, unless a
@@ -535,6 +606,11 @@ class Link:
             self._syncs.wake(server)
         for row in answered:
             self._answers.wake(row.id)
+
+    @property
+    def writes(self) -> LinkWrites:
+        """This host's queue of link writes (its counts of transactions and writes)."""
+        return self._writes
 
     @property
     def held(self) -> int:

@@ -30,6 +30,12 @@ class Waiters:
 
     def __init__(self) -> None:
         self._waiting: dict[Any, set[asyncio.Future[Any]]] = {}
+        #: The futures whose waiter is in :meth:`wait` now (not looking at the database),
+        #: each with what says whether its waiter is still there to be handed anything.
+        self._parked: dict[asyncio.Future[Any], Callable[[], bool]] = {}
+        #: The futures taken by :meth:`claim` (their waiter waits until each is settled),
+        #: each with what says whether its waiter is still there.
+        self._claimed: dict[asyncio.Future[Any], Callable[[], bool]] = {}
 
     def keys(self) -> list[Any]:
         return list(self._waiting)
@@ -49,15 +55,56 @@ class Waiters:
         self._waiting.setdefault(key, set()).add(future)
         return future
 
-    async def wait(self, key: Any, future: asyncio.Future[Any], timeout: float) -> bool:
-        """Wait for ``future`` (from :meth:`watch`) up to ``timeout`` seconds; True when
-        woken. The future is forgotten either way."""
+    def parked(self, key: Any) -> bool:
+        """Whether a waiter of ``key`` is in :meth:`wait` now and still there."""
+        return any(
+            (there := self._parked.get(future)) is not None and there()
+            for future in self._waiting.get(key, ())
+        )
+
+    def claim(self, key: Any) -> asyncio.Future[Any] | None:
+        """One future of ``key`` whose waiter is in :meth:`wait` now and still there, taken
+        out of the wake of every other: its waiter waits for it past its timeout, so whoever
+        claims it must settle it (``set_result``) whatever happens. None when no waiter of
+        ``key`` waits."""
+        for future in self._waiting.get(key, ()):
+            there = self._parked.get(future)
+            if there is not None and there() and not future.done():
+                self.forget(key, future)
+                self._claimed[future] = there
+                return future
+        return None
+
+    def holds(self, future: asyncio.Future[Any]) -> bool:
+        """Whether the waiter of a claimed ``future`` still waits for it and is still there
+        (not cancelled, its connection not closed): settled now, it is handed the result."""
+        there = self._claimed.get(future)
+        return there is not None and there() and not future.done()
+
+    async def wait(
+        self,
+        key: Any,
+        future: asyncio.Future[Any],
+        timeout: float,
+        there: Callable[[], bool] = lambda: True,
+    ) -> bool:
+        """Wait for ``future`` (from :meth:`watch`) up to ``timeout`` seconds (or, once
+        claimed, until it is settled); True when woken. ``there`` says whether the waiter
+        can still be handed anything (:meth:`claim` passes it by when not). The future is
+        forgotten either way."""
+        self._parked[future] = there
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout)
             return True
         except TimeoutError:
+            if future in self._claimed:
+                self._parked.pop(future, None)
+                await future
+                return True
             return False
         finally:
+            self._parked.pop(future, None)
+            self._claimed.pop(future, None)
             self.forget(key, future)
 
     def forget(self, key: Any, future: asyncio.Future[Any]) -> None:

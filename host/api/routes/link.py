@@ -104,11 +104,15 @@ def agent_of(request: web.Request) -> tuple[str, Any]:
 async def _received(
     request: web.Request, server: str, who: Any, body: Sync
 ) -> list[dict[str, Any]]:
-    """What a sync brings, over HTTP or the socket alike: its answers recorded, its
-    happenings fired (as the agent's token, only its owners' triggers), the server noted as
-    synced. Answers one entry per happening."""
+    """What a sync brings, over HTTP or the socket alike: the server noted as synced, its
+    answers recorded, its happenings fired (as the agent's token, only its owners'
+    triggers). Answers one entry per happening."""
     host = request.app[HOST]
     link = host.link
+    # The heartbeat first: its write (once a second) is then not between the answers waking
+    # their calls and the wait for the next command, which a call made at once finds held
+    # (and hands its command to, without a read).
+    await link.synced(server, who.owners or ())
     if body.results:
         await link.record_results(server, [r.model_dump() for r in body.results])
     fired: list[dict[str, Any]] = []
@@ -120,8 +124,13 @@ async def _received(
             check=lambda trigger_id: owner_bound(request, trigger_id),
             token_id=who.token_id,
         )
-    await link.synced(server, who.owners or ())
     return fired
+
+
+def _open(request: web.Request) -> bool:
+    """Whether the agent's connection is still open (an answer can still reach it)."""
+    transport = request.transport
+    return transport is not None and not transport.is_closing()
 
 
 @routes.post(
@@ -151,7 +160,7 @@ async def sync(request: web.Request) -> web.Response:
     fired = await _received(request, server, who, body)
     host.metrics.link_syncs_held.inc()
     try:
-        commands = await link.take(server, wait)
+        commands = await link.take(server, wait, lambda: _open(request))
     finally:
         host.metrics.link_syncs_held.dec()
     return respond({"commands": commands, "happenings": fired})
@@ -183,7 +192,7 @@ async def socket(request: web.Request) -> web.StreamResponse:
         # link_offline_seconds, and sends what was queued.
         every = host.settings.link_offline_seconds / 3
         while not ws.closed:
-            commands = await link.take(server, every)
+            commands = await link.take(server, every, lambda: not ws.closed)
             await link.synced(server, who.owners or ())
             if commands and not ws.closed:
                 await ws.send_json({"commands": commands, "happenings": []})
