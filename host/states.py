@@ -99,6 +99,8 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
     LATE = "late"
     CATCHING_UP = "catching_up"
+    #: Held for its event's requirement: a run of the required event is still going.
+    REQUIRES = "requires"
     SKIPPED = "skipped"
     UNVERIFIED = "unverified"
     STOPPING = "stopping"
@@ -126,6 +128,8 @@ class WaitingReason(StrEnum):
     PAUSED = "paused"
     GATE = "gate"
     UNAVAILABLE = "unavailable"
+    #: A due occurrence held until a run of the event its spec requires ends.
+    REQUIRES = "requires"
 
 
 class ResourceStatus(StrEnum):

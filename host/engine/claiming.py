@@ -45,6 +45,7 @@ from pageant.db.shared import Batch
 from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.readiness import run_may_move
 from pageant.engine.transitions import enter_phase_in, is_late, start_in
+from pageant.runs import requires as campaigns
 from pageant.runs import waiting
 from pageant.runs.options import takes_option_values
 from pageant.runs.params import with_scope
@@ -141,6 +142,9 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                     claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease)
                 continue
             pinned = await host.runner().versions.get(conn, row["version_id"])
+            if pinned is not None and campaigns.of_spec(pinned.spec) is not None:
+                deferred.add(run_id)  # its requirement is read and decided by its own task
+                continue
             if (
                 row["params"]
                 and pinned is not None

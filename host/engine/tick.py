@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.engine_rows import StepRow, step_row
-from pageant.engine import catchup, transitions
+from pageant.engine import catchup, requires, transitions
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
@@ -141,11 +141,14 @@ async def sweep_missed(host: Host, now: datetime) -> None:
     """Scheduled runs whose grace window passed become ``missed``: terminal and visible,
     never started late and silently. Those of an event that catches up are decided by its
     policy instead (:mod:`pageant.engine.catchup`): let in to start late, said so, or
-    missed with the reason."""
+    missed with the reason. One held for its requirement is skipped, saying what it waited
+    for (:mod:`pageant.engine.requires`)."""
     async with host.db.connect() as conn:
         candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
     late = [row for row in candidates if is_late(row._mapping, now)]
-    caught = await catchup.settle_late(host, late, now) if late else set()
+    caught = await requires.give_up(host, late, now) if late else set()
+    if late:
+        caught |= await catchup.settle_late(host, late, now)
     for row in late:
         if row.id in caught:
             continue

@@ -68,6 +68,7 @@ from pageant.events.authoring.subscriptions import (
 )
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
+from pageant.runs.requires import REQUIRES_SCHEMA, validate_requires
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
@@ -78,7 +79,16 @@ if TYPE_CHECKING:
 
 # ── the vocabulary ─────────────────────────────────────────────────────────────
 
-SPEC_KEYS = ("params", "schedule", "phases", "announcement", "acknowledge", "catch_up", "blackouts")
+SPEC_KEYS = (
+    "params",
+    "schedule",
+    "phases",
+    "announcement",
+    "acknowledge",
+    "catch_up",
+    "blackouts",
+    "requires",
+)
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
 #: Each schedule kind's keys besides ``kind``, and the only ones it may carry.
@@ -226,6 +236,7 @@ def validate(
     template = validate_template(raw.get("announcement"), "spec.announcement", errors)
     acknowledged = validate_acknowledged(raw.get("acknowledge"), "spec.acknowledge", errors)
     catch_up = validate_catch_up(raw.get("catch_up"), "spec.catch_up", errors)
+    required = validate_requires(raw.get("requires"), "spec.requires", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -241,6 +252,8 @@ def validate(
         out["catch_up"] = catch_up
     if subscribed:
         out["blackouts"] = subscribed
+    if required:
+        out["requires"] = required
     return out
 
 
@@ -824,6 +837,7 @@ SPEC_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
         },
         "catch_up": CATCH_UP_SCHEMA,
+        "requires": REQUIRES_SCHEMA,
     },
     "additionalProperties": False,
 }
