@@ -311,6 +311,9 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     catch_up = catch_up_from_form(form)
     if catch_up is not None:
         out["catch_up"] = catch_up
+    required = requires_from_form(form)
+    if required is not None:
+        out["requires"] = required
     # The blackouts it keeps out of: a box for each blackout there is.
     blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if blackouts:
@@ -328,6 +331,22 @@ def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
     unit = _get(form, "catch-up-within-unit") or "h"
     # A blank amount is a blank window, not the unit alone: the validator asks for one.
     return {"policy": policy, "within": f"{amount}{unit}" if amount else ""}
+
+
+def requires_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec's ``requires`` from its event, outcome and window fields; None when no
+    event is named."""
+    event = _get(form, "requires-event")
+    if not event:
+        return None
+    amount = _get(form, "requires-within-n")
+    unit = _get(form, "requires-within-unit") or "d"
+    return {
+        "event": event,
+        "outcome": _get(form, "requires-outcome") or "completed",
+        # A blank amount is a blank window, not the unit alone: the validator asks for one.
+        "within": f"{amount}{unit}" if amount else "",
+    }
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -654,7 +673,21 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "phases": phases,
         "announcement": dict(announce) if isinstance(announce, dict) else {},
         "catch_up": _catch_up_view(spec.get("catch_up")),
+        "requires": _requires_view(spec.get("requires")),
         "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
+    }
+
+
+def _requires_view(raw: Any) -> dict[str, str]:
+    """The requirement's controls: the event, the outcome, the window as amount and unit."""
+    if not isinstance(raw, Mapping):
+        return {"event": "", "outcome": "completed", "within_n": "", "within_unit": "d"}
+    within_n, within_unit = _after_parts(raw.get("within"))
+    return {
+        "event": str(raw.get("event") or ""),
+        "outcome": str(raw.get("outcome") or "completed"),
+        "within_n": within_n,
+        "within_unit": within_unit if within_n else "d",
     }
 
 
@@ -705,6 +738,7 @@ _PART_WORDS = {
     "where": "conditions",
     "schedule": "Schedule",
     "catch_up": "Catch-up",
+    "requires": "Requires",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

@@ -240,7 +240,7 @@ def _end(requirement: Requirement) -> str:
 
 
 async def read_decision(
-    conn: AsyncConnection, requirement: Requirement, run: Mapping[str, Any], now: datetime
+    conn: AsyncConnection, requirement: Requirement, run: Mapping[Any, Any], now: datetime
 ) -> Decision:
     """What ``requirement`` makes of the due ``run`` at ``now``, from the required event's
     runs (:mod:`pageant.db.campaigns`)."""
@@ -260,7 +260,7 @@ async def read_decision(
     return decide(requirement, met=met, going=going, last=last, now=now)
 
 
-def waiting_on(decision: Decision, run: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def waiting_on(decision: Decision, run: Mapping[Any, Any], now: datetime) -> dict[str, Any]:
     """The ``waiting_on`` of a run held for its requirement (:func:`pageant.runs.waiting.describe`'s
     shape, with ``required_run_id``: the run it waits for)."""
     held = run.get("waiting_reason") == WaitingReason.REQUIRES

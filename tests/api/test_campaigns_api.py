@@ -281,6 +281,7 @@ async def test_the_public_calendar_never_names_a_staff_event_it_requires(client,
     status, staff = await call(
         client, "GET", f"/api/v1/admin/calendar?{window}&definition={b['id']}", admin
     )
+    assert status == 200, staff
     (item,) = staff["items"]
     assert item["requires"]["event"] == "secret-rehearsal"
 

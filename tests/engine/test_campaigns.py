@@ -20,8 +20,8 @@ from pageant.engine import Engine
 from pageant.gates.phase import elapsed
 from pageant.hosting import Host
 from pageant.runs import controls
-from pageant.runs.create import create_run
 from pageant.runs.console import run_view
+from pageant.runs.create import create_run
 from pageant.schedules.calendar import calendar_items
 from tests.engine.test_catch_up import log_lines_of, start_line
 from tests.factories import run_row, set_run
@@ -146,7 +146,7 @@ async def test_b_is_skipped_when_a_is_cancelled_saying_so(host, engine, db):
 
 async def test_b_is_skipped_when_no_a_ran_in_the_window(host, engine, db):
     t0 = host.clock.now()
-    a, b, slug = await campaign(host, within="7d")
+    _, b, slug = await campaign(host, within="7d")
     b_run = await occurrence(host, b, t0)
     await settle(engine)
     skipped = await run_row(db, b_run)
@@ -283,3 +283,4 @@ async def test_two_hosts_deciding_a_skip_at_once_skip_b_once(host, db, clock, se
     for run_id in b_runs:
         lines = await log_lines_of(db, run_id)
         assert [line.detail["to"] for line in lines] == ["skipped"]
+        assert lines[0].detail["because"] == f"skipped: no completed {slug} in the last 7d"
