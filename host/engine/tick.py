@@ -19,6 +19,7 @@ from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
+from pageant.engine.milestones import milestones
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
 from pageant.states import Health, StepStatus
@@ -181,5 +182,15 @@ async def prune(host: Host, now: datetime) -> None:
 
 #: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
 #: the same one; the countdown goes before advance, so a rung still pending at its run's
-#: instant is passed over before the run starts.
-STAGES: tuple[Stage, ...] = (reclaim, expand, sweep_missed, countdown, advance, cleanup, prune)
+#: instant is passed over before the run starts; the milestones go before advance too, so a
+#: milestone the gate's last firing reached is made due before its run moves on.
+STAGES: tuple[Stage, ...] = (
+    reclaim,
+    expand,
+    sweep_missed,
+    countdown,
+    milestones,
+    advance,
+    cleanup,
+    prune,
+)
