@@ -255,8 +255,27 @@ def _advance_from_form(
         label = _get(form, f"{prefix}-public-label")
         if label:
             gate["label"] = label
+        milestones = _milestones_from_form(form, prefix)
+        if milestones is not None:
+            gate["milestones"] = milestones
         return gate
     return None
+
+
+def _milestones_from_form(form: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+    """A count gate's milestones from their three fields (None when all are blank): the
+    percentages and the legs each a comma-separated list, as the page shows them."""
+    at = _get(form, f"{prefix}-milestones-at")
+    legs = _get(form, f"{prefix}-milestones-legs")
+    message = _get(form, f"{prefix}-milestones-message")
+    if not (at or legs or message):
+        return None
+    return {
+        # A part that is not a whole number is passed on, for the validator to name.
+        "at": [_typed("integer", part) for part in _listed(at)],
+        "legs": _listed(legs),
+        "message": message,
+    }
 
 
 def _listed(text: str) -> list[str]:
@@ -565,6 +584,20 @@ def _countdown_view(raw: Any, path: str) -> dict[str, Any]:
     }
 
 
+def _milestones_view(raw: Any) -> dict[str, str]:
+    """A count gate's milestones as their fields show them (each blank without any)."""
+    milestones = raw if isinstance(raw, dict) else {}
+
+    def listed(value: Any) -> str:
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
+
+    return {
+        "at": listed(milestones.get("at")),
+        "legs": listed(milestones.get("legs")),
+        "message": _shown(milestones.get("message")),
+    }
+
+
 def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
     """The spec laid out for the editor's template: every field's name, path and value."""
     raw_params = spec.get("params")
@@ -616,6 +649,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             view_gate["count"] = gate.get("count") or 1
             view_gate["public"] = gate.get("public") is True
             view_gate["public_label"] = gate.get("label") or ""
+            view_gate["milestones"] = _milestones_view(gate.get("milestones"))
         leaves = leaves_of(gate.get("where")) if kind == "on" else []
         trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
         var_types = {v.name: v.type for v in trigger.variables} if trigger else {}
