@@ -8,6 +8,7 @@ import re
 from html import unescape
 from typing import Any
 
+from pageant.engine import Engine
 from tests.api.test_events_api import EVENTS, call
 from tests.console.test_console import form_of, sign_in
 from tests.factories import announce, phase, publish_event, spec
@@ -80,3 +81,35 @@ async def test_a_bad_milestone_is_named_where_it_is_written(client, tokens, host
     assert re.search(r'id="p0-milestones-message"[^>]*aria-invalid="true"', page), page
     _, event = await call(client, "GET", f"{EVENTS}/{event_id}", tokens["admin"])
     assert "milestones" not in event["spec"]["phases"][0]["advance"]
+
+
+async def test_the_run_page_lists_the_gate_s_milestones(client, tokens, host):
+    admin = tokens["admin"]
+    gate = {
+        "on": "wisps.caught",
+        "count": 8,
+        "public": True,
+        "milestones": {"at": [25, 100], "legs": ["core.log"], "message": "{count} of {target}"},
+    }
+    status, event = await call(
+        client,
+        "POST",
+        EVENTS,
+        admin,
+        {"title": "Wisp Night", "spec": spec(phase("hunt", announce("hi"), advance=gate))},
+    )
+    assert status == 201, event
+    status, data = await call(client, "POST", f"{EVENTS}/{event['id']}/publish", admin)
+    assert status == 200, data
+    status, run = await call(client, "POST", f"{EVENTS}/{event['id']}/runs", admin, {})
+    assert status == 201, run
+    engine = Engine(host)
+    try:
+        await engine.tick()
+    finally:
+        await engine.stop()
+    await sign_in(client, tokens["moderator"])
+    page = unescape(await (await client.get(f"/runs/{run['id']}")).text())
+    assert "Milestones told to players" in page
+    assert "Milestone: 25% (2) (core.log)" in page
+    assert "Milestone: 100% (8) (core.log)" in page
