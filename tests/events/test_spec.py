@@ -775,7 +775,7 @@ def test_on_gate_where_is_validated_by_the_condition_grammar(registry: Registry)
         (
             {"on": "wisps.caught", "timeout": "1h"},
             'unknown key "timeout" for an "on" gate; '
-            "expected on, where, count, dormant, public, label",
+            "expected on, where, count, dormant, public, label, milestones",
         ),
     ],
 )
