@@ -99,6 +99,8 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
     LATE = "late"
     CATCHING_UP = "catching_up"
+    #: Held for its event's requirement: a run of the required event is still going.
+    REQUIRES = "requires"
     SKIPPED = "skipped"
     UNVERIFIED = "unverified"
     STOPPING = "stopping"
@@ -128,6 +130,8 @@ class WaitingReason(StrEnum):
     UNAVAILABLE = "unavailable"
     #: A due run whose event's ``start_when`` waits for a reading to reach its number.
     QUORUM = "quorum"
+    #: A due occurrence held until a run of the event its spec requires ends.
+    REQUIRES = "requires"
 
 
 class ResourceStatus(StrEnum):

@@ -259,7 +259,7 @@ async def calendar_page(request: web.Request) -> web.Response:
                 if kept[_day(item, tz)] <= PER_DAY:
                     shown_items.append(item)
             items = shown_items
-        items = _on_clock(await complete(conn, items), tz)
+        items = _on_clock(await complete(conn, items, now=now), tz)
         all_series = await list_series(conn, limit=200)
     by_day: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in items:

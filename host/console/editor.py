@@ -264,8 +264,27 @@ def _advance_from_form(
         label = _get(form, f"{prefix}-public-label")
         if label:
             gate["label"] = label
+        milestones = _milestones_from_form(form, prefix)
+        if milestones is not None:
+            gate["milestones"] = milestones
         return gate
     return None
+
+
+def _milestones_from_form(form: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+    """A count gate's milestones from their three fields (None when all are blank): the
+    percentages and the legs each a comma-separated list, as the page shows them."""
+    at = _get(form, f"{prefix}-milestones-at")
+    legs = _get(form, f"{prefix}-milestones-legs")
+    message = _get(form, f"{prefix}-milestones-message")
+    if not (at or legs or message):
+        return None
+    return {
+        # A part that is not a whole number is passed on, for the validator to name.
+        "at": [_typed("integer", part) for part in _listed(at)],
+        "legs": _listed(legs),
+        "message": message,
+    }
 
 
 def _listed(text: str) -> list[str]:
@@ -323,6 +342,9 @@ def spec_from_form(form: Mapping[str, Any], registry: Registry) -> dict[str, Any
     start_when = start_when_from_form(form)
     if start_when is not None:
         out["start_when"] = start_when
+    required = requires_from_form(form)
+    if required is not None:
+        out["requires"] = required
     # The blackouts it keeps out of: a box for each blackout there is.
     blackouts = form.getall("blackouts", [])  # type: ignore[attr-defined]  # a form is a MultiDict; the annotation is its Mapping
     if blackouts:
@@ -352,6 +374,22 @@ def catch_up_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
     unit = _get(form, "catch-up-within-unit") or "h"
     # A blank amount is a blank window, not the unit alone: the validator asks for one.
     return {"policy": policy, "within": f"{amount}{unit}" if amount else ""}
+
+
+def requires_from_form(form: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The spec's ``requires`` from its event, outcome and window fields; None when no
+    event is named."""
+    event = _get(form, "requires-event")
+    if not event:
+        return None
+    amount = _get(form, "requires-within-n")
+    unit = _get(form, "requires-within-unit") or "d"
+    return {
+        "event": event,
+        "outcome": _get(form, "requires-outcome") or "completed",
+        # A blank amount is a blank window, not the unit alone: the validator asks for one.
+        "within": f"{amount}{unit}" if amount else "",
+    }
 
 
 # ── the editor's buttons that change the form, not the event ───────────────────
@@ -570,6 +608,20 @@ def _countdown_view(raw: Any, path: str) -> dict[str, Any]:
     }
 
 
+def _milestones_view(raw: Any) -> dict[str, str]:
+    """A count gate's milestones as their fields show them (each blank without any)."""
+    milestones = raw if isinstance(raw, dict) else {}
+
+    def listed(value: Any) -> str:
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
+
+    return {
+        "at": listed(milestones.get("at")),
+        "legs": listed(milestones.get("legs")),
+        "message": _shown(milestones.get("message")),
+    }
+
+
 def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
     """The spec laid out for the editor's template: every field's name, path and value."""
     raw_params = spec.get("params")
@@ -624,6 +676,7 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
             view_gate["count"] = gate.get("count") or 1
             view_gate["public"] = gate.get("public") is True
             view_gate["public_label"] = gate.get("label") or ""
+            view_gate["milestones"] = _milestones_view(gate.get("milestones"))
         leaves = leaves_of(gate.get("where")) if kind == "on" else []
         trigger = registry.triggers.get(view_gate["on"]) if kind == "on" else None
         var_types = {v.name: v.type for v in trigger.variables} if trigger else {}
@@ -684,7 +737,21 @@ def editor_view(spec: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
         "start_when": (
             json.dumps(spec["start_when"], ensure_ascii=False) if spec.get("start_when") else ""
         ),
+        "requires": _requires_view(spec.get("requires")),
         "blackouts": [b for b in spec.get("blackouts") or [] if isinstance(b, str)],
+    }
+
+
+def _requires_view(raw: Any) -> dict[str, str]:
+    """The requirement's controls: the event, the outcome, the window as amount and unit."""
+    if not isinstance(raw, Mapping):
+        return {"event": "", "outcome": "completed", "within_n": "", "within_unit": "d"}
+    within_n, within_unit = _after_parts(raw.get("within"))
+    return {
+        "event": str(raw.get("event") or ""),
+        "outcome": str(raw.get("outcome") or "completed"),
+        "within_n": within_n,
+        "within_unit": within_unit if within_n else "d",
     }
 
 
@@ -736,6 +803,7 @@ _PART_WORDS = {
     "schedule": "Schedule",
     "catch_up": "Catch-up",
     "start_when": "Start when",
+    "requires": "Requires",
 }
 _SWITCHBOARD_FIX = (
     re.compile(r"([a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*) is an? [a-z]+ action, disabled"),

@@ -29,6 +29,7 @@ from pageant.errors import Invalid, NotFound, PageantError
 from pageant.events import definitions, publishing, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.blackouts import unknown_blackouts
+from pageant.events.campaigns import unknown_required
 from pageant.events.publish_preview import preview_publish
 from pageant.events.saving import savable_spec, still_savable
 from pageant.events.slugs import slugify
@@ -363,6 +364,11 @@ async def save_event(request: web.Request) -> web.Response:
                     details=[
                         f'spec.blackouts[{slugs.index(s)}]: no blackout "{s}"' for s in unknown
                     ],
+                )
+            unmet = await unknown_required(conn, checked, own_slug=row.slug)
+            if unmet:
+                raise Invalid(
+                    "The event was not saved; fix the fields marked below.", details=unmet
                 )
             check_role_floor(session.principal.role, row.spec, checked, host.registry)
             definitions.refuse_unless_open(row, "edited")

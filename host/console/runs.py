@@ -30,6 +30,7 @@ from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.events import definitions
 from pageant.runs import controls, sentences
 from pageant.runs.console import console, pinned_spec
+from pageant.runs.milestones import milestone_phase
 from pageant.runs.sentences import Context
 from pageant.runs.versions import phases_of
 from pageant.schedules.recurrence import zone
@@ -184,6 +185,8 @@ async def timeline(request: web.Request, data: dict[str, Any]) -> dict[str, Any]
                 "label": phase.get("label") or phase["key"],
                 "state": phase_state(i, current, run["status"]),
                 "steps": made.get(phase["key"], []),
+                # Its gate's milestone steps, sent as the count reaches each.
+                "milestones": made.get(milestone_phase(i), []),
                 "authored": phase.get("steps") or [],
                 "advance": phase.get("advance"),
             }

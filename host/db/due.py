@@ -228,7 +228,8 @@ async def missed_candidates(conn: AsyncConnection, now: datetime, *, limit: int)
 
 #: For each part of ``_NEXT_INSTANT``, in order, the tick stages its instant is due to.
 INSTANT_STAGES: tuple[frozenset[str], ...] = (
-    frozenset({"advance", "countdown"}),  # a pending step's due_at (a countdown's rung too)
+    # A pending step's due_at (a countdown's rung, a milestone's retry too).
+    frozenset({"advance", "countdown", "milestones"}),
     frozenset({"reclaim"}),  # a step's claim lease
     frozenset({"advance", "sweep_missed"}),  # a run's scheduled_for
     frozenset({"reclaim", "advance"}),  # a run's claim lease

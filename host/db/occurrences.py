@@ -163,6 +163,8 @@ CALENDAR_COLUMNS = (
     r.catch_up,
     r.started_at,
     r.cancel_reason,
+    r.version_id,
+    r.waiting_reason,
     d.title,
     event_versions.c.timezone,
 )
@@ -459,6 +461,15 @@ async def version_timezones(conn: AsyncConnection, version_ids: list[int]) -> di
     v = event_versions.c
     rows = await conn.execute(select(v.id, v.timezone).where(v.id.in_(version_ids)))
     return {row.id: row.timezone for row in rows}
+
+
+async def version_specs(conn: AsyncConnection, version_ids: list[int]) -> dict[int, Any]:
+    """Each version's spec, by version id."""
+    if not version_ids:
+        return {}
+    v = event_versions.c
+    rows = await conn.execute(select(v.id, v.spec).where(v.id.in_(version_ids)))
+    return {row.id: row.spec for row in rows}
 
 
 async def calendar_rows_of(conn: AsyncConnection, run_ids: list[int]) -> list[Row]:

@@ -22,7 +22,7 @@ from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
 from pageant.db.runs import read_cursor
 from pageant.db.shared import Batch
-from pageant.engine import catchup, overlap, start_when, transitions
+from pageant.engine import catchup, overlap, requires, start_when, transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import Ahead, dispatch_step
 from pageant.engine.readiness import readiness, stopping
@@ -170,6 +170,9 @@ async def _start(
         return Outcome.LATE  # the missed sweep makes it terminal and visible
     if run["catch_up"] and await catchup.turn(host, run) is not None:
         return Outcome.CATCHING_UP  # after the one ahead of it; see pageant.engine.catchup
+    campaign = await requires.check(host, run, now)
+    if campaign.outcome is not None:
+        return campaign.outcome  # held or skipped for its requirement; pageant.engine.requires
     if waiting.held_unverified(run):
         # Held, not refused: it stays scheduled and its grace window decides, exactly like
         # a held concurrency key; a verify lifts the hold on the next tick.
@@ -206,7 +209,9 @@ async def _start(
                 owner=owner,
                 lease=lease,
                 now=now,
-                because=quorum.joined(catchup.started_because(run, now)),
+                because=quorum.joined(
+                    campaign.started_because(catchup.started_because(run, now))
+                ),
             )
         )
         if not started:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pageant.engine")
 
 #: The waiting reasons of a run a host held while it was due: not a run the outage missed.
-HELD = (WaitingReason.CONCURRENCY, WaitingReason.UNVERIFIED)
+HELD = (WaitingReason.CONCURRENCY, WaitingReason.UNVERIFIED, WaitingReason.REQUIRES)
 
 
 async def settle_late(host: Host, late: Sequence[Row], now: datetime) -> set[int]:

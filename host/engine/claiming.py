@@ -46,6 +46,7 @@ from pageant.engine.dispatch import SET_WISE, Ahead
 from pageant.engine.readiness import run_may_move, stopping
 from pageant.engine.transitions import is_late, start_all_in, start_in
 from pageant.runs import quorum, waiting
+from pageant.runs import requires as campaigns
 from pageant.runs.options import takes_option_values
 from pageant.runs.params import with_scope
 from pageant.runs.versions import phases_of
@@ -145,6 +146,9 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
             pinned = await host.versions.get(conn, row["version_id"])
             if pinned is not None and quorum.of_spec(pinned.spec) is not None:
                 deferred.add(run_id)  # a quorum reads the game first (engine/start_when)
+                continue
+            if pinned is not None and campaigns.of_spec(pinned.spec) is not None:
+                deferred.add(run_id)  # its requirement is read and decided by its own task
                 continue
             if (
                 row["params"]

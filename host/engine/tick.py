@@ -14,13 +14,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import due, runlog, runs, steps
 from pageant.db.engine_rows import StepRow, step_row
-from pageant.engine import catchup, transitions
+from pageant.engine import catchup, requires, transitions
 from pageant.engine.advance_stage import advance
 from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.reading_gates import read_gates
+from pageant.engine.milestones import milestones
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
 from pageant.states import Health, StepStatus
@@ -146,11 +147,14 @@ async def sweep_missed(host: Host, now: datetime) -> None:
     """Scheduled runs whose grace window passed become ``missed``: terminal and visible,
     never started late and silently. Those of an event that catches up are decided by its
     policy instead (:mod:`pageant.engine.catchup`): let in to start late, said so, or
-    missed with the reason."""
+    missed with the reason. One held for its requirement is skipped, saying what it waited
+    for (:mod:`pageant.engine.requires`)."""
     async with host.db.connect() as conn:
         candidates = await due.missed_candidates(conn, now, limit=host.settings.runs_per_tick)
     late = [row for row in candidates if is_late(row._mapping, now)]
-    caught = await catchup.settle_late(host, late, now) if late else set()
+    caught = await requires.give_up(host, late, now) if late else set()
+    if late:
+        caught |= await catchup.settle_late(host, late, now)
     for row in late:
         if row.id in caught:
             continue
@@ -187,13 +191,16 @@ async def prune(host: Host, now: datetime) -> None:
 #: The tick, in order. Cleanup follows advance, so a run that ends in a tick is given back in
 #: the same one; the countdown goes before advance, so a rung still pending at its run's
 #: instant is passed over before the run starts; the reading gates go before advance too,
-#: so a run whose gate ran out with ``else: fail`` is failed before advance looks at it.
+#: so a run whose gate ran out with ``else: fail`` is failed before advance looks at it; and
+#: so do the milestones, so a milestone the gate's last firing reached is made due before its
+#: run moves on.
 STAGES: tuple[Stage, ...] = (
     reclaim,
     expand,
     sweep_missed,
     countdown,
     read_gates,
+    milestones,
     advance,
     cleanup,
     prune,

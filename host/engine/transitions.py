@@ -16,6 +16,7 @@ from pageant.gates import phase as gates
 from pageant.runs import params as run_params
 from pageant.runs import waiting
 from pageant.runs.create import materialise_phase
+from pageant.runs.milestones import materialise_milestones
 from pageant.states import (
     RUN_ABORT,
     RUN_COMPLETE,
@@ -170,6 +171,10 @@ async def enter_phase_in(
     # path compares plain values and finds the gate by them (pageant.gates.matching).
     gate = await gates.enter_phase(
         conn, run_id=run_id, phase=run_params.resolve(phase, values), now=now
+    )
+    # A public count gate's milestones, each waiting for its count (pageant.runs.milestones).
+    await materialise_milestones(
+        conn, run_id=run_id, phase=phase, index=index, registry=host.registry
     )
     if not await runs.enter_phase(
         conn, run_id, from_status=from_status, old_phase=old_phase, phase=phase["key"]

@@ -26,6 +26,7 @@ from pageant.errors import Conflict, Dormant, Invalid, NotFound
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.cautions import spec_warnings
 from pageant.events.authoring.dormancy import as_registered
+from pageant.events.campaigns import unknown_required
 from pageant.events.composition import refuse_self_waits
 from pageant.events.slugs import insert_with_slug, slug_owner, slugify, update_with_slug
 from pageant.plugins.registry import Registry
@@ -402,6 +403,13 @@ async def publish_and_compare(
             details=exc.details,
         ) from None
     refuse_self_waits(spec, row.slug)
+    unmet = await unknown_required(conn, spec, own_slug=row.slug)
+    if unmet:
+        raise Invalid(
+            f"event {definition_id} requires an event that does not exist; edit spec.requires, "
+            "then publish",
+            details=unmet,
+        )
     unnamed = key_problems(row.concurrency_key, spec.get("params"))
     if unnamed:
         # The key and the spec are saved apart; they meet here, before any run holds a key

@@ -17,7 +17,7 @@ from pageant.db.rows import columns_of
 from pageant.errors import NotFound
 from pageant.gates import phase as gates
 from pageant.ledger.held import held_by
-from pageant.runs import quorum, waiting
+from pageant.runs import quorum, requires, waiting
 from pageant.runs.holding import NotifyHold, notify_hold
 from pageant.runs.versions import phases_of
 from pageant.states import RUN_ENDED, STEP_OPEN, WaitingReason
@@ -113,6 +113,18 @@ async def _quorum(
     read = host.readings.last(str(start_when["reading"]), quorum.reading_params(start_when, run))
     since = row.waiting_since or now
     return quorum.waiting_note(start_when, host.registry, read, since=since)
+async def _required(
+    conn: AsyncConnection, host: Host, row: Row, now: datetime
+) -> dict[str, Any] | None:
+    # A run the engine held for its event's requirement: what it waits for now, read again.
+    found = await pinned_spec(host, conn, row.version_id)
+    requirement = requires.of_spec(found.spec if found else None)
+    if requirement is None:
+        return None
+    decision = await requires.read_decision(conn, requirement, row._mapping, now)
+    if decision.verdict is not requires.Verdict.HOLD:
+        return None  # decided on the engine's next look
+    return requires.waiting_on(decision, row._mapping, now)
 
 
 async def _notify_hold(
@@ -162,6 +174,9 @@ async def run_views(
         if row.status == "scheduled" and row.scheduled_for <= now and row.concurrency_key:
             found = await runs.concurrency_holder(conn, row.concurrency_key, row.id)
             holder = found._mapping if found is not None else None
+        required = None
+        if row.status == "scheduled" and row.waiting_reason == WaitingReason.REQUIRES:
+            required = await _required(conn, host, row, now)
         gate = None
         settled = all(st["status"] not in STEP_OPEN for st in phase_steps)
         if row.status == "running" and settled:
@@ -183,6 +198,7 @@ async def run_views(
             now=now,
             max_attempts=host.settings.max_attempts,
             holder=holder,
+            required=required,
             gate=gate,
             unavailable=unavailable,
             cleanup_held=held_by(held[row.id], host.plugin_unavailable) if row.id in held else None,

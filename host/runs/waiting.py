@@ -1,9 +1,11 @@
 """Why a live run is not advancing: one function derives it, every surface renders it.
 
-``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, step_id?, attempt?,
-of?, sentence}`` with a reason among ``not_due``, ``unverified``, ``concurrency``,
-``backoff``, ``parked``, ``paused``, ``gate``, ``quorum`` (a due run's event's
-``start_when`` waits for a reading to reach its number) and ``unavailable`` (the next step's action
+``waiting_on`` is ``None`` or ``{reason, since, until?, holder_run_id?, required_run_id?,
+step_id?, attempt?, of?, sentence}`` with a reason among ``not_due``, ``unverified``,
+``concurrency``, ``backoff``, ``parked``, ``paused``, ``gate``, ``quorum`` (a due run's
+event's ``start_when`` waits for a reading to reach its number), ``requires`` (a due
+occurrence held until a run of the event its spec requires ends, naming it as
+``required_run_id``) and ``unavailable`` (the next step's action
 belongs to no loaded plugin while its owner is contested: it waits rather than run someone
 else's code, or an ended run's cleanup waits for a plugin that is down, naming it as
 ``plugin``). The engine persists the reason
@@ -73,6 +75,7 @@ def describe(
     now: datetime,
     max_attempts: int,
     holder: Record | None = None,
+    required: dict[str, Any] | None = None,
     gate: dict[str, Any] | None = None,
     unavailable: Unavailable | None = None,
     cleanup_held: dict[str, Any] | None = None,
@@ -82,7 +85,9 @@ def describe(
     on nothing).
 
     ``phase_steps`` are the current phase's steps (any order); ``holder`` is the live run
-    holding the concurrency key of a due scheduled run; ``gate`` is what
+    holding the concurrency key of a due scheduled run; ``required`` is what a due
+    scheduled run held for its event's requirement waits on
+    (:func:`pageant.runs.requires.waiting_on`); ``gate`` is what
     :func:`pageant.gates.phase.waiting` answered for a phase whose steps are all done;
     ``unavailable`` answers why a due step's action may not run at all; ``cleanup_held``
     is what an ended run's cleanup waits on (:func:`pageant.ledger.held.held_by`);
@@ -107,6 +112,8 @@ def describe(
                     "verify it (or start a run now by hand)"
                 ),
             }
+        elif required is not None:
+            found = required
         elif holder is not None:
             found = {
                 "reason": "concurrency",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from itertools import chain
 from typing import Any
@@ -22,10 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import occurrences, schedules
 from pageant.errors import Invalid
+from pageant.runs import requires
 from pageant.runs.params import scope_of
 from pageant.schedules import blackouts, catchup, fan_out, recurrence, stagger
 from pageant.schedules.reconcile import NEVER, calendars_of
-from pageant.states import RunStatus
+from pageant.states import RunStatus, WaitingReason
 
 log = logging.getLogger("pageant.schedules.calendar")
 
@@ -46,7 +47,7 @@ def local_time(instant: datetime, tz: str) -> str:
         return instant.isoformat()
 
 
-def _materialised(row: Row) -> dict[str, Any]:
+def _materialised(row: Row, specs: Mapping[int, Any]) -> dict[str, Any]:
     return {
         "definition_id": row.definition_id,
         "title": row.title,
@@ -63,7 +64,39 @@ def _materialised(row: Row) -> dict[str, Any]:
         "reason": staff_reason(row),
         # The name of the blackout that holds it: a blacked-out occurrence is shown, named.
         "blackout": row.cancel_reason if row.status == RunStatus.BLACKED_OUT else None,
+        "requires": _requires(specs.get(row.version_id)),
     }
+
+
+def _requires(spec: Any) -> dict[str, Any] | None:
+    # The chain, as the version the occurrence is pinned to (or forecast from) says it.
+    requirement = requires.of_spec(spec)
+    return requirement.as_json() if requirement is not None else None
+
+
+async def _materialise(
+    conn: AsyncConnection, rows: Sequence[Row], now: datetime
+) -> list[dict[str, Any]]:
+    """The items of ``rows``: each with the requirement of its version, and a run held for
+    it with the reason (what it waits for now, read as the engine reads it)."""
+    specs = await occurrences.version_specs(conn, sorted({row.version_id for row in rows}))
+    items = []
+    for row in rows:
+        item = _materialised(row, specs)
+        if row.status == RunStatus.SCHEDULED and row.waiting_reason == WaitingReason.REQUIRES:
+            item["reason"] = await _held_for(conn, row, specs.get(row.version_id), now)
+        items.append(item)
+    return items
+
+
+async def _held_for(conn: AsyncConnection, row: Row, spec: Any, now: datetime) -> str | None:
+    requirement = requires.of_spec(spec)
+    if requirement is None:
+        return None
+    decision = await requires.read_decision(conn, requirement, row._mapping, now)
+    if decision.verdict is not requires.Verdict.HOLD:
+        return None  # decided at the engine's next look
+    return f"held: {decision.note}"
 
 
 def staff_reason(row: Row) -> str | None:
@@ -113,6 +146,7 @@ def _projected(
         "reason": None,
         # Forecast as its run will be marked once the horizon reaches it.
         "blackout": covered.name if covered is not None else None,
+        "requires": _requires(definition.spec),
     }
 
 
@@ -158,7 +192,7 @@ async def calendar_items(
     )
     if len(rows) > MAX_ITEMS:
         raise _too_many()
-    items = [_materialised(row) for row in rows]
+    items = await _materialise(conn, rows, now)
     if not statuses and scope in (None, ""):
         await _project(conn, items, rows, start=start, end=end, now=now, ids=definition_ids)
     items.sort(key=_order)
@@ -271,11 +305,14 @@ async def calendar_outline(
     return items
 
 
-async def complete(conn: AsyncConnection, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def complete(
+    conn: AsyncConnection, items: list[dict[str, Any]], *, now: datetime
+) -> list[dict[str, Any]]:
     """``items`` from :func:`calendar_outline` with each run's outline made its whole item
     (as :func:`calendar_items` has it), in one query; a run gone since is left out."""
     wanted = [item["run_id"] for item in items if item.get("outline")]
-    whole = {row.id: _materialised(row) for row in await occurrences.calendar_rows_of(conn, wanted)}
+    rows = await occurrences.calendar_rows_of(conn, wanted)
+    whole = {item["run_id"]: item for item in await _materialise(conn, rows, now)}
     return [
         whole[item["run_id"]] if item.get("outline") else item
         for item in items

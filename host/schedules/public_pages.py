@@ -60,7 +60,9 @@ def event_object(row: AnyRow) -> dict[str, Any]:
     }
 
 
-def _occurrence(item: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
+def _occurrence(
+    item: dict[str, Any], event: dict[str, Any], public_slugs: set[str]
+) -> dict[str, Any]:
     status = "scheduled" if item["kind"] == "projected" else PUBLIC_STATUS[item["status"]]
     return {
         "event": event,
@@ -71,7 +73,18 @@ def _occurrence(item: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
         # The declared params (the server, say); a bare scope stays staff data.
         "params": {k: v for k, v in (item.get("params") or {}).items() if k != "scope"},
         "blackout": item.get("blackout"),
+        "requires": _public_requirement(item.get("requires"), public_slugs),
     }
+
+
+def _public_requirement(
+    required: dict[str, Any] | None, public_slugs: set[str]
+) -> dict[str, Any] | None:
+    # The chain is told only when the event it names is public too: a staff event's slug
+    # is staff data.
+    if required is None or required["event"] not in public_slugs:
+        return None
+    return dict(required)
 
 
 async def _occurrences(
@@ -88,8 +101,11 @@ async def _occurrences(
     )
     cancelled = [i["run_id"] for i in items if i["status"] == "cancelled"]
     withdrawn = await public_db.superseded_runs(conn, cancelled)
+    public_slugs: set[str] = set()
+    if any(item.get("requires") for item in items):
+        public_slugs = {row.slug for row in await public_db.public_events(conn)}
     return [
-        _occurrence(item, rendered[item["definition_id"]])
+        _occurrence(item, rendered[item["definition_id"]], public_slugs)
         for item in items
         if item["run_id"] is None or item["run_id"] not in withdrawn
     ]

@@ -136,6 +136,7 @@ async def test_the_calendar_needs_no_token_and_shows_rows_then_projections(clien
         "kind": "materialised",
         "params": {},
         "blackout": None,
+        "requires": None,
     }
     # Inside the 14-day horizon rows, past it forecasts; summer time moves the instant only.
     assert [(i["local_time"], i["kind"], i["status"]) for i in found] == [

@@ -282,7 +282,7 @@ def test_a_spec_must_be_an_object(raw: Any, registry: Registry) -> None:
 def test_unknown_top_level_key_is_refused_naming_it(registry: Registry) -> None:
     assert error_of(make(announcements=[]), registry) == (
         'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
-        "acknowledge, catch_up, blackouts, start_when"
+        "acknowledge, catch_up, blackouts, start_when, requires"
     )
 
 
@@ -778,7 +778,7 @@ def test_on_gate_where_is_validated_by_the_condition_grammar(registry: Registry)
         (
             {"on": "wisps.caught", "timeout": "1h"},
             'unknown key "timeout" for an "on" gate; '
-            "expected on, where, count, dormant, public, label",
+            "expected on, where, count, dormant, public, label, milestones",
         ),
     ],
 )
@@ -821,7 +821,7 @@ def test_every_error_is_reported_at_once(registry: Registry) -> None:
     }
     assert errors_of(raw, registry) == [
         'spec: unknown key "announcements"; expected params, schedule, phases, announcement, '
-        "acknowledge, catch_up, blackouts, start_when",
+        "acknowledge, catch_up, blackouts, start_when, requires",
         'spec.schedule.time: expected a 24-hour time as "HH:MM"; got "8pm"',
         'spec.phases[0].key: "Muster" is not a phase key; expected a slug such as "wind-down" '
         "(lowercase letters and digits, words joined by - or _)",

@@ -352,9 +352,9 @@ async def test_the_outline_completed_is_the_calendar_itself(client, tokens, tick
         ]
         assert {i["kind"] for i in outline} == {"materialised", "projected"}
         assert all(i.get("outline") for i in outline if i["kind"] == "materialised")
-        assert await calendar.complete(conn, outline) == whole
+        assert await calendar.complete(conn, outline, now=NOW) == whole
         some = [outline[0], outline[-1]]
-        assert await calendar.complete(conn, some) == [whole[0], whole[-1]]
+        assert await calendar.complete(conn, some, now=NOW) == [whole[0], whole[-1]]
         assert (
             await calendar.calendar_outline(conn, start=NOW, end=end, now=NOW, definition_ids=[])
             == []

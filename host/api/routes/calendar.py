@@ -26,6 +26,14 @@ class DstAdjusted(BaseModel):
     shift_minutes: int
 
 
+class Requirement(BaseModel):
+    """Another event's outcome an occurrence requires (its spec's ``requires``)."""
+
+    event: str
+    outcome: str
+    within: str
+
+
 class CalendarItem(BaseModel):
     """One occurrence: a run (``materialised``) or a forecast (``projected``)."""
 
@@ -49,11 +57,14 @@ class CalendarItem(BaseModel):
             "why the run is as it is, for staff: a missed or failed run's reason, a cancelled "
             "or skipped run's (replaced by run 42 ..., the previous run of this key was "
             "still going), or a catch-up's words (started 40 min late, catching up after the "
-            "host was down ...)"
+            "host was down ...), or what a run held for its requirement waits for (held: "
+            "waiting for champion-muster (run 18) to complete)"
         ),
     )
     #: The name of the blackout that holds a ``blacked_out`` run; null otherwise.
     blackout: str | None = None
+    #: The event outcome the occurrence requires (the chain of a campaign); null for none.
+    requires: Requirement | None = None
 
 
 class CalendarList(BaseModel):

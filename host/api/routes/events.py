@@ -59,6 +59,7 @@ from pageant.events import definitions, verify
 from pageant.events.authoring import validator as specs
 from pageant.events.authoring.params import PARAM_NAME
 from pageant.events.blackouts import unknown_blackouts
+from pageant.events.campaigns import unknown_required
 from pageant.events.definitions import MAX_GRACE_SECONDS, MIN_GRACE_SECONDS, STATES
 from pageant.events.publish_preview import preview_publish
 from pageant.events.publishing import publish
@@ -465,6 +466,19 @@ async def check_fields(conn: AsyncConnection, checked: Checked[Any]) -> None:
         checked.fail(f"body.series_id: no series {series_id}")
 
 
+async def check_required(
+    conn: AsyncConnection,
+    checked: Checked[Any],
+    spec: dict[str, Any] | None,
+    *,
+    own_slug: str | None = None,
+) -> None:
+    """The event the spec requires must exist (and be another): each problem is added to
+    ``checked``, named by its path (:func:`pageant.events.campaigns.unknown_required`)."""
+    for problem in await unknown_required(conn, spec, own_slug=own_slug):
+        checked.fail(problem)
+
+
 async def check_blackouts(
     conn: AsyncConnection, checked: Checked[Any], spec: dict[str, Any] | None
 ) -> None:
@@ -549,6 +563,7 @@ async def create_event(request: web.Request) -> web.Response:
         await check_fields(conn, checked)
         check_key_names(checked, spec, otherwise=specs.empty_spec())
         await check_blackouts(conn, checked, spec)
+        await check_required(conn, checked, spec, own_slug=checked.given.get("slug"))
         checked.raise_if_invalid()
         body = checked.body
         assert body is not None
@@ -615,6 +630,7 @@ async def update_event(request: web.Request) -> web.Response:
                 checked.details.extend(exc.details)
         check_key_names(checked, spec, otherwise=row.spec)
         await check_blackouts(conn, checked, spec)
+        await check_required(conn, checked, spec, own_slug=checked.given.get("slug", row.slug))
         checked.raise_if_invalid()
         changes = dict(checked.given)
         if spec is not None:

@@ -45,6 +45,16 @@ class PublicEvent(BaseModel):
     series: PublicSeriesRef | None
 
 
+class PublicRequirement(BaseModel):
+    """Another public event's outcome an occurrence requires: its slug, the outcome
+    (completed, failed, cancelled or ended) and how long before the occurrence it may have
+    ended."""
+
+    event: str
+    outcome: str
+    within: str
+
+
 class PublicOccurrence(BaseModel):
     """One occurrence: a run (``materialised``) or a forecast past them (``projected``)."""
 
@@ -57,6 +67,9 @@ class PublicOccurrence(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     #: The name of the blackout an occurrence is ``blacked_out`` by; null otherwise.
     blackout: str | None = None
+    #: The public event whose outcome the occurrence requires (a campaign's chain); null
+    #: for none, and when the event it requires is not public.
+    requires: PublicRequirement | None = None
 
 
 class PublicCalendar(BaseModel):

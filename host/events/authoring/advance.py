@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.milestones import validate_milestones
 from pageant.events.authoring.progress import validate_public
 
 # The duration grammar is the gates' (a phase gate reads it every tick); its names stay
@@ -44,7 +45,7 @@ ADVANCE_KINDS = ("after", "on", "reading")
 AFTER_GATE_KEYS = ("after",)
 READING_GATE_KEYS = ("reading", "params", "at_least", "wait", "else")
 #: ``dormant`` is output-only: accepted back, then recomputed against the registry.
-ON_GATE_KEYS = ("on", "where", "count", "dormant", "public", "label")
+ON_GATE_KEYS = ("on", "where", "count", "dormant", "public", "label", "milestones")
 
 #: "count: 100000" is a phase that never advances written as one that eventually does.
 MAX_ADVANCE_COUNT = 1000
@@ -121,6 +122,16 @@ def validate_advance(
             f"got {show(count)}"
         )
         count = 1
+    milestones = validate_milestones(
+        raw.get("milestones"),
+        f"{path}.milestones",
+        registry,
+        errors,
+        public=bool(shown),
+        count=count,
+    )
+    if milestones is not None:
+        shown = {**shown, "milestones": milestones}
     where = raw.get("where")
     trigger = registry.triggers.get(trigger_id)
     if trigger is None:

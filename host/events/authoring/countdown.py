@@ -14,6 +14,7 @@ decided by the steps and gates before it as the run goes.
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.messages import refuse_unknown, show
@@ -56,8 +57,8 @@ def validate_countdown(
     problems: list[str] = []
     refuse_unknown(raw, COUNTDOWN_KEYS, path, problems)
     before = _before(raw.get("before"), f"{path}.before", problems)
-    legs = _legs(raw.get("legs"), f"{path}.legs", registry, problems)
-    message = _message(raw.get("message"), f"{path}.message", problems)
+    legs = validate_legs(raw.get("legs"), f"{path}.legs", registry, problems)
+    message = validate_message(raw.get("message"), f"{path}.message", problems)
     errors.extend(problems)
     if problems:
         return None
@@ -97,7 +98,9 @@ def _duration(text: Any) -> int | None:
     return parse_duration(text, least=MIN_BEFORE_SECONDS, most=MAX_BEFORE_SECONDS)
 
 
-def _legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
+def validate_legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
+    """A list of 1 to :data:`MAX_LEGS` announce legs, each registered and named once (a
+    countdown's, a gate's milestones'); each problem goes to ``errors`` with its place."""
     raw = _list(raw, path, "announce legs", '["core.log"]', MAX_LEGS, errors)
     legs: list[str] = []
     for i, leg in enumerate(raw):
@@ -113,7 +116,11 @@ def _legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[st
     return legs
 
 
-def _message(raw: Any, path: str, errors: list[str]) -> str:
+def validate_message(
+    raw: Any, path: str, errors: list[str], placeholders: Mapping[str, str] = PLACEHOLDERS
+) -> str:
+    """The text to announce, at most :data:`MAX_MESSAGE` characters, whose only
+    placeholders are bare ``placeholders`` (a countdown's ``{remaining}`` by default)."""
     if not isinstance(raw, str) or not raw.strip():
         errors.append(f"{path}: expected the text to announce; got {show(raw)}")
         return ""
@@ -132,7 +139,7 @@ def _message(raw: Any, path: str, errors: list[str]) -> str:
             errors.append(
                 f"{path}: {{{name}}} has a conversion or a format; write a bare {{{name}}}"
             )
-        elif name not in PLACEHOLDERS:
-            expected = ", ".join("{" + known + "}" for known in PLACEHOLDERS)
+        elif name not in placeholders:
+            expected = ", ".join("{" + known + "}" for known in placeholders)
             errors.append(f"{path}: {{{name}}} is not a placeholder; expected {expected}")
     return raw

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring import params as run_params
+from pageant.events.authoring.countdown import MAX_LEGS, validate_legs
 from pageant.events.authoring.messages import refuse_unknown, show
 from pageant.gates.durations import format_after, parse_duration
 from pageant.states import OrElse
@@ -35,7 +36,6 @@ MIN_WAIT_SECONDS = 60
 #: Past a day the occurrence is another night's, not this one's late start.
 MAX_WAIT_SECONDS = 86_400
 MAX_AT_LEAST = 1_000_000
-MAX_LEGS = 5
 MAX_MESSAGE = 2000
 
 START_WHEN_SCHEMA: dict[str, Any] = {
@@ -168,18 +168,7 @@ def _legs(raw: Any, otherwise: Any, path: str, registry: Registry, errors: list[
             f'such as ["core.log"]; got {show(raw)}'
         )
         return []
-    legs: list[str] = []
-    for i, leg in enumerate(raw):
-        if not isinstance(leg, str) or leg not in registry.legs:
-            known = ", ".join(sorted(registry.legs)) or "none"
-            errors.append(
-                f"{path}[{i}]: {show(leg)} is not an announce leg; expected one of {known}"
-            )
-        elif leg in legs:
-            errors.append(f"{path}[{i}]: {show(leg)} is named twice")
-        else:
-            legs.append(leg)
-    return legs
+    return validate_legs(raw, path, registry, errors)
 
 
 def _params(

@@ -69,6 +69,7 @@ from pageant.events.authoring.subscriptions import (
 )
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.hookspecs.models import ON_FAILURE_BY_RISK
+from pageant.runs.requires import REQUIRES_SCHEMA, validate_requires
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
 from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
@@ -88,6 +89,7 @@ SPEC_KEYS = (
     "catch_up",
     "blackouts",
     "start_when",
+    "requires",
 )
 #: ``manual`` first: it is the default, and what an unscheduled draft carries.
 SCHEDULE_KINDS = ("manual", "once", "weekly", "monthly")
@@ -244,6 +246,7 @@ def validate(
         types=types,
         declared=by_name,
     )
+    required = validate_requires(raw.get("requires"), "spec.requires", errors)
     if errors:
         raise Invalid("invalid spec", details=errors)
     out: dict[str, Any] = {"schedule": schedule, "phases": phases}
@@ -261,6 +264,8 @@ def validate(
         out["blackouts"] = subscribed
     if start_when:
         out["start_when"] = start_when
+    if required:
+        out["requires"] = required
     return out
 
 
@@ -845,6 +850,7 @@ SPEC_SCHEMA: dict[str, Any] = {
         },
         "catch_up": CATCH_UP_SCHEMA,
         "start_when": START_WHEN_SCHEMA,
+        "requires": REQUIRES_SCHEMA,
     },
     "additionalProperties": False,
 }
