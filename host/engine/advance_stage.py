@@ -209,9 +209,7 @@ async def _start(
                 owner=owner,
                 lease=lease,
                 now=now,
-                because=quorum.joined(
-                    campaign.started_because(catchup.started_because(run, now))
-                ),
+                because=quorum.joined(campaign.started_because(catchup.started_because(run, now))),
             )
         )
         if not started:

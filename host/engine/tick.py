@@ -20,8 +20,8 @@ from pageant.engine.contention import noted
 from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
-from pageant.engine.reading_gates import read_gates
 from pageant.engine.milestones import milestones
+from pageant.engine.reading_gates import read_gates
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
 from pageant.states import Health, StepStatus

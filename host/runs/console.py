@@ -113,6 +113,8 @@ async def _quorum(
     read = host.readings.last(str(start_when["reading"]), quorum.reading_params(start_when, run))
     since = row.waiting_since or now
     return quorum.waiting_note(start_when, host.registry, read, since=since)
+
+
 async def _required(
     conn: AsyncConnection, host: Host, row: Row, now: datetime
 ) -> dict[str, Any] | None:
