@@ -118,39 +118,28 @@ _ID_BY_OCCURRENCE = select(r.id).where(
 
 # ── claims ────────────────────────────────────────────────────────────────────
 
+
 # scheduled -> starting takes the concurrency key: the generated column concurrency_lock
 # becomes non-NULL here, and its unique index refuses a second live holder (IntegrityError).
-_CLAIM_START = by_primary_key(
-    update(event_runs)
-    .where(
-        r.id == bindparam("run_id"),
-        status_in(r.status, RUN_START.froms),
-        r.scheduled_for <= bindparam("now"),
+def _claiming_start(which: Any) -> Any:
+    """The compare-and-set scheduled -> starting for the runs ``which`` picks."""
+    return by_primary_key(
+        update(event_runs)
+        .where(which, status_in(r.status, RUN_START.froms), r.scheduled_for <= bindparam("now"))
+        .values(
+            status=RunStatus.STARTING,
+            claimed_by=bindparam("owner"),
+            lease_until=bindparam("lease"),
+            started_at=bindparam("now"),
+        )
     )
-    .values(
-        status=RunStatus.STARTING,
-        claimed_by=bindparam("owner"),
-        lease_until=bindparam("lease"),
-        started_at=bindparam("now"),
-    )
-)
+
+
+_CLAIM_START = _claiming_start(r.id == bindparam("run_id"))
 
 # The same compare-and-set for a set of runs (the advance stage's set-wise start), and the
 # read that tells which of them it changed when it changed fewer than it named.
-_CLAIM_STARTS = by_primary_key(
-    update(event_runs)
-    .where(
-        r.id.in_(bindparam("run_ids", expanding=True)),
-        status_in(r.status, RUN_START.froms),
-        r.scheduled_for <= bindparam("now"),
-    )
-    .values(
-        status=RunStatus.STARTING,
-        claimed_by=bindparam("owner"),
-        lease_until=bindparam("lease"),
-        started_at=bindparam("now"),
-    )
-)
+_CLAIM_STARTS = _claiming_start(r.id.in_(bindparam("run_ids", expanding=True)))
 _STARTED_BY = select(r.id).where(
     r.id.in_(bindparam("run_ids", expanding=True)),
     r.status == RunStatus.STARTING,
