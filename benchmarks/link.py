@@ -295,6 +295,8 @@ async def idle(mysql: str | None, agents: int, seconds: float) -> dict[str, Any]
             "rss_mib_before": round(before, 1),
             "rss_mib_first_last_max": (samples[0][0], samples[-1][0], max(s[0] for s in samples)),
             "fds_first_last_max": (samples[0][1], samples[-1][1], max(s[1] for s in samples)),
+            # A reading a minute (every twelfth sample), to tell early growth from a leak.
+            "rss_mib_each_minute": [s[0] for s in samples[::12]],
         }
 
 
