@@ -596,12 +596,9 @@ def _countdown_view(raw: Any, path: str) -> dict[str, Any]:
     """A phase's countdown as its fields show it (each blank without one)."""
     countdown = raw if isinstance(raw, dict) else {}
 
-    def listed(value: Any) -> str:
-        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
-
     return {
-        "before": listed(countdown.get("before")),
-        "legs": listed(countdown.get("legs")),
+        "before": _shown(countdown.get("before")),
+        "legs": _shown(countdown.get("legs")),
         "message": _shown(countdown.get("message")),
         "shown": bool(countdown),
         "path": f"{path}.countdown",
@@ -612,12 +609,9 @@ def _milestones_view(raw: Any) -> dict[str, str]:
     """A count gate's milestones as their fields show them (each blank without any)."""
     milestones = raw if isinstance(raw, dict) else {}
 
-    def listed(value: Any) -> str:
-        return ", ".join(str(v) for v in value) if isinstance(value, list) else _shown(value)
-
     return {
-        "at": listed(milestones.get("at")),
-        "legs": listed(milestones.get("legs")),
+        "at": _shown(milestones.get("at")),
+        "legs": _shown(milestones.get("legs")),
         "message": _shown(milestones.get("message")),
     }
 

@@ -25,7 +25,7 @@ from pageant.db.shared import Batch
 from pageant.engine import catchup, overlap, requires, start_when, transitions
 from pageant.engine.claiming import SetClaim, claim_due, free_slots
 from pageant.engine.dispatch import Ahead, dispatch_step
-from pageant.engine.readiness import readiness, stopping
+from pageant.engine.readiness import attached, readiness, stopping
 from pageant.engine.transitions import Lost, enter_phase_in, is_late, start_in
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, waiting
@@ -60,9 +60,7 @@ STARTS_PER_SCAN = 1000
 
 async def advance(host: Host, now: datetime) -> None:
     """Find the runs with something to do and hand each to a task of the engine."""
-    engine = host.engine
-    if engine is None:
-        raise RuntimeError("the advance stage runs under an engine")
+    engine = attached(host, "advance")
     limit = host.settings.runs_per_tick
     async with host.db.connect() as conn:
         found = await due.find_due(

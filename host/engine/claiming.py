@@ -144,11 +144,13 @@ async def claim_due(host: Host, found: Sequence[RunRow]) -> tuple[dict[int, SetC
                     claimed[run_id] = SetClaim(Ahead(host, run_id), RunStatus.RUNNING, lease)
                 continue
             pinned = await host.versions.get(conn, row["version_id"])
-            if pinned is not None and quorum.of_spec(pinned.spec) is not None:
-                deferred.add(run_id)  # a quorum reads the game first (engine/start_when)
-                continue
-            if pinned is not None and campaigns.of_spec(pinned.spec) is not None:
-                deferred.add(run_id)  # its requirement is read and decided by its own task
+            if pinned is not None and (
+                quorum.of_spec(pinned.spec) is not None
+                or campaigns.of_spec(pinned.spec) is not None
+            ):
+                # A quorum reads the game first (engine/start_when), a requirement reads the
+                # other event's runs (engine/requires): each is decided by the run's own task.
+                deferred.add(run_id)
                 continue
             if (
                 row["params"]

@@ -14,6 +14,7 @@ skipped instead, with a note.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from pageant.db import runs, steps
 from pageant.db.engine_rows import run_row, step_row
 from pageant.engine.contention import noted
 from pageant.engine.dispatch import dispatch_step
+from pageant.engine.readiness import attached
 from pageant.runs import countdown as ladder
 from pageant.states import Dispatched, RunStatus, StepStatus
 
@@ -36,14 +38,25 @@ async def countdown(host: Host, now: datetime) -> None:
     task of its own; a rung whose moment has gone is skipped, never sent late."""
     async with host.db.connect() as conn:
         due = await rungs.due_rungs(conn, now, limit=host.settings.runs_per_tick)
+    spawn_each_run(
+        host, "countdown", due, lambda run_id, step_ids: _send(host, run_id, step_ids, now)
+    )
+
+
+def spawn_each_run(
+    host: Host,
+    stage: str,
+    due: Iterable[Any],
+    send: Callable[[int, list[int]], Coroutine[Any, Any, tuple[str, bool]]],
+) -> None:
+    """Hand the due steps of each run (rows with ``run_id`` and ``id``) to a task of the
+    engine's, one a run, as the ``stage`` that found them."""
     by_run: dict[int, list[int]] = {}
     for row in due:
         by_run.setdefault(row.run_id, []).append(row.id)
-    engine = host.engine
-    if engine is None:
-        raise RuntimeError("the countdown stage runs under an engine")
+    engine = attached(host, stage)
     for run_id, step_ids in by_run.items():
-        engine.spawn(run_id, _send(host, run_id, step_ids, now))
+        engine.spawn(run_id, send(run_id, step_ids))
 
 
 def why_passed(run: Any, due_at: datetime, now: datetime) -> str | None:

@@ -28,6 +28,7 @@ from pageant.db import milestones as milestone_rows
 from pageant.db import runs, steps
 from pageant.db.engine_rows import run_row, step_row
 from pageant.engine.contention import noted
+from pageant.engine.countdown import spawn_each_run
 from pageant.engine.dispatch import dispatch_step
 from pageant.runs import countdown
 from pageant.runs import milestones as spec_milestones
@@ -67,14 +68,7 @@ async def milestones(host: Host, now: datetime) -> None:
             await countdown.pass_over(conn, passed, why=spec_milestones.PASSED_UNREACHED, now=now)
     async with host.db.connect() as conn:
         due = await milestone_rows.due_steps(conn, now, limit=limit)
-    by_run: dict[int, list[int]] = {}
-    for row in due:
-        by_run.setdefault(row.run_id, []).append(row.id)
-    engine = host.engine
-    if engine is None:
-        raise RuntimeError("the milestones stage runs under an engine")
-    for run_id, step_ids in by_run.items():
-        engine.spawn(run_id, _send(host, run_id, step_ids))
+    spawn_each_run(host, "milestones", due, lambda run_id, step_ids: _send(host, run_id, step_ids))
 
 
 async def _needed(host: Host, conn: AsyncConnection, row: Row) -> tuple[str, int] | None:

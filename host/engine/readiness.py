@@ -18,12 +18,20 @@ from typing import TYPE_CHECKING, Any
 from pageant.states import Readiness, RunStatus, StepStatus, WaitingReason
 
 if TYPE_CHECKING:
-    from pageant.hosting import Host
+    from pageant.hosting import EngineSeam, Host
 
 
 def stopping(host: Host) -> bool:
     """True once the host's engine began a clean stop: from then on nothing is claimed."""
     return host.engine is not None and host.engine.stopping
+
+
+def attached(host: Host, stage: str) -> EngineSeam:
+    """The engine the ``stage`` runs under: a stage of the tick is never called without one."""
+    engine = host.engine
+    if engine is None:
+        raise RuntimeError(f"the {stage} stage runs under an engine")
+    return engine
 
 
 def run_may_move(state: Mapping[str, Any]) -> bool:

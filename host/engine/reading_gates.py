@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pageant.db import phase_gates as gate_rows
 from pageant.engine import transitions
 from pageant.engine.contention import noted
+from pageant.engine.readiness import attached
 from pageant.gates import phase as gates
 from pageant.runs import lifecycle, quorum
 from pageant.states import Outcome
@@ -36,9 +37,7 @@ async def read_gates(host: Host, now: datetime) -> None:
     of its own."""
     async with host.db.connect() as conn:
         found = await gate_rows.open_reading_gates(conn, limit=host.settings.runs_per_tick)
-    engine = host.engine
-    if engine is None:
-        raise RuntimeError("the reading gates stage runs under an engine")
+    engine = attached(host, "reading gates")
     for row in found:
         gate = dict(row._mapping)
         if gate["deadline"] <= now and gates.at_deadline(gate):

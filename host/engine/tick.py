@@ -21,6 +21,7 @@ from pageant.engine.countdown import countdown
 from pageant.engine.dispatch import Claim, fail_step
 from pageant.engine.expand import expand
 from pageant.engine.milestones import milestones
+from pageant.engine.readiness import attached
 from pageant.engine.reading_gates import read_gates
 from pageant.engine.transitions import is_late
 from pageant.ledger.cleanup import cleanup
@@ -169,9 +170,7 @@ async def sweep_missed(host: Host, now: datetime) -> None:
 async def prune(host: Host, now: datetime) -> None:
     """Delete the log of runs that ended more than ``log_retention_days`` ago, at most every
     six hours and in bounded batches. Only terminal runs are ever eligible."""
-    engine = host.engine
-    if engine is None:
-        raise RuntimeError("the prune stage runs under an engine")
+    engine = attached(host, "prune")
     last = _pruned_at.get(engine)
     if last is not None and now - last < PRUNE_EVERY:
         return
