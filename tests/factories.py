@@ -245,6 +245,24 @@ def make_host(settings: Settings, db: AsyncEngine, clock: Any, plugins: Sequence
     return Host(settings, plugins=candidates, discover=False, clock=clock, db=db)
 
 
+async def tick_beside_another_host(
+    host: Host, settings: Settings, db: AsyncEngine, clock: Any, ticks: int
+) -> None:
+    """``ticks`` ticks of ``host``'s engine, each at once with a tick of a second host's on
+    the same database: two hosts deciding the same runs together."""
+    from pageant.engine import Engine
+
+    other = Host(settings, clock=clock, db=db)
+    first, second = Engine(host), Engine(other)
+    try:
+        for _ in range(ticks):
+            await asyncio.gather(first.tick(), second.tick())
+    finally:
+        await first.stop()
+        await second.stop()
+        await other.close()
+
+
 class Blocker:
     """An answer that blocks until released: a slow ``perform`` a test controls."""
 

@@ -7,7 +7,6 @@ Real hosts and engines on both dialects, time injected."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,7 +23,7 @@ from pageant.runs.console import run_view
 from pageant.runs.create import create_run
 from pageant.schedules.calendar import calendar_items
 from tests.engine.test_catch_up import log_lines_of, start_line
-from tests.factories import run_row, set_run
+from tests.factories import run_row, set_run, tick_beside_another_host
 from tests.scheduling import MAIN, ready_event
 
 #: A phase that keeps A's run going for half an hour: a gate that opens after 30 min.
@@ -248,15 +247,7 @@ async def test_two_hosts_deciding_at_once_start_b_once(host, db, clock, settings
     await set_run(db, a_run, status="completed", ended_at=t0 - timedelta(minutes=20))
     b_runs = [await occurrence(host, b, t0 + timedelta(seconds=i)) for i in range(3)]
     clock.set(t0 + timedelta(seconds=3))
-    other = Host(settings, clock=clock, db=db)
-    first, second = Engine(host), Engine(other)
-    try:
-        for _ in range(6):
-            await asyncio.gather(first.tick(), second.tick())
-    finally:
-        await first.stop()
-        await second.stop()
-        await other.close()
+    await tick_beside_another_host(host, settings, db, clock, 6)
     for run_id in b_runs:
         assert (await run_row(db, run_id)).status == "completed"
         starts = [
@@ -271,15 +262,7 @@ async def test_two_hosts_deciding_a_skip_at_once_skip_b_once(host, db, clock, se
     _, b, slug = await campaign(host)
     b_runs = [await occurrence(host, b, t0 + timedelta(seconds=i)) for i in range(3)]
     clock.set(t0 + timedelta(seconds=3))
-    other = Host(settings, clock=clock, db=db)
-    first, second = Engine(host), Engine(other)
-    try:
-        for _ in range(4):
-            await asyncio.gather(first.tick(), second.tick())
-    finally:
-        await first.stop()
-        await second.stop()
-        await other.close()
+    await tick_beside_another_host(host, settings, db, clock, 4)
     for run_id in b_runs:
         lines = await log_lines_of(db, run_id)
         assert [line.detail["to"] for line in lines] == ["skipped"]
