@@ -35,7 +35,7 @@ import pageant
 import pageant.builtin_plugins as builtin_plugins
 from pageant.db import steps
 from pageant.engine import Engine, dispatch
-from pageant.engine import batch as batch_module
+from pageant.db import group as group_module
 from pageant.hosting import Host
 from pageant.runs.create import start_now
 from pageant.support.clock import FakeClock
@@ -174,7 +174,7 @@ def _instrument(walk: Walk) -> None:
     _wrap(steps, "keep_finish", walk, "the finish kept (keep_finish)")
     _wrap(steps, "flush_finishes", walk, "the kept finishes made (flush_finishes)", "finishes")
     real_spawn = Engine.spawn
-    real_run = batch_module.OutcomeBatch.run
+    real_run = group_module.OutcomeBatch.run
 
     def spawn(self: Engine, run_id: int, work: Any) -> None:
         walk.started_from[f"pageant-run-{run_id}"] = (
@@ -189,7 +189,7 @@ def _instrument(walk: Walk) -> None:
         return await real_run(self, write)
 
     Engine.spawn = spawn  # type: ignore[method-assign]  # measuring, not running
-    batch_module.OutcomeBatch.run = run  # type: ignore[method-assign]  # measuring, not running
+    group_module.OutcomeBatch.run = run  # type: ignore[method-assign]  # measuring, not running
 
 
 async def measure() -> None:

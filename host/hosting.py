@@ -56,7 +56,7 @@ def make_identity() -> str:
 
 
 class OutcomeQueue(Protocol):
-    """The engine's group commit (:class:`pageant.engine.batch.OutcomeBatch`)."""
+    """The engine's group commit (:class:`pageant.db.group.OutcomeBatch`)."""
 
     async def run(self, write: Write) -> Any: ...
 
@@ -211,7 +211,7 @@ class Host:
     @property
     def outcomes(self) -> OutcomeQueue:
         """Where a write of a step's outcome, a claim or a start is made: the engine's group
-        commit (:class:`pageant.engine.batch.OutcomeBatch`), or a transaction of its own
+        commit (:class:`pageant.db.group.OutcomeBatch`), or a transaction of its own
         where no engine is attached (:class:`OwnTransaction`). ``await
         host.outcomes.run(write)`` answers what ``write`` answered once its transaction
         committed."""

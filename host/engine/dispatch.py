@@ -27,7 +27,7 @@ from pageant.db.engine_rows import RunRow, RunState, StepRow
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
 from pageant.engine import contention, transitions
-from pageant.engine.batch import defer_look
+from pageant.db.group import defer_look
 from pageant.engine.policy import Decision, may_invoke, settle_spend
 from pageant.engine.readiness import readiness, stopping
 from pageant.engine.step_services import StepServices
@@ -89,7 +89,7 @@ class Ahead:
     async def look(self, conn: AsyncConnection, *, now: datetime, group: Batch | None) -> None:
         """Read the run's cursor in ``conn`` and claim its next step if it is ready — at the
         end of ``group``, with the other runs' cursors, when the answer is recorded in one
-        (:func:`pageant.engine.batch.defer_look`)."""
+        (:func:`pageant.db.group.defer_look`)."""
         self.clear()
         if self.remaining <= 0:
             return
@@ -297,7 +297,7 @@ async def claim_ready(
     claimer moved the step first).
 
     A step is claimed on one of three paths (``path``), each in a write of the engine's
-    group commit (:mod:`pageant.engine.batch`), so ``group`` is that transaction's batch
+    group commit (:mod:`pageant.db.group`), so ``group`` is that transaction's batch
     (None when the write runs alone):
 
     - :data:`PER_RUN` — the run's own task found the step ready and holds no claim for it
@@ -557,7 +557,7 @@ def explain_exception(
 @dataclass(frozen=True)
 class Done:
     """A ``done`` answer's write under the claim that dispatched it, handed to the group
-    commit as a value (:mod:`pageant.engine.batch`): shared with other runs' answers, one
+    commit as a value (:mod:`pageant.db.group`): shared with other runs' answers, one
     commit for all, and it may run twice. It commits the lines the perform wrote
     (``services``) and looks ahead (``ahead``) in its own transaction."""
 

@@ -35,7 +35,7 @@ from pageant.db import due, runs, steps
 from pageant.db.engine import answers
 from pageant.db.errors import is_unavailable
 from pageant.db.outage import OVERDUE_SECONDS, PROBE_SECONDS
-from pageant.engine.batch import OutcomeBatch
+from pageant.db.group import OutcomeBatch
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.tick import STAGES, handed_back
 from pageant.states import OUTCOME_FINISHED, RUN_ACTIVE
@@ -74,7 +74,7 @@ class Engine:
         #: The run tasks holding one of ``_slots`` now (see :meth:`plugin_call`).
         self._slot_holders: set[asyncio.Task[Any]] = set()
         #: The shared transaction the answers of this host's steps are recorded in.
-        self.outcomes = OutcomeBatch(host)
+        self.outcomes = OutcomeBatch(host.db, host.settings.outcome_batch_size)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._session: aiohttp.ClientSession | None = None

@@ -17,7 +17,7 @@ it misses is not written. What a held gate's diagnosis needs about the firings i
 its trigger's last firing, one row a trigger (:func:`pageant.db.firings.note_last_firing`).
 
 **Firings arriving together are committed together.** Like the engine's step answers
-(:mod:`pageant.engine.batch`), firings that arrive while a transaction is committing wait
+(:mod:`pageant.db.group`), firings that arrive while a transaction is committing wait
 for the next one, which records up to ``firing_batch_size`` of them; a lone firing is
 written at once. A transaction's firings are counted set-wise: one read of the open gates a
 trigger, the firings judged against them in order in memory, the gates they count for read

@@ -14,7 +14,7 @@ from sqlalchemy import event
 from pageant.db import runlog, steps
 from pageant.db.log_kinds import LogKind
 from pageant.engine import Engine, loop
-from pageant.engine.batch import OutcomeBatch
+from pageant.db.group import OutcomeBatch
 from pageant.engine.tick import STAGES
 from pageant.runs import controls
 from pageant.runs.create import start_now
@@ -160,7 +160,7 @@ async def test_one_failing_write_in_a_batch_is_its_own_and_the_others_commit(pro
 
         return write
 
-    batch = OutcomeBatch(probe_host)
+    batch = OutcomeBatch(probe_host.db, probe_host.settings.outcome_batch_size)
     answers = await asyncio.gather(
         *(batch.run(line(text)) for text in ("first", "bad", "last")), return_exceptions=True
     )
@@ -181,7 +181,7 @@ async def test_writes_that_all_succeed_commit_in_one_transaction(probe_host, eng
             conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"}, batch=group
         )
 
-    batch = OutcomeBatch(probe_host)
+    batch = OutcomeBatch(probe_host.db, probe_host.settings.outcome_batch_size)
     await asyncio.gather(*(batch.run(write) for _ in range(5)))
     assert (batch.writes, batch.transactions) == (5, 1)
     assert len(await log_lines(probe_host.db, run_id, "announce")) == 5
@@ -282,7 +282,7 @@ async def test_the_batch_size_bounds_a_transaction(probe_host, settings, size):
             conn, run_id, LogKind.ANNOUNCE, at=now, detail={"message": "x"}, batch=group
         )
 
-    batch = OutcomeBatch(host)
+    batch = OutcomeBatch(host.db, host.settings.outcome_batch_size)
     await asyncio.gather(*(batch.run(write) for _ in range(6)))
     assert batch.writes == 6
     assert batch.transactions == 6 // size
@@ -457,7 +457,7 @@ async def test_a_kept_finish_whose_claim_moved_is_told_stale_on_its_own(probe_ho
         return write
 
     attempts = [2 if k == (1 % together) else 1 for k in range(together)]
-    batch = OutcomeBatch(probe_host)
+    batch = OutcomeBatch(probe_host.db, probe_host.settings.outcome_batch_size)
     answers = await asyncio.gather(
         *(batch.run(finish(step_id, a)) for step_id, a in zip(ids, attempts, strict=True))
     )
@@ -489,7 +489,7 @@ async def test_a_kept_claim_whose_step_moved_loses_on_its_own(probe_host, togeth
 
         return write
 
-    batch = OutcomeBatch(probe_host)
+    batch = OutcomeBatch(probe_host.db, probe_host.settings.outcome_batch_size)
     answers = await asyncio.gather(*(batch.run(claim(step_id)) for step_id in ids))
     assert answers == [step_id != moved for step_id in ids]
     async with probe_host.db.connect() as conn:
