@@ -493,9 +493,12 @@ async def move_run(
             state["hold_until"] = None
 
         if step is None:
-            # Every step is terminal; the gate, if the phase has one, is the other half.
-            async with host.db.connect() as conn:
-                gate = await gates.holding(conn, run_id=run_id, phase=phase, now=now)
+            # Every step is terminal; the gate, if the phase has one, is the other half (a
+            # phase without one takes no connection to say so).
+            gate = None
+            if gates.gated(phase):
+                async with host.db.connect() as conn:
+                    gate = await gates.holding(conn, run_id=run_id, phase=phase, now=now)
             if gate is not None:
                 if gates.stalls(gate, now, host.settings.stall_seconds):
                     async with host.db.begin() as conn:
