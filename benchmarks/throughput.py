@@ -316,9 +316,9 @@ for _db in ("sqlite", "mariadb"):
     def _first_step(r: Results, db: str = _db) -> bool | None:
         return at_most(r.get(db, "200x10", r.best_mode(db, "200x10"), "first_step_p99_ms"), 250)
 
-    goal(
-        f"200 x 10 end to end: >= {MANY_SHORT_SHARE:.0%} of 20 x 100's rate (same mode) on {_db}"
-    )(_many_short)
+    goal(f"200 x 10 end to end: >= {MANY_SHORT_SHARE:.0%} of 20 x 100's rate (same mode) on {_db}")(
+        _many_short
+    )
     goal(f"200 runs started at once reach their first step: p99 <= 250 ms (200 x 10) on {_db}")(
         _first_step
     )

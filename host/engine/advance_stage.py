@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from pageant.db import due, runlog, runs
+from pageant.db import due, runs
 from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record

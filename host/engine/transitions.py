@@ -299,9 +299,7 @@ async def end_and_complete_in(
     if not await runs.end_and_complete(conn, run_id, now=now):
         return False
     await gates.leave_phase(conn, run_id=run_id, phase=phase, now=now)
-    await runlog.phase_completed(
-        conn, run_id, at=now, phase=phase["key"], index=index, batch=batch
-    )
+    await runlog.phase_completed(conn, run_id, at=now, phase=phase["key"], index=index, batch=batch)
     await runlog.run_status(
         conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING, batch=batch
     )

@@ -219,7 +219,12 @@ async def test_a_crash_between_the_sets_start_and_a_runs_first_look_leaves_it_re
     for run_id in run_ids:
         assert (await run_row(host.db, run_id)).status == "completed"
         statuses = await log_lines(host.db, run_id, "run.status")
-        assert [ln.detail["to"] for ln in statuses] == ["starting", "running", "ending", "completed"]
+        assert [ln.detail["to"] for ln in statuses] == [
+            "starting",
+            "running",
+            "ending",
+            "completed",
+        ]
 
 
 async def test_a_scan_starts_more_due_runs_than_runs_per_tick_and_advances_no_more(

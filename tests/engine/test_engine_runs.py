@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from pageant.db import due, runs
 from pageant.db.tables import event_run_steps, event_runs
+from pageant.engine import advance_stage
 from pageant.errors import Conflict, NotFound
 from pageant.runs.create import (
     create_run,
@@ -19,7 +20,6 @@ from pageant.runs.create import (
     rematerialise_first_phase,
     start_now,
 )
-from pageant.engine import advance_stage
 from pageant.states import RUN_FAIL, Health, Outcome
 from tests.factories import (
     add_version,
