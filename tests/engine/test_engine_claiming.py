@@ -37,6 +37,13 @@ async def _start(host, event_spec, *, scope=""):
     return run_id
 
 
+async def _one_step_runs(host, n):
+    """``n`` runs of one probe step each (``s0``, ``s1``, ...), due to start now."""
+    return [
+        await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}") for i in range(n)
+    ]
+
+
 async def _waiting_runs(host, engine, clock, n):
     """``n`` runs each past a 5 s wait, their next step pending and due now."""
     run_ids = [
@@ -127,9 +134,7 @@ async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_
     two_slots, monkeypatch
 ):
     host, engine, probe = two_slots
-    run_ids = [
-        await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}") for i in range(5)
-    ]
+    run_ids = await _one_step_runs(host, 5)
     answers = recording(monkeypatch)
     await engine.tick()
     claimed, tried = answers[0]
@@ -180,9 +185,7 @@ async def test_a_run_started_without_a_slot_reads_its_cursor_in_the_write_of_its
     two_slots, monkeypatch
 ):
     host, engine, probe = two_slots
-    run_ids = [
-        await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}") for i in range(5)
-    ]
+    run_ids = await _one_step_runs(host, 5)
     answers = recording(monkeypatch)
     with CursorReads(host.db) as reads:
         await engine.tick()
@@ -203,9 +206,7 @@ async def test_a_crash_between_the_sets_start_and_a_runs_first_look_leaves_it_re
     two_slots, clock
 ):
     host, engine, probe = two_slots
-    run_ids = [
-        await _start(host, spec(phase("p", probe_step(f"s{i}"))), scope=f"r{i}") for i in range(5)
-    ]
+    run_ids = await _one_step_runs(host, 5)
     # The set's start commits; the host dies before any run's task looks at its run.
     claimed, _ = await claim_due(host, await _due_rows(host))
     assert set(claimed) == set(run_ids)
