@@ -33,9 +33,9 @@ from step_statements import _publish
 
 import pageant
 import pageant.builtin_plugins as builtin_plugins
+from pageant.db import group as group_module
 from pageant.db import steps
 from pageant.engine import Engine, dispatch
-from pageant.db import group as group_module
 from pageant.hosting import Host
 from pageant.runs.create import start_now
 from pageant.support.clock import FakeClock

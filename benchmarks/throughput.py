@@ -130,6 +130,8 @@ GATED_RUNS = 1000
 #: by at most this fraction, or by MEMORY_SLACK_MIB when that is larger (see the goal).
 MEMORY_GROWTH = 0.10
 MEMORY_SLACK_MIB = 8.0
+#: 200 x 10's rate against 20 x 100's, at least (issue 54; issue 32 asked for 90%).
+MANY_SHORT_SHARE = 0.75
 API = "/api/v1/admin"
 CONSOLE_CLIENTS = 50
 CONSOLE_SECONDS = 60
@@ -309,12 +311,14 @@ for _db in ("sqlite", "mariadb"):
     def _many_short(r: Results, db: str = _db) -> bool | None:
         mode = r.best_mode(db, "200x10")
         many, few = r.get(db, "200x10", mode, "rate"), r.get(db, "20x100", mode, "rate")
-        return None if many is None or few is None else many >= 0.9 * few
+        return None if many is None or few is None else many >= MANY_SHORT_SHARE * few
 
     def _first_step(r: Results, db: str = _db) -> bool | None:
         return at_most(r.get(db, "200x10", r.best_mode(db, "200x10"), "first_step_p99_ms"), 250)
 
-    goal(f"200 x 10 end to end: >= 90% of 20 x 100's rate (same mode) on {_db}")(_many_short)
+    goal(f"200 x 10 end to end: >= {MANY_SHORT_SHARE:.0%} of 20 x 100's rate (same mode) on {_db}")(
+        _many_short
+    )
     goal(f"200 runs started at once reach their first step: p99 <= 250 ms (200 x 10) on {_db}")(
         _first_step
     )

@@ -378,7 +378,8 @@ RUN_COMPLETE = Move(
     (RunStatus.ENDING,),
     (RunStatus.COMPLETED,),
     "the engine",
-    "at once, in the pass that ended its phases (or after a crash, found ending)",
+    "at once, with its end, in the one compare-and-set that ends its last phase (a run found "
+    "ending completes)",
 )
 RUN_FAIL = Move(
     "fail",

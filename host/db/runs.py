@@ -45,6 +45,7 @@ from pageant.db.tables import (
 from pageant.states import (
     RUN_ACTIVE,
     RUN_CANCEL,
+    RUN_COMPLETE,
     RUN_END,
     RUN_ENDED,
     RUN_ENTER,
@@ -230,10 +231,12 @@ _END = by_primary_key(
     )
 )
 
-_TO_ENDING = by_primary_key(
+# The moves ``end`` and ``complete`` at once: a run whose last phase ends in this transaction
+# goes through ``ending`` without that status ever being committed on its own.
+_END_AND_COMPLETE = by_primary_key(
     update(event_runs)
     .where(r.id == bindparam("run_id"), status_in(r.status, RUN_END.froms))
-    .values(status=RunStatus.ENDING)
+    .values(status=RUN_COMPLETE.to[0], **ENDED_VALUES)
 )
 
 _PAUSE = by_primary_key(
@@ -501,9 +504,12 @@ async def enter_first_phases(conn: AsyncConnection, run_ids: Sequence[int], *, p
     return int((await conn.execute(_ENTER_FIRST_PHASES, binds)).rowcount)
 
 
-async def to_ending(conn: AsyncConnection, run_id: int) -> bool:
-    """CAS running -> ending (every phase done; cleanup gets its turn here)."""
-    return await changed_one(conn, _TO_ENDING, {"run_id": run_id})
+async def end_and_complete(conn: AsyncConnection, run_id: int, *, now: datetime) -> bool:
+    """CAS running -> completed: the moves ``end`` (running -> ending) and ``complete``
+    (:func:`end_run`'s ending -> completed) in one statement, for a run whose last phase
+    ends in the transaction that completes it: ``ending`` would be committed in none of
+    them, so it is not written."""
+    return await changed_one(conn, _END_AND_COMPLETE, {"run_id": run_id, "now": now})
 
 
 async def end_run(

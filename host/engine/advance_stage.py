@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from pageant.db import due, runlog, runs
+from pageant.db import due, runs
 from pageant.db.engine_rows import RunRow, RunState, run_row
 from pageant.db.errors import IntegrityError
 from pageant.db.rows import Record
@@ -335,19 +335,15 @@ async def _complete(
     async def finish(conn: AsyncConnection, group: Batch | None) -> bool | None:
         # Shared with other runs' writes; may run twice. None: the run changed underneath.
         # Its lines are kept for the group's one insert, after every line written at once.
+        # What it holds in the world is given back by the cleanup stage once it has ended,
+        # in this tick, from the ledger's rows.
         if last_phase is not None:
-            if not await runs.to_ending(conn, run_id):
-                return None
-            await gates.leave_phase(conn, run_id=run_id, phase=last_phase, now=now)
-            await runlog.phase_completed(
-                conn, run_id, at=now, phase=last_phase["key"], index=index, batch=group
+            # Through ``ending`` to ``completed`` in one compare-and-set.
+            ended = await transitions.end_and_complete_in(
+                conn, run_id, phase=last_phase, index=index or 0, now=now, batch=group
             )
-            await runlog.run_status(
-                conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING, batch=group
-            )
-        # The run passes straight through ``ending`` (a run found there after a crash
-        # completes); what it holds in the world is given back by the cleanup stage once it
-        # has ended, in this tick, from the ledger's rows.
+            return True if ended else None
+        # A run found in ``ending`` (written so by an earlier version) completes.
         return await transitions.complete_in(conn, run_id, now=now, batch=group)
 
     completed = await host.outcomes.run(finish)
@@ -449,6 +445,8 @@ async def move_run(
 
     if ahead is None:
         ahead = Ahead(host, run_id)
+    if not ahead.seen:
+        await _look_first(host, ahead, lease_until)
     for taken in itertools.count():
         now = host.clock.now()
         claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
@@ -495,9 +493,12 @@ async def move_run(
             state["hold_until"] = None
 
         if step is None:
-            # Every step is terminal; the gate, if the phase has one, is the other half.
-            async with host.db.connect() as conn:
-                gate = await gates.holding(conn, run_id=run_id, phase=phase, now=now)
+            # Every step is terminal; the gate, if the phase has one, is the other half (a
+            # phase without one takes no connection to say so).
+            gate = None
+            if gates.gated(phase):
+                async with host.db.connect() as conn:
+                    gate = await gates.holding(conn, run_id=run_id, phase=phase, now=now)
             if gate is not None:
                 if gates.stalls(gate, now, host.settings.stall_seconds):
                     async with host.db.begin() as conn:
@@ -563,6 +564,20 @@ async def move_run(
         if outcome is not Dispatched.CONTINUE:
             return Outcome.STOPPED
     raise AssertionError("unreachable: the pass ends inside its loop")
+
+
+async def _look_first(host: Host, ahead: Ahead, lease_until: datetime) -> None:
+    """The pass's first look at its run, as a write of the group commit: the run's cursor is
+    read with those of the other runs whose writes share the transaction (one read for
+    all), and its next step, when plainly ready, is claimed there (:meth:`Ahead.look`), so
+    the claim commits with the read it was judged by. A run the set-wise claim started
+    without a slot for its step, or one found due on its own, thus costs one write before
+    its step, where a read on a connection of its own and then a write of its claim were
+    two. Anything but the plain case (a wait to note, a hold, a gate) is the loop's to see
+    to, from the cursor read here."""
+    ahead.remaining = int(goes_on(host, 0, lease_until))
+    now = host.clock.now()
+    await host.outcomes.run(lambda conn, group: ahead.look(conn, now=now, group=group))
 
 
 async def _clear_waiting(

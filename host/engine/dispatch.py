@@ -24,10 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import outcomes, runlog, runs, steps
 from pageant.db.engine_rows import RunRow, RunState, StepRow
+from pageant.db.group import defer_look
 from pageant.db.runs import Cursor, read_cursor
 from pageant.db.shared import Batch
 from pageant.engine import contention, transitions
-from pageant.db.group import defer_look
 from pageant.engine.policy import Decision, may_invoke, settle_spend
 from pageant.engine.readiness import readiness, stopping
 from pageant.engine.step_services import StepServices

@@ -34,8 +34,8 @@ import aiohttp
 from pageant.db import due, runs, steps
 from pageant.db.engine import answers
 from pageant.db.errors import is_unavailable
-from pageant.db.outage import OVERDUE_SECONDS, PROBE_SECONDS
 from pageant.db.group import OutcomeBatch
+from pageant.db.outage import OVERDUE_SECONDS, PROBE_SECONDS
 from pageant.engine.contention import ContentionPersisted, jitter, noted, retrying
 from pageant.engine.tick import STAGES, handed_back
 from pageant.states import OUTCOME_FINISHED, RUN_ACTIVE

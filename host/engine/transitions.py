@@ -281,6 +281,34 @@ async def complete_in(
     )
 
 
+async def end_and_complete_in(
+    conn: AsyncConnection,
+    run_id: int,
+    *,
+    phase: Mapping[str, Any],
+    index: int,
+    now: datetime,
+    batch: Batch | None = None,
+) -> bool:
+    """``running -> ending -> completed``, the run's last phase (``phase``, at ``index``)
+    done: the moves ``end`` and ``complete`` in one compare-and-set (both were always made
+    in this one transaction, so ``ending`` was never committed alone), the phase left, and
+    the lines of each (kept for ``batch``'s one insert when given): ``phase.completed``,
+    ``run.status`` to ``ending``, ``run.status`` to ``completed``. False, having written
+    nothing, when the run was no longer running (a control won)."""
+    if not await runs.end_and_complete(conn, run_id, now=now):
+        return False
+    await gates.leave_phase(conn, run_id=run_id, phase=phase, now=now)
+    await runlog.phase_completed(conn, run_id, at=now, phase=phase["key"], index=index, batch=batch)
+    await runlog.run_status(
+        conn, run_id, at=now, from_=RunStatus.RUNNING, to=RunStatus.ENDING, batch=batch
+    )
+    await runlog.run_status(
+        conn, run_id, at=now, from_=RunStatus.ENDING, to=RUN_COMPLETE.to[0], batch=batch
+    )
+    return True
+
+
 async def skip_in(conn: AsyncConnection, run_id: int, because: str, *, now: datetime) -> bool:
     """``scheduled -> skipped``: another run holds its concurrency key and its event's
     overlap is ``skip``. The reason is the run's ``cancel_reason`` (it never started, like a

@@ -101,6 +101,12 @@ def condition_text(gate: Gate) -> str | None:
     return render(gate["condition"])
 
 
+def gated(phase: Mapping[str, Any]) -> bool:
+    """Whether ``phase`` has a gate (an ``advance``): one without is open, with no row to
+    read, so its reader need not take a connection to ask (:func:`holding`)."""
+    return _advance(phase) is not None
+
+
 async def holding(
     conn: AsyncConnection, *, run_id: int, phase: Mapping[str, Any], now: datetime
 ) -> Gate | None:
@@ -108,7 +114,7 @@ async def holding(
 
     No ``advance`` in the phase, or no row for it, is no gate: open.
     """
-    if _advance(phase) is None:
+    if not gated(phase):
         return None
     row = await gate_rows.gate_of(conn, run_id, phase["key"])
     if row is None or satisfied(row._mapping, now)[0] is not None:

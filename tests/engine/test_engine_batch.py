@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import event
 
 from pageant.db import runlog, steps
+from pageant.db.group import OutcomeBatch
 from pageant.db.log_kinds import LogKind
 from pageant.engine import Engine, loop
-from pageant.db.group import OutcomeBatch
 from pageant.engine.tick import STAGES
 from pageant.runs import controls
 from pageant.runs.create import start_now

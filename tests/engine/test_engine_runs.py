@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import event as sa_event
 from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from pageant.db import due, runs
 from pageant.db.tables import event_run_steps, event_runs
+from pageant.engine import advance_stage
 from pageant.errors import Conflict, NotFound
 from pageant.runs.create import (
     create_run,
@@ -18,7 +20,7 @@ from pageant.runs.create import (
     rematerialise_first_phase,
     start_now,
 )
-from pageant.states import RUN_FAIL, Health
+from pageant.states import RUN_FAIL, Health, Outcome
 from tests.factories import (
     add_version,
     announce,
@@ -305,6 +307,62 @@ async def test_a_run_found_in_ending_completes(probe_host, clock, engine):
         "from": "ending",
         "to": "completed",
     }
+
+
+def _run_updates(db, into: list[str]):
+    """Listen for every UPDATE of a run row sent on ``db``; answers the listener."""
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("UPDATE EVENT_RUNS"):
+            into.append(statement)
+
+    sa_event.listen(db.sync_engine, "before_cursor_execute", seen)
+    return seen
+
+
+async def test_a_run_whose_last_phase_ends_completes_in_one_compare_and_set(probe_host, clock):
+    event = await publish_event(probe_host.db, clock.now(), TWO_PHASES)
+    run_id, _ = await start_now(probe_host, event.id, scope="", actor="admin:a")
+    await set_run(probe_host.db, run_id, status="running", current_phase="wind-down")
+    last = TWO_PHASES["phases"][1]
+    updates: list[str] = []
+    seen = _run_updates(probe_host.db, updates)
+    try:
+        outcome = await advance_stage._complete(
+            probe_host, run_id, now=clock.now(), last_phase=last, index=1
+        )
+    finally:
+        sa_event.remove(probe_host.db.sync_engine, "before_cursor_execute", seen)
+    assert outcome is Outcome.COMPLETED
+    # running -> ending -> completed is one statement: ``ending`` is committed in no
+    # transaction of its own, and the run's row is written once.
+    assert len(updates) == 1
+    row = await run_row(probe_host.db, run_id)
+    assert (row.status, row.claimed_by, row.waiting_reason) == ("completed", None, None)
+    assert row.ended_at is not None
+    # Its lines still tell each move: the phase done, then ending, then completed.
+    assert [ln.detail for ln in await log_lines(probe_host.db, run_id, "run.status")][-2:] == [
+        {"from": "running", "to": "ending"},
+        {"from": "ending", "to": "completed"},
+    ]
+    completed = await log_lines(probe_host.db, run_id, "phase.completed")
+    assert [(ln.phase, ln.detail.get("index")) for ln in completed] == [("wind-down", 1)]
+
+
+async def test_a_run_paused_before_its_end_is_not_completed_and_nothing_is_written(
+    probe_host, clock
+):
+    event = await publish_event(probe_host.db, clock.now(), TWO_PHASES)
+    run_id, _ = await start_now(probe_host, event.id, scope="", actor="admin:a")
+    await set_run(probe_host.db, run_id, status="paused", current_phase="wind-down")
+    lines = await log_lines(probe_host.db, run_id)
+    outcome = await advance_stage._complete(
+        probe_host, run_id, now=clock.now(), last_phase=TWO_PHASES["phases"][1], index=1
+    )
+    # The compare-and-set is the fence: a control that won keeps the run as it left it.
+    assert outcome is Outcome.TAKEN
+    assert (await run_row(probe_host.db, run_id)).status == "paused"
+    assert len(await log_lines(probe_host.db, run_id)) == len(lines)
 
 
 async def test_terminal_statuses_are_written_once(probe_host, clock):
