@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pageant.api.routing import MAX_ID, whole_number
+from pageant.api.routing import MAX_ID, query_count, whole_number
 from pageant.errors import Invalid
 
 DEFAULT_LIMIT = 50
@@ -55,17 +55,8 @@ def decode_cursor(cursor: str) -> int:
 
 def page_from(request: web.Request) -> Page:
     """Read ``limit`` (1..200, default 50) and ``cursor`` from the query string."""
-    details = []
-    limit = DEFAULT_LIMIT
-    raw_limit = request.query.get("limit")
-    if raw_limit is not None:
-        number = whole_number(raw_limit)
-        if number is None or not 1 <= number <= MAX_LIMIT:
-            details.append(
-                f"query.limit: expected a whole number from 1 to {MAX_LIMIT}, not {raw_limit!r}"
-            )
-        else:
-            limit = number
+    details: list[str] = []
+    limit = query_count(request, "limit", MAX_LIMIT, details) or DEFAULT_LIMIT
     after_id = None
     raw_cursor = request.query.get("cursor")
     if raw_cursor:

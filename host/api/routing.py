@@ -346,6 +346,22 @@ def whole_number(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
+def query_count(
+    request: web.Request, name: str, most: int, problems: list[str], *, joined: str = ", not"
+) -> int | None:
+    """The query parameter ``name`` as a whole number from 1 to ``most``; None when it is
+    absent, or refused with ``query.{name}: expected a whole number from 1 to {most}{joined}
+    {raw!r}`` appended to ``problems`` (``joined``: how each route has always worded it)."""
+    raw = request.query.get(name)
+    if raw is None:
+        return None
+    number = whole_number(raw)
+    if number is None or not 1 <= number <= most:
+        problems.append(f"query.{name}: expected a whole number from 1 to {most}{joined} {raw!r}")
+        return None
+    return number
+
+
 def parse_id(text: str) -> int | None:
     """``text`` as an id - ASCII digits only, 1 to :data:`MAX_ID` - else None.
 

@@ -19,6 +19,7 @@ from pageant.console.keys import host_of, path_id, render, require, see_other
 from pageant.db.blackouts import list_blackouts
 from pageant.errors import Invalid, PageantError
 from pageant.events import blackouts
+from pageant.events.blackouts import Remarking
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.schedules.blackouts import MAX_NAME
 
@@ -135,13 +136,7 @@ async def create(request: web.Request) -> web.Response:
         )
     try:
         async with host.db.begin() as conn:
-            _, remarked = await blackouts.create_blackout(
-                conn,
-                given,
-                now=host.clock.now(),
-                registry=host.registry,
-                horizon_days=host.settings.horizon_days,
-            )
+            _, remarked = await blackouts.create_blackout(conn, given, Remarking.of(host))
     except PageantError as exc:
         return await _page(
             request, status=exc.status, errors={"slug": [exc.message]}, values=_values(form)
@@ -162,14 +157,8 @@ async def edit(request: web.Request) -> web.Response:
         if problems:
             raise Invalid("The blackout was not changed.", details=problems)
         async with host.db.begin() as conn:
-            remarked = await blackouts.update_blackout(
-                conn,
-                blackout_id,
-                given,
-                now=host.clock.now(),
-                registry=host.registry,
-                horizon_days=host.settings.horizon_days,
-            )
+            remarking = Remarking.of(host)
+            remarked = await blackouts.update_blackout(conn, blackout_id, given, remarking)
     except PageantError as exc:
         return await _page(
             request,
@@ -187,12 +176,6 @@ async def archive(request: web.Request) -> web.Response:
     require(request, AUTHORS)
     host = host_of(request)
     async with host.db.begin() as conn:
-        remarked = await blackouts.archive_blackout(
-            conn,
-            _id(request),
-            now=host.clock.now(),
-            registry=host.registry,
-            horizon_days=host.settings.horizon_days,
-        )
+        remarked = await blackouts.archive_blackout(conn, _id(request), Remarking.of(host))
     await remarked.announce(host)
     return see_other(f"/blackouts?archived={remarked.count}")

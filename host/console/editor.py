@@ -50,6 +50,13 @@ def _get(form: Mapping[str, Any], name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _filled(form: Mapping[str, Any], prefix: str, **fields: str) -> dict[str, str]:
+    """The optional fields ``{prefix}-{field}`` that are filled in, each under its spec key
+    (``key=field``): a blank field is left out of the spec, not saved as ``""``."""
+    given = {key: _get(form, f"{prefix}-{field}") for key, field in fields.items()}
+    return {key: value for key, value in given.items() if value}
+
+
 def _count(form: Mapping[str, Any], name: str, limit: int) -> int:
     raw = _get(form, name)
     return min(int(raw), limit) if raw.isascii() and raw.isdigit() else 0
@@ -87,12 +94,7 @@ def run_params_from_form(form: Mapping[str, Any]) -> list[dict[str, Any]]:
             "type": type_,
             "required": _get(form, f"{prefix}-required") == "yes",
         }
-        label = _get(form, f"{prefix}-label")
-        if label:
-            param["label"] = label
-        source = _get(form, f"{prefix}-source")
-        if source:
-            param["option_source"] = source
+        param.update(_filled(form, prefix, label="label", option_source="source"))
         default = _typed(type_, _get(form, f"{prefix}-default"))
         if default is not None:
             param["default"] = default
@@ -175,12 +177,7 @@ def _step_from_form(
     if not action_id:
         return None
     step: dict[str, Any] = {"action": action_id}
-    label = _get(form, f"{prefix}-label")
-    if label:
-        step["label"] = label
-    on_failure = _get(form, f"{prefix}-on_failure")
-    if on_failure:
-        step["on_failure"] = on_failure
+    step.update(_filled(form, prefix, label="label", on_failure="on_failure"))
     declaration = registry.actions.get(action_id)
     if declaration is None:
         # A dormant step: its params are carried through untouched (nothing can check them).

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Remarked",
+    "Remarking",
     "archive_blackout",
     "blackout_object",
     "check_zone_and_periods",
@@ -58,6 +59,23 @@ class Remarked:
         engine (an occurrence given back may be due now)."""
         await lifecycle.announce_scheduled(host, self.created_runs)
         host.wake()
+
+
+@dataclass(frozen=True)
+class Remarking:
+    """What re-marking the subscribed events reads: the instant of the change, the
+    registry the reconcile materialises with, and how far ahead it looks. One value, so
+    every blackout write (and every surface calling one) hands over the same three."""
+
+    now: datetime
+    registry: Registry
+    horizon_days: int
+
+    @classmethod
+    def of(cls, host: Host) -> Remarking:
+        """A host's now, registry and horizon: what a change made through the API or the
+        web console re-marks with."""
+        return cls(host.clock.now(), host.registry, host.settings.horizon_days)
 
 
 async def require_blackout(conn: AsyncConnection, blackout_id: int) -> AnyRow:
@@ -108,21 +126,16 @@ def _taken(slug: str) -> Conflict:
 async def create_blackout(
     conn: AsyncConnection,
     values: dict[str, Any],
-    *,
-    now: datetime,
-    registry: Registry,
-    horizon_days: int,
+    remarking: Remarking,
 ) -> tuple[int, Remarked]:
     """Insert a checked blackout (slug, name, timezone, periods) and re-mark the events that
     already name its slug; its id and what moved. A taken slug is a :class:`Conflict`."""
     blackout_id = await rows.insert_blackout(
-        conn, {**values, "state": ACTIVE, "created_at": now, "updated_at": now}
+        conn, {**values, "state": ACTIVE, "created_at": remarking.now, "updated_at": remarking.now}
     )
     if blackout_id is None:
         raise _taken(values["slug"])
-    remarked = await remark_subscribers(
-        conn, [values["slug"]], now=now, registry=registry, horizon_days=horizon_days
-    )
+    remarked = await remark_subscribers(conn, [values["slug"]], remarking)
     return blackout_id, remarked
 
 
@@ -130,10 +143,7 @@ async def update_blackout(
     conn: AsyncConnection,
     blackout_id: int,
     changes: dict[str, Any],
-    *,
-    now: datetime,
-    registry: Registry,
-    horizon_days: int,
+    remarking: Remarking,
 ) -> Remarked:
     """Write ``changes`` (already checked) and re-mark the events that name its old or new
     slug. An archived blackout is a :class:`Conflict`: archiving is for good."""
@@ -141,44 +151,35 @@ async def update_blackout(
     if row.state == ARCHIVED:
         raise Conflict(f"blackout {blackout_id} is archived; make a new one instead")
     if changes and not await rows.update_blackout(
-        conn, blackout_id, {**changes, "updated_at": now}
+        conn, blackout_id, {**changes, "updated_at": remarking.now}
     ):
         raise _taken(changes["slug"])
     slugs = sorted({row.slug, changes.get("slug", row.slug)})
-    return await remark_subscribers(
-        conn, slugs, now=now, registry=registry, horizon_days=horizon_days
-    )
+    return await remark_subscribers(conn, slugs, remarking)
 
 
 async def archive_blackout(
     conn: AsyncConnection,
     blackout_id: int,
-    *,
-    now: datetime,
-    registry: Registry,
-    horizon_days: int,
+    remarking: Remarking,
 ) -> Remarked:
     """Archive a blackout: it applies to nothing, and the occurrences it held come back."""
     row = await require_blackout(conn, blackout_id)
     if row.state == ARCHIVED:
         return Remarked()
-    await rows.update_blackout(conn, blackout_id, {"state": ARCHIVED, "updated_at": now})
-    return await remark_subscribers(
-        conn, [row.slug], now=now, registry=registry, horizon_days=horizon_days
-    )
+    await rows.update_blackout(conn, blackout_id, {"state": ARCHIVED, "updated_at": remarking.now})
+    return await remark_subscribers(conn, [row.slug], remarking)
 
 
 async def remark_subscribers(
     conn: AsyncConnection,
     slugs: list[str],
-    *,
-    now: datetime,
-    registry: Registry,
-    horizon_days: int,
+    remarking: Remarking,
 ) -> Remarked:
     """Reconcile, up to the horizon, every ready event whose published version names one of
     ``slugs``, so its occurrences agree with its blackouts as they now are."""
-    end = now + timedelta(days=horizon_days)
+    now, registry = remarking.now, remarking.registry
+    end = now + timedelta(days=remarking.horizon_days)
     remarked = Remarked()
     for row in await published_schedules(conn):
         if not set(periods.subscribed(row.spec)) & set(slugs):

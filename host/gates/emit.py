@@ -93,15 +93,13 @@ def payload_from_text(registry: Any, trigger_id: str, pairs: Sequence[str]) -> d
     if trigger is None:
         raise NotFound(f"no such trigger: {trigger_id!r} (no installed plugin registers it)")
     types = {variable.name: variable.type for variable in trigger.variables}
-    payload, problems = read_words(
+    return read_words(
         pairs,
         types,
         name="KEY",
         where=lambda key, text, kind: f"payload.{key}: {text!r} is not a {kind}",
+        refusal=f"the payload does not fit {trigger_id}'s variables",
     )
-    if problems:
-        raise Invalid(f"the payload does not fit {trigger_id}'s variables", details=problems)
-    return payload
 
 
 # ── one firing, checked ───────────────────────────────────────────────────────

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import os
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -117,25 +117,57 @@ def ladder(spec: Mapping[str, Any]) -> list[Rung]:
     return out
 
 
-def _row(
-    run_id: int, rung: Rung, key: str, start: datetime, now: datetime, version: int
-) -> dict[str, Any]:
+class Notice(Protocol):
+    """One announcement a run makes as a step of its own: a countdown's rung, a gate's
+    milestone."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def leg(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+def announce_rows(
+    run_id: int, phase: str, notices: Sequence[Notice], registry: Registry | None
+) -> list[dict[str, Any]]:
+    """One ``core.announce`` step row per notice, ``pending``, in ``phase`` (a phase the
+    run's cursor never reads); the caller adds when each is due. A notice is a notify step:
+    one that fails for good is noted, never a stop."""
+    declared = registry.actions.get(ACTION) if registry is not None else None
+    version = declared.version if declared is not None else 1
+    # 128 random bits each, fixed with the row and the same on every retry, as any step's.
+    drawn = os.urandom(16 * len(notices)).hex()
+    return [
+        {
+            "run_id": run_id,
+            "phase": phase,
+            "seq": notice.seq,
+            "label": notice.label[:200],
+            "action": ACTION,
+            "action_version": version,
+            "params": {"leg": notice.leg, "message": notice.message},
+            "on_failure": "skip",
+            "status": "pending",
+            "attempts": 0,
+            "idempotency_key": drawn[32 * i : 32 * i + 32],
+        }
+        for i, notice in enumerate(notices)
+    ]
+
+
+def _due(row: dict[str, Any], rung: Rung, start: datetime, now: datetime) -> dict[str, Any]:
+    """A rung's row with its time; one whose time is not after ``now`` is skipped, noted.
+    Every rung row has the same columns, as the one insert of them all takes."""
     due = rung.due(start)
     passed = due <= now
     return {
-        "run_id": run_id,
-        "phase": rungs.COUNTDOWN_PHASE,
-        "seq": rung.seq,
-        "label": rung.label[:200],
-        "action": ACTION,
-        "action_version": version,
-        "params": {"leg": rung.leg, "message": rung.message},
-        # A countdown is a notify step: a rung that fails for good is noted, never a stop.
-        "on_failure": "skip",
-        "status": "skipped" if passed else "pending",
-        "attempts": 0,
+        **row,
+        "status": "skipped" if passed else row["status"],
         "due_at": due,
-        "idempotency_key": key,
         "note": PASSED_AT_CREATION if passed else None,
         "finished_at": now if passed else None,
     }
@@ -157,12 +189,8 @@ async def materialise_rungs(
     made = ladder(spec)
     if not made:
         return 0
-    declared = registry.actions.get(ACTION) if registry is not None else None
-    version = declared.version if declared is not None else 1
-    # 128 random bits each, fixed with the row and the same on every retry, as any step's.
-    drawn = os.urandom(16 * len(made)).hex()
-    keys = [drawn[i : i + 32] for i in range(0, 32 * len(made), 32)]
-    rows = [_row(run_id, rung, keys[i], start, now, version) for i, rung in enumerate(made)]
+    pending = announce_rows(run_id, rungs.COUNTDOWN_PHASE, made, registry)
+    rows = [_due(row, rung, start, now) for row, rung in zip(pending, made, strict=True)]
     # Inserted at once, not kept for a group's one insert: a rung row carries columns
     # (due_at, note) a phase's step rows do not, and one insert takes rows of one shape.
     await steps.insert_steps(conn, rows)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.db import milestones as milestone_rows
 from pageant.db import steps
-from pageant.runs.create import new_idempotency_keys
+from pageant.runs.countdown import announce_rows
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -44,7 +44,6 @@ PLACEHOLDERS: dict[str, str] = {
     "target": "the gate's count, the number that opens it",
     "percent": "the milestone's percentage",
 }
-ACTION = "core.announce"
 #: Each milestone's legs are numbered inside a block of this many ``seq`` values.
 LEGS_PER_MILESTONE = 100
 #: Why a milestone step is passed over rather than sent.
@@ -142,26 +141,9 @@ async def materialise_milestones(
     made = milestones_of(phase)
     if not made:
         return 0
-    declared = registry.actions.get(ACTION) if registry is not None else None
-    version = declared.version if declared is not None else 1
-    keys = new_idempotency_keys(len(made))
     rows = [
-        {
-            "run_id": run_id,
-            "phase": milestone_phase(index),
-            "seq": milestone.seq,
-            "label": milestone.label[:200],
-            "action": ACTION,
-            "action_version": version,
-            "params": {"leg": milestone.leg, "message": milestone.message},
-            # A notify step: a milestone that fails for good is noted, never a stop.
-            "on_failure": "skip",
-            "status": "pending",
-            "attempts": 0,
-            "idempotency_key": keys[i],
-            "due_at": milestone_rows.UNREACHED,
-        }
-        for i, milestone in enumerate(made)
+        {**row, "due_at": milestone_rows.UNREACHED}
+        for row in announce_rows(run_id, milestone_phase(index), made, registry)
     ]
     # Inserted at once, not kept for a group's one insert: a milestone row carries a column
     # (due_at) a phase's step rows do not, and one insert takes rows of one shape.

@@ -29,6 +29,7 @@ from typing import Any
 
 from pageant.errors import Invalid
 from pageant.hookspecs.models import check_literal
+from pageant.support.refusals import show
 from pageant.support.typedtext import read_words
 
 #: The types a param may have: the trigger variables' (and the actions' params') types.
@@ -45,15 +46,6 @@ SCOPE = "scope"
 MAX_SCOPE = 100
 #: A concurrency key's placeholders: ``{server}``, ``{scope}``.
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-
-
-def show(value: Any) -> str:
-    """A value as it was sent (JSON), shortened to fit in one message."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def is_reference(value: Any) -> bool:
@@ -175,12 +167,10 @@ def values_from_text(
     :func:`values_for` to refuse with the same words as any start. Raises :class:`Invalid`
     naming each word it cannot read."""
     types = declared_types(declarations)
-    values, problems = read_words(
+    return read_words(
         pairs,
         types,
         name="NAME",
         where=lambda key, text, kind: f"--param {key}: {text!r} is not {kind}",
+        refusal="the params cannot be read",
     )
-    if problems:
-        raise Invalid("the params cannot be read", details=problems)
-    return values

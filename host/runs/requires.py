@@ -38,8 +38,8 @@ from pageant.db import campaigns as campaign_rows
 from pageant.db import slugs
 from pageant.gates.durations import format_after, parse_duration
 from pageant.gates.phase import elapsed
-from pageant.runs.params import show
 from pageant.states import RunStatus, WaitingReason
+from pageant.support.refusals import an_object, refuse_unknown, show
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Row
@@ -131,12 +131,9 @@ def validate_requires(raw: Any, path: str, errors: list[str]) -> dict[str, Any] 
     (:func:`pageant.events.campaigns.unknown_required`)."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with event and within; got {show(raw)}")
+    if (raw := an_object(raw, path, errors, "with event and within")) is None:
         return None
-    unknown = [key for key in raw if key not in REQUIRES_KEYS]
-    for key in unknown:
-        errors.append(f"{path}: unknown key {show(key)}; expected {', '.join(REQUIRES_KEYS)}")
+    unknown = refuse_unknown(raw, REQUIRES_KEYS, path, errors)
     event = raw.get("event")
     if not isinstance(event, str) or not 0 < len(event) <= MAX_EVENT:
         errors.append(f"{path}.event: expected the slug of another event; got {show(event)}")

@@ -27,6 +27,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from pageant.schedules import recurrence
+from pageant.support.refusals import bounded_list
 from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 #: The kinds of period, in the order the docs name them.
@@ -81,15 +82,11 @@ def _show(value: Any) -> str:
 def check_periods(raw: Any, path: str, errors: list[str]) -> list[dict[str, Any]]:
     """The normalised periods, each problem added to ``errors`` with its path
     (``body.periods[1].end: ...``)."""
-    if not isinstance(raw, list) or not raw:
-        errors.append(f"{path}: expected a non-empty list of periods")
-        return []
-    if len(raw) > MAX_PERIODS:
-        errors.append(f"{path}: at most {MAX_PERIODS} periods; this has {len(raw)}")
-        return []
+    what = "expected a non-empty list of periods"
+    raw = bounded_list(raw, path, errors, what, MAX_PERIODS, "periods", "this has", quote=False)
     return [
         period
-        for i, item in enumerate(raw)
+        for i, item in enumerate(raw or [])
         if (period := _check_period(item, f"{path}[{i}]", errors)) is not None
     ]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from pageant.gates.durations import format_after, parse_after
 from pageant.gates.phase import elapsed
-from pageant.runs.params import show
+from pageant.support.refusals import an_object, refuse_unknown, show
 
 #: ``none`` first: it is the default, and what a spec without ``catch_up`` means.
 POLICIES = ("none", "one", "all")
@@ -96,13 +96,9 @@ def validate_catch_up(raw: Any, path: str, errors: list[str]) -> dict[str, Any] 
     always did); appends each problem to ``errors``, prefixed by its path."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with a policy; got {show(raw)}")
+    if (raw := an_object(raw, path, errors, "with a policy")) is None:
         return None
-    unknown = [key for key in raw if key not in CATCH_UP_KEYS]
-    for key in unknown:
-        errors.append(f"{path}: unknown key {show(key)}; expected {', '.join(CATCH_UP_KEYS)}")
-    if unknown:
+    if refuse_unknown(raw, CATCH_UP_KEYS, path, errors):
         return None
     policy = raw.get("policy")
     if policy not in POLICIES:

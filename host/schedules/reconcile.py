@@ -36,7 +36,7 @@ catch-up window, which its author asked for: ``catch_up_from``.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -66,6 +66,9 @@ ARCHIVED = "archived"
 # the window's start is still recognised by its slot. A move is at most a day's offset
 # change (Samoa, 2011), so two days is ample.
 _SLOT_MARGIN = timedelta(days=2)
+#: A write of :mod:`pageant.db.occurrences` that puts a never-started run back on
+#: ``scheduled`` (from blacked out, from superseded); whether the row moved.
+_BackToScheduled = Callable[..., Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -477,23 +480,36 @@ class _Work:
             self.outcome.blacked_out += 1
 
     async def _lift(self, row: Row, occ: recurrence.Occurrence) -> None:
-        if not await occurrences.lift_blackout(
+        if not await self._restore(occurrences.lift_blackout, row, occ):
+            return
+        self.outcome.lifted += 1
+        await self._rematerialise(row.id)
+        because = f'the blackout "{row.cancel_reason}" no longer covers it'
+        await self._scheduled_again(row, occ, RunStatus.BLACKED_OUT, because)
+
+    async def _restore(self, write: _BackToScheduled, row: Row, occ: recurrence.Occurrence) -> bool:
+        """Put a run that never started back on ``scheduled`` at ``occ`` on the plan's
+        version (``write``: the way back from its state); whether it moved."""
+        return await write(
             self.conn,
             row.id,
             version_id=self.plan.version_id,
             slot=occ.slot,
             dst_adjusted=occ.dst_adjusted,
-        ):
-            return
-        self.outcome.lifted += 1
-        await self._rematerialise(row.id)
+        )
+
+    async def _scheduled_again(
+        self, row: Row, occ: recurrence.Occurrence, from_: RunStatus, because: str
+    ) -> None:
+        """The run log's line for a run put back on ``scheduled``, and its not-due note: a
+        lifted blackout and a revived occurrence are told alike."""
         await runlog.run_status(
             self.conn,
             row.id,
             at=self.now,
-            from_=RunStatus.BLACKED_OUT,
+            from_=from_,
             to=RunStatus.SCHEDULED,
-            because=f'the blackout "{row.cancel_reason}" no longer covers it',
+            because=because,
             slot=occ.slot,
             version_id=self.plan.version_id,
             actor=self.actor,
@@ -598,13 +614,7 @@ class _Work:
         )
 
     async def _revive(self, row: Row, occ: recurrence.Occurrence) -> None:
-        if not await occurrences.revive_superseded(
-            self.conn,
-            row.id,
-            version_id=self.plan.version_id,
-            slot=occ.slot,
-            dst_adjusted=occ.dst_adjusted,
-        ):
+        if not await self._restore(occurrences.revive_superseded, row, occ):
             return
         self.outcome.revived += 1
         await self._rematerialise(row.id)
@@ -616,18 +626,8 @@ class _Work:
             now=self.now,
             registry=self.registry,
         )
-        await runlog.run_status(
-            self.conn,
-            row.id,
-            at=self.now,
-            from_="cancelled",
-            to="scheduled",
-            because="the published schedule produces it again",
-            slot=occ.slot,
-            version_id=self.plan.version_id,
-            actor=self.actor,
-        )
-        await _note_not_due(self.conn, row.id, occ.at, self.now)
+        because = "the published schedule produces it again"
+        await self._scheduled_again(row, occ, RunStatus.CANCELLED, because)
 
     async def create(self, occ: recurrence.Occurrence) -> None:
         run_id, created = await create_run(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pageant.errors import Invalid
+
 _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")
 
@@ -35,10 +37,12 @@ def read_words(
     *,
     name: str,
     where: Callable[[str, str, str], str],
-) -> tuple[dict[str, Any], list[str]]:
+    refusal: str,
+) -> dict[str, Any]:
     """Values from ``NAME=VALUE`` words (a command line's), each read as the type ``types``
-    gives its name (text for a name it does not know); answers the values and a problem per
-    word it cannot read. ``name`` spells NAME in the problem of a word without ``=``;
+    gives its name (text for a name it does not know). Raises :class:`Invalid` with
+    ``refusal`` and a problem per word it cannot read, so every reader of such words
+    refuses alike. ``name`` spells NAME in the problem of a word without ``=``;
     ``where(name, text, kind)`` words the problem of a value that is not its kind."""
     values: dict[str, Any] = {}
     problems: list[str] = []
@@ -52,4 +56,6 @@ def read_words(
             values[key] = read_typed(kind, text)
         except ValueError:
             problems.append(where(key, text, kind))
-    return values, problems
+    if problems:
+        raise Invalid(refusal, details=problems)
+    return values

@@ -1021,3 +1021,65 @@ def test_dormant_items_ignores_what_is_not_dormant() -> None:
 def test_module_exports_its_bounds() -> None:
     assert (spec.MAX_AFTER_SECONDS, spec.MIN_AFTER_SECONDS) == (30 * 86_400, 1)
     assert spec.MAX_STRING_PARAM == 4000
+
+
+# ── the wording every checker of authored JSON shares ──
+
+_RUNG = {"before": ["5m"], "legs": ["core.log"], "message": "In {remaining}"}
+_PUBLIC_GATE = {"on": "wisps.caught", "count": 50, "public": True, "label": "Caught"}
+_AT = {"at": [50], "legs": ["core.log"], "message": "{count} of {target}"}
+
+
+@pytest.mark.parametrize(
+    ("top", "expected"),
+    [
+        ({"blackouts": "night"}, 'spec.blackouts: expected a list of blackout slugs; got "night"'),
+        ({"blackouts": ["night"] * 21}, "spec.blackouts: at most 20 blackouts; this has 21"),
+        ({"params": {}}, "spec.params: expected a list of params; got {}"),
+        (
+            {"params": [{"name": f"p{i}", "type": "string"} for i in range(21)]},
+            "spec.params: at most 20 params; this spec has 21",
+        ),
+        ({"phases": []}, "spec.phases: expected a non-empty list of phases"),
+        ({"requires": []}, "spec.requires: expected an object with event and within; got []"),
+        (
+            {"requires": {"event": "muster", "within": "7d", "when": 1}},
+            'spec.requires: unknown key "when"; expected event, outcome, within',
+        ),
+        ({"catch_up": "one"}, 'spec.catch_up: expected an object with a policy; got "one"'),
+        (
+            {"catch_up": {"policy": "one", "within": "3h", "late": 1}},
+            'spec.catch_up: unknown key "late"; expected policy, within',
+        ),
+        (
+            {"phases": [phase(countdown={**_RUNG, "before": []})]},
+            'spec.phases[0].countdown.before: expected a list of durations such as ["30m", '
+            '"5m"]; got []',
+        ),
+        (
+            {"phases": [phase(countdown={**_RUNG, "legs": ["core.log"] * 6})]},
+            "spec.phases[0].countdown.legs: at most 5 legs; got 6",
+        ),
+        (
+            {"phases": [phase(countdown=[])]},
+            "spec.phases[0].countdown: expected an object with before, legs and message; got []",
+        ),
+        (
+            {"phases": [phase(steps=[{"action": "core.wait", "params": [5]}])]},
+            "spec.phases[0].steps[0].params: expected an object; got [5]",
+        ),
+        (
+            {"phases": [phase(advance={**_PUBLIC_GATE, "milestones": {**_AT, "at": [1] * 11}})]},
+            "spec.phases[0].advance.milestones.at: at most 10 milestones; got 11",
+        ),
+        (
+            {"phases": [phase(advance={**_PUBLIC_GATE, "milestones": {**_AT, "at": 50}})]},
+            "spec.phases[0].advance.milestones.at: expected a list of percentages such as "
+            "[25, 50, 75, 100]; got 50",
+        ),
+    ],
+)
+def test_a_refused_list_or_object_is_named_with_its_own_sentence(
+    registry: Registry, top: dict[str, Any], expected: str
+) -> None:
+    assert error_of(make(**top), registry) == expected

@@ -222,9 +222,7 @@ async def test_a_blackout_added_over_the_horizon_remarks_and_archiving_gives_bac
                 "timezone": "Europe/Berlin",
                 "periods": [night],
             },
-            now=now,
-            registry=host.registry,
-            horizon_days=14,
+            staff.Remarking(now, host.registry, horizon_days=14),
         )
     assert remarked.count == 2
     rows = await runs_of(db, event.id)
@@ -235,7 +233,7 @@ async def test_a_blackout_added_over_the_horizon_remarks_and_archiving_gives_bac
 
     async with db.begin() as conn:
         back = await staff.archive_blackout(
-            conn, blackout_id, now=now, registry=host.registry, horizon_days=14
+            conn, blackout_id, staff.Remarking(now, host.registry, horizon_days=14)
         )
     assert back.count == 2
     again = await runs_of(db, event.id)
@@ -262,9 +260,7 @@ async def test_an_edit_remarks_on_both_sides_of_a_period_end(db, host, clock, en
         blackout_id, _ = await staff.create_blackout(
             conn,
             {"slug": "t", "name": "T", "timezone": "Europe/Berlin", "periods": [night]},
-            now=now,
-            registry=host.registry,
-            horizon_days=14,
+            staff.Remarking(now, host.registry, horizon_days=14),
         )
     event = await subscribed_event(db, now, weekly("friday", at="20:00"), "t")
     await expand(db, host, event, now)
@@ -275,9 +271,7 @@ async def test_an_edit_remarks_on_both_sides_of_a_period_end(db, host, clock, en
             conn,
             blackout_id,
             {"periods": [short]},
-            now=now,
-            registry=host.registry,
-            horizon_days=14,
+            staff.Remarking(now, host.registry, horizon_days=14),
         )
     statuses = [r.status for r in await runs_of(db, event.id)]
     assert statuses == ["blacked_out" if marked else "scheduled"] * 2

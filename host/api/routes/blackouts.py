@@ -9,7 +9,6 @@ blackout took or gave back (:mod:`pageant.events.blackouts`).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from aiohttp import web
@@ -23,6 +22,7 @@ from pageant.api.routing import CURSOR, LIMIT, Query, RouteTable, int_param, res
 from pageant.db.blackouts import ACTIVE, ARCHIVED, list_blackouts
 from pageant.errors import Invalid
 from pageant.events import blackouts
+from pageant.events.blackouts import Remarking
 from pageant.schedules.blackouts import MAX_NAME, MAX_PERIODS, PERIOD_KINDS
 from pageant.schedules.recurrence import WEEKDAYS
 
@@ -106,10 +106,6 @@ class BlackoutList(BaseModel):
     next_cursor: str | None
 
 
-def _now(request: web.Request) -> datetime:
-    return request.app[HOST].clock.now()
-
-
 def _check_fields(checked: Checked[Any]) -> dict[str, Any]:
     """The fields that passed the model, with the zone and the periods checked too (their
     problems added to ``checked``, each with its path)."""
@@ -174,13 +170,7 @@ async def create(request: web.Request) -> web.Response:
         "periods": given["periods"],
     }
     async with host.db.begin() as conn:
-        blackout_id, remarked = await blackouts.create_blackout(
-            conn,
-            values,
-            now=_now(request),
-            registry=host.registry,
-            horizon_days=host.settings.horizon_days,
-        )
+        blackout_id, remarked = await blackouts.create_blackout(conn, values, Remarking.of(host))
     return await _answer(request, blackout_id, remarked, 201)
 
 
@@ -210,14 +200,7 @@ async def update(request: web.Request) -> web.Response:
         checked = check_body(BlackoutUpdate, raw)
         given = _check_fields(checked)
         checked.raise_if_invalid()
-        remarked = await blackouts.update_blackout(
-            conn,
-            blackout_id,
-            given,
-            now=_now(request),
-            registry=host.registry,
-            horizon_days=host.settings.horizon_days,
-        )
+        remarked = await blackouts.update_blackout(conn, blackout_id, given, Remarking.of(host))
     return await _answer(request, blackout_id, remarked)
 
 
@@ -231,11 +214,5 @@ async def archive(request: web.Request) -> web.Response:
     host = request.app[HOST]
     blackout_id = int_param(request, "id", "blackout")
     async with host.db.begin() as conn:
-        remarked = await blackouts.archive_blackout(
-            conn,
-            blackout_id,
-            now=_now(request),
-            registry=host.registry,
-            horizon_days=host.settings.horizon_days,
-        )
+        remarked = await blackouts.archive_blackout(conn, blackout_id, Remarking.of(host))
     return await _answer(request, blackout_id, remarked)

@@ -49,9 +49,9 @@ from pageant.api.routing import (
     RouteTable,
     int_param,
     principal,
+    query_count,
     read_body,
     respond,
-    whole_number,
 )
 from pageant.engine import rehearsal
 from pageant.errors import Invalid, NotFound
@@ -663,15 +663,9 @@ def _publish_query(request: web.Request) -> tuple[bool, int]:
     if raw_preview not in ("0", "1", "false", "true"):
         problems.append(f"query.preview: expected 1 or 0 (true or false); got {raw_preview!r}")
     per_scope = preview.DEFAULT_PER_SCOPE
-    raw_count = request.query.get("occurrences")
-    if raw_count is not None:
-        count = whole_number(raw_count)
-        if count is None or not 1 <= count <= preview.MAX_PER_SCOPE:
-            problems.append(
-                f"query.occurrences: expected a whole number from 1 to {preview.MAX_PER_SCOPE}; "
-                f"got {raw_count!r}"
-            )
-        elif not previewing and not problems:
+    count = query_count(request, "occurrences", preview.MAX_PER_SCOPE, problems, joined="; got")
+    if count is not None:
+        if not previewing and not problems:
             problems.append("query.occurrences: only read with preview=1")
         else:
             per_scope = count

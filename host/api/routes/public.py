@@ -15,7 +15,7 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from pageant.api.keys import HOST
-from pageant.api.routing import INSTANT, Query, RouteTable, respond, whole_number
+from pageant.api.routing import INSTANT, Query, RouteTable, query_count, respond
 from pageant.api.window import instant, read_window
 from pageant.errors import Invalid
 from pageant.schedules import public_pages as public
@@ -252,16 +252,7 @@ async def event_history(request: web.Request) -> web.Response:
     before = None
     if "before" in request.query:
         before = instant(request, "before", problems)
-    limit = public.DEFAULT_HISTORY
-    raw = request.query.get("limit")
-    if raw is not None:
-        number = whole_number(raw)
-        if number is None or not 1 <= number <= public.MAX_HISTORY:
-            problems.append(
-                f"query.limit: expected a whole number from 1 to {public.MAX_HISTORY}, not {raw!r}"
-            )
-        else:
-            limit = number
+    limit = query_count(request, "limit", public.MAX_HISTORY, problems) or public.DEFAULT_HISTORY
     if problems:
         raise Invalid("invalid query", details=problems)
     async with host.db.connect() as conn:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from pageant.access.roles import ADMIN, CONTROLLERS, STAFF
 from pageant.api.keys import HOST
@@ -282,24 +282,32 @@ class CancelBody(_Body):
     cleanup: bool = True
 
 
+def _not_blank(required: str) -> AfterValidator:
+    """Refuses a reason of spaces with ``required``, the sentence its 400 says."""
+
+    def check(value: str) -> str:
+        if not value.strip():
+            raise ValueError(required)
+        return value
+
+    return AfterValidator(check)
+
+
 class AdvanceBody(_Body):
     """Why the gate is forced: required, kept on the ``phase.advanced`` line."""
 
-    reason: str = Field(min_length=1, max_length=200)
-
-    @field_validator("reason")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("a reason is required (it is what the log keeps of this decision)")
-        return value
+    reason: Annotated[
+        str,
+        Field(min_length=1, max_length=200),
+        _not_blank("a reason is required (it is what the log keeps of this decision)"),
+    ]
 
 
 class RescheduleBody(_Body):
     """Where to move a scheduled run, and why (kept on the ``control.reschedule`` line)."""
 
     scheduled_for: datetime
-    reason: str = Field(min_length=1, max_length=200)
+    reason: Annotated[str, Field(min_length=1, max_length=200), _not_blank("a reason is required")]
 
     @field_validator("scheduled_for")
     @classmethod
@@ -307,13 +315,6 @@ class RescheduleBody(_Body):
         if value.tzinfo is None:
             raise ValueError("an instant with an offset is required, e.g. 2027-03-26T19:00:00Z")
         return value.astimezone(UTC)
-
-    @field_validator("reason")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("a reason is required")
-        return value
 
 
 class ConfirmBody(_Body):

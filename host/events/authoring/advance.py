@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.events.authoring.milestones import validate_milestones
 from pageant.events.authoring.progress import validate_public
 
@@ -69,8 +69,7 @@ def validate_advance(
     """
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        errors.append(f'{path}: expected an object with "after" or "on"; got {show(raw)}')
+    if (raw := an_object(raw, path, errors, 'with "after" or "on"')) is None:
         return None
     kinds = [kind for kind in ADVANCE_KINDS if kind in raw]
     if len(kinds) != 1:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.hookspecs import Announcement
 
 #: The placeholders a template may use, each with what it becomes.
@@ -99,8 +99,7 @@ def validate_template(raw: Any, path: str, errors: list[str]) -> dict[str, str] 
     (``spec.announcement.body: {starts} is not a placeholder; ...``)."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with title and/or body; got {show(raw)}")
+    if (raw := an_object(raw, path, errors, "with title and/or body")) is None:
         return None
     refuse_unknown(raw, TEMPLATE_KEYS, path, errors)
     out: dict[str, str] = {}

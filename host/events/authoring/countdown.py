@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.gates.durations import format_after, parse_duration
 from pageant.runs.countdown import PLACEHOLDERS
 
@@ -51,8 +51,7 @@ def validate_countdown(
             "phases before it end, which is not known in advance"
         )
         return None
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with before, legs and message; got {show(raw)}")
+    if (raw := an_object(raw, path, errors, "with before, legs and message")) is None:
         return None
     problems: list[str] = []
     refuse_unknown(raw, COUNTDOWN_KEYS, path, problems)
@@ -65,19 +64,9 @@ def validate_countdown(
     return {"before": before, "legs": legs, "message": message}
 
 
-def _list(raw: Any, path: str, what: str, example: str, most: int, errors: list[str]) -> list[Any]:
-    """``raw`` when it is a list of 1 to ``most`` items, else ``[]`` with the reason."""
-    if not isinstance(raw, list) or not raw:
-        errors.append(f"{path}: expected a list of {what} such as {example}; got {show(raw)}")
-        return []
-    if len(raw) > most:
-        errors.append(f"{path}: at most {most} {what.split()[-1]}; got {len(raw)}")
-        return []
-    return raw
-
-
 def _before(raw: Any, path: str, errors: list[str]) -> list[str]:
-    raw = _list(raw, path, "durations", '["30m", "5m"]', MAX_RUNGS, errors)
+    what = 'expected a list of durations such as ["30m", "5m"]'
+    raw = bounded_list(raw, path, errors, what, MAX_RUNGS, "durations") or []
     seen: dict[int, int] = {}
     for i, text in enumerate(raw):
         seconds = _duration(text)
@@ -101,7 +90,8 @@ def _duration(text: Any) -> int | None:
 def validate_legs(raw: Any, path: str, registry: Registry, errors: list[str]) -> list[str]:
     """A list of 1 to :data:`MAX_LEGS` announce legs, each registered and named once (a
     countdown's, a gate's milestones'); each problem goes to ``errors`` with its place."""
-    raw = _list(raw, path, "announce legs", '["core.log"]', MAX_LEGS, errors)
+    what = 'expected a list of announce legs such as ["core.log"]'
+    raw = bounded_list(raw, path, errors, what, MAX_LEGS, "legs") or []
     legs: list[str] = []
     for i, leg in enumerate(raw):
         if not isinstance(leg, str) or leg not in registry.legs:

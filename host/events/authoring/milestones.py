@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.countdown import validate_legs, validate_message
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.runs.milestones import PLACEHOLDERS, reached_at
 
 if TYPE_CHECKING:
@@ -48,8 +48,7 @@ def validate_milestones(
     if not public:
         errors.append(f'{path}: milestones are announced to players; give the gate "public": true')
         return None
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object with at, legs and message; got {show(raw)}")
+    if (raw := an_object(raw, path, errors, "with at, legs and message")) is None:
         return None
     problems: list[str] = []
     refuse_unknown(raw, MILESTONE_KEYS, path, problems)
@@ -63,13 +62,9 @@ def validate_milestones(
 
 
 def _at(raw: Any, path: str, count: int, errors: list[str]) -> list[int]:
-    if not isinstance(raw, list) or not raw:
-        errors.append(
-            f"{path}: expected a list of percentages such as [25, 50, 75, 100]; got {show(raw)}"
-        )
-        return []
-    if len(raw) > MAX_MILESTONES:
-        errors.append(f"{path}: at most {MAX_MILESTONES} milestones; got {len(raw)}")
+    what = "expected a list of percentages such as [25, 50, 75, 100]"
+    raw = bounded_list(raw, path, errors, what, MAX_MILESTONES, "milestones")
+    if raw is None:
         return []
     seen: dict[int, int] = {}
     for i, percent in enumerate(raw):

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import bounded_list, refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.runs.params import (
     FOR_EACH,
@@ -38,17 +38,11 @@ def validate_declarations(raw: Any, registry: Registry, errors: list[str]) -> li
     """``spec.params``, normalised (each with ``name``, ``type``, ``label``, ``required``,
     and ``default`` / ``option_source`` when given); problems appended to ``errors``."""
     path = "spec.params"
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        errors.append(f"{path}: expected a list of params; got {show(raw)}")
-        return []
-    if len(raw) > MAX_PARAMS:
-        errors.append(f"{path}: at most {MAX_PARAMS} params; this spec has {len(raw)}")
-        return []
+    what = "expected a list of params"
+    raw = bounded_list(raw, path, errors, what, MAX_PARAMS, "params", "this spec has", empty=True)
     declared: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for i, item in enumerate(raw):
+    for i, item in enumerate(raw or []):
         ppath = f"{path}[{i}]"
         if not isinstance(item, dict):
             errors.append(f"{ppath}: expected an object with name and type")
@@ -165,11 +159,9 @@ def validate_param_sets(
             f"source}}}}; got {show(raw)}"
         )
         return None
-    if not isinstance(raw, list) or not raw:
-        errors.append(f"{path}: expected a non-empty list of param sets; got {show(raw)}")
-        return None
-    if len(raw) > MAX_PARAM_SETS:
-        errors.append(f"{path}: at most {MAX_PARAM_SETS} param sets; this one has {len(raw)}")
+    what = "expected a non-empty list of param sets"
+    raw = bounded_list(raw, path, errors, what, MAX_PARAM_SETS, "param sets", "this one has")
+    if raw is None:
         return None
     sets: list[dict[str, Any]] = []
     scopes: dict[str, int] = {}

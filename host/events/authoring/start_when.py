@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring import params as run_params
 from pageant.events.authoring.countdown import MAX_LEGS, validate_legs
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.gates.durations import format_after, parse_duration
 from pageant.states import OrElse
 
@@ -71,10 +71,7 @@ def validate_start_when(
     (``spec.start_when.at_least: ...``). ``types`` and ``declared``: the event's run params."""
     if raw is None:
         return None
-    if not isinstance(raw, dict):
-        errors.append(
-            f"{path}: expected an object with reading, at_least, wait and else; got {show(raw)}"
-        )
+    if (raw := an_object(raw, path, errors, "with reading, at_least, wait and else")) is None:
         return None
     problems: list[str] = []
     refuse_unknown(raw, START_WHEN_KEYS, path, problems)
@@ -179,10 +176,8 @@ def _params(
     types: Mapping[str, str],
     declared: Mapping[str, dict[str, Any]],
 ) -> dict[str, Any]:
+    raw = an_object({} if raw is None else raw, path, errors, "of the reading's params")
     if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object of the reading's params; got {show(raw)}")
         return {}
     by_name = {param.name: param for param in reading.params}
     out: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pageant.events.authoring.messages import show
+from pageant.events.authoring.messages import bounded_list, show
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.runs.params import scope_of
 from pageant.schedules.recurrence import is_zone
@@ -22,16 +22,10 @@ MAX_BLACKOUTS = 20
 
 def validate_blackouts(raw: Any, path: str, errors: list[str]) -> list[str]:
     """The slugs of the blackouts a spec subscribes to, in its order, duplicates dropped."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        errors.append(f"{path}: expected a list of blackout slugs; got {show(raw)}")
-        return []
-    if len(raw) > MAX_BLACKOUTS:
-        errors.append(f"{path}: at most {MAX_BLACKOUTS} blackouts; this has {len(raw)}")
-        return []
+    what = "expected a list of blackout slugs"
+    raw = bounded_list(raw, path, errors, what, MAX_BLACKOUTS, "blackouts", "this has", empty=True)
     slugs: list[str] = []
-    for i, slug in enumerate(raw):
+    for i, slug in enumerate(raw or []):
         if not isinstance(slug, str) or len(slug) > MAX_SLUG or not SLUG_RE.match(slug):
             errors.append(f"{path}[{i}]: {show(slug)} is not a blackout slug")
         elif slug not in slugs:

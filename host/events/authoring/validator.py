@@ -59,7 +59,7 @@ from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.countdown import validate_countdown
-from pageant.events.authoring.messages import refuse_unknown, show
+from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.events.authoring.start_when import START_WHEN_SCHEMA, validate_start_when
 from pageant.events.authoring.subscriptions import (
     MAX_BLACKOUTS,
@@ -253,20 +253,17 @@ def validate(
     # Omitted when empty, so a spec without params reads as it always did.
     if declared:
         out = {"params": declared, **out}
-    if template:
-        out["announcement"] = template
-    if acknowledged:
-        out["acknowledge"] = acknowledged
-    # Omitted for "none", so a spec without catch-up reads as it always did.
-    if catch_up:
-        out["catch_up"] = catch_up
-    if subscribed:
-        out["blackouts"] = subscribed
-    if start_when:
-        out["start_when"] = start_when
-    if required:
-        out["requires"] = required
-    return out
+    # Each omitted when empty (catch-up's "none" included), so a spec without it reads as it
+    # always did; in this order, so two saves of one spec are the same JSON.
+    optional = {
+        "announcement": template,
+        "acknowledge": acknowledged,
+        "catch_up": catch_up,
+        "blackouts": subscribed,
+        "start_when": start_when,
+        "requires": required,
+    }
+    return {**out, **{key: value for key, value in optional.items() if value}}
 
 
 def _fan_out(
@@ -404,13 +401,9 @@ def _phases(
     errors: list[str],
 ) -> list[dict[str, Any]]:
     path = "spec.phases"
-    if not isinstance(raw, list) or not raw:
-        errors.append(f"{path}: expected a non-empty list of phases")
-        return []
-    if len(raw) > MAX_PHASES:
-        # Checked before anything inside: a pasted list of thousands is refused by its size,
-        # not answered with thousands of errors.
-        errors.append(f"{path}: at most {MAX_PHASES} phases; this spec has {len(raw)}")
+    what = "expected a non-empty list of phases"
+    raw = bounded_list(raw, path, errors, what, MAX_PHASES, "phases", "this spec has", quote=False)
+    if raw is None:
         return []
     first_use: dict[str, int] = {}
     total_steps = 0
@@ -621,10 +614,8 @@ def _params(
     An unknown param is an error rather than a silent drop: ``creatures`` typed for
     ``creature`` is a step that would dispatch without it while looking saved.
     """
+    raw = an_object({} if raw is None else raw, path, errors)
     if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        errors.append(f"{path}: expected an object; got {show(raw)}")
         return {}
     declared = {param.name for param in declaration.params}
     for name in raw:
