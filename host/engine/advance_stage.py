@@ -445,8 +445,6 @@ async def move_run(
 
     if ahead is None:
         ahead = Ahead(host, run_id)
-    if not ahead.seen:
-        await _look_first(host, ahead, lease_until)
     for taken in itertools.count():
         now = host.clock.now()
         claimed, seen, found = ahead.claimed, ahead.seen, ahead.found
@@ -564,20 +562,6 @@ async def move_run(
         if outcome is not Dispatched.CONTINUE:
             return Outcome.STOPPED
     raise AssertionError("unreachable: the pass ends inside its loop")
-
-
-async def _look_first(host: Host, ahead: Ahead, lease_until: datetime) -> None:
-    """The pass's first look at its run, as a write of the group commit: the run's cursor is
-    read with those of the other runs whose writes share the transaction (one read for
-    all), and its next step, when plainly ready, is claimed there (:meth:`Ahead.look`), so
-    the claim commits with the read it was judged by. A run the set-wise claim started
-    without a slot for its step, or one found due on its own, thus costs one write before
-    its step, where a read on a connection of its own and then a write of its claim were
-    two. Anything but the plain case (a wait to note, a hold, a gate) is the loop's to see
-    to, from the cursor read here."""
-    ahead.remaining = int(goes_on(host, 0, lease_until))
-    now = host.clock.now()
-    await host.outcomes.run(lambda conn, group: ahead.look(conn, now=now, group=group))
 
 
 async def _clear_waiting(

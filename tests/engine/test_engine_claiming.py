@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import event as sa_event
 from sqlalchemy import select
 
 from pageant.db.tables import event_runs
@@ -147,59 +146,6 @@ async def test_every_run_due_to_start_is_started_in_one_claim_however_few_slots_
         assert (await run_row(host.db, run_id)).status == "completed"
         statuses = await log_lines(host.db, run_id, "run.status")
         assert [ln.detail["to"] for ln in statuses][:2] == ["starting", "running"]
-
-
-class CursorReads:
-    """Counts the reads of a run's cursor by how their transaction ended: committed (a write
-    of the group commit, its claim with it) or not (a read on a connection of its own)."""
-
-    def __init__(self, db) -> None:
-        self.sync = db.sync_engine
-        self.open: dict[int, int] = {}
-        self.committed = 0
-        self.not_committed = 0
-
-    def _read(self, conn, cursor, statement, parameters, context, executemany) -> None:
-        if "first_pending_key" in statement:
-            self.open[id(conn)] = self.open.get(id(conn), 0) + 1
-
-    def _commit(self, conn) -> None:
-        self.committed += self.open.pop(id(conn), 0)
-
-    def _rollback(self, conn) -> None:
-        self.not_committed += self.open.pop(id(conn), 0)
-
-    def __enter__(self) -> CursorReads:
-        sa_event.listen(self.sync, "after_cursor_execute", self._read)
-        sa_event.listen(self.sync, "commit", self._commit)
-        sa_event.listen(self.sync, "rollback", self._rollback)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        sa_event.remove(self.sync, "after_cursor_execute", self._read)
-        sa_event.remove(self.sync, "commit", self._commit)
-        sa_event.remove(self.sync, "rollback", self._rollback)
-
-
-async def test_a_run_started_without_a_slot_reads_its_cursor_in_the_write_of_its_claim(
-    two_slots, monkeypatch
-):
-    host, engine, probe = two_slots
-    run_ids = await _one_step_runs(host, 5)
-    answers = recording(monkeypatch)
-    with CursorReads(host.db) as reads:
-        await engine.tick()
-    claimed, _ = answers[0]
-    # Three of the five were started with no slot for their steps ...
-    assert sorted(claimed.values()) == [False, False, False, True, True]
-    assert sorted(probe.names()) == ["s0", "s1", "s2", "s3", "s4"]
-    # ... and each task's first look read its run's cursor in a write of the group commit,
-    # which claimed the step with it: no cursor was read on a connection of its own.
-    assert reads.committed >= 1
-    assert reads.not_committed == 0
-    for run_id in run_ids:
-        assert (await run_row(host.db, run_id)).status == "completed"
-        assert [r.attempts for r in await step_rows(host.db, run_id)] == [1]
 
 
 async def test_a_crash_between_the_sets_start_and_a_runs_first_look_leaves_it_resumable(
