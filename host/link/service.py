@@ -41,6 +41,13 @@ COUNT_EVERY = 0.5
 NOTE_EVERY = timedelta(seconds=1)
 #: How long closing the link waits for what a server's return began (its reconcile).
 RETURN_GRACE_SECONDS = 5.0
+#: The most looks (a sync's read of whether anything is due for its server) made at once.
+#: Agents that came up together sync together: a thousand syncs arriving in a second each
+#: took a pooled connection at once, and past the pool's size each opened one of its own,
+#: closed once used (on SQLite a thread and a connection a look, three a second in a host
+#: holding 1,000 idle syncs, and its resident memory crept with them). Eight at once read
+#: such a wave from connections the pool keeps; the others wait their turn.
+LOOKS_AT_ONCE = 8
 
 SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}\Z")
@@ -103,6 +110,7 @@ class Link:
         self._queueing: dict[str, asyncio.Lock] = {}
         #: server -> (commands waiting, when counted): see :meth:`_refuse_if_full`.
         self._counted: dict[str, tuple[int, float]] = {}
+        self._looks = asyncio.Semaphore(LOOKS_AT_ONCE)
 
     @property
     def offline(self) -> timedelta:
@@ -579,8 +587,8 @@ class Link:
 
     async def _due_now(self, server: str, now: datetime) -> bool:
         """Whether a command is due for ``server`` now, read (a queued one, or one delivered
-        and unanswered for :data:`REDELIVER_AFTER`)."""
-        async with self.db.connect() as conn:
+        and unanswered for :data:`REDELIVER_AFTER`), at most :data:`LOOKS_AT_ONCE` at once."""
+        async with self._looks, self.db.connect() as conn:
             due = await link_rows.due_for(
                 conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
             )

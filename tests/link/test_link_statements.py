@@ -1,7 +1,8 @@
 """The link's set-wise statements have a few texts, not one a size of their set: SQLite's
 driver prepares each text, and every pooled connection keeps what it prepared, so a text a
 size (the periodic check over the servers waiting here, a count that moves with every sync)
-grew a host holding 1,000 syncs without end. Padded, the statements answer as before."""
+grew a host holding 1,000 syncs without end. Padded, the statements answer as before. And
+a wave of syncs looks through a few of the pool's connections, not one a sync."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pageant.access.tokens import create_token
 from pageant.api.app import make_app
 from pageant.db import link as link_rows
 from pageant.db.inlists import STEP, padded, padded_length
+from pageant.link.service import LOOKS_AT_ONCE, Link
 from tests.conftest import bearer
 from tests.factories import make_host
 
@@ -118,3 +120,24 @@ def test_a_list_is_padded_to_a_power_of_two_then_to_a_multiple_of_the_step(count
 
 def test_a_long_list_is_padded_by_less_than_a_step():
     assert STEP * 5 < padded_length(STEP * 5 + 1) <= STEP * 6
+
+
+async def test_a_wave_of_syncs_looks_through_a_few_connections_at_once(db, clock, settings):
+    link = Link(db, clock, settings)
+    held = now = 0
+
+    def checkout(*_: Any) -> None:
+        nonlocal held, now
+        now += 1
+        held = max(held, now)
+
+    def checkin(*_: Any) -> None:
+        nonlocal now
+        now -= 1
+
+    event.listen(db.sync_engine, "checkout", checkout)
+    event.listen(db.sync_engine, "checkin", checkin)
+    # Sixty syncs arriving together, each looking once (nothing is due) and waiting nothing.
+    answers = await asyncio.gather(*(link.take(f"w{i}", 0) for i in range(60)))
+    assert answers == [[]] * 60
+    assert 1 <= held <= LOOKS_AT_ONCE
