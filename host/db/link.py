@@ -19,6 +19,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db.idempotent import insert_keeping_existing, inserted_id
+from pageant.db.inlists import padded
 from pageant.db.tables import changed_one, link_commands, link_servers
 
 c = link_commands.c
@@ -223,7 +224,9 @@ async def answered_among(conn: AsyncConnection, command_ids: Sequence[int]) -> l
     """Of ``command_ids``, the commands answered (by any host's sync)."""
     if not command_ids:
         return []
-    statement = select(*COMMAND_COLUMNS).where(c.id.in_(list(command_ids)), c.status == "answered")
+    statement = select(*COMMAND_COLUMNS).where(
+        c.id.in_(padded(command_ids)), c.status == "answered"
+    )
     return list((await conn.execute(statement)).all())
 
 
@@ -236,7 +239,7 @@ async def servers_with_queued(
         return set()
     statement = (
         select(c.server)
-        .where(c.status == "queued", c.server.in_(list(servers)), c.deadline > now)
+        .where(c.status == "queued", c.server.in_(padded(servers)), c.deadline > now)
         .distinct()
     )
     return set((await conn.execute(statement)).scalars())
@@ -327,7 +330,7 @@ async def find_all(
     """:func:`find` for many ``(server, command, key)`` at once: those ever queued."""
     wanted = set(names)
     statement = select(*COMMAND_COLUMNS).where(
-        tuple_(c.server, c.command, c.key).in_(sorted(wanted))
+        tuple_(c.server, c.command, c.key).in_(padded(sorted(wanted)))
     )
     found = {}
     for row in (await conn.execute(statement)).all():
@@ -354,7 +357,7 @@ async def due_among(
     statement = (
         select(*COMMAND_COLUMNS)
         .where(
-            c.server.in_(sorted(set(servers))),
+            c.server.in_(padded(sorted(set(servers)))),
             c.deadline > now,
             or_(
                 c.status == "queued",
@@ -374,7 +377,7 @@ async def mark_all_delivered(
     statement = (
         update(link_commands)
         .where(
-            c.id.in_(list(command_ids)),
+            c.id.in_(padded(command_ids)),
             c.status.in_(("queued", "delivered")),
             c.deadline > now,
         )

@@ -12,6 +12,7 @@ the last, down after, unknown before the first since this host started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -41,6 +42,16 @@ COUNT_EVERY = 0.5
 NOTE_EVERY = timedelta(seconds=1)
 #: How long closing the link waits for what a server's return began (its reconcile).
 RETURN_GRACE_SECONDS = 5.0
+#: The most looks (a sync's read of whether anything is due for its server) made at once.
+#: Agents that came up together sync together: a thousand syncs arriving in a second each
+#: took a pooled connection at once, and past the pool's size each opened one of its own,
+#: closed once used (on SQLite a thread and a connection a look, three a second in a host
+#: holding 1,000 idle syncs, and its resident memory crept with them). Eight at once read
+#: such a wave from connections the pool keeps; the others wait their turn. A call's look
+#: (made while a sync of its server waits, to hand it the command) takes no turn: waiting
+#: behind the syncs' looks, the calls of a busy link ran fewer a second, at more statements
+#: each (docs/performance.md).
+LOOKS_AT_ONCE = 8
 
 SERVER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}\Z")
@@ -103,6 +114,7 @@ class Link:
         self._queueing: dict[str, asyncio.Lock] = {}
         #: server -> (commands waiting, when counted): see :meth:`_refuse_if_full`.
         self._counted: dict[str, tuple[int, float]] = {}
+        self._looks = asyncio.Semaphore(LOOKS_AT_ONCE)
 
     @property
     def offline(self) -> timedelta:
@@ -558,7 +570,7 @@ class Link:
     async def _deliver(self, server: str, *, look_first: bool) -> list[dict[str, Any]]:
         now = self.clock.now()
         queued_before = self._queued_count.get(server, 0)
-        if look_first and not await self._due_now(server, now):
+        if look_first and not await self._due_now(server, now, self._looks):
             # Looked for with a read: a sync that finds nothing (most of them) writes
             # nothing. A sync woken by a command queued here goes straight to the write.
             self._note_clear(server, now, queued_before)
@@ -577,10 +589,14 @@ class Link:
             if row.id in moved
         ]
 
-    async def _due_now(self, server: str, now: datetime) -> bool:
+    async def _due_now(
+        self, server: str, now: datetime, turns: asyncio.Semaphore | None = None
+    ) -> bool:
         """Whether a command is due for ``server`` now, read (a queued one, or one delivered
-        and unanswered for :data:`REDELIVER_AFTER`)."""
-        async with self.db.connect() as conn:
+        and unanswered for :data:`REDELIVER_AFTER`). A sync's look waits for one of
+        ``turns`` (:data:`LOOKS_AT_ONCE`); a call's look (a sync of its server waits for the
+        command it brings) does not wait behind a wave of syncs."""
+        async with turns or contextlib.nullcontext(), self.db.connect() as conn:
             due = await link_rows.due_for(
                 conn, server, now=now, redeliver_before=now - REDELIVER_AFTER, limit=1
             )
