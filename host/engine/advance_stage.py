@@ -326,21 +326,22 @@ async def _complete(
     run_id: int,
     *,
     now: datetime,
-    last_phase: dict[str, Any] | None = None,
-    index: int | None = None,
+    last: tuple[dict[str, Any], int] | None = None,
 ) -> Outcome:
-    """Finish a run: from its last phase (``last_phase`` given) through ``ending`` to
-    ``completed``, or — for a run found in ``ending`` — straight to ``completed``."""
+    """Finish a run: from its last phase (``last``, the phase and its index) through
+    ``ending`` to ``completed``, or — for a run found in ``ending`` — straight to
+    ``completed``."""
 
     async def finish(conn: AsyncConnection, group: Batch | None) -> bool | None:
         # Shared with other runs' writes; may run twice. None: the run changed underneath.
         # Its lines are kept for the group's one insert, after every line written at once.
         # What it holds in the world is given back by the cleanup stage once it has ended,
         # in this tick, from the ledger's rows.
-        if last_phase is not None:
+        if last is not None:
             # Through ``ending`` to ``completed`` in one compare-and-set.
+            phase, index = last
             ended = await transitions.end_and_complete_in(
-                conn, run_id, phase=last_phase, index=index or 0, now=now, batch=group
+                conn, run_id, phase=phase, index=index, now=now, batch=group
             )
             return True if ended else None
         # A run found in ``ending`` (written so by an earlier version) completes.
@@ -350,10 +351,10 @@ async def _complete(
     if completed is None:
         return Outcome.TAKEN
     fired: list[lifecycle.Firing] = []
-    if last_phase is not None:
+    if last is not None:
         # This caller moved the run from its last phase into ``ending``: the cleanup of what
         # it holds is under way (the cleanup stage gives it back once the run has ended).
-        fired.append((run_id, lifecycle.RUN_ENDING, last_phase["key"]))
+        fired.append((run_id, lifecycle.RUN_ENDING, last[0]["key"]))
     if completed:
         fired.append((run_id, lifecycle.RUN_COMPLETED, None))
     await lifecycle.announce_all(host, fired)
@@ -506,7 +507,7 @@ async def move_run(
             await _clear_waiting(host, run_id, state, now=now)
             progress.made = True
             if index + 1 == len(phases):
-                return await _complete(host, run_id, now=now, last_phase=phase, index=index)
+                return await _complete(host, run_id, now=now, last=(phase, index))
             if not await _enter(
                 host,
                 run_id,

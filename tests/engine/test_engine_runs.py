@@ -328,9 +328,7 @@ async def test_a_run_whose_last_phase_ends_completes_in_one_compare_and_set(prob
     updates: list[str] = []
     seen = _run_updates(probe_host.db, updates)
     try:
-        outcome = await advance_stage._complete(
-            probe_host, run_id, now=clock.now(), last_phase=last, index=1
-        )
+        outcome = await advance_stage._complete(probe_host, run_id, now=clock.now(), last=(last, 1))
     finally:
         sa_event.remove(probe_host.db.sync_engine, "before_cursor_execute", seen)
     assert outcome is Outcome.COMPLETED
@@ -357,7 +355,7 @@ async def test_a_run_paused_before_its_end_is_not_completed_and_nothing_is_writt
     await set_run(probe_host.db, run_id, status="paused", current_phase="wind-down")
     lines = await log_lines(probe_host.db, run_id)
     outcome = await advance_stage._complete(
-        probe_host, run_id, now=clock.now(), last_phase=TWO_PHASES["phases"][1], index=1
+        probe_host, run_id, now=clock.now(), last=(TWO_PHASES["phases"][1], 1)
     )
     # The compare-and-set is the fence: a control that won keeps the run as it left it.
     assert outcome is Outcome.TAKEN
