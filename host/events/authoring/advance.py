@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.events.authoring.milestones import validate_milestones
 from pageant.events.authoring.progress import validate_public
 
@@ -37,6 +36,7 @@ from pageant.gates.durations import (  # noqa: F401 - re-exported for the spec v
     format_after,
     parse_after,
 )
+from pageant.support.refusals import an_object, refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.hookspecs import Announcement
+from pageant.support.refusals import an_object, refuse_unknown, show
 
 #: The placeholders a template may use, each with what it becomes.
 PLACEHOLDERS: dict[str, str] = {

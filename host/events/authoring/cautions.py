@@ -21,8 +21,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.authoring.messages import show
 from pageant.runs.params import SCOPE, is_reference
+from pageant.support.refusals import show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -17,9 +17,9 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.gates.durations import format_after, parse_duration
 from pageant.runs.countdown import PLACEHOLDERS
+from pageant.support.refusals import an_object, bounded_list, refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring.countdown import validate_legs, validate_message
-from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.runs.milestones import PLACEHOLDERS, reached_at
+from pageant.support.refusals import an_object, bounded_list, refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pageant.errors import Invalid
-from pageant.events.authoring.messages import bounded_list, refuse_unknown, show
 from pageant.hookspecs.models import check_literal
 from pageant.runs.params import (
     FOR_EACH,
@@ -23,6 +22,7 @@ from pageant.runs.params import (
     scope_of,
     values_for,
 )
+from pageant.support.refusals import bounded_list, refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

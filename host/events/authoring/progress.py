@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pageant.events.authoring.messages import show
+from pageant.support.refusals import show
 
 #: A label is one line on a public page, beside "37 of 50".
 MAX_PUBLIC_LABEL = 100

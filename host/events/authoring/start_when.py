@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from pageant.events.authoring import params as run_params
 from pageant.events.authoring.countdown import MAX_LEGS, validate_legs
-from pageant.events.authoring.messages import an_object, refuse_unknown, show
 from pageant.gates.durations import format_after, parse_duration
 from pageant.states import OrElse
+from pageant.support.refusals import an_object, refuse_unknown, show
 
 if TYPE_CHECKING:
     from pageant.plugins.registry import Registry

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pageant.events.authoring.messages import bounded_list, show
 from pageant.events.slugs import MAX_SLUG, SLUG_RE
 from pageant.runs.params import scope_of
 from pageant.schedules.recurrence import is_zone
 from pageant.schedules.stagger import LOCAL, parse_stagger
+from pageant.support.refusals import bounded_list, show
 
 #: More blackouts than any event needs; a bound, so an occurrence's check stays cheap.
 MAX_BLACKOUTS = 20

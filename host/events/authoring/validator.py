@@ -59,7 +59,6 @@ from pageant.events.authoring.announce import MAX_TITLE as MAX_TEMPLATE_TITLE
 from pageant.events.authoring.announce import validate_template
 from pageant.events.authoring.cautions import validate_acknowledged
 from pageant.events.authoring.countdown import validate_countdown
-from pageant.events.authoring.messages import an_object, bounded_list, refuse_unknown, show
 from pageant.events.authoring.start_when import START_WHEN_SCHEMA, validate_start_when
 from pageant.events.authoring.subscriptions import (
     MAX_BLACKOUTS,
@@ -72,6 +71,7 @@ from pageant.hookspecs.models import ON_FAILURE_BY_RISK
 from pageant.runs.requires import REQUIRES_SCHEMA, validate_requires
 from pageant.schedules.catchup import CATCH_UP_SCHEMA, validate_catch_up
 from pageant.schedules.recurrence import WEEKDAYS
+from pageant.support.refusals import an_object, bounded_list, refuse_unknown, show
 from pageant.support.timefmt import EARLIEST, LATEST, SUPPORTED
 
 if TYPE_CHECKING:
