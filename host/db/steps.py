@@ -12,6 +12,7 @@ reclaim only ever takes a claim lease that is non-NULL and expired.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -68,6 +69,13 @@ STEP_COLUMNS = (
 )
 
 _parked = and_(s.status == StepStatus.RUNNING, s.lease_until.is_(None))
+
+
+def new_idempotency_keys(count: int) -> list[str]:
+    """``count`` steps' idempotency keys, each 128 random bits in hex: fixed when the step row
+    is made, the same on every retry. One read of the system's randomness for them all."""
+    drawn = os.urandom(16 * count).hex()
+    return [drawn[i : i + 32] for i in range(0, 32 * count, 32)]
 
 
 def _acts_from(move: Move) -> Any:

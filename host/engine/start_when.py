@@ -98,9 +98,7 @@ async def _call_off(
     a second host deciding the same run finds the steps made and sends nothing twice."""
     message = call_off_message(run, start_when, short)
     legs = list(start_when.get("legs") or [])
-    declared = host.registry.actions.get(quorum.ANNOUNCE)
-    version = declared.version if declared is not None else 1
-    rows = quorum.call_off_rows(run["id"], legs, message, version=version, now=now)
+    rows = quorum.call_off_rows(run["id"], legs, message, registry=host.registry, now=now)
     async with host.db.begin() as conn:
         await steps.insert_steps(conn, rows)
     async with host.db.connect() as conn:

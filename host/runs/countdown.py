@@ -25,7 +25,6 @@ gates decide as the run goes, so no rung could be placed before it.
 
 from __future__ import annotations
 
-import os
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -139,8 +138,7 @@ def announce_rows(
     one that fails for good is noted, never a stop."""
     declared = registry.actions.get(ACTION) if registry is not None else None
     version = declared.version if declared is not None else 1
-    # 128 random bits each, fixed with the row and the same on every retry, as any step's.
-    drawn = os.urandom(16 * len(notices)).hex()
+    keys = steps.new_idempotency_keys(len(notices))
     return [
         {
             "run_id": run_id,
@@ -153,7 +151,7 @@ def announce_rows(
             "on_failure": "skip",
             "status": "pending",
             "attempts": 0,
-            "idempotency_key": drawn[32 * i : 32 * i + 32],
+            "idempotency_key": keys[i],
         }
         for i, notice in enumerate(notices)
     ]

@@ -10,7 +10,6 @@ occurrence or two rows of one step.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from pageant.db import budgets, definitions, runlog, runs, steps
 from pageant.db.shared import Batch
+from pageant.db.steps import new_idempotency_keys
 from pageant.errors import Conflict, Invalid, NotFound, PageantError
 from pageant.runs import countdown, waiting
 from pageant.runs import params as run_params
@@ -33,13 +33,6 @@ if TYPE_CHECKING:
 
 #: For an action nobody registers any more: stop and let a person look.
 ON_FAILURE_UNKNOWN = "pause"
-
-
-def new_idempotency_keys(count: int) -> list[str]:
-    """``count`` steps' idempotency keys, each 128 random bits in hex: fixed when the step row
-    is made, the same on every retry. One read of the system's randomness for them all."""
-    drawn = os.urandom(16 * count).hex()
-    return [drawn[i : i + 32] for i in range(0, 32 * count, 32)]
 
 
 def step_rows(

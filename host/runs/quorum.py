@@ -9,15 +9,14 @@ engine's note and the console's agree.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pageant.gates.durations import parse_after
 from pageant.runs import params as run_params
-from pageant.runs.countdown import ACTION as ANNOUNCE
-from pageant.runs.countdown import remaining_words
+from pageant.runs.countdown import announce_rows, remaining_words
 from pageant.states import WaitingReason
 
 if TYPE_CHECKING:
@@ -109,26 +108,24 @@ def started_words(start_when: Mapping[str, Any], registry: Registry, read: Read)
     return f"started with {number(read.amount or 0)} {unit(start_when, registry)}"
 
 
+@dataclass(frozen=True)
+class CallOff:
+    """The call-off on one leg, a notice of the run's (:class:`pageant.runs.countdown.Notice`)."""
+
+    seq: int
+    leg: str
+    message: str
+
+    @property
+    def label(self) -> str:
+        return f"Call-off ({self.leg})"
+
+
 def call_off_rows(
-    run_id: int, legs: list[str], message: str, *, version: int, now: datetime
+    run_id: int, legs: list[str], message: str, *, registry: Registry, now: datetime
 ) -> list[dict[str, Any]]:
     """The call-off's steps, one ``core.announce`` a leg, due ``now``."""
+    notices = [CallOff(seq, leg, message) for seq, leg in enumerate(legs)]
     return [
-        {
-            "run_id": run_id,
-            "phase": CALL_OFF_PHASE,
-            "seq": seq,
-            "label": f"Call-off ({leg})"[:200],
-            "action": ANNOUNCE,
-            "action_version": version,
-            "params": {"leg": leg, "message": message},
-            # A call-off is a notify step: one that fails is noted, never a stop.
-            "on_failure": "skip",
-            "status": "pending",
-            "attempts": 0,
-            "due_at": now,
-            # 128 random bits, fixed with the row, as any step's key.
-            "idempotency_key": os.urandom(16).hex(),
-        }
-        for seq, leg in enumerate(legs)
+        {**row, "due_at": now} for row in announce_rows(run_id, CALL_OFF_PHASE, notices, registry)
     ]
